@@ -1,0 +1,140 @@
+//! Typed client errors.
+
+use std::path::PathBuf;
+
+use memd_proto::{CodecError, ErrorBody, ErrorCode};
+
+/// Everything a client call can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No daemon answers on the socket.
+    #[error("no memd daemon answers on {socket}: {source}")]
+    Unreachable {
+        /// The socket tried.
+        socket: PathBuf,
+        /// The connect error.
+        source: std::io::Error,
+    },
+    /// The daemon speaks another protocol version.
+    #[error(
+        "protocol mismatch: this client speaks memd protocol {client}, the daemon speaks {daemon}; \
+         restart the daemon with the same memd version as the client (`memd stop`, then any \
+         command starts the new one)"
+    )]
+    ProtocolMismatch {
+        /// Our version.
+        client: u32,
+        /// The daemon's version.
+        daemon: u32,
+    },
+    /// The memory does not exist or is not visible to this session.
+    #[error("{}", .0.message)]
+    NotFound(Box<ErrorBody>),
+    /// A rev mismatch, double supersession or invalid transition.
+    #[error("{}", .0.message)]
+    Conflict(Box<ErrorBody>),
+    /// Refused because this session's view is stale.
+    #[error("{}", .0.message)]
+    Drift(Box<ErrorBody>),
+    /// Invalid arguments.
+    #[error("{}", .0.message)]
+    InvalidInput(Box<ErrorBody>),
+    /// Rejected by the write gate; `reason` says why.
+    #[error("{}", .0.message)]
+    Rejected(Box<ErrorBody>),
+    /// Any other error the daemon reported.
+    #[error("{}", .0.message)]
+    Daemon(Box<ErrorBody>),
+    /// The peer broke the protocol (not memd, or a malformed frame).
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The connection closed before the answer arrived.
+    #[error("the daemon closed the connection")]
+    Closed,
+    /// An I/O error on the connection.
+    #[error("I/O error talking to the daemon: {0}")]
+    Io(#[from] std::io::Error),
+    /// The daemon could not be started.
+    #[error("cannot start the memd daemon: {0}")]
+    Autostart(String),
+}
+
+impl From<ErrorBody> for Error {
+    fn from(body: ErrorBody) -> Self {
+        match body.code {
+            ErrorCode::NotFound => Error::NotFound(Box::new(body)),
+            ErrorCode::Conflict => Error::Conflict(Box::new(body)),
+            ErrorCode::Drift => Error::Drift(Box::new(body)),
+            ErrorCode::InvalidInput => Error::InvalidInput(Box::new(body)),
+            ErrorCode::Rejected => Error::Rejected(Box::new(body)),
+            _ => Error::Daemon(Box::new(body)),
+        }
+    }
+}
+
+impl From<CodecError> for Error {
+    fn from(e: CodecError) -> Self {
+        match e {
+            CodecError::VersionMismatch { ours, theirs } => Error::ProtocolMismatch {
+                client: ours,
+                daemon: theirs,
+            },
+            CodecError::TooLarge { len, max } => Error::InvalidInput(Box::new(ErrorBody::new(
+                ErrorCode::InvalidInput,
+                format!("the request is {len} bytes, over the {max}-byte frame limit"),
+            ))),
+            other => Error::Protocol(other.to_string()),
+        }
+    }
+}
+
+impl Error {
+    /// The daemon's error body, or one made up for a local error, so every
+    /// error has the same JSON shape.
+    pub fn body(&self) -> ErrorBody {
+        match self {
+            Error::NotFound(b)
+            | Error::Conflict(b)
+            | Error::Drift(b)
+            | Error::InvalidInput(b)
+            | Error::Rejected(b)
+            | Error::Daemon(b) => (**b).clone(),
+            Error::Unreachable { .. } | Error::Autostart(_) => {
+                ErrorBody::new(ErrorCode::Busy, self.to_string())
+            }
+            Error::ProtocolMismatch { .. } => {
+                ErrorBody::new(ErrorCode::ProtocolMismatch, self.to_string())
+            }
+            Error::Protocol(_) | Error::Closed | Error::Io(_) => {
+                ErrorBody::new(ErrorCode::Internal, self.to_string())
+            }
+        }
+    }
+
+    /// The JSON `code` of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Unreachable { .. } | Error::Autostart(_) => "unreachable",
+            Error::Protocol(_) | Error::Closed | Error::Io(_) => "connection",
+            _ => self.body().code.as_str(),
+        }
+    }
+
+    /// The CLI's exit code (DESIGN.md "CLI contract"): 1 error (not found
+    /// included), 2 usage, 3 drift, 4 conflict, 5 unreachable or protocol
+    /// mismatch, 6 rejected by the write gate.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Drift(_) => 3,
+            Error::Conflict(_) => 4,
+            Error::Unreachable { .. } | Error::ProtocolMismatch { .. } | Error::Autostart(_) => 5,
+            Error::Rejected(_) => 6,
+            Error::InvalidInput(_) => 2,
+            Error::NotFound(_) | Error::Daemon(_) => 1,
+            Error::Protocol(_) | Error::Closed | Error::Io(_) => 5,
+        }
+    }
+}
+
+/// Result of a client call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

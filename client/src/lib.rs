@@ -1,0 +1,337 @@
+//! Client of the memd daemon: connect, open a session, one method per
+//! request kind.
+//!
+//! # Layout
+//! - [`Client`] (this file): async client over tokio; one connection is one
+//!   session, one request at a time.
+//! - [`blocking`]: the same API for code without an async runtime.
+//! - [`autostart`]: connect, or start a background daemon and connect.
+//! - [`error`]: typed errors ([`Error::NotFound`], [`Error::Conflict`],
+//!   [`Error::Drift`], [`Error::Unreachable`], …) with the CLI's exit codes.
+//!
+//! ```no_run
+//! # async fn demo() -> memd_client::Result<()> {
+//! use memd_client::{Client, ConnectOptions, AddRequest};
+//! let mut client = Client::connect(ConnectOptions::new("/run/user/1000/memd/memd.sock")).await?;
+//! let added = client.add(AddRequest { content: "Deploys go through ops/deploy.sh".into(), ..Default::default() }).await?;
+//! let hits = client.search_text("deploy", 5).await?;
+//! # Ok(()) }
+//! ```
+
+pub mod autostart;
+pub mod blocking;
+pub mod error;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+pub use error::{Error, Result};
+pub use memd_proto as proto;
+pub use memd_proto::{
+    AddRequest, AddResult, DriftPolicy, ErrorBody, ErrorCode, Filter, ForgetRequest, ForgetResult,
+    GetRequest, Hit, ListRequest, Memory, MemoryList, MemoryReply, QuerySyntax, SearchMode,
+    SearchRequest, SearchResult, UpdateRequest, Welcome,
+};
+use memd_proto::{Frame, HEADER_LEN, Hello, PREAMBLE_LEN, Request, Response};
+
+/// How to reach the daemon and what session to open.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// The daemon's socket.
+    pub socket: PathBuf,
+    /// Agent id (owner of agent-scope memories).
+    pub agent_id: String,
+    /// Namespace of the session.
+    pub namespace: String,
+    /// Drift policy; `None` for the daemon's default.
+    pub policy: Option<DriftPolicy>,
+    /// Inject budget; `None` for the daemon's default.
+    pub budget: Option<u32>,
+    /// Generation seen before a reconnect.
+    pub seen_generation: Option<u64>,
+    /// Time limit for connecting and the handshake.
+    pub connect_timeout: Duration,
+}
+
+impl ConnectOptions {
+    /// Defaults: agent `default`, namespace `default`, daemon's policy.
+    pub fn new(socket: impl Into<PathBuf>) -> ConnectOptions {
+        ConnectOptions {
+            socket: socket.into(),
+            agent_id: "default".into(),
+            namespace: "default".into(),
+            policy: None,
+            budget: None,
+            seen_generation: None,
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// An open session with the daemon.
+#[derive(Debug)]
+pub struct Client {
+    stream: BufReader<UnixStream>,
+    next_id: u64,
+    welcome: Welcome,
+    /// Pushes (frame id 0) received while waiting for a response.
+    pushes: VecDeque<Response>,
+}
+
+impl Client {
+    /// Connects and opens a session.
+    ///
+    /// # Errors
+    /// [`Error::Unreachable`] when nothing answers on the socket,
+    /// [`Error::ProtocolMismatch`] when the daemon speaks another version,
+    /// and the daemon's refusal (e.g. permission denied, busy) otherwise.
+    pub async fn connect(opts: ConnectOptions) -> Result<Client> {
+        let stream =
+            UnixStream::connect(&opts.socket)
+                .await
+                .map_err(|source| Error::Unreachable {
+                    socket: opts.socket.clone(),
+                    source,
+                })?;
+        let limit = opts.connect_timeout;
+        tokio::time::timeout(limit, Self::handshake(stream, opts))
+            .await
+            .map_err(|_| Error::Protocol(format!("no handshake within {limit:?}")))?
+    }
+
+    async fn handshake(stream: UnixStream, opts: ConnectOptions) -> Result<Client> {
+        let mut stream = BufReader::new(stream);
+        stream.get_mut().write_all(&memd_proto::preamble()).await?;
+        let mut preamble = [0u8; PREAMBLE_LEN];
+        stream
+            .read_exact(&mut preamble)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => Error::Closed,
+                _ => Error::Io(e),
+            })?;
+        let version = memd_proto::parse_preamble(&preamble)?;
+        memd_proto::check_version(version)?;
+        let mut client = Client {
+            stream,
+            next_id: 1,
+            welcome: Welcome {
+                session_id: String::new(),
+                generation: 0,
+                server_version: String::new(),
+                protocol: version,
+            },
+            pushes: VecDeque::new(),
+        };
+        let hello = Hello {
+            protocol: memd_proto::PROTOCOL_VERSION,
+            client_version: env!("CARGO_PKG_VERSION").to_string(),
+            agent_id: opts.agent_id,
+            namespace: opts.namespace,
+            policy: opts.policy,
+            budget: opts.budget,
+            seen_generation: opts.seen_generation,
+        };
+        match client.call(Request::Hello(hello)).await? {
+            Response::Welcome(w) => {
+                client.welcome = w;
+                Ok(client)
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The handshake's answer: session id, generation, daemon version.
+    pub fn welcome(&self) -> &Welcome {
+        &self.welcome
+    }
+
+    /// Sends one request and waits for its response.
+    ///
+    /// # Errors
+    /// The daemon's error as a typed [`Error`], or connection errors.
+    pub async fn call(&mut self, req: Request) -> Result<Response> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let bytes = memd_proto::encode(&Frame { id, body: req })?;
+        self.stream.get_mut().write_all(&bytes).await?;
+        loop {
+            let frame = self.read_frame().await?;
+            match frame.body {
+                Response::Error(body) if frame.id == id || frame.id == memd_proto::PUSH_ID => {
+                    return Err(body.into());
+                }
+                body if frame.id == id => return Ok(body),
+                body if frame.id == memd_proto::PUSH_ID => self.pushes.push_back(body),
+                _ => {
+                    return Err(Error::Protocol(format!(
+                        "response for request {} while waiting for {id}",
+                        frame.id
+                    )));
+                }
+            }
+        }
+    }
+
+    async fn read_frame(&mut self) -> Result<Frame<Response>> {
+        let mut header = [0u8; HEADER_LEN];
+        self.stream
+            .read_exact(&mut header)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => Error::Closed,
+                _ => Error::Io(e),
+            })?;
+        let len = memd_proto::frame_len(header)?;
+        let mut body = vec![0u8; len];
+        self.stream
+            .read_exact(&mut body)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => Error::Closed,
+                _ => Error::Io(e),
+            })?;
+        Ok(memd_proto::decode(&body)?)
+    }
+
+    /// Pushes received so far (drift events), oldest first.
+    pub fn take_pushes(&mut self) -> Vec<Response> {
+        self.pushes.drain(..).collect()
+    }
+
+    /// Stores a memory through the write gate.
+    ///
+    /// # Errors
+    /// [`Error::Rejected`] (with a reason) when the gate refuses it,
+    /// [`Error::InvalidInput`] for malformed fields.
+    pub async fn add(&mut self, req: AddRequest) -> Result<AddResult> {
+        match self.call(Request::Add(req)).await? {
+            Response::Added(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Reads one memory.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when it does not exist or is not visible.
+    pub async fn get(&mut self, id: i64) -> Result<Memory> {
+        self.get_with(GetRequest {
+            id,
+            include_inactive: false,
+        })
+        .await
+        .map(|r| r.memory)
+    }
+
+    /// Reads one memory, with options.
+    ///
+    /// # Errors
+    /// As [`Client::get`].
+    pub async fn get_with(&mut self, req: GetRequest) -> Result<MemoryReply> {
+        match self.call(Request::Get(req)).await? {
+            Response::Memory(r) => Ok(*r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Lists memories.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a malformed filter.
+    pub async fn list(&mut self, req: ListRequest) -> Result<MemoryList> {
+        match self.call(Request::List(req)).await? {
+            Response::Memories(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Changes a memory.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`], [`Error::Conflict`] on an `expect_rev` mismatch,
+    /// [`Error::Drift`] when the session's view is stale.
+    pub async fn update(&mut self, req: UpdateRequest) -> Result<MemoryReply> {
+        match self.call(Request::Update(req)).await? {
+            Response::Memory(r) => Ok(*r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Deletes a memory.
+    ///
+    /// # Errors
+    /// As [`Client::update`].
+    pub async fn forget(&mut self, id: i64, expect_rev: Option<i64>) -> Result<ForgetResult> {
+        match self
+            .call(Request::Forget(ForgetRequest { id, expect_rev }))
+            .await?
+        {
+            Response::Forgotten(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Searches.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for an invalid FTS query (FTS syntax only) or
+    /// filter.
+    pub async fn search(&mut self, req: SearchRequest) -> Result<SearchResult> {
+        match self.call(Request::Search(req)).await? {
+            Response::Hits(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Searches plain text in the session's namespace.
+    ///
+    /// # Errors
+    /// As [`Client::search`].
+    pub async fn search_text(&mut self, query: &str, limit: u32) -> Result<Vec<Hit>> {
+        self.search(SearchRequest {
+            query: query.to_string(),
+            filter: Filter::default(),
+            limit,
+            mode: SearchMode::Auto,
+            syntax: QuerySyntax::Plain,
+            explain: false,
+        })
+        .await
+        .map(|r| r.hits)
+    }
+
+    /// The daemon's status as JSON.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn status(&mut self) -> Result<serde_json::Value> {
+        match self
+            .call(Request::Status(memd_proto::StatusRequest {}))
+            .await?
+        {
+            Response::Status(s) => serde_json::from_str(&s.json)
+                .map_err(|e| Error::Protocol(format!("status is not JSON: {e}"))),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Asks the daemon to shut down gracefully.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn stop(&mut self) -> Result<()> {
+        match self.call(Request::Stop(memd_proto::StopRequest {})).await? {
+            Response::Stopping => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+fn unexpected(resp: &Response) -> Error {
+    Error::Protocol(format!("unexpected response {resp:?}"))
+}

@@ -1,0 +1,189 @@
+//! The one codec of the memd wire: preamble, frame header, bincode payload.
+//!
+//! A connection starts with an 8-byte preamble in each direction: the 4 bytes
+//! `MEMD` and the sender's [`PROTOCOL_VERSION`] as a big-endian `u32`, so a
+//! version mismatch is detected before any message is decoded. After that,
+//! every message is a frame: a big-endian `u32` length, then that many bytes
+//! of a bincode-encoded [`Frame`]. [`MAX_FRAME_LEN`] is enforced on every
+//! frame, in both directions.
+//!
+//! This module is sans-IO: the daemon and the client read the 4-byte header,
+//! call [`frame_len`], read the body and call [`decode`]. Keeping bincode
+//! behind these few functions keeps a future format change to this file.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::Frame;
+
+/// Version of the wire protocol. Bumped on any incompatible change of the
+/// frame layout or of a message's fields.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The first four bytes of every connection, in both directions.
+pub const MAGIC: [u8; 4] = *b"MEMD";
+
+/// Length of the preamble: [`MAGIC`] plus a big-endian `u32` version.
+pub const PREAMBLE_LEN: usize = 8;
+
+/// Length of a frame header (a big-endian `u32` body length).
+pub const HEADER_LEN: usize = 4;
+
+/// Largest frame body accepted or produced, in bytes (8 MiB).
+pub const MAX_FRAME_LEN: usize = 8 * 1024 * 1024;
+
+/// The one bincode configuration of the protocol: variable-length integers,
+/// little endian, and a decode limit equal to the frame cap, so a hostile
+/// length field inside a frame cannot make the decoder allocate more than a
+/// frame's worth of memory.
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<MAX_FRAME_LEN>()
+}
+
+/// Everything that can go wrong turning bytes into messages and back.
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    /// The first bytes of the connection were not `MEMD`.
+    #[error("not a memd peer: the connection did not start with the MEMD preamble")]
+    BadMagic,
+    /// The peer speaks another protocol version.
+    #[error("protocol version mismatch: this side speaks {ours}, the peer speaks {theirs}")]
+    VersionMismatch {
+        /// Our [`PROTOCOL_VERSION`].
+        ours: u32,
+        /// The version in the peer's preamble.
+        theirs: u32,
+    },
+    /// A frame header announced more than [`MAX_FRAME_LEN`] bytes.
+    #[error("frame of {len} bytes exceeds the maximum of {max} bytes")]
+    TooLarge {
+        /// The announced or encoded length.
+        len: usize,
+        /// [`MAX_FRAME_LEN`].
+        max: usize,
+    },
+    /// A frame with an empty body.
+    #[error("empty frame")]
+    Empty,
+    /// The body did not decode as a message of the expected kind: garbage,
+    /// a truncated value, invalid UTF-8 in a string, or an unknown variant.
+    #[error("malformed frame: {0}")]
+    Malformed(String),
+    /// The body decoded but left bytes unread.
+    #[error("malformed frame: {0} trailing bytes after the message")]
+    Trailing(usize),
+    /// A message could not be encoded.
+    #[error("cannot encode message: {0}")]
+    Encode(String),
+}
+
+/// The preamble this side sends first.
+pub fn preamble() -> [u8; PREAMBLE_LEN] {
+    let mut out = [0u8; PREAMBLE_LEN];
+    out[..4].copy_from_slice(&MAGIC);
+    out[4..].copy_from_slice(&PROTOCOL_VERSION.to_be_bytes());
+    out
+}
+
+/// Reads the peer's preamble and returns its protocol version.
+///
+/// # Errors
+/// [`CodecError::BadMagic`] when the bytes do not start with `MEMD`. A
+/// different version is *not* an error here: call [`check_version`], so the
+/// caller can still answer with its own preamble before closing.
+pub fn parse_preamble(bytes: &[u8; PREAMBLE_LEN]) -> Result<u32, CodecError> {
+    if bytes[..4] != MAGIC {
+        return Err(CodecError::BadMagic);
+    }
+    Ok(u32::from_be_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]))
+}
+
+/// Checks that the peer's version is ours.
+///
+/// # Errors
+/// [`CodecError::VersionMismatch`] naming both versions.
+pub fn check_version(theirs: u32) -> Result<(), CodecError> {
+    if theirs == PROTOCOL_VERSION {
+        Ok(())
+    } else {
+        Err(CodecError::VersionMismatch {
+            ours: PROTOCOL_VERSION,
+            theirs,
+        })
+    }
+}
+
+/// Validates a frame header and returns the body length it announces.
+///
+/// # Errors
+/// [`CodecError::TooLarge`] over [`MAX_FRAME_LEN`], [`CodecError::Empty`]
+/// for a zero length.
+pub fn frame_len(header: [u8; HEADER_LEN]) -> Result<usize, CodecError> {
+    let len = u32::from_be_bytes(header) as usize;
+    if len == 0 {
+        return Err(CodecError::Empty);
+    }
+    if len > MAX_FRAME_LEN {
+        return Err(CodecError::TooLarge {
+            len,
+            max: MAX_FRAME_LEN,
+        });
+    }
+    Ok(len)
+}
+
+/// Encodes a frame, header included, ready to be written.
+///
+/// # Errors
+/// [`CodecError::TooLarge`] when the body would exceed [`MAX_FRAME_LEN`] (the
+/// peer would refuse it), [`CodecError::Encode`] when serde fails.
+pub fn encode<B: Serialize>(frame: &Frame<B>) -> Result<Vec<u8>, CodecError> {
+    let mut out = vec![0u8; HEADER_LEN];
+    bincode::serde::encode_into_std_write(frame, &mut out, config())
+        .map_err(|e| CodecError::Encode(e.to_string()))?;
+    let len = out.len() - HEADER_LEN;
+    if len > MAX_FRAME_LEN {
+        return Err(CodecError::TooLarge {
+            len,
+            max: MAX_FRAME_LEN,
+        });
+    }
+    let len = u32::try_from(len).map_err(|_| CodecError::TooLarge {
+        len,
+        max: MAX_FRAME_LEN,
+    })?;
+    out[..HEADER_LEN].copy_from_slice(&len.to_be_bytes());
+    Ok(out)
+}
+
+/// Decodes a frame body (the bytes after the header).
+///
+/// # Errors
+/// [`CodecError::Malformed`] for anything that is not exactly one message of
+/// the expected kind, [`CodecError::Trailing`] when bytes are left over.
+pub fn decode<B: DeserializeOwned>(body: &[u8]) -> Result<Frame<B>, CodecError> {
+    if body.is_empty() {
+        return Err(CodecError::Empty);
+    }
+    if body.len() > MAX_FRAME_LEN {
+        return Err(CodecError::TooLarge {
+            len: body.len(),
+            max: MAX_FRAME_LEN,
+        });
+    }
+    let (frame, used): (Frame<B>, usize) = bincode::serde::decode_from_slice(body, config())
+        .map_err(|e| CodecError::Malformed(e.to_string()))?;
+    if used != body.len() {
+        return Err(CodecError::Trailing(body.len() - used));
+    }
+    Ok(frame)
+}
+
+/// Reads only the frame id from a body whose message did not decode, so an
+/// error reply can still name the request it answers. `None` when not even
+/// the id is readable.
+pub fn peek_id(body: &[u8]) -> Option<u64> {
+    bincode::serde::decode_from_slice::<u64, _>(body, config())
+        .ok()
+        .map(|(id, _)| id)
+}

@@ -1,0 +1,78 @@
+//! The JSON shapes of the CLI, the shell and the backup files.
+//!
+//! A memory always appears as one object: the SQL column names plus `tags`,
+//! with `metadata` as a JSON object (its raw text when the stored value is not
+//! valid JSON, so nothing is hidden) and `pinned` as a boolean.
+
+use serde_json::{Map, Value, json};
+
+use crate::{AddResult, ErrorBody, Hit, Memory};
+
+/// A memory as a JSON object.
+pub fn memory(m: &Memory) -> Value {
+    let mut v = serde_json::to_value(m).unwrap_or(Value::Null);
+    if let Value::Object(obj) = &mut v {
+        let meta = serde_json::from_str::<Value>(&m.metadata)
+            .unwrap_or_else(|_| Value::String(m.metadata.clone()));
+        obj.insert("metadata".into(), meta);
+    }
+    v
+}
+
+/// A search hit: the memory object plus `score`, `matched` (and `explain`).
+pub fn hit(h: &Hit) -> Value {
+    let mut v = memory(&h.memory);
+    if let Value::Object(obj) = &mut v {
+        obj.insert("score".into(), json!(h.score));
+        obj.insert("matched".into(), json!(h.matched.as_str()));
+        if let Some(explain) = &h.explain {
+            let parts = serde_json::from_str::<Value>(explain).unwrap_or(Value::Null);
+            obj.insert("explain".into(), parts);
+        }
+    }
+    v
+}
+
+/// An add result: `{accepted, id, deduped, merged_into, similar_to, reason, drift}`.
+pub fn add_result(r: &AddResult) -> Map<String, Value> {
+    let mut obj = Map::new();
+    obj.insert("accepted".into(), json!(r.accepted));
+    obj.insert("id".into(), json!(r.id));
+    obj.insert("deduped".into(), json!(r.deduped));
+    obj.insert("merged_into".into(), json!(r.merged_into));
+    obj.insert("similar_to".into(), json!(r.similar_to));
+    obj.insert("reason".into(), json!(r.reason));
+    obj.insert(
+        "drift".into(),
+        match &r.drift {
+            Some(d) => json!({
+                "generation_observed": d.generation_observed,
+                "generation_actual": d.generation_actual,
+            }),
+            None => Value::Null,
+        },
+    );
+    obj
+}
+
+/// An error: `{success: false, code, error, ...details}`.
+pub fn error(e: &ErrorBody) -> Value {
+    let mut obj = Map::new();
+    obj.insert("success".into(), json!(false));
+    obj.insert("code".into(), json!(e.code.as_str()));
+    obj.insert("error".into(), json!(e.message));
+    if let Some(reason) = &e.reason {
+        obj.insert("accepted".into(), json!(false));
+        obj.insert("reason".into(), json!(reason));
+    }
+    if let Some(rev) = e.current_rev {
+        obj.insert("current_rev".into(), json!(rev));
+    }
+    if let Some(d) = &e.drift {
+        obj.insert("drift_backup".into(), json!(d.drift_backup));
+        obj.insert("remediation".into(), json!(d.remediation));
+        obj.insert("generation_observed".into(), json!(d.generation_observed));
+        obj.insert("generation_actual".into(), json!(d.generation_actual));
+    }
+    Value::Object(obj)
+}

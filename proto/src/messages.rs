@@ -1,0 +1,620 @@
+//! Requests, responses and the records they carry.
+//!
+//! bincode encodes enum variants by index and struct fields by position:
+//! variants are only ever appended, never reordered or removed, and any
+//! change of a struct's fields bumps [`crate::PROTOCOL_VERSION`]. Free-form
+//! JSON (metadata, status) travels as JSON text, because bincode cannot carry
+//! `serde_json::Value`.
+
+use serde::{Deserialize, Serialize};
+
+/// One message on the wire. `id` pairs a response with its request; `0` is
+/// reserved for pushes from the daemon ([`Response::Event`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Frame<B> {
+    /// Request id chosen by the client (never 0), echoed in the response.
+    pub id: u64,
+    /// The message.
+    pub body: B,
+}
+
+/// Frame id of pushes from the daemon.
+pub const PUSH_ID: u64 = 0;
+
+/// Everything a client can ask. Append only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    /// First request of every connection: opens the session.
+    Hello(Hello),
+    /// Store a memory through the write gate.
+    Add(AddRequest),
+    /// Read one memory by id.
+    Get(GetRequest),
+    /// List memories with filters, newest first.
+    List(ListRequest),
+    /// Change fields of a memory.
+    Update(UpdateRequest),
+    /// Delete a memory.
+    Forget(ForgetRequest),
+    /// Full-text search.
+    Search(SearchRequest),
+    /// Daemon status (JSON).
+    Status(StatusRequest),
+    /// Ask the daemon to shut down gracefully.
+    Stop(StopRequest),
+}
+
+/// Everything the daemon answers. Append only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Response {
+    /// Answer to [`Request::Hello`].
+    Welcome(Welcome),
+    /// Answer to [`Request::Add`].
+    Added(AddResult),
+    /// One memory: answer to [`Request::Get`] and [`Request::Update`].
+    Memory(Box<MemoryReply>),
+    /// Answer to [`Request::List`].
+    Memories(MemoryList),
+    /// Answer to [`Request::Forget`].
+    Forgotten(ForgetResult),
+    /// Answer to [`Request::Search`].
+    Hits(SearchResult),
+    /// Answer to [`Request::Status`].
+    Status(StatusReply),
+    /// Answer to [`Request::Stop`]: the daemon is shutting down.
+    Stopping,
+    /// The request failed; nothing was changed.
+    Error(ErrorBody),
+}
+
+/// Drift policy of a session (DESIGN.md "Drift").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DriftPolicy {
+    /// Refuse destructive requests made on a view older than the last
+    /// external change (the default).
+    External,
+    /// Refuse every mutating request made on a stale view, counting other
+    /// sessions' commits in the same namespace too.
+    Strict,
+    /// Never refuse (only `expect_rev` protects).
+    Off,
+}
+
+impl DriftPolicy {
+    /// The policy's name as used in config files, flags and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftPolicy::External => "external",
+            DriftPolicy::Strict => "strict",
+            DriftPolicy::Off => "off",
+        }
+    }
+
+    /// Parses a policy name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "external" => Some(DriftPolicy::External),
+            "strict" => Some(DriftPolicy::Strict),
+            "off" => Some(DriftPolicy::Off),
+            _ => None,
+        }
+    }
+}
+
+/// Opens a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The client's protocol version (also in the preamble).
+    pub protocol: u32,
+    /// Version string of the client software, for logs and mismatch messages.
+    pub client_version: String,
+    /// Agent id: owner of `agent`-scope memories.
+    pub agent_id: String,
+    /// Namespace every request of this session is confined to.
+    pub namespace: String,
+    /// Drift policy for this session; `None` takes the daemon's default.
+    pub policy: Option<DriftPolicy>,
+    /// Inject character budget for this session; `None` takes the default.
+    pub budget: Option<u32>,
+    /// Generation the client saw before reconnecting; `None` for a new view.
+    pub seen_generation: Option<u64>,
+}
+
+/// Session opened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Welcome {
+    /// Session key: owner of `session`-scope memories.
+    pub session_id: String,
+    /// Generation at the handshake (the session's first seen generation).
+    pub generation: u64,
+    /// Version string of the daemon.
+    pub server_version: String,
+    /// Protocol version of the daemon.
+    pub protocol: u32,
+}
+
+/// A stored memory: the SQL columns of `memories` plus its tags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    /// Row id; never reused.
+    pub id: i64,
+    /// Stable identity across export and import.
+    pub uid: String,
+    /// Namespace.
+    pub namespace: String,
+    /// `project`, `agent` or `session`.
+    pub scope: String,
+    /// Agent id or session key for `agent`/`session` scope.
+    pub scope_owner: Option<String>,
+    /// The text.
+    pub content: String,
+    /// Optional subject line.
+    pub subject: Option<String>,
+    /// Category from the allowlist.
+    pub category: String,
+    /// 1 (hot) to 3 (cold).
+    pub tier: i64,
+    /// `low`, `medium` or `high`.
+    pub importance: String,
+    /// 0.0 to 1.0.
+    pub confidence: f64,
+    /// Pinned memories sort first and skip decay.
+    pub pinned: bool,
+    /// `candidate`, `promoted` or `archived`.
+    pub status: String,
+    /// A JSON object, as text.
+    pub metadata: String,
+    /// Lower-cased tags, sorted.
+    pub tags: Vec<String>,
+    /// Id of the memory that replaced this one.
+    pub superseded_by: Option<i64>,
+    /// When it was superseded.
+    pub superseded_at: Option<String>,
+    /// Normalized content used for exact dedup.
+    pub dedupe_key: Option<String>,
+    /// How many times this memory was written (dedup merges count).
+    pub observation_count: i64,
+    /// How many times it was confirmed.
+    pub confirmed_count: i64,
+    /// Last confirmation time.
+    pub last_confirmed_at: Option<String>,
+    /// How many times it was returned by a read.
+    pub use_count: i64,
+    /// Last time it was returned by a read.
+    pub last_used_at: Option<String>,
+    /// Decayed access score.
+    pub access_score: f64,
+    /// `agent`, `user`, `system`, `import` or `external`.
+    pub source: String,
+    /// Agent id that created it.
+    pub created_by: Option<String>,
+    /// Expiry time (RFC 3339), if any.
+    pub expires_at: Option<String>,
+    /// Creation time (RFC 3339, UTC, milliseconds).
+    pub created_at: String,
+    /// Time of the last meaningful change.
+    pub updated_at: String,
+    /// Row version: +1 on every meaningful change.
+    pub rev: i64,
+}
+
+/// Store a memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct AddRequest {
+    /// The text (non-empty, within the daemon's size limit).
+    pub content: String,
+    /// Category; `None` for the default (`note`).
+    pub category: Option<String>,
+    /// Subject line.
+    pub subject: Option<String>,
+    /// Tags (lower-cased by the daemon).
+    pub tags: Vec<String>,
+    /// Scope name or alias; `None` for `project`.
+    pub scope: Option<String>,
+    /// Tier 1..3; `None` for 2.
+    pub tier: Option<i64>,
+    /// Pin it.
+    pub pinned: bool,
+    /// `low` | `medium` | `high`; `None` for medium.
+    pub importance: Option<String>,
+    /// `candidate` | `promoted` | `archived`; `None` lets the gate decide.
+    pub status: Option<String>,
+    /// Confidence 0..1; `None` for 1.0.
+    pub confidence: Option<f64>,
+    /// Expiry: a duration like `7d` or an RFC 3339 time.
+    pub expires: Option<String>,
+    /// Id of a memory this one supersedes.
+    pub supersedes: Option<i64>,
+    /// Metadata as a JSON object text; `None` for `{}`.
+    pub metadata: Option<String>,
+}
+
+/// Outcome of an add (DESIGN.md "Write gate").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AddResult {
+    /// The memory is stored (possibly merged into an existing one).
+    pub accepted: bool,
+    /// The row that now holds the memory.
+    pub id: Option<i64>,
+    /// Merged into an exact duplicate.
+    pub deduped: bool,
+    /// Merged into this near-duplicate.
+    pub merged_into: Option<i64>,
+    /// A similar memory that was not merged.
+    pub similar_to: Option<i64>,
+    /// Reason code of the gate's decision, if any.
+    pub reason: Option<String>,
+    /// Set when the add went through although the session's view is stale.
+    pub drift: Option<DriftNotice>,
+    /// Generation after the write.
+    pub generation: u64,
+}
+
+/// An add that went through on a stale view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftNotice {
+    /// The session's seen generation.
+    pub generation_observed: u64,
+    /// The generation when the add was committed.
+    pub generation_actual: u64,
+}
+
+/// Filters shared by list and search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Filter {
+    /// Namespaces to read besides none: empty means the session's own. Naming
+    /// other namespaces is the explicit opt-in to cross-namespace reads.
+    pub namespaces: Vec<String>,
+    /// Every namespace.
+    pub all_namespaces: bool,
+    /// Only this scope (name or alias).
+    pub scope: Option<String>,
+    /// Only this category.
+    pub category: Option<String>,
+    /// Only this subject (exact).
+    pub subject: Option<String>,
+    /// Tags to match.
+    pub tags: Vec<String>,
+    /// Match any of `tags` instead of all of them.
+    pub tags_any: bool,
+    /// Metadata `key=value` pairs that must all match.
+    pub meta: Vec<(String, String)>,
+    /// Created at or after this time (RFC 3339 or a duration ago like `7d`).
+    pub since: Option<String>,
+    /// Created before this time (RFC 3339 or a duration ago).
+    pub until: Option<String>,
+    /// Include superseded memories.
+    pub include_superseded: bool,
+    /// Include archived memories.
+    pub include_archived: bool,
+    /// Only this status.
+    pub status: Option<String>,
+}
+
+/// Read one memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GetRequest {
+    /// Row id.
+    pub id: i64,
+    /// Return it even when superseded or archived.
+    pub include_inactive: bool,
+}
+
+/// One memory and the generation of the read (or write) that produced it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryReply {
+    /// The memory.
+    pub memory: Memory,
+    /// Generation of the read transaction or after the write.
+    pub generation: u64,
+}
+
+/// List memories.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListRequest {
+    /// Filters.
+    pub filter: Filter,
+    /// At most this many (the daemon caps it).
+    pub limit: u32,
+    /// Skip this many.
+    pub offset: u32,
+}
+
+/// A page of memories.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryList {
+    /// The memories, newest first.
+    pub memories: Vec<Memory>,
+    /// Generation of the read transaction.
+    pub generation: u64,
+}
+
+/// Change a memory. `None` fields are left as they are.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct UpdateRequest {
+    /// Row id.
+    pub id: i64,
+    /// New text.
+    pub content: Option<String>,
+    /// New category.
+    pub category: Option<String>,
+    /// New subject (`Some("")` clears it).
+    pub subject: Option<String>,
+    /// Replace the tag set.
+    pub tags: Option<Vec<String>>,
+    /// New scope.
+    pub scope: Option<String>,
+    /// New tier.
+    pub tier: Option<i64>,
+    /// Pin or unpin.
+    pub pinned: Option<bool>,
+    /// New importance.
+    pub importance: Option<String>,
+    /// New status.
+    pub status: Option<String>,
+    /// New confidence.
+    pub confidence: Option<f64>,
+    /// New expiry (`Some("")` clears it).
+    pub expires: Option<String>,
+    /// Metadata keys to set (a JSON object text, merged into the existing one).
+    pub metadata: Option<String>,
+    /// Refuse with a conflict unless the row is at this rev.
+    pub expect_rev: Option<i64>,
+}
+
+/// Delete a memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForgetRequest {
+    /// Row id.
+    pub id: i64,
+    /// Refuse with a conflict unless the row is at this rev.
+    pub expect_rev: Option<i64>,
+}
+
+/// A memory was deleted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ForgetResult {
+    /// The deleted row's id.
+    pub id: i64,
+    /// Generation after the delete.
+    pub generation: u64,
+}
+
+/// Search mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum SearchMode {
+    /// Lexical, falling back to fuzzy when lexical finds little.
+    #[default]
+    Auto,
+    /// FTS5 BM25 only.
+    Lexical,
+    /// Typo- and substring-tolerant matching only.
+    Fuzzy,
+    /// Cosine over embeddings.
+    Semantic,
+    /// Lexical and semantic merged.
+    Hybrid,
+}
+
+impl SearchMode {
+    /// The mode's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Auto => "auto",
+            SearchMode::Lexical => "lexical",
+            SearchMode::Fuzzy => "fuzzy",
+            SearchMode::Semantic => "semantic",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
+
+    /// Parses a mode name.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "auto" => Some(SearchMode::Auto),
+            "lexical" => Some(SearchMode::Lexical),
+            "fuzzy" => Some(SearchMode::Fuzzy),
+            "semantic" => Some(SearchMode::Semantic),
+            "hybrid" => Some(SearchMode::Hybrid),
+            _ => None,
+        }
+    }
+}
+
+/// How the query text is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum QuerySyntax {
+    /// Every word is literal.
+    #[default]
+    Plain,
+    /// FTS5 query syntax (operators, phrases, prefixes).
+    Fts,
+}
+
+/// Search memories.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchRequest {
+    /// The query text.
+    pub query: String,
+    /// Filters.
+    pub filter: Filter,
+    /// At most this many hits.
+    pub limit: u32,
+    /// Mode.
+    pub mode: SearchMode,
+    /// Query syntax.
+    pub syntax: QuerySyntax,
+    /// Return the parts of each score.
+    pub explain: bool,
+}
+
+/// How a hit matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MatchKind {
+    /// FTS5 BM25.
+    Lexical,
+    /// Typo/substring matching.
+    Fuzzy,
+    /// Embedding similarity.
+    Semantic,
+    /// Lexical and semantic.
+    Hybrid,
+}
+
+impl MatchKind {
+    /// The kind's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MatchKind::Lexical => "lexical",
+            MatchKind::Fuzzy => "fuzzy",
+            MatchKind::Semantic => "semantic",
+            MatchKind::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// One search hit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    /// The memory.
+    pub memory: Memory,
+    /// Relevance; higher is better.
+    pub score: f64,
+    /// How it matched.
+    pub matched: MatchKind,
+    /// The parts of the score as a JSON object text, when asked for.
+    pub explain: Option<String>,
+}
+
+/// Search results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// Hits, best first.
+    pub hits: Vec<Hit>,
+    /// Generation of the read transaction.
+    pub generation: u64,
+    /// The mode that produced the hits.
+    pub mode: SearchMode,
+}
+
+/// Ask for the daemon's status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct StatusRequest {}
+
+/// The daemon's status as a JSON object text (its keys grow with features;
+/// see the README for them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusReply {
+    /// JSON object text.
+    pub json: String,
+}
+
+/// Ask the daemon to stop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct StopRequest {}
+
+/// Stable error codes. Append only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorCode {
+    /// A bug or an unexpected storage failure.
+    Internal,
+    /// The request's arguments are invalid.
+    InvalidInput,
+    /// No such memory (or not visible to this session).
+    NotFound,
+    /// `expect_rev` mismatch, double supersession, invalid transition.
+    Conflict,
+    /// Refused because the session's view is stale.
+    Drift,
+    /// Rejected by the write gate.
+    Rejected,
+    /// Client and daemon speak different protocol versions.
+    ProtocolMismatch,
+    /// A frame that did not decode.
+    MalformedFrame,
+    /// A frame over the size limit.
+    FrameTooLarge,
+    /// A request kind the daemon does not know.
+    UnknownRequest,
+    /// A request before `Hello`, or a second `Hello`.
+    HandshakeRequired,
+    /// The daemon is shutting down.
+    ShuttingDown,
+    /// A feature that is not configured (e.g. semantic search without an
+    /// embedder).
+    NotConfigured,
+    /// The peer is not allowed.
+    PermissionDenied,
+    /// The disk is full.
+    StorageFull,
+    /// The database is read-only.
+    ReadOnly,
+    /// Too many connections or requests.
+    Busy,
+}
+
+impl ErrorCode {
+    /// The code's name in JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Internal => "internal",
+            ErrorCode::InvalidInput => "invalid_input",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::Drift => "drift",
+            ErrorCode::Rejected => "rejected",
+            ErrorCode::ProtocolMismatch => "protocol_mismatch",
+            ErrorCode::MalformedFrame => "malformed_frame",
+            ErrorCode::FrameTooLarge => "frame_too_large",
+            ErrorCode::UnknownRequest => "unknown_request",
+            ErrorCode::HandshakeRequired => "handshake_required",
+            ErrorCode::ShuttingDown => "shutting_down",
+            ErrorCode::NotConfigured => "not_configured",
+            ErrorCode::PermissionDenied => "permission_denied",
+            ErrorCode::StorageFull => "storage_full",
+            ErrorCode::ReadOnly => "read_only",
+            ErrorCode::Busy => "busy",
+        }
+    }
+}
+
+/// Details of a drift refusal (DESIGN.md "Drift").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftDetails {
+    /// Absolute path of the backup holding every row.
+    pub drift_backup: String,
+    /// What to do next.
+    pub remediation: String,
+    /// The session's seen generation.
+    pub generation_observed: u64,
+    /// The current generation.
+    pub generation_actual: u64,
+}
+
+/// A failed request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// Stable code.
+    pub code: ErrorCode,
+    /// Human-readable explanation, including what to do.
+    pub message: String,
+    /// Reason code of a write-gate rejection (`too_large`, `secret`, …).
+    pub reason: Option<String>,
+    /// The row's current rev, for a rev conflict.
+    pub current_rev: Option<i64>,
+    /// Details of a drift refusal.
+    pub drift: Option<DriftDetails>,
+}
+
+impl ErrorBody {
+    /// An error with only a code and a message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ErrorBody {
+            code,
+            message: message.into(),
+            reason: None,
+            current_rev: None,
+            drift: None,
+        }
+    }
+}

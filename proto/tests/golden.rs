@@ -1,0 +1,347 @@
+//! Golden bytes: the checked-in encoding of every message kind. A failure
+//! here means the wire format changed: if that is intended, bump
+//! `PROTOCOL_VERSION` and re-bless with `MEMD_BLESS=1 cargo test -p memd-proto`.
+
+use std::path::PathBuf;
+
+use memd_proto::*;
+
+fn memory() -> Memory {
+    Memory {
+        id: 42,
+        uid: "0123456789abcdef0123456789abcdef".into(),
+        namespace: "default".into(),
+        scope: "agent".into(),
+        scope_owner: Some("agent-7".into()),
+        content: "The deploy script lives in ops/deploy.sh".into(),
+        subject: Some("deploy".into()),
+        category: "fact".into(),
+        tier: 1,
+        importance: "high".into(),
+        confidence: 0.75,
+        pinned: true,
+        status: "promoted".into(),
+        metadata: r#"{"port":5432}"#.into(),
+        tags: vec!["ops".into(), "deploy".into()],
+        superseded_by: None,
+        superseded_at: None,
+        dedupe_key: Some("the deploy script lives in ops deploy sh".into()),
+        observation_count: 2,
+        confirmed_count: 1,
+        last_confirmed_at: Some("2026-06-07T18:00:00.000Z".into()),
+        use_count: 3,
+        last_used_at: Some("2026-06-07T18:00:01.000Z".into()),
+        access_score: 0.5,
+        source: "agent".into(),
+        created_by: Some("agent-7".into()),
+        expires_at: None,
+        created_at: "2026-06-07T17:00:00.000Z".into(),
+        updated_at: "2026-06-07T17:30:00.000Z".into(),
+        rev: 3,
+    }
+}
+
+fn filter() -> Filter {
+    Filter {
+        namespaces: vec!["other".into()],
+        all_namespaces: false,
+        scope: Some("project".into()),
+        category: Some("fact".into()),
+        subject: None,
+        tags: vec!["ops".into()],
+        tags_any: true,
+        meta: vec![("port".into(), "5432".into())],
+        since: Some("7d".into()),
+        until: None,
+        include_superseded: true,
+        include_archived: false,
+        status: None,
+    }
+}
+
+fn requests() -> Vec<(&'static str, Request)> {
+    vec![
+        (
+            "req_hello",
+            Request::Hello(Hello {
+                protocol: PROTOCOL_VERSION,
+                client_version: "0.1.0".into(),
+                agent_id: "agent-7".into(),
+                namespace: "default".into(),
+                policy: Some(DriftPolicy::Strict),
+                budget: Some(4000),
+                seen_generation: Some(17),
+            }),
+        ),
+        (
+            "req_add",
+            Request::Add(AddRequest {
+                content: "Use tabs in Makefiles".into(),
+                category: Some("convention".into()),
+                subject: None,
+                tags: vec!["build".into()],
+                scope: Some("project".into()),
+                tier: Some(2),
+                pinned: false,
+                importance: None,
+                status: None,
+                confidence: Some(0.9),
+                expires: Some("7d".into()),
+                supersedes: Some(3),
+                metadata: Some(r#"{"k":"v"}"#.into()),
+            }),
+        ),
+        (
+            "req_get",
+            Request::Get(GetRequest {
+                id: 42,
+                include_inactive: true,
+            }),
+        ),
+        (
+            "req_list",
+            Request::List(ListRequest {
+                filter: filter(),
+                limit: 20,
+                offset: 40,
+            }),
+        ),
+        (
+            "req_update",
+            Request::Update(UpdateRequest {
+                id: 42,
+                content: Some("new text".into()),
+                tags: Some(vec!["a".into()]),
+                pinned: Some(false),
+                expect_rev: Some(3),
+                ..Default::default()
+            }),
+        ),
+        (
+            "req_forget",
+            Request::Forget(ForgetRequest {
+                id: 42,
+                expect_rev: None,
+            }),
+        ),
+        (
+            "req_search",
+            Request::Search(SearchRequest {
+                query: "deploy script".into(),
+                filter: filter(),
+                limit: 10,
+                mode: SearchMode::Auto,
+                syntax: QuerySyntax::Fts,
+                explain: true,
+            }),
+        ),
+        ("req_status", Request::Status(StatusRequest {})),
+        ("req_stop", Request::Stop(StopRequest {})),
+    ]
+}
+
+fn responses() -> Vec<(&'static str, Response)> {
+    vec![
+        (
+            "resp_welcome",
+            Response::Welcome(Welcome {
+                session_id: "ab".repeat(16),
+                generation: 17,
+                server_version: "0.1.0".into(),
+                protocol: PROTOCOL_VERSION,
+            }),
+        ),
+        (
+            "resp_added",
+            Response::Added(AddResult {
+                accepted: true,
+                id: Some(42),
+                deduped: false,
+                merged_into: None,
+                similar_to: Some(7),
+                reason: None,
+                drift: Some(DriftNotice {
+                    generation_observed: 4,
+                    generation_actual: 7,
+                }),
+                generation: 8,
+            }),
+        ),
+        (
+            "resp_memory",
+            Response::Memory(Box::new(MemoryReply {
+                memory: memory(),
+                generation: 9,
+            })),
+        ),
+        (
+            "resp_memories",
+            Response::Memories(MemoryList {
+                memories: vec![memory()],
+                generation: 9,
+            }),
+        ),
+        (
+            "resp_forgotten",
+            Response::Forgotten(ForgetResult {
+                id: 42,
+                generation: 10,
+            }),
+        ),
+        (
+            "resp_hits",
+            Response::Hits(SearchResult {
+                hits: vec![Hit {
+                    memory: memory(),
+                    score: 1.5,
+                    matched: MatchKind::Lexical,
+                    explain: Some(r#"{"bm25":1.5}"#.into()),
+                }],
+                generation: 9,
+                mode: SearchMode::Lexical,
+            }),
+        ),
+        (
+            "resp_status",
+            Response::Status(StatusReply {
+                json: r#"{"version":"0.1.0"}"#.into(),
+            }),
+        ),
+        ("resp_stopping", Response::Stopping),
+        (
+            "resp_error",
+            Response::Error(ErrorBody {
+                code: ErrorCode::Drift,
+                message: "refused".into(),
+                reason: None,
+                current_rev: Some(3),
+                drift: Some(DriftDetails {
+                    drift_backup: "/d/memory.bak.1.json".into(),
+                    remediation: "read again".into(),
+                    generation_observed: 4,
+                    generation_actual: 7,
+                }),
+            }),
+        ),
+    ]
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for (i, chunk) in bytes.chunks(32).enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        for b in chunk {
+            out.push_str(&format!("{b:02x}"));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+fn check(name: &str, bytes: &[u8]) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.hex"));
+    if std::env::var_os("MEMD_BLESS").is_some() {
+        std::fs::write(&path, hex(bytes)).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!("{} is missing: run MEMD_BLESS=1 cargo test -p memd-proto", path.display())
+    });
+    assert_eq!(
+        hex(bytes),
+        want,
+        "the encoding of {name} changed: bump PROTOCOL_VERSION and re-bless"
+    );
+}
+
+#[test]
+fn every_request_kind_matches_its_golden_bytes() {
+    for (i, (name, req)) in requests().into_iter().enumerate() {
+        let frame = Frame {
+            id: i as u64 + 1,
+            body: req,
+        };
+        let bytes = encode(&frame).unwrap();
+        check(name, &bytes);
+        let back: Frame<Request> = decode(&bytes[HEADER_LEN..]).unwrap();
+        assert_eq!(back, frame, "{name} round trip");
+    }
+}
+
+#[test]
+fn every_response_kind_matches_its_golden_bytes() {
+    for (i, (name, resp)) in responses().into_iter().enumerate() {
+        let frame = Frame {
+            id: i as u64 + 1,
+            body: resp,
+        };
+        let bytes = encode(&frame).unwrap();
+        check(name, &bytes);
+        let back: Frame<Response> = decode(&bytes[HEADER_LEN..]).unwrap();
+        assert_eq!(back, frame, "{name} round trip");
+    }
+}
+
+#[test]
+fn preamble_is_magic_and_version() {
+    let p = preamble();
+    assert_eq!(&p[..4], b"MEMD");
+    assert_eq!(u32::from_be_bytes([p[4], p[5], p[6], p[7]]), PROTOCOL_VERSION);
+    check("preamble", &p);
+    assert_eq!(parse_preamble(&p).unwrap(), PROTOCOL_VERSION);
+    assert!(matches!(
+        parse_preamble(b"HTTP/1.1"),
+        Err(CodecError::BadMagic)
+    ));
+    assert!(matches!(
+        check_version(PROTOCOL_VERSION + 1),
+        Err(CodecError::VersionMismatch { .. })
+    ));
+}
+
+#[test]
+fn frame_limits_are_enforced_both_ways() {
+    assert!(matches!(frame_len([0, 0, 0, 0]), Err(CodecError::Empty)));
+    assert_eq!(frame_len([0, 0, 1, 0]).unwrap(), 256);
+    let over = (MAX_FRAME_LEN as u32 + 1).to_be_bytes();
+    assert!(matches!(frame_len(over), Err(CodecError::TooLarge { .. })));
+    let huge = Frame {
+        id: 1,
+        body: Request::Add(AddRequest {
+            content: "x".repeat(MAX_FRAME_LEN + 1),
+            ..Default::default()
+        }),
+    };
+    assert!(matches!(encode(&huge), Err(CodecError::TooLarge { .. })));
+}
+
+#[test]
+fn malformed_bodies_are_errors_not_panics() {
+    let good = encode(&Frame {
+        id: 5,
+        body: Request::Get(GetRequest {
+            id: 1,
+            include_inactive: false,
+        }),
+    })
+    .unwrap();
+    let body = &good[HEADER_LEN..];
+    for cut in 0..body.len() {
+        assert!(decode::<Request>(&body[..cut]).is_err(), "prefix {cut}");
+    }
+    let mut trailing = body.to_vec();
+    trailing.push(0);
+    assert!(matches!(
+        decode::<Request>(&trailing),
+        Err(CodecError::Trailing(1))
+    ));
+    assert_eq!(peek_id(body), Some(5));
+    // A length inside the message larger than the frame cannot allocate it.
+    let mut lie = vec![1u8, 1]; // id 1, Add
+    lie.extend_from_slice(&[253, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]);
+    assert!(decode::<Request>(&lie).is_err());
+}

@@ -1,0 +1,272 @@
+//! The command line (DESIGN.md "CLI contract"), shared by `memd` and
+//! `memd shell` lines.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// memd: shared, persistent memory for AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "memd", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Global flags.
+    #[command(flatten)]
+    pub global: Global,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags accepted before or after any subcommand.
+#[derive(Debug, Clone, Args)]
+pub struct Global {
+    /// Socket of the daemon [default: see README "Files"]
+    #[arg(long, global = true, env = "MEMD_SOCKET", value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// Data directory [default: $XDG_DATA_HOME/memd]
+    #[arg(long, global = true, env = "MEMD_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Config file [default: $XDG_CONFIG_HOME/memd/config.toml]
+    #[arg(long, global = true, env = "MEMD_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Namespace of the session [default: default]
+    #[arg(long, global = true, env = "MEMD_NAMESPACE", value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Agent id of the session [default: default]
+    #[arg(long, global = true, env = "MEMD_AGENT", value_name = "ID")]
+    pub agent: Option<String>,
+    /// Drift policy of the session: external, strict or off
+    #[arg(long, global = true, env = "MEMD_DRIFT_POLICY", value_name = "POLICY")]
+    pub drift_policy: Option<String>,
+    /// Print exactly one compact JSON value per command
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Fail instead of starting a daemon when none answers
+    #[arg(long, global = true, env = "MEMD_NO_AUTOSTART")]
+    pub no_autostart: bool,
+}
+
+/// The commands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// Store a memory
+    Add(AddArgs),
+    /// Show one memory
+    Get(GetArgs),
+    /// List memories, newest first
+    List(ListArgs),
+    /// Search memories
+    Search(SearchArgs),
+    /// Change a memory
+    Update(UpdateArgs),
+    /// Delete a memory
+    Forget(ForgetArgs),
+    /// Show the daemon's status (never starts a daemon)
+    Status,
+    /// Stop the daemon gracefully (never starts a daemon)
+    Stop,
+    /// Run commands from stdin over one session
+    Shell,
+    /// Run the daemon in the foreground
+    Daemon,
+}
+
+/// Fields a memory can be given on add and update.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MemoryFields {
+    /// Category (preference, fact, convention, decision, gotcha, pattern,
+    /// procedure, identity, project, note, task, episode)
+    #[arg(long, short = 'c')]
+    pub category: Option<String>,
+    /// Subject line
+    #[arg(long)]
+    pub subject: Option<String>,
+    /// Tag (repeatable; on update, replaces the tag set)
+    #[arg(long = "tag", short = 't', value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Scope: project, agent (alias user) or session (aliases mission, lane)
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// Tier 1 (hot) to 3 (cold)
+    #[arg(long)]
+    pub tier: Option<i64>,
+    /// Pin it (pinned memories come first)
+    #[arg(long)]
+    pub pin: bool,
+    /// Importance: low, medium or high
+    #[arg(long)]
+    pub importance: Option<String>,
+    /// Status: candidate, promoted or archived
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Confidence 0.0 to 1.0
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// Expiry: 30s, 15m, 2h, 7d, 1w or an RFC 3339 time
+    #[arg(long, value_name = "WHEN")]
+    pub expires: Option<String>,
+    /// Metadata key=value (repeatable; JSON values are typed: 5, true, "5")
+    #[arg(long = "meta", value_name = "K=V", value_parser = parse_kv)]
+    pub meta: Vec<(String, String)>,
+}
+
+/// `add`.
+#[derive(Debug, Clone, Args)]
+pub struct AddArgs {
+    /// The text; `-` reads it from stdin
+    #[arg(allow_hyphen_values = true, value_name = "TEXT")]
+    pub text: Option<String>,
+    /// Read the text from a file
+    #[arg(long, value_name = "F", conflicts_with = "text")]
+    pub file: Option<PathBuf>,
+    /// Fields.
+    #[command(flatten)]
+    pub fields: MemoryFields,
+    /// This memory replaces memory ID
+    #[arg(long, value_name = "ID")]
+    pub supersedes: Option<i64>,
+}
+
+/// `get`.
+#[derive(Debug, Clone, Args)]
+pub struct GetArgs {
+    /// Memory id
+    #[arg(allow_negative_numbers = true)]
+    pub id: i64,
+    /// Show it even if it is superseded or archived
+    #[arg(long)]
+    pub include_inactive: bool,
+}
+
+/// Filters of list and search.
+#[derive(Debug, Clone, Default, Args)]
+pub struct FilterArgs {
+    /// Only this category
+    #[arg(long, short = 'c')]
+    pub category: Option<String>,
+    /// Only this subject
+    #[arg(long)]
+    pub subject: Option<String>,
+    /// Only memories with this tag (repeatable: all of them)
+    #[arg(long = "tag", short = 't', value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// With several --tag: any of them instead of all
+    #[arg(long)]
+    pub any_tag: bool,
+    /// Only this scope
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// Only this status
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Metadata key=value (repeatable; all must match)
+    #[arg(long = "meta", value_name = "K=V", value_parser = parse_kv)]
+    pub meta: Vec<(String, String)>,
+    /// Created at or after: 7d (ago) or an RFC 3339 time
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Created before: 7d (ago) or an RFC 3339 time
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// Include superseded memories
+    #[arg(long)]
+    pub include_superseded: bool,
+    /// Include archived memories
+    #[arg(long)]
+    pub include_archived: bool,
+    /// Read these namespaces instead of the session's (comma-separated)
+    #[arg(long, value_name = "NS,…", value_delimiter = ',')]
+    pub namespaces: Vec<String>,
+    /// Read every namespace
+    #[arg(long)]
+    pub all_namespaces: bool,
+    /// At most N results
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 20)]
+    pub limit: u32,
+}
+
+/// `list`.
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// Filters.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// Skip the first N
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub offset: u32,
+}
+
+/// `search`.
+#[derive(Debug, Clone, Args)]
+pub struct SearchArgs {
+    /// What to look for (quote several words)
+    #[arg(allow_hyphen_values = true, value_name = "QUERY")]
+    pub query: String,
+    /// Mode: auto, lexical, fuzzy, semantic or hybrid
+    #[arg(long, default_value = "auto")]
+    pub mode: String,
+    /// Query syntax: plain (every word literal) or fts (FTS5 operators)
+    #[arg(long, default_value = "plain")]
+    pub syntax: String,
+    /// Show the parts of each score
+    #[arg(long)]
+    pub explain: bool,
+    /// Filters.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
+
+/// `update`.
+#[derive(Debug, Clone, Args)]
+pub struct UpdateArgs {
+    /// Memory id
+    #[arg(allow_negative_numbers = true)]
+    pub id: i64,
+    /// New text (`-` reads it from stdin)
+    #[arg(long, allow_hyphen_values = true, value_name = "T")]
+    pub content: Option<String>,
+    /// Read the new text from a file
+    #[arg(long, value_name = "F", conflicts_with = "content")]
+    pub file: Option<PathBuf>,
+    /// Fields.
+    #[command(flatten)]
+    pub fields: MemoryFields,
+    /// Unpin it
+    #[arg(long, conflicts_with = "pin")]
+    pub unpin: bool,
+    /// Refuse unless the memory is at this rev
+    #[arg(long, value_name = "N")]
+    pub expect_rev: Option<i64>,
+}
+
+/// `forget`.
+#[derive(Debug, Clone, Args)]
+pub struct ForgetArgs {
+    /// Memory id
+    #[arg(allow_negative_numbers = true)]
+    pub id: i64,
+    /// Refuse unless the memory is at this rev
+    #[arg(long, value_name = "N")]
+    pub expect_rev: Option<i64>,
+}
+
+fn parse_kv(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("`{s}` is not key=value")),
+    }
+}
+
+/// A shell line: the same commands without the `memd` word and without
+/// global flags (the session is already open).
+#[derive(Debug, Parser)]
+#[command(
+    name = "memd shell",
+    no_binary_name = true,
+    disable_version_flag = true
+)]
+pub struct ShellLine {
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}

@@ -1,0 +1,399 @@
+//! The `memd` command line: parse, connect (autostarting a daemon), run one
+//! command, print, exit with the contract's code.
+//!
+//! # Layout
+//! - [`args`]: the clap definitions (the CLI contract).
+//! - [`output`]: JSON and human renderings.
+//! - [`shell`]: `memd shell`, many commands over one session.
+
+pub mod args;
+pub mod output;
+pub mod shell;
+
+use std::io::Read;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use memd_client::autostart::{self, StartSpec};
+use memd_client::{
+    AddRequest, Client, ConnectOptions, DriftPolicy, Filter, GetRequest, ListRequest, QuerySyntax,
+    SearchMode, SearchRequest, UpdateRequest,
+};
+use serde_json::{Value, json};
+
+use crate::config::{Config, PathFlags, Paths};
+use args::{Command, FilterArgs, Global, MemoryFields};
+use output::Output;
+
+/// Exit code of a usage error.
+pub const EXIT_USAGE: i32 = 2;
+
+/// A failed command.
+#[derive(Debug)]
+pub enum CliError {
+    /// From the daemon or the connection.
+    Client(memd_client::Error),
+    /// Bad arguments found before anything was sent.
+    Usage(String),
+    /// A local file or stdin could not be read.
+    Io(String),
+}
+
+impl From<memd_client::Error> for CliError {
+    fn from(e: memd_client::Error) -> Self {
+        CliError::Client(e)
+    }
+}
+
+impl CliError {
+    /// The exit code (DESIGN.md "CLI contract").
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CliError::Client(e) => e.exit_code(),
+            CliError::Usage(_) => EXIT_USAGE,
+            CliError::Io(_) => 1,
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> String {
+        match self {
+            CliError::Client(e) => e.to_string(),
+            CliError::Usage(m) | CliError::Io(m) => m.clone(),
+        }
+    }
+
+    /// `{success: false, code, error, ...}`.
+    pub fn json(&self) -> Value {
+        match self {
+            CliError::Client(e) => {
+                let mut v = memd_client::proto::json::error(&e.body());
+                v["code"] = json!(e.code());
+                v["error"] = json!(e.to_string());
+                v
+            }
+            CliError::Usage(m) => json!({"success": false, "code": "usage", "error": m}),
+            CliError::Io(m) => json!({"success": false, "code": "io", "error": m}),
+        }
+    }
+}
+
+/// Prints a result in the selected form and returns the exit code.
+pub fn emit(json_mode: bool, result: Result<Output, CliError>) -> i32 {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match result {
+        Ok(out) => {
+            if json_mode {
+                let _ = writeln!(stdout, "{}", out.json);
+            } else if !out.human.is_empty() {
+                let _ = writeln!(stdout, "{}", out.human);
+            }
+            let _ = stdout.flush();
+            0
+        }
+        Err(e) => {
+            if json_mode {
+                let _ = writeln!(stdout, "{}", e.json());
+                let _ = stdout.flush();
+            } else {
+                eprintln!("memd: {}", e.message());
+            }
+            e.exit_code()
+        }
+    }
+}
+
+/// Resolved paths from the global flags.
+pub fn paths(g: &Global) -> Paths {
+    Paths::resolve(&PathFlags {
+        data_dir: g.data_dir.clone(),
+        socket: g.socket.clone(),
+        config: g.config.clone(),
+    })
+}
+
+/// Connects with the global flags, autostarting a daemon when allowed.
+///
+/// # Errors
+/// Usage errors in the flags, or the connection's error.
+pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, CliError> {
+    let paths = paths(g);
+    let policy = match g.drift_policy.as_deref() {
+        None => None,
+        Some(p) => Some(DriftPolicy::parse(p).ok_or_else(|| {
+            CliError::Usage(format!(
+                "unknown drift policy `{p}`: expected external, strict or off"
+            ))
+        })?),
+    };
+    let mut opts = ConnectOptions::new(&paths.socket);
+    if let Some(ns) = &g.namespace {
+        opts.namespace = ns.clone();
+    }
+    if let Some(agent) = &g.agent {
+        opts.agent_id = agent.clone();
+    }
+    opts.policy = policy;
+    let spec = if autostart_allowed && !g.no_autostart {
+        let program = std::env::current_exe()
+            .map_err(|e| CliError::Io(format!("cannot find the memd executable: {e}")))?;
+        let mut spec = StartSpec::new(program, &paths.data_dir);
+        spec.config = g.config.clone();
+        Some(spec)
+    } else {
+        None
+    };
+    Ok(autostart::connect(opts, spec.as_ref()).await?)
+}
+
+/// Runs a parsed command line; returns the exit code.
+pub fn run(cli: args::Cli) -> i32 {
+    let g = cli.global;
+    match cli.command {
+        Command::Daemon => daemon(&g),
+        Command::Shell => shell::run(&g),
+        command => {
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => return emit(g.json, Err(CliError::Io(e.to_string()))),
+            };
+            let result = runtime.block_on(async {
+                let autostart = !matches!(command, Command::Status | Command::Stop);
+                let mut client = connect(&g, autostart).await?;
+                execute(command, &mut client, &paths(&g), true).await
+            });
+            emit(g.json, result)
+        }
+    }
+}
+
+fn daemon(g: &Global) -> i32 {
+    init_logging();
+    let paths = paths(g);
+    let config = match Config::load(&paths.config) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("{e}");
+            return 1;
+        }
+    };
+    match crate::daemon::run(paths, config) {
+        Ok(()) => 0,
+        Err(e) => {
+            tracing::error!("{e}");
+            1
+        }
+    }
+}
+
+/// Logs to stderr, filtered by `MEMD_LOG` (default `info`).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MEMD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// Reads content given as `-` (stdin) or `--file`.
+fn content_from(
+    text: Option<String>,
+    file: Option<&Path>,
+    stdin_allowed: bool,
+) -> Result<Option<String>, CliError> {
+    let bytes = match (text.as_deref(), file) {
+        (_, Some(path)) => std::fs::read(path)
+            .map_err(|e| CliError::Io(format!("cannot read {}: {e}", path.display())))?,
+        (Some("-"), None) if stdin_allowed => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .map_err(|e| CliError::Io(format!("cannot read stdin: {e}")))?;
+            buf
+        }
+        (Some("-"), None) => {
+            return Err(CliError::Usage(
+                "`-` (stdin) is not available in the shell: use --file F or a JSON line".into(),
+            ));
+        }
+        (other, None) => return Ok(other.map(str::to_string)),
+    };
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| CliError::Usage("the content is not valid UTF-8".into()))
+}
+
+fn metadata_json(meta: &[(String, String)]) -> Option<String> {
+    if meta.is_empty() {
+        return None;
+    }
+    let obj: serde_json::Map<String, Value> = meta
+        .iter()
+        .map(|(k, v)| {
+            let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.clone()));
+            (k.clone(), value)
+        })
+        .collect();
+    Some(Value::Object(obj).to_string())
+}
+
+fn filter(f: &FilterArgs) -> Filter {
+    Filter {
+        namespaces: f.namespaces.clone(),
+        all_namespaces: f.all_namespaces,
+        scope: f.scope.clone(),
+        category: f.category.clone(),
+        subject: f.subject.clone(),
+        tags: f.tags.clone(),
+        tags_any: f.any_tag,
+        meta: f.meta.clone(),
+        since: f.since.clone(),
+        until: f.until.clone(),
+        include_superseded: f.include_superseded,
+        include_archived: f.include_archived,
+        status: f.status.clone(),
+    }
+}
+
+fn add_request(content: String, f: MemoryFields, supersedes: Option<i64>) -> AddRequest {
+    AddRequest {
+        content,
+        category: f.category,
+        subject: f.subject,
+        tags: f.tags,
+        scope: f.scope,
+        tier: f.tier,
+        pinned: f.pin,
+        importance: f.importance,
+        status: f.status,
+        confidence: f.confidence,
+        expires: f.expires,
+        supersedes,
+        metadata: metadata_json(&f.meta),
+    }
+}
+
+/// Runs one client command over an open session.
+///
+/// # Errors
+/// [`CliError`] with the exit code of the failure.
+pub async fn execute(
+    command: Command,
+    client: &mut Client,
+    paths: &Paths,
+    stdin_allowed: bool,
+) -> Result<Output, CliError> {
+    match command {
+        Command::Add(a) => {
+            let content = content_from(a.text, a.file.as_deref(), stdin_allowed)?
+                .ok_or_else(|| CliError::Usage("add needs TEXT, `-` (stdin) or --file F".into()))?;
+            let r = client
+                .add(add_request(content, a.fields, a.supersedes))
+                .await?;
+            Ok(output::added(&r))
+        }
+        Command::Get(a) => {
+            let r = client
+                .get_with(GetRequest {
+                    id: a.id,
+                    include_inactive: a.include_inactive,
+                })
+                .await?;
+            Ok(output::memory(&r.memory, None))
+        }
+        Command::List(a) => {
+            let r = client
+                .list(ListRequest {
+                    filter: filter(&a.filter),
+                    limit: a.filter.limit,
+                    offset: a.offset,
+                })
+                .await?;
+            Ok(output::list(&r))
+        }
+        Command::Search(a) => {
+            let mode = SearchMode::parse(&a.mode).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "unknown mode `{}`: expected auto, lexical, fuzzy, semantic or hybrid",
+                    a.mode
+                ))
+            })?;
+            let syntax = match a.syntax.as_str() {
+                "plain" => QuerySyntax::Plain,
+                "fts" => QuerySyntax::Fts,
+                other => {
+                    return Err(CliError::Usage(format!(
+                        "unknown syntax `{other}`: expected plain or fts"
+                    )));
+                }
+            };
+            let r = client
+                .search(SearchRequest {
+                    query: a.query,
+                    filter: filter(&a.filter),
+                    limit: a.filter.limit,
+                    mode,
+                    syntax,
+                    explain: a.explain,
+                })
+                .await?;
+            Ok(output::hits(&r))
+        }
+        Command::Update(a) => {
+            let content = content_from(a.content, a.file.as_deref(), stdin_allowed)?;
+            let f = a.fields;
+            let pinned = match (f.pin, a.unpin) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            };
+            let req = UpdateRequest {
+                id: a.id,
+                content,
+                category: f.category,
+                subject: f.subject,
+                tags: (!f.tags.is_empty()).then_some(f.tags),
+                scope: f.scope,
+                tier: f.tier,
+                pinned,
+                importance: f.importance,
+                status: f.status,
+                confidence: f.confidence,
+                expires: f.expires,
+                metadata: metadata_json(&f.meta),
+                expect_rev: a.expect_rev,
+            };
+            let r = client.update(req).await?;
+            Ok(output::memory(&r.memory, Some("updated")))
+        }
+        Command::Forget(a) => {
+            let r = client.forget(a.id, a.expect_rev).await?;
+            Ok(output::forgotten(&r))
+        }
+        Command::Status => Ok(output::status(client.status().await?)),
+        Command::Stop => {
+            client.stop().await?;
+            wait_gone(&paths.socket).await;
+            Ok(output::stopped())
+        }
+        Command::Shell | Command::Daemon => Err(CliError::Usage(
+            "shell and daemon cannot run inside a session".into(),
+        )),
+    }
+}
+
+/// After `stop`: waits (up to 15 s) until the daemon has removed its socket,
+/// which it does last, after draining the writer and checkpointing — so a
+/// script that runs `memd stop` can rely on the daemon being gone.
+async fn wait_gone(socket: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && socket.exists() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

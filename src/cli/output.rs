@@ -1,0 +1,252 @@
+//! What the CLI prints: one compact JSON value with `--json`, readable text
+//! otherwise. Both are built from the same response, here.
+
+use memd_client::proto::json as wire_json;
+use memd_client::{AddResult, ForgetResult, Memory, MemoryList, SearchResult};
+use serde_json::{Map, Value, json};
+
+/// A command's result in both forms.
+#[derive(Debug)]
+pub struct Output {
+    /// The `--json` form.
+    pub json: Value,
+    /// The human form (may be empty).
+    pub human: String,
+}
+
+fn success(mut fields: Map<String, Value>) -> Value {
+    let mut obj = Map::new();
+    obj.insert("success".into(), json!(true));
+    obj.append(&mut fields);
+    Value::Object(obj)
+}
+
+/// One line for a memory in lists: id, category, text (shortened), tags.
+pub fn memory_line(m: &Memory) -> String {
+    let mut text: String = m.content.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() > 100 {
+        text = text.chars().take(99).collect::<String>() + "…";
+    }
+    let mut line = format!("#{} [{}] {}", m.id, m.category, text);
+    if m.pinned {
+        line.insert_str(0, "* ");
+    }
+    if !m.tags.is_empty() {
+        line.push_str(&format!("  ({})", m.tags.join(", ")));
+    }
+    line
+}
+
+/// Every field of a memory, one per line.
+pub fn memory_detail(m: &Memory) -> String {
+    let mut out = format!("#{} (rev {})\n{}\n\n", m.id, m.rev, m.content);
+    let mut field = |k: &str, v: String| out.push_str(&format!("{k:<13}{v}\n"));
+    field("category", m.category.clone());
+    if let Some(s) = &m.subject {
+        field("subject", s.clone());
+    }
+    if !m.tags.is_empty() {
+        field("tags", m.tags.join(", "));
+    }
+    let owner = m
+        .scope_owner
+        .as_deref()
+        .map(|o| format!(" ({o})"))
+        .unwrap_or_default();
+    field("scope", format!("{}{owner}", m.scope));
+    field("namespace", m.namespace.clone());
+    field(
+        "tier",
+        format!(
+            "{}, importance {}, confidence {}",
+            m.tier, m.importance, m.confidence
+        ),
+    );
+    field(
+        "status",
+        format!("{}{}", m.status, if m.pinned { ", pinned" } else { "" }),
+    );
+    if m.metadata != "{}" {
+        field("metadata", m.metadata.clone());
+    }
+    if let Some(by) = m.superseded_by {
+        field(
+            "superseded",
+            format!("by #{by} at {}", m.superseded_at.as_deref().unwrap_or("?")),
+        );
+    }
+    if let Some(e) = &m.expires_at {
+        field("expires", e.clone());
+    }
+    field(
+        "created",
+        format!(
+            "{} by {}",
+            m.created_at,
+            m.created_by.as_deref().unwrap_or(&m.source)
+        ),
+    );
+    field("updated", m.updated_at.clone());
+    field("uid", m.uid.clone());
+    out.trim_end().to_string()
+}
+
+/// `add`.
+pub fn added(r: &AddResult) -> Output {
+    let mut fields = wire_json::add_result(r);
+    fields.insert("generation".into(), json!(r.generation));
+    let id = r.id.map(|i| format!("#{i}")).unwrap_or_default();
+    let mut human = if r.deduped {
+        format!("already stored as {id} (duplicate; observation counted)")
+    } else if let Some(into) = r.merged_into {
+        format!("merged into #{into} (near-duplicate)")
+    } else {
+        format!("stored {id}")
+    };
+    if let Some(similar) = r.similar_to {
+        human.push_str(&format!("\nnote: similar to #{similar}"));
+    }
+    if let Some(d) = &r.drift {
+        human.push_str(&format!(
+            "\nnote: the memory changed outside this session since you last read it \
+             (generation {} → {})",
+            d.generation_observed, d.generation_actual
+        ));
+    }
+    Output {
+        json: success(fields),
+        human,
+    }
+}
+
+/// `get` and `update`.
+pub fn memory(m: &Memory, verb: Option<&str>) -> Output {
+    let mut fields = Map::new();
+    fields.insert("memory".into(), wire_json::memory(m));
+    let human = match verb {
+        Some(v) => format!("{v} #{} (rev {})", m.id, m.rev),
+        None => memory_detail(m),
+    };
+    Output {
+        json: success(fields),
+        human,
+    }
+}
+
+/// `list`.
+pub fn list(l: &MemoryList) -> Output {
+    let mut fields = Map::new();
+    fields.insert(
+        "memories".into(),
+        Value::Array(l.memories.iter().map(wire_json::memory).collect()),
+    );
+    fields.insert("count".into(), json!(l.memories.len()));
+    fields.insert("generation".into(), json!(l.generation));
+    let human = if l.memories.is_empty() {
+        "no memories".to_string()
+    } else {
+        l.memories
+            .iter()
+            .map(memory_line)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    Output {
+        json: success(fields),
+        human,
+    }
+}
+
+/// `search`.
+pub fn hits(r: &SearchResult) -> Output {
+    let mut fields = Map::new();
+    fields.insert(
+        "hits".into(),
+        Value::Array(r.hits.iter().map(wire_json::hit).collect()),
+    );
+    fields.insert("count".into(), json!(r.hits.len()));
+    fields.insert("mode".into(), json!(r.mode.as_str()));
+    fields.insert("generation".into(), json!(r.generation));
+    let human = if r.hits.is_empty() {
+        "no matches".to_string()
+    } else {
+        r.hits
+            .iter()
+            .map(|h| format!("{:>7.3}  {}", h.score, memory_line(&h.memory)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    Output {
+        json: success(fields),
+        human,
+    }
+}
+
+/// `forget`.
+pub fn forgotten(r: &ForgetResult) -> Output {
+    let mut fields = Map::new();
+    fields.insert("id".into(), json!(r.id));
+    fields.insert("forgotten".into(), json!(true));
+    fields.insert("generation".into(), json!(r.generation));
+    Output {
+        json: success(fields),
+        human: format!("forgot #{}", r.id),
+    }
+}
+
+/// `status`.
+pub fn status(s: Value) -> Output {
+    let get = |path: &[&str]| {
+        let mut v = &s;
+        for p in path {
+            v = &v[*p];
+        }
+        match v {
+            Value::Null => "-".to_string(),
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    };
+    let human = [
+        format!(
+            "memd {} (protocol {}), pid {}",
+            get(&["version"]),
+            get(&["protocol"]),
+            get(&["pid"])
+        ),
+        format!("socket       {}", get(&["paths", "socket"])),
+        format!("database     {}", get(&["paths", "db"])),
+        format!("memories     {}", get(&["counts", "memories"])),
+        format!("sessions     {}", get(&["sessions"])),
+        format!(
+            "generation   {} (own {}, last external {})",
+            get(&["generation"]),
+            get(&["own_generation"]),
+            get(&["drift", "external_epoch"])
+        ),
+        format!("drift policy {}", get(&["drift", "policy"])),
+    ]
+    .join("\n");
+    let fields = match s {
+        Value::Object(m) => m,
+        other => {
+            let mut m = Map::new();
+            m.insert("status".into(), other);
+            m
+        }
+    };
+    Output {
+        json: success(fields),
+        human,
+    }
+}
+
+/// `stop`.
+pub fn stopped() -> Output {
+    let mut fields = Map::new();
+    fields.insert("stopped".into(), json!(true));
+    Output {
+        json: success(fields),
+        human: "memd stopped".into(),
+    }
+}

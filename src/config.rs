@@ -1,0 +1,489 @@
+//! Paths and settings: where the data dir, socket and config file are, and
+//! what the config file may say.
+//!
+//! Path precedence is DESIGN.md "Files and paths": flag > environment >
+//! XDG default. The config file is TOML; every key is optional and unknown
+//! keys are an error (a typo must not silently fall back to a default).
+
+use std::path::{Path, PathBuf};
+
+use memd_proto::DriftPolicy;
+use serde::Deserialize;
+
+/// Longest socket path that fits `sockaddr_un.sun_path` with its NUL.
+pub const MAX_SOCKET_PATH: usize = 107;
+
+/// Path-related flags as given on the command line (or their environment
+/// variables, which clap folds in).
+#[derive(Debug, Clone, Default)]
+pub struct PathFlags {
+    /// `--data-dir` / `MEMD_DATA_DIR`.
+    pub data_dir: Option<PathBuf>,
+    /// `--socket` / `MEMD_SOCKET`.
+    pub socket: Option<PathBuf>,
+    /// `--config` / `MEMD_CONFIG`.
+    pub config: Option<PathBuf>,
+}
+
+/// Resolved locations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    /// The data directory (holds the database, lock, backups).
+    pub data_dir: PathBuf,
+    /// The Unix socket the daemon listens on.
+    pub socket: PathBuf,
+    /// The config file (it may not exist: then defaults apply).
+    pub config: PathBuf,
+}
+
+impl Paths {
+    /// Resolves every path from flags and the process environment.
+    pub fn resolve(flags: &PathFlags) -> Paths {
+        Self::resolve_with(flags, |k| std::env::var_os(k).filter(|v| !v.is_empty()))
+    }
+
+    /// Resolves with an explicit environment lookup (for tests).
+    pub fn resolve_with(
+        flags: &PathFlags,
+        env: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> Paths {
+        let home = || env("HOME").map(PathBuf::from).unwrap_or_else(|| "/".into());
+        let xdg_data = env("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home().join(".local/share"));
+        let explicit_data_dir = flags.data_dir.is_some();
+        let data_dir = flags
+            .data_dir
+            .clone()
+            .map(absolute)
+            .unwrap_or_else(|| xdg_data.join("memd"));
+        let socket = match &flags.socket {
+            Some(s) => absolute(s.clone()),
+            None if explicit_data_dir => data_dir.join("memd.sock"),
+            None => match env("XDG_RUNTIME_DIR") {
+                Some(run) => PathBuf::from(run).join("memd").join("memd.sock"),
+                None => data_dir.join("memd.sock"),
+            },
+        };
+        let config = flags.config.clone().map(absolute).unwrap_or_else(|| {
+            env("XDG_CONFIG_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home().join(".config"))
+                .join("memd")
+                .join("config.toml")
+        });
+        Paths {
+            data_dir,
+            socket,
+            config,
+        }
+    }
+
+    /// The database file.
+    pub fn db(&self) -> PathBuf {
+        self.data_dir.join("memory.db")
+    }
+
+    /// The lock file held by the running daemon.
+    pub fn lock(&self) -> PathBuf {
+        self.data_dir.join("memd.lock")
+    }
+
+    /// The log file of a daemon started in the background by a client.
+    pub fn log(&self) -> PathBuf {
+        self.data_dir.join("memd.log")
+    }
+}
+
+fn absolute(p: PathBuf) -> PathBuf {
+    if p.is_absolute() {
+        p
+    } else {
+        std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
+    }
+}
+
+/// Durability of a commit (`PRAGMA synchronous`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    /// fsync on every commit: an acknowledged write survives power loss.
+    #[default]
+    Full,
+    /// fsync at checkpoints only: survives a crash of memd, not of the OS.
+    Normal,
+}
+
+/// Storage settings.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// `full` (default) or `normal`.
+    pub synchronous: Synchronous,
+    /// How long SQLite waits for a lock held by another process, in ms.
+    pub busy_timeout_ms: u64,
+    /// Number of read-only connections.
+    pub readers: usize,
+    /// Most requests committed together in one transaction (group commit).
+    pub max_batch: usize,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            synchronous: Synchronous::Full,
+            busy_timeout_ms: 5_000,
+            readers: 4,
+            max_batch: 256,
+        }
+    }
+}
+
+/// Limits on what a request may carry.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest memory content, in bytes.
+    pub max_content_bytes: usize,
+    /// Largest metadata object (JSON text), in bytes.
+    pub max_metadata_bytes: usize,
+    /// Most tags on one memory.
+    pub max_tags: usize,
+    /// Longest tag, in characters.
+    pub max_tag_chars: usize,
+    /// Most results of one list or search.
+    pub max_results: u32,
+    /// Most concurrent connections; more are refused with `busy`.
+    pub max_connections: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_content_bytes: 10 * 1024,
+            max_metadata_bytes: 16 * 1024,
+            max_tags: 32,
+            max_tag_chars: 64,
+            max_results: 1_000,
+            max_connections: 1_024,
+        }
+    }
+}
+
+/// The default category allowlist (DESIGN.md "Data model").
+pub const DEFAULT_CATEGORIES: &[&str] = &[
+    "preference",
+    "fact",
+    "convention",
+    "decision",
+    "gotcha",
+    "pattern",
+    "procedure",
+    "identity",
+    "project",
+    "note",
+    "task",
+    "episode",
+];
+
+/// Memory model settings.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Allowed categories.
+    pub categories: Vec<String>,
+    /// Category of a memory added without one.
+    pub default_category: String,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            categories: DEFAULT_CATEGORIES.iter().map(|s| s.to_string()).collect(),
+            default_category: "note".into(),
+        }
+    }
+}
+
+/// Drift guard settings.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DriftConfig {
+    /// Default policy of sessions that do not name one.
+    #[serde(deserialize_with = "de_policy")]
+    pub policy: DriftPolicy,
+}
+
+impl Default for DriftConfig {
+    fn default() -> Self {
+        DriftConfig {
+            policy: DriftPolicy::External,
+        }
+    }
+}
+
+fn de_policy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DriftPolicy, D::Error> {
+    let s = String::deserialize(d)?;
+    DriftPolicy::parse(&s).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "unknown drift policy `{s}`: expected external, strict or off"
+        ))
+    })
+}
+
+/// Memory injection settings.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InjectConfig {
+    /// Character budget of a session's memory block.
+    pub budget_chars: u32,
+}
+
+impl Default for InjectConfig {
+    fn default() -> Self {
+        InjectConfig {
+            budget_chars: 4_000,
+        }
+    }
+}
+
+/// Socket settings.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SocketConfig {
+    /// Permission bits of the socket file (octal in the file: `0o600`, or
+    /// the string `"0600"`).
+    #[serde(deserialize_with = "de_mode")]
+    pub mode: u32,
+}
+
+impl Default for SocketConfig {
+    fn default() -> Self {
+        SocketConfig { mode: 0o600 }
+    }
+}
+
+fn de_mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Mode {
+        Int(u32),
+        Str(String),
+    }
+    let mode = match Mode::deserialize(d)? {
+        Mode::Int(m) => m,
+        Mode::Str(s) => u32::from_str_radix(s.trim_start_matches("0o"), 8)
+            .map_err(|_| serde::de::Error::custom(format!("`{s}` is not an octal mode")))?,
+    };
+    if mode & !0o777 != 0 {
+        return Err(serde::de::Error::custom(format!(
+            "mode {mode:o} has bits outside 0o777"
+        )));
+    }
+    Ok(mode)
+}
+
+/// Every setting of the daemon.
+#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// `[storage]`.
+    pub storage: StorageConfig,
+    /// `[limits]`.
+    pub limits: LimitsConfig,
+    /// `[memory]`.
+    pub memory: MemoryConfig,
+    /// `[drift]`.
+    pub drift: DriftConfig,
+    /// `[inject]`.
+    pub inject: InjectConfig,
+    /// `[socket]`.
+    pub socket: SocketConfig,
+}
+
+/// A config file that could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but cannot be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has an invalid value.
+    #[error("invalid config file {path} at line {line}, column {column}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column of the error.
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Config {
+    /// Loads the config file; a missing file means defaults.
+    ///
+    /// # Errors
+    /// [`ConfigError`] when the file cannot be read or is invalid (with the
+    /// line and column of the problem).
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Self::parse(path, &text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    /// Parses config text.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] with the position of the problem.
+    pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+        let config: Config = toml::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map(|span| line_col(text, span.start))
+                .unwrap_or((1, 1));
+            ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: e.message().to_string(),
+            }
+        })?;
+        config.validate().map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: 1,
+            column: 1,
+            message,
+        })?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.memory.categories.is_empty() {
+            return Err("memory.categories must not be empty".into());
+        }
+        if !self
+            .memory
+            .categories
+            .iter()
+            .any(|c| c == &self.memory.default_category)
+        {
+            return Err(format!(
+                "memory.default_category `{}` is not in memory.categories",
+                self.memory.default_category
+            ));
+        }
+        if self.storage.readers == 0 {
+            return Err("storage.readers must be at least 1".into());
+        }
+        if self.storage.max_batch == 0 {
+            return Err("storage.max_batch must be at least 1".into());
+        }
+        if self.limits.max_content_bytes == 0 {
+            return Err("limits.max_content_bytes must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn socket_follows_explicit_data_dir() {
+        let flags = PathFlags {
+            data_dir: Some("/d".into()),
+            ..Default::default()
+        };
+        let p = Paths::resolve_with(&flags, env(&[("XDG_RUNTIME_DIR", "/run/user/1")]));
+        assert_eq!(p.socket, PathBuf::from("/d/memd.sock"));
+        assert_eq!(p.data_dir, PathBuf::from("/d"));
+    }
+
+    #[test]
+    fn socket_defaults_to_runtime_dir() {
+        let p = Paths::resolve_with(
+            &PathFlags::default(),
+            env(&[("HOME", "/h"), ("XDG_RUNTIME_DIR", "/run/user/1")]),
+        );
+        assert_eq!(p.socket, PathBuf::from("/run/user/1/memd/memd.sock"));
+        assert_eq!(p.data_dir, PathBuf::from("/h/.local/share/memd"));
+        assert_eq!(p.config, PathBuf::from("/h/.config/memd/config.toml"));
+    }
+
+    #[test]
+    fn socket_without_runtime_dir_is_in_data_dir() {
+        let p = Paths::resolve_with(
+            &PathFlags::default(),
+            env(&[("HOME", "/h"), ("XDG_DATA_HOME", "/x")]),
+        );
+        assert_eq!(p.socket, PathBuf::from("/x/memd/memd.sock"));
+    }
+
+    #[test]
+    fn socket_flag_wins() {
+        let flags = PathFlags {
+            data_dir: Some("/d".into()),
+            socket: Some("/s.sock".into()),
+            config: Some("/c.toml".into()),
+        };
+        let p = Paths::resolve_with(&flags, env(&[]));
+        assert_eq!(p.socket, PathBuf::from("/s.sock"));
+        assert_eq!(p.config, PathBuf::from("/c.toml"));
+    }
+
+    #[test]
+    fn config_errors_carry_line_and_column() {
+        let text = "[storage]\nreaders = 2\n[drift]\npolicy = \"sometimes\"\n";
+        let err = Config::parse(Path::new("c.toml"), text).unwrap_err();
+        match err {
+            ConfigError::Invalid { line, column, .. } => {
+                assert_eq!(line, 4);
+                assert_eq!(column, 10);
+            }
+            other => panic!("unexpected {other}"),
+        }
+        let err = Config::parse(Path::new("c.toml"), "[storage]\nredaers = 2\n").unwrap_err();
+        assert!(err.to_string().contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn config_values_parse() {
+        let text = "[socket]\nmode = \"0660\"\n[storage]\nsynchronous = \"normal\"\n";
+        let c = Config::parse(Path::new("c.toml"), text).unwrap();
+        assert_eq!(c.socket.mode, 0o660);
+        assert_eq!(c.storage.synchronous, Synchronous::Normal);
+        assert_eq!(
+            Config::parse(Path::new("c"), "").unwrap(),
+            Config::default()
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! One daemon per data dir: an exclusive lock on `<data_dir>/memd.lock`.
+//!
+//! The lock is held for the daemon's lifetime and released by the kernel when
+//! the process exits, however it exits. The file also records the holder's
+//! pid and socket, so a second daemon can name the running one.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use super::DaemonError;
+
+/// The held lock; dropping it releases the lock.
+#[derive(Debug)]
+pub struct DataDirLock {
+    _file: File,
+    /// The lock file.
+    pub path: PathBuf,
+}
+
+/// Takes the lock or reports who holds it.
+///
+/// # Errors
+/// [`DaemonError::AlreadyRunning`] when another process holds it;
+/// [`DaemonError::Io`] when the file cannot be opened.
+pub fn acquire(path: &Path, socket: &Path) -> Result<DataDirLock, DaemonError> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| DaemonError::Io(format!("cannot open lock file {}: {e}", path.display())))?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let mut lines = holder.lines();
+            let pid = lines.next().unwrap_or("?").to_string();
+            let socket = lines.next().unwrap_or("?").to_string();
+            return Err(DaemonError::AlreadyRunning {
+                pid,
+                socket,
+                lock: path.to_path_buf(),
+            });
+        }
+        Err(TryLockError::Error(e)) => {
+            return Err(DaemonError::Io(format!(
+                "cannot lock {}: {e}",
+                path.display()
+            )));
+        }
+    }
+    let info = format!("{}\n{}\n", std::process::id(), socket.display());
+    let written = file
+        .set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| file.write_all(info.as_bytes()))
+        .and_then(|()| file.flush());
+    if let Err(e) = written {
+        tracing::warn!(error = %e, "cannot record the pid in the lock file");
+    }
+    Ok(DataDirLock {
+        _file: file,
+        path: path.to_path_buf(),
+    })
+}

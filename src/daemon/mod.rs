@@ -1,0 +1,241 @@
+//! The daemon: lock, store, socket, accept loop, shutdown.
+//!
+//! # Teardown order
+//! SIGTERM/SIGINT or a `stop` request: stop accepting → every connection
+//! finishes the request it is running and closes (deadline
+//! [`DRAIN_DEADLINE`]) → the writer drains its queue and checkpoints → the
+//! socket is removed (only if it is still ours) → the lock is released →
+//! exit 0.
+
+pub mod connection;
+pub mod lock;
+pub mod notify;
+pub mod shutdown;
+pub mod socket;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::{Duration, Instant};
+
+use memd_proto::ErrorCode;
+use tokio::net::UnixListener;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::config::{Config, ConfigError, Paths};
+use crate::store::{Store, StoreError};
+use shutdown::{Shutdown, triggered};
+
+/// How long in-flight requests may take to finish at shutdown.
+pub const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
+
+/// What the handlers share.
+pub struct Shared {
+    /// The database.
+    pub store: Store,
+    /// Settings.
+    pub config: Config,
+    /// Resolved paths.
+    pub paths: Paths,
+    /// The shutdown signal.
+    pub shutdown: Shutdown,
+    /// Open sessions.
+    pub sessions: AtomicUsize,
+    /// Start time.
+    pub started: Instant,
+}
+
+/// Why the daemon could not start (or stopped abnormally).
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// Another daemon holds the data dir.
+    #[error(
+        "another memd (pid {pid}) is already running on this data dir (lock {lock}); \
+         its socket is {socket}"
+    )]
+    AlreadyRunning {
+        /// Its pid, as recorded in the lock file.
+        pid: String,
+        /// Its socket, as recorded in the lock file.
+        socket: String,
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// A live socket answers at our socket path.
+    #[error("a memd daemon already answers on {0}; not replacing a live socket")]
+    AlreadyServing(PathBuf),
+    /// The socket path is unusable.
+    #[error("{0}")]
+    SocketPath(String),
+    /// The config file is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The database could not be opened.
+    #[error("cannot open the database: {0}")]
+    Store(#[from] StoreError),
+    /// A file-system failure.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Runs the daemon in the foreground until it is told to stop.
+///
+/// # Errors
+/// [`DaemonError`] when it cannot start; a clean stop is `Ok`.
+pub fn run(paths: Paths, config: Config) -> Result<(), DaemonError> {
+    crate::sys::set_umask(0o077);
+    socket::ensure_private_dir(&paths.data_dir)?;
+    socket::check_path(&paths.socket)?;
+    let lock = lock::acquire(&paths.lock(), &paths.socket)?;
+    let store = Store::open(&paths.db(), &config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("memd-rt")
+        .build()
+        .map_err(|e| DaemonError::Io(format!("cannot start the runtime: {e}")))?;
+    let result = runtime.block_on(serve(paths, config, store));
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    drop(lock);
+    result
+}
+
+async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonError> {
+    let bound = match socket::bind(&paths.socket, config.socket.mode) {
+        Ok(b) => b,
+        Err(e) => {
+            store.close().await;
+            return Err(e);
+        }
+    };
+    let listener = match UnixListener::from_std(bound.listener) {
+        Ok(l) => l,
+        Err(e) => {
+            store.close().await;
+            socket::remove_if_ours(&bound.path, bound.id);
+            return Err(DaemonError::Io(format!("cannot listen: {e}")));
+        }
+    };
+    let max_connections = config.limits.max_connections;
+    let shared = Arc::new(Shared {
+        store,
+        config,
+        paths,
+        shutdown: Shutdown::new(),
+        sessions: AtomicUsize::new(0),
+        started: Instant::now(),
+    });
+    tokio::spawn(watch_signals(shared.clone()));
+    tracing::info!(
+        socket = %shared.paths.socket.display(),
+        db = %shared.paths.db().display(),
+        generation = shared.store.generations.current(),
+        version = env!("CARGO_PKG_VERSION"),
+        "memd is serving"
+    );
+    notify::notify("READY=1");
+
+    let own_uid = crate::sys::euid();
+    let permits = Arc::new(Semaphore::new(max_connections));
+    let mut connections = JoinSet::new();
+    let mut stop = shared.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            _ = triggered(&mut stop) => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // EMFILE and friends: back off instead of spinning.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                match stream.peer_cred() {
+                    Ok(cred) if cred.uid() == own_uid => {}
+                    Ok(cred) => {
+                        tracing::warn!(uid = cred.uid(), pid = ?cred.pid(), "refused a client of another user");
+                        connections.spawn(connection::refuse(
+                            stream,
+                            ErrorCode::PermissionDenied,
+                            format!("memd serves uid {own_uid} only; your uid is {}", cred.uid()),
+                        ));
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot read peer credentials; refusing");
+                        continue;
+                    }
+                }
+                match permits.clone().try_acquire_owned() {
+                    Ok(permit) => {
+                        let shared = shared.clone();
+                        connections.spawn(async move {
+                            connection::serve(stream, shared).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => {
+                        tracing::warn!(max_connections, "connection limit reached; refusing a client");
+                        connections.spawn(connection::refuse(
+                            stream,
+                            ErrorCode::Busy,
+                            format!("memd is at its limit of {max_connections} connections (limits.max_connections); retry later"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    drop(listener);
+    notify::notify("STOPPING=1");
+    tracing::info!(
+        connections = connections.len(),
+        "shutting down: finishing in-flight requests"
+    );
+    let drained = tokio::time::timeout(DRAIN_DEADLINE, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            left = connections.len(),
+            "connections did not finish in time; closing them"
+        );
+        connections.shutdown().await;
+    }
+    shared.store.close().await;
+    socket::remove_if_ours(&bound.path, bound.id);
+    tracing::info!("memd stopped");
+    Ok(())
+}
+
+async fn watch_signals(shared: Arc<Shared>) {
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = term.recv() => {
+                tracing::info!("SIGTERM received");
+                shared.shutdown.trigger();
+            }
+            _ = int.recv() => {
+                tracing::info!("SIGINT received");
+                shared.shutdown.trigger();
+            }
+            _ = hup.recv() => {
+                tracing::warn!("SIGHUP received: live config reload is not supported yet; restart memd to apply config changes");
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Socket hygiene (DESIGN.md "Files and paths"): the path must fit
+//! `sun_path`; the parent directory is created 0700 (a wider existing one is
+//! warned about); a socket that answers is never replaced; one nobody answers
+//! on is stale and removed; anything else at the path (a file, a symlink) is
+//! left alone and refused.
+
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use super::DaemonError;
+use crate::config::MAX_SOCKET_PATH;
+
+/// A bound listener and the identity of the file it created.
+#[derive(Debug)]
+pub struct Bound {
+    /// The listener.
+    pub listener: std::os::unix::net::UnixListener,
+    /// The socket path.
+    pub path: PathBuf,
+    /// (device, inode) of the socket file, so shutdown removes only ours.
+    pub id: (u64, u64),
+}
+
+/// Checks the path length.
+///
+/// # Errors
+/// [`DaemonError::SocketPath`] when it does not fit `sun_path`.
+pub fn check_path(path: &Path) -> Result<(), DaemonError> {
+    let len = path.as_os_str().len();
+    if len > MAX_SOCKET_PATH {
+        return Err(DaemonError::SocketPath(format!(
+            "socket path {} is {len} bytes; Unix sockets allow at most {MAX_SOCKET_PATH}. \
+             Choose a shorter --socket (or MEMD_SOCKET)",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Creates `dir` (and parents) with mode 0700; warns when an existing one is
+/// open to others.
+///
+/// # Errors
+/// [`DaemonError::Io`] when it cannot be created.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), DaemonError> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| DaemonError::Io(format!("cannot create {}: {e}", dir.display())))?;
+    if let Ok(meta) = std::fs::metadata(dir) {
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            tracing::warn!(
+                dir = %dir.display(),
+                mode = format!("{mode:o}"),
+                "directory is accessible to other users; memd expects 0700"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Binds the socket after removing a stale one.
+///
+/// # Errors
+/// [`DaemonError::AlreadyServing`] when a live socket answers at the path,
+/// [`DaemonError::SocketPath`] when something that is not a socket is there,
+/// [`DaemonError::Io`] for other failures.
+pub fn bind(path: &Path, mode: u32) -> Result<Bound, DaemonError> {
+    check_path(path)?;
+    if let Some(dir) = path.parent() {
+        ensure_private_dir(dir)?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            match std::os::unix::net::UnixStream::connect(path) {
+                Ok(_) => return Err(DaemonError::AlreadyServing(path.to_path_buf())),
+                Err(e) => {
+                    tracing::info!(path = %path.display(), error = %e, "removing a stale socket");
+                    std::fs::remove_file(path).map_err(|e| {
+                        DaemonError::Io(format!(
+                            "cannot remove stale socket {}: {e}",
+                            path.display()
+                        ))
+                    })?;
+                }
+            }
+        }
+        Ok(meta) => {
+            let kind = if meta.file_type().is_symlink() {
+                "a symlink"
+            } else if meta.is_dir() {
+                "a directory"
+            } else {
+                "a file"
+            };
+            return Err(DaemonError::SocketPath(format!(
+                "{} is {kind}, not a socket; memd will not replace it. Remove it or choose \
+                 another --socket",
+                path.display()
+            )));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(DaemonError::Io(format!(
+                "cannot inspect {}: {e}",
+                path.display()
+            )));
+        }
+    }
+    let listener = std::os::unix::net::UnixListener::bind(path)
+        .map_err(|e| DaemonError::Io(format!("cannot bind {}: {e}", path.display())))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| DaemonError::Io(format!("cannot chmod {}: {e}", path.display())))?;
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| DaemonError::Io(format!("cannot stat {}: {e}", path.display())))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| DaemonError::Io(e.to_string()))?;
+    Ok(Bound {
+        listener,
+        path: path.to_path_buf(),
+        id: (meta.dev(), meta.ino()),
+    })
+}
+
+/// Removes the socket file if it is still the one we bound (another daemon
+/// may have replaced a socket we lost).
+pub fn remove_if_ours(path: &Path, id: (u64, u64)) {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if (meta.dev(), meta.ino()) == id => {
+            if let Err(e) = std::fs::remove_file(path) {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove the socket");
+            }
+        }
+        Ok(_) => tracing::warn!(path = %path.display(), "socket was replaced; leaving it"),
+        Err(_) => {}
+    }
+}

@@ -1,0 +1,57 @@
+//! `add`: the write gate, then insert (and supersede, when asked).
+
+use memd_proto::{AddRequest, AddResult, Response};
+use time::OffsetDateTime;
+
+use crate::daemon::Shared;
+use crate::session::Session;
+use crate::store::memories::{self, View};
+use crate::store::{StoreError, gate};
+
+pub(super) async fn handle(
+    req: AddRequest,
+    session: &mut Session,
+    shared: &Shared,
+) -> Result<Response, StoreError> {
+    let now = OffsetDateTime::now_utc();
+    let new = gate::check_add(&req, &session.who(), &shared.config, now)?;
+    let supersedes = req.supersedes;
+    let view = View::namespace(&session.namespace, &session.agent, &session.id);
+    let (id, generation) = shared
+        .store
+        .writer
+        .call(session.author(), move |ctx| {
+            if let Some(old) = supersedes {
+                let current = memories::get_visible(ctx.conn, old, &view)?
+                    .ok_or(StoreError::NotFound(old))?;
+                if current.superseded_by.is_some() {
+                    return Err(StoreError::Conflict {
+                        message: format!(
+                            "memory {old} is already superseded by {}",
+                            current.superseded_by.unwrap_or_default()
+                        ),
+                        current_rev: Some(current.rev),
+                    });
+                }
+            }
+            let id = memories::insert(ctx.conn, &new)?;
+            if let Some(old) = supersedes {
+                ctx.conn.execute(
+                    "UPDATE memories SET superseded_by = ?1, superseded_at = ?2 WHERE id = ?3",
+                    (id, crate::clock::now(), old),
+                )?;
+            }
+            Ok((id, ctx.generation()?))
+        })
+        .await?;
+    Ok(Response::Added(AddResult {
+        accepted: true,
+        id: Some(id),
+        deduped: false,
+        merged_into: None,
+        similar_to: None,
+        reason: None,
+        drift: None,
+        generation,
+    }))
+}

@@ -1,0 +1,34 @@
+//! `forget`: delete a memory (its old values stay in `memory_revisions`).
+
+use memd_proto::{Filter, ForgetRequest, ForgetResult, Response};
+use time::OffsetDateTime;
+
+use crate::daemon::Shared;
+use crate::session::Session;
+use crate::store::{StoreError, gate, memories};
+
+pub(super) async fn handle(
+    req: ForgetRequest,
+    session: &mut Session,
+    shared: &Shared,
+) -> Result<Response, StoreError> {
+    let filter = Filter {
+        include_superseded: true,
+        include_archived: true,
+        ..Filter::default()
+    };
+    let view = gate::view(&filter, &session.who(), OffsetDateTime::now_utc())?;
+    let (id, expect_rev) = (req.id, req.expect_rev);
+    let generation = shared
+        .store
+        .writer
+        .call(session.author(), move |ctx| {
+            let current =
+                memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
+            super::update::check_rev(&current, expect_rev)?;
+            memories::delete(ctx.conn, id)?;
+            ctx.generation()
+        })
+        .await?;
+    Ok(Response::Forgotten(ForgetResult { id, generation }))
+}

@@ -1,0 +1,31 @@
+//! `list`: visible memories with filters, newest first.
+
+use memd_proto::{ListRequest, MemoryList, Response};
+use time::OffsetDateTime;
+
+use crate::daemon::Shared;
+use crate::session::Session;
+use crate::store::readers::ReadKind;
+use crate::store::{StoreError, gate, memories};
+
+pub(super) async fn handle(
+    req: ListRequest,
+    session: &mut Session,
+    shared: &Shared,
+) -> Result<Response, StoreError> {
+    let view = gate::view(&req.filter, &session.who(), OffsetDateTime::now_utc())?;
+    let limit = super::page_limit(req.limit, shared);
+    let offset = req.offset;
+    let read = shared
+        .store
+        .readers
+        .read(ReadKind::Client, move |conn| {
+            memories::list(conn, &view, limit, offset)
+        })
+        .await?;
+    session.seen = read.generation;
+    Ok(Response::Memories(MemoryList {
+        memories: read.value,
+        generation: read.generation,
+    }))
+}

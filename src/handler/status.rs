@@ -1,0 +1,80 @@
+//! `status`: the daemon's state as JSON (keys in DESIGN.md "CLI contract").
+
+use std::sync::atomic::Ordering;
+
+use memd_proto::{PROTOCOL_VERSION, Response, StatusReply, StatusRequest};
+use serde_json::json;
+
+use crate::daemon::Shared;
+use crate::session::Session;
+use crate::store::readers::ReadKind;
+use crate::store::{StoreError, read_generation};
+
+pub(super) async fn handle(
+    _req: StatusRequest,
+    session: &mut Session,
+    shared: &Shared,
+) -> Result<Response, StoreError> {
+    let read = shared
+        .store
+        .readers
+        .read(ReadKind::Internal, |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT status, count(*) FROM memories GROUP BY status ORDER BY status",
+            )?;
+            let by_status = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((by_status, read_generation(conn)?))
+        })
+        .await?;
+    let (by_status, generation) = read.value;
+    let total: i64 = by_status.iter().map(|(_, n)| n).sum();
+    let by_status: serde_json::Map<String, serde_json::Value> =
+        by_status.into_iter().map(|(s, n)| (s, json!(n))).collect();
+    let g = &shared.store.generations;
+    let external_epoch = g.external_epoch.load(Ordering::Acquire);
+    let last_drift_at = g
+        .last_drift_at
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let stats = &shared.store.stats;
+    let paths = &shared.paths;
+    let status = json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "protocol": PROTOCOL_VERSION,
+        "pid": std::process::id(),
+        "uptime_secs": shared.started.elapsed().as_secs(),
+        "paths": {
+            "data_dir": paths.data_dir,
+            "db": paths.db(),
+            "socket": paths.socket,
+            "config": paths.config,
+        },
+        "db_uuid": shared.store.db_uuid,
+        "generation": generation,
+        "own_generation": g.own_last.load(Ordering::Acquire),
+        "drift": {
+            "policy": shared.config.drift.policy.as_str(),
+            "session_policy": session.policy.as_str(),
+            "external_epoch": (external_epoch > 0).then_some(external_epoch),
+            "last_drift_at": last_drift_at,
+            "backups_kept": 0,
+        },
+        "sessions": shared.sessions.load(Ordering::Relaxed),
+        "counts": { "memories": total, "by_status": by_status },
+        "embedder": null,
+        "stats": {
+            "snapshot_builds": 0,
+            "snapshot_hits": 0,
+            "db_reads": stats.db_reads.load(Ordering::Relaxed),
+            "commits": stats.commits.load(Ordering::Relaxed),
+            "writes": stats.writes.load(Ordering::Relaxed),
+        },
+        "sweeps": [],
+    });
+    Ok(Response::Status(StatusReply {
+        json: status.to_string(),
+    }))
+}

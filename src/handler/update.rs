@@ -1,0 +1,59 @@
+//! `update`: change fields of a memory, optionally only at an expected rev.
+
+use memd_proto::{Filter, MemoryReply, Response, UpdateRequest};
+use time::OffsetDateTime;
+
+use crate::daemon::Shared;
+use crate::session::Session;
+use crate::store::{StoreError, gate, memories};
+
+pub(super) async fn handle(
+    req: UpdateRequest,
+    session: &mut Session,
+    shared: &Shared,
+) -> Result<Response, StoreError> {
+    let now = OffsetDateTime::now_utc();
+    let changes = gate::check_update(&req, &session.who(), &shared.config, now)?;
+    // An update may reach superseded and archived rows (to restore them).
+    let filter = Filter {
+        include_superseded: true,
+        include_archived: true,
+        ..Filter::default()
+    };
+    let view = gate::view(&filter, &session.who(), now)?;
+    let (id, expect_rev) = (req.id, req.expect_rev);
+    let (memory, generation) = shared
+        .store
+        .writer
+        .call(session.author(), move |ctx| {
+            let current =
+                memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
+            check_rev(&current, expect_rev)?;
+            memories::apply(ctx.conn, &current, &changes)?;
+            let updated = memories::fetch(ctx.conn, id)?.ok_or(StoreError::NotFound(id))?;
+            Ok((updated, ctx.generation()?))
+        })
+        .await?;
+    Ok(Response::Memory(Box::new(MemoryReply {
+        memory,
+        generation,
+    })))
+}
+
+/// Refuses a write made against another revision of the row.
+pub(super) fn check_rev(
+    current: &memd_proto::Memory,
+    expect_rev: Option<i64>,
+) -> Result<(), StoreError> {
+    match expect_rev {
+        Some(rev) if rev != current.rev => Err(StoreError::Conflict {
+            message: format!(
+                "memory {} is at rev {}, not the expected {rev}: it changed since you read it; \
+                 read it again and retry",
+                current.id, current.rev
+            ),
+            current_rev: Some(current.rev),
+        }),
+        _ => Ok(()),
+    }
+}

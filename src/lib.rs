@@ -1,0 +1,25 @@
+//! memd: a daemon that gives AI agents a shared, persistent memory.
+//!
+//! One process owns one SQLite database; many agent sessions talk to it over
+//! a Unix socket. See `DESIGN.md` for the contract and the README for use.
+//!
+//! # Layout
+//! - [`config`]: paths (data dir, socket, config file) and settings.
+//! - [`daemon`]: lock, socket hygiene, accept loop, connections, shutdown.
+//! - [`handler`]: one file per request kind; [`handler::dispatch`] matches
+//!   every request exhaustively.
+//! - [`session`]: a connection's identity and view.
+//! - [`store`]: schema and migrations, the writer thread, the reader pool,
+//!   queries, search, the write gate.
+//! - [`cli`]: the `memd` command line and `memd shell`.
+//! - [`clock`]: the stored time format.
+//! - `sys`: the few libc calls std does not wrap.
+
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod daemon;
+pub mod handler;
+pub mod session;
+pub mod store;
+mod sys;

@@ -1,0 +1,93 @@
+//! A session: one connection's identity and view (DESIGN.md "Drift" and
+//! "Frozen snapshot").
+//!
+//! A session is created by the handshake and dropped with its connection:
+//! nothing of it outlives the connection.
+
+use memd_proto::{DriftPolicy, Hello};
+
+use crate::store::Author;
+use crate::store::gate::Who;
+
+/// One client session.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Session key (owner of session-scope memories).
+    pub id: String,
+    /// Agent id (owner of agent-scope memories).
+    pub agent: String,
+    /// Namespace every request is confined to.
+    pub namespace: String,
+    /// Drift policy.
+    pub policy: DriftPolicy,
+    /// Inject character budget.
+    pub budget: u32,
+    /// The generation this session has seen.
+    pub seen: u64,
+}
+
+/// Longest agent id or namespace, in bytes.
+pub const MAX_NAME_LEN: usize = 128;
+
+impl Session {
+    /// Opens a session from a handshake.
+    ///
+    /// # Errors
+    /// A message when the agent id or namespace is empty, too long or has
+    /// control characters.
+    pub fn open(
+        hello: &Hello,
+        generation: u64,
+        default_policy: DriftPolicy,
+        default_budget: u32,
+    ) -> Result<Session, String> {
+        check_name("agent id", &hello.agent_id)?;
+        check_name("namespace", &hello.namespace)?;
+        Ok(Session {
+            id: new_session_id(),
+            agent: hello.agent_id.clone(),
+            namespace: hello.namespace.clone(),
+            policy: hello.policy.unwrap_or(default_policy),
+            budget: hello.budget.unwrap_or(default_budget),
+            seen: hello.seen_generation.unwrap_or(generation),
+        })
+    }
+
+    /// Who writes, for the gate and the store's views.
+    pub fn who(&self) -> Who {
+        Who {
+            namespace: self.namespace.clone(),
+            agent: self.agent.clone(),
+            session: self.id.clone(),
+        }
+    }
+
+    /// The author of this session's writes.
+    pub fn author(&self) -> Author {
+        Author::Session {
+            id: self.id.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
+}
+
+fn check_name(what: &str, s: &str) -> Result<(), String> {
+    if s.trim().is_empty() {
+        return Err(format!("{what} is empty"));
+    }
+    if s.len() > MAX_NAME_LEN {
+        return Err(format!("{what} is longer than {MAX_NAME_LEN} bytes"));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(format!("{what} contains control characters"));
+    }
+    Ok(())
+}
+
+/// A new random session key (32 hex digits).
+pub fn new_session_id() -> String {
+    crate::sys::random_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

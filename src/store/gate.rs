@@ -1,0 +1,633 @@
+//! The write gate and request validation: pure rules from a request and the
+//! config to the plain values the store writes (DESIGN.md "Write gate").
+//!
+//! Order for an add: normalize the scope; category allowlist; size limit;
+//! then the remaining fields. A gate refusal is [`StoreError::Rejected`] with a
+//! reason code (exit 6 from the CLI); a malformed argument is
+//! [`StoreError::InvalidInput`] (exit 2).
+
+use memd_proto::{AddRequest, Filter, UpdateRequest};
+use time::OffsetDateTime;
+
+use super::StoreError;
+use super::memories::{Changes, MetaMatch, Namespaces, NewMemory, View};
+use crate::clock;
+use crate::config::Config;
+
+/// Longest subject, in characters.
+pub const MAX_SUBJECT_CHARS: usize = 200;
+
+/// Deepest nesting accepted in metadata.
+pub const MAX_METADATA_DEPTH: usize = 16;
+
+/// The session a request comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Who {
+    /// Namespace.
+    pub namespace: String,
+    /// Agent id.
+    pub agent: String,
+    /// Session key.
+    pub session: String,
+}
+
+/// Canonical scope for a name or alias (`user` → `agent`, `mission` and
+/// `lane` → `session`).
+pub fn normalize_scope(s: &str) -> Option<&'static str> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "project" | "global" | "shared" => Some("project"),
+        "agent" | "user" => Some("agent"),
+        "session" | "mission" | "lane" => Some("session"),
+        _ => None,
+    }
+}
+
+fn scope_and_owner(scope: Option<&str>, who: &Who) -> Result<(String, Option<String>), StoreError> {
+    let scope = match scope {
+        None => "project",
+        Some(s) => normalize_scope(s).ok_or_else(|| StoreError::Rejected {
+            reason: "scope",
+            message: format!(
+                "unknown scope `{s}`: expected project, agent or session \
+                 (aliases: user = agent; mission, lane = session)"
+            ),
+        })?,
+    };
+    // The owner always comes from the session, never from free input.
+    let owner = match scope {
+        "agent" => Some(who.agent.clone()),
+        "session" => Some(who.session.clone()),
+        _ => None,
+    };
+    Ok((scope.to_string(), owner))
+}
+
+fn category(c: Option<&str>, config: &Config) -> Result<String, StoreError> {
+    let c = match c {
+        None => return Ok(config.memory.default_category.clone()),
+        Some(c) => c.trim().to_lowercase(),
+    };
+    if config.memory.categories.contains(&c) {
+        Ok(c)
+    } else {
+        Err(StoreError::Rejected {
+            reason: "category",
+            message: format!(
+                "unknown category `{c}`; allowed: {}",
+                config.memory.categories.join(", ")
+            ),
+        })
+    }
+}
+
+fn content(text: &str, config: &Config) -> Result<String, StoreError> {
+    if text.trim().is_empty() {
+        return Err(StoreError::Rejected {
+            reason: "empty",
+            message: "content is empty".into(),
+        });
+    }
+    let max = config.limits.max_content_bytes;
+    if text.len() > max {
+        return Err(StoreError::Rejected {
+            reason: "too_large",
+            message: format!(
+                "content is {} bytes; the limit is {max} bytes (limits.max_content_bytes). \
+                 Store a summary, or split it into several memories",
+                text.len()
+            ),
+        });
+    }
+    if text.contains('\0') {
+        return Err(StoreError::InvalidInput(
+            "content contains a NUL byte".into(),
+        ));
+    }
+    Ok(text.to_string())
+}
+
+/// Normalized content for exact dedup: lower case, punctuation dropped,
+/// whitespace collapsed.
+pub fn dedupe_key(content: &str) -> String {
+    let mut out = String::with_capacity(content.len());
+    for word in content
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.extend(word.chars().flat_map(char::to_lowercase));
+    }
+    out
+}
+
+fn subject(s: Option<&str>) -> Result<Option<String>, StoreError> {
+    let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    if s.chars().count() > MAX_SUBJECT_CHARS {
+        return Err(StoreError::InvalidInput(format!(
+            "subject is longer than {MAX_SUBJECT_CHARS} characters"
+        )));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(StoreError::InvalidInput(
+            "subject contains control characters".into(),
+        ));
+    }
+    Ok(Some(s.to_string()))
+}
+
+/// Normalizes tags: trimmed, lower-cased, unique, sorted.
+///
+/// # Errors
+/// [`StoreError::InvalidInput`] for empty, too long or too many tags.
+pub fn tags(tags: &[String], config: &Config) -> Result<Vec<String>, StoreError> {
+    let mut out: Vec<String> = Vec::with_capacity(tags.len());
+    for t in tags {
+        let t = t.trim().to_lowercase();
+        if t.is_empty() {
+            return Err(StoreError::InvalidInput("a tag is empty".into()));
+        }
+        if t.chars().count() > config.limits.max_tag_chars {
+            return Err(StoreError::InvalidInput(format!(
+                "tag `{}…` is longer than {} characters",
+                t.chars().take(20).collect::<String>(),
+                config.limits.max_tag_chars
+            )));
+        }
+        if t.chars().any(char::is_control) {
+            return Err(StoreError::InvalidInput(
+                "a tag contains control characters".into(),
+            ));
+        }
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    if out.len() > config.limits.max_tags {
+        return Err(StoreError::InvalidInput(format!(
+            "{} tags; the limit is {} (limits.max_tags)",
+            out.len(),
+            config.limits.max_tags
+        )));
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn tier(t: Option<i64>) -> Result<i64, StoreError> {
+    match t {
+        None => Ok(2),
+        Some(t @ 1..=3) => Ok(t),
+        Some(t) => Err(StoreError::InvalidInput(format!(
+            "tier {t} is out of range: expected 1, 2 or 3"
+        ))),
+    }
+}
+
+fn importance(i: Option<&str>) -> Result<String, StoreError> {
+    let i = i.map(|s| s.trim().to_ascii_lowercase());
+    match i.as_deref() {
+        None => Ok("medium".into()),
+        Some(v @ ("low" | "medium" | "high")) => Ok(v.to_string()),
+        Some(v) => Err(StoreError::InvalidInput(format!(
+            "unknown importance `{v}`: expected low, medium or high"
+        ))),
+    }
+}
+
+fn status(s: &str) -> Result<String, StoreError> {
+    let s = s.trim().to_ascii_lowercase();
+    match s.as_str() {
+        "candidate" | "promoted" | "archived" => Ok(s),
+        _ => Err(StoreError::InvalidInput(format!(
+            "unknown status `{s}`: expected candidate, promoted or archived"
+        ))),
+    }
+}
+
+fn confidence(c: Option<f64>) -> Result<f64, StoreError> {
+    match c {
+        None => Ok(1.0),
+        Some(c) if (0.0..=1.0).contains(&c) => Ok(c),
+        Some(c) => Err(StoreError::InvalidInput(format!(
+            "confidence {c} is out of range: expected 0.0 to 1.0"
+        ))),
+    }
+}
+
+fn depth(v: &serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
+        serde_json::Value::Object(o) => 1 + o.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Parses metadata: a JSON object within the size and depth limits.
+///
+/// # Errors
+/// [`StoreError::InvalidInput`] naming the problem.
+pub fn metadata(
+    text: &str,
+    config: &Config,
+) -> Result<serde_json::Map<String, serde_json::Value>, StoreError> {
+    if text.len() > config.limits.max_metadata_bytes {
+        return Err(StoreError::InvalidInput(format!(
+            "metadata is {} bytes; the limit is {} (limits.max_metadata_bytes)",
+            text.len(),
+            config.limits.max_metadata_bytes
+        )));
+    }
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| StoreError::InvalidInput(format!("metadata is not valid JSON: {e}")))?;
+    if depth(&value) > MAX_METADATA_DEPTH {
+        return Err(StoreError::InvalidInput(format!(
+            "metadata is nested deeper than {MAX_METADATA_DEPTH} levels"
+        )));
+    }
+    match value {
+        serde_json::Value::Object(map) => Ok(map),
+        _ => Err(StoreError::InvalidInput(
+            "metadata must be a JSON object".into(),
+        )),
+    }
+}
+
+fn expires(e: Option<&str>, now: OffsetDateTime) -> Result<Option<String>, StoreError> {
+    match e.map(str::trim).filter(|s| !s.is_empty()) {
+        None => Ok(None),
+        Some(s) => clock::parse_future(s, now)
+            .map(Some)
+            .map_err(|m| StoreError::InvalidInput(format!("expires: {m}"))),
+    }
+}
+
+/// Checks an add and builds the row to insert.
+///
+/// # Errors
+/// [`StoreError::Rejected`] for gate refusals, [`StoreError::InvalidInput`]
+/// for malformed fields.
+pub fn check_add(
+    req: &AddRequest,
+    who: &Who,
+    config: &Config,
+    now: OffsetDateTime,
+) -> Result<NewMemory, StoreError> {
+    let (scope, scope_owner) = scope_and_owner(req.scope.as_deref(), who)?;
+    let category = category(req.category.as_deref(), config)?;
+    let content = content(&req.content, config)?;
+    let metadata = match &req.metadata {
+        Some(text) => serde_json::Value::Object(metadata(text, config)?).to_string(),
+        None => "{}".to_string(),
+    };
+    Ok(NewMemory {
+        namespace: who.namespace.clone(),
+        scope,
+        scope_owner,
+        dedupe_key: dedupe_key(&content),
+        content,
+        subject: subject(req.subject.as_deref())?,
+        category,
+        tier: tier(req.tier)?,
+        importance: importance(req.importance.as_deref())?,
+        confidence: confidence(req.confidence)?,
+        pinned: req.pinned,
+        status: match &req.status {
+            Some(s) => status(s)?,
+            None => "promoted".into(),
+        },
+        metadata,
+        tags: tags(&req.tags, config)?,
+        source: "agent".into(),
+        created_by: Some(who.agent.clone()),
+        expires_at: expires(req.expires.as_deref(), now)?,
+    })
+}
+
+/// Checks an update and builds the column changes.
+///
+/// # Errors
+/// As [`check_add`].
+pub fn check_update(
+    req: &UpdateRequest,
+    who: &Who,
+    config: &Config,
+    now: OffsetDateTime,
+) -> Result<Changes, StoreError> {
+    let content = match &req.content {
+        Some(c) => {
+            let c = content(c, config)?;
+            Some((c.clone(), dedupe_key(&c)))
+        }
+        None => None,
+    };
+    Ok(Changes {
+        scope: req
+            .scope
+            .as_deref()
+            .map(|s| scope_and_owner(Some(s), who))
+            .transpose()?,
+        category: req
+            .category
+            .as_deref()
+            .map(|c| category(Some(c), config))
+            .transpose()?,
+        content,
+        subject: req
+            .subject
+            .as_deref()
+            .map(|s| subject(Some(s)))
+            .transpose()?,
+        tier: req.tier.map(|t| tier(Some(t))).transpose()?,
+        pinned: req.pinned,
+        importance: req
+            .importance
+            .as_deref()
+            .map(|i| importance(Some(i)))
+            .transpose()?,
+        status: req.status.as_deref().map(status).transpose()?,
+        confidence: req.confidence.map(|c| confidence(Some(c))).transpose()?,
+        expires_at: req
+            .expires
+            .as_deref()
+            .map(|e| expires(Some(e), now))
+            .transpose()?,
+        metadata: req
+            .metadata
+            .as_deref()
+            .map(|m| metadata(m, config))
+            .transpose()?,
+        tags: req.tags.as_deref().map(|t| tags(t, config)).transpose()?,
+    })
+}
+
+/// Turns a request's filter into the view of the session.
+///
+/// # Errors
+/// [`StoreError::InvalidInput`] for an unknown scope, a malformed
+/// `key=value` or time.
+pub fn view(filter: &Filter, who: &Who, now: OffsetDateTime) -> Result<View, StoreError> {
+    let mut v = View::namespace(&who.namespace, &who.agent, &who.session);
+    v.now = clock::format(now);
+    if filter.all_namespaces {
+        v.namespaces = Namespaces::All;
+    } else if !filter.namespaces.is_empty() {
+        if filter.namespaces.iter().any(|n| n.trim().is_empty()) {
+            return Err(StoreError::InvalidInput("a namespace is empty".into()));
+        }
+        v.namespaces = Namespaces::Only(filter.namespaces.clone());
+    }
+    v.scope = filter
+        .scope
+        .as_deref()
+        .map(|s| {
+            normalize_scope(s).map(str::to_string).ok_or_else(|| {
+                StoreError::InvalidInput(format!(
+                    "unknown scope `{s}`: expected project, agent or session"
+                ))
+            })
+        })
+        .transpose()?;
+    v.category = filter.category.as_ref().map(|c| c.trim().to_lowercase());
+    v.subject = filter.subject.as_ref().map(|s| s.trim().to_string());
+    v.tags = filter
+        .tags
+        .iter()
+        .map(|t| t.trim().to_lowercase())
+        .filter(|t| !t.is_empty())
+        .collect();
+    v.tags.sort();
+    v.tags.dedup();
+    v.tags_any = filter.tags_any;
+    v.meta = filter
+        .meta
+        .iter()
+        .map(|(k, val)| {
+            if k.is_empty() {
+                return Err(StoreError::InvalidInput(
+                    "metadata filter: the key is empty (expected key=value)".into(),
+                ));
+            }
+            // JSON-typed: `5` is a number, `true` a boolean, `"5"` or any
+            // text that is not JSON a string.
+            let value = serde_json::from_str(val)
+                .unwrap_or_else(|_| serde_json::Value::String(val.clone()));
+            Ok(MetaMatch {
+                key: k.clone(),
+                value,
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let past = |s: &Option<String>, name: &str| {
+        s.as_deref()
+            .map(|s| {
+                clock::parse_past(s, now)
+                    .map_err(|m| StoreError::InvalidInput(format!("{name}: {m}")))
+            })
+            .transpose()
+    };
+    v.since = past(&filter.since, "since")?;
+    v.until = past(&filter.until, "until")?;
+    v.include_superseded = filter.include_superseded;
+    v.include_archived = filter.include_archived;
+    v.status = filter.status.as_deref().map(status).transpose()?;
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn who() -> Who {
+        Who {
+            namespace: "ns".into(),
+            agent: "a1".into(),
+            session: "s1".into(),
+        }
+    }
+
+    fn add(content: &str) -> AddRequest {
+        AddRequest {
+            content: content.into(),
+            ..Default::default()
+        }
+    }
+
+    const NOW: OffsetDateTime = datetime!(2026-01-01 00:00:00 UTC);
+
+    #[test]
+    fn scope_aliases_and_owner_from_session() {
+        let c = Config::default();
+        for (given, scope, owner) in [
+            (None, "project", None),
+            (Some("user"), "agent", Some("a1")),
+            (Some("Mission"), "session", Some("s1")),
+            (Some("lane"), "session", Some("s1")),
+            (Some("agent"), "agent", Some("a1")),
+        ] {
+            let mut r = add("x");
+            r.scope = given.map(str::to_string);
+            let m = check_add(&r, &who(), &c, NOW).unwrap();
+            assert_eq!(m.scope, scope, "{given:?}");
+            assert_eq!(m.scope_owner.as_deref(), owner, "{given:?}");
+        }
+        let mut r = add("x");
+        r.scope = Some("galaxy".into());
+        assert!(matches!(
+            check_add(&r, &who(), &c, NOW),
+            Err(StoreError::Rejected {
+                reason: "scope",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn gate_reasons() {
+        let c = Config::default();
+        let cases: Vec<(AddRequest, &str)> = vec![
+            (add("   "), "empty"),
+            (add(&"x".repeat(10 * 1024 + 1)), "too_large"),
+            (
+                AddRequest {
+                    category: Some("gossip".into()),
+                    ..add("x")
+                },
+                "category",
+            ),
+        ];
+        for (req, want) in cases {
+            match check_add(&req, &who(), &c, NOW) {
+                Err(StoreError::Rejected { reason, message }) => {
+                    assert_eq!(reason, want, "{message}");
+                }
+                other => panic!("{want}: {other:?}"),
+            }
+        }
+        // The category error lists the allowed ones.
+        let err = check_add(
+            &AddRequest {
+                category: Some("gossip".into()),
+                ..add("x")
+            },
+            &who(),
+            &c,
+            NOW,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("preference"), "{err}");
+        // Exactly at the limit passes.
+        assert!(check_add(&add(&"x".repeat(10 * 1024)), &who(), &c, NOW).is_ok());
+    }
+
+    #[test]
+    fn invalid_fields() {
+        let c = Config::default();
+        let bad = [
+            AddRequest {
+                tier: Some(4),
+                ..add("x")
+            },
+            AddRequest {
+                importance: Some("urgent".into()),
+                ..add("x")
+            },
+            AddRequest {
+                confidence: Some(1.5),
+                ..add("x")
+            },
+            AddRequest {
+                metadata: Some("[1]".into()),
+                ..add("x")
+            },
+            AddRequest {
+                metadata: Some("{".into()),
+                ..add("x")
+            },
+            AddRequest {
+                metadata: Some(format!("{}1{}", "[".repeat(40), "]".repeat(40))),
+                ..add("x")
+            },
+            AddRequest {
+                tags: vec![" ".into()],
+                ..add("x")
+            },
+            AddRequest {
+                expires: Some("later".into()),
+                ..add("x")
+            },
+            add("nul\0byte"),
+        ];
+        for req in bad {
+            assert!(
+                matches!(
+                    check_add(&req, &who(), &c, NOW),
+                    Err(StoreError::InvalidInput(_))
+                ),
+                "{req:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn tags_are_normalized() {
+        let c = Config::default();
+        let t = tags(&["Ops".into(), " ops ".into(), "Déploi".into()], &c).unwrap();
+        assert_eq!(t, vec!["déploi".to_string(), "ops".to_string()]);
+        let many: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
+        assert!(tags(&many, &c).is_err());
+    }
+
+    #[test]
+    fn dedupe_keys() {
+        assert_eq!(
+            dedupe_key("  The Deploy-script, lives HERE!  "),
+            "the deploy script lives here"
+        );
+        assert_eq!(dedupe_key("port 5432"), "port 5432");
+    }
+
+    #[test]
+    fn expiry_is_absolute() {
+        let c = Config::default();
+        let m = check_add(
+            &AddRequest {
+                expires: Some("2d".into()),
+                ..add("x")
+            },
+            &who(),
+            &c,
+            NOW,
+        )
+        .unwrap();
+        assert_eq!(m.expires_at.as_deref(), Some("2026-01-03T00:00:00.000Z"));
+    }
+
+    #[test]
+    fn view_namespaces() {
+        let f = Filter::default();
+        assert_eq!(
+            view(&f, &who(), NOW).unwrap().namespaces,
+            Namespaces::Only(vec!["ns".into()])
+        );
+        let f = Filter {
+            all_namespaces: true,
+            ..Default::default()
+        };
+        assert_eq!(view(&f, &who(), NOW).unwrap().namespaces, Namespaces::All);
+        let f = Filter {
+            meta: vec![
+                ("port".into(), "5432".into()),
+                ("env".into(), "prod".into()),
+            ],
+            ..Default::default()
+        };
+        let v = view(&f, &who(), NOW).unwrap();
+        assert_eq!(v.meta[0].value, serde_json::json!(5432));
+        assert_eq!(v.meta[1].value, serde_json::json!("prod"));
+    }
+}

@@ -1,0 +1,552 @@
+//! Rows of `memories`: mapping, writes, visibility and filters.
+//!
+//! Every read that serves a session goes through [`View`]: the session's
+//! namespace (unless the request names others explicitly), project scope plus
+//! the session's own agent and session scope, and — unless asked — no
+//! archived, superseded or expired rows.
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
+
+use memd_proto::Memory;
+
+use super::StoreError;
+
+/// The columns of [`Memory`], in [`row_to_memory`] order, for a `memories m`
+/// alias. Tags come as a JSON array from a correlated subquery.
+pub const COLUMNS: &str = "m.id, m.uid, m.namespace, m.scope, m.scope_owner, m.content, \
+    m.subject, m.category, m.tier, m.importance, m.confidence, m.pinned, m.status, m.metadata, \
+    (SELECT json_group_array(tag) FROM (SELECT tag FROM memory_tags t \
+        WHERE t.memory_id = m.id ORDER BY tag)) AS tags, \
+    m.superseded_by, m.superseded_at, m.dedupe_key, m.observation_count, m.confirmed_count, \
+    m.last_confirmed_at, m.use_count, m.last_used_at, m.access_score, m.source, m.created_by, \
+    m.expires_at, m.created_at, m.updated_at, m.rev";
+
+/// Number of columns in [`COLUMNS`].
+pub const COLUMN_COUNT: usize = 30;
+
+/// Maps a row selected with [`COLUMNS`] (starting at column 0).
+///
+/// # Errors
+/// SQLite type errors (a shell can store any type in any column).
+pub fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
+    let tags: String = row.get(14)?;
+    Ok(Memory {
+        id: row.get(0)?,
+        uid: row.get(1)?,
+        namespace: row.get(2)?,
+        scope: row.get(3)?,
+        scope_owner: row.get(4)?,
+        content: text(row, 5)?,
+        subject: row.get(6)?,
+        category: row.get(7)?,
+        tier: row.get(8)?,
+        importance: row.get(9)?,
+        confidence: row.get(10)?,
+        pinned: row.get::<_, i64>(11)? != 0,
+        status: row.get(12)?,
+        metadata: text(row, 13)?,
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        superseded_by: row.get(15)?,
+        superseded_at: row.get(16)?,
+        dedupe_key: row.get(17)?,
+        observation_count: row.get(18)?,
+        confirmed_count: row.get(19)?,
+        last_confirmed_at: row.get(20)?,
+        use_count: row.get(21)?,
+        last_used_at: row.get(22)?,
+        access_score: row.get(23)?,
+        source: row.get(24)?,
+        created_by: row.get(25)?,
+        expires_at: row.get(26)?,
+        created_at: row.get(27)?,
+        updated_at: row.get(28)?,
+        rev: row.get(29)?,
+    })
+}
+
+/// Reads a text column that an external writer may have filled with another
+/// type (a number, a blob): it is shown as text rather than failing the read.
+fn text(row: &Row<'_>, idx: usize) -> rusqlite::Result<String> {
+    Ok(match row.get::<_, Value>(idx)? {
+        Value::Text(s) => s,
+        Value::Integer(i) => i.to_string(),
+        Value::Real(f) => f.to_string(),
+        Value::Blob(b) => String::from_utf8_lossy(&b).into_owned(),
+        Value::Null => String::new(),
+    })
+}
+
+/// A validated memory ready to insert (built by the write gate).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewMemory {
+    /// Namespace.
+    pub namespace: String,
+    /// `project`, `agent` or `session`.
+    pub scope: String,
+    /// Owner for agent/session scope.
+    pub scope_owner: Option<String>,
+    /// The text.
+    pub content: String,
+    /// Subject.
+    pub subject: Option<String>,
+    /// Category.
+    pub category: String,
+    /// Tier 1..3.
+    pub tier: i64,
+    /// Importance.
+    pub importance: String,
+    /// Confidence.
+    pub confidence: f64,
+    /// Pinned.
+    pub pinned: bool,
+    /// Status.
+    pub status: String,
+    /// Metadata JSON object text.
+    pub metadata: String,
+    /// Tags, normalized and unique.
+    pub tags: Vec<String>,
+    /// Dedup key.
+    pub dedupe_key: String,
+    /// `agent`, `user`, …
+    pub source: String,
+    /// Agent id of the writer.
+    pub created_by: Option<String>,
+    /// Expiry (stored time format).
+    pub expires_at: Option<String>,
+}
+
+/// Inserts a memory and its tags; returns the new id.
+///
+/// # Errors
+/// SQLite errors.
+pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT INTO memories (namespace, scope, scope_owner, content, subject, category, tier, \
+         importance, confidence, pinned, status, metadata, dedupe_key, source, created_by, \
+         expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    )?;
+    stmt.execute(rusqlite::params![
+        m.namespace,
+        m.scope,
+        m.scope_owner,
+        m.content,
+        m.subject,
+        m.category,
+        m.tier,
+        m.importance,
+        m.confidence,
+        m.pinned as i64,
+        m.status,
+        m.metadata,
+        m.dedupe_key,
+        m.source,
+        m.created_by,
+        m.expires_at,
+    ])?;
+    let id = conn.last_insert_rowid();
+    add_tags(conn, id, &m.tags)?;
+    Ok(id)
+}
+
+/// Adds tags to a memory (existing ones are kept).
+///
+/// # Errors
+/// SQLite errors.
+pub fn add_tags(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
+    let mut stmt =
+        conn.prepare_cached("INSERT OR IGNORE INTO memory_tags (memory_id, tag) VALUES (?1, ?2)")?;
+    for tag in tags {
+        stmt.execute((id, tag))?;
+    }
+    Ok(())
+}
+
+/// Replaces a memory's tag set, touching only the tags that change.
+///
+/// # Errors
+/// SQLite errors.
+pub fn set_tags(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
+    let current = tags_of(conn, id)?;
+    let mut del =
+        conn.prepare_cached("DELETE FROM memory_tags WHERE memory_id = ?1 AND tag = ?2")?;
+    for old in current.iter().filter(|t| !tags.contains(t)) {
+        del.execute((id, old))?;
+    }
+    let added: Vec<String> = tags
+        .iter()
+        .filter(|t| !current.contains(t))
+        .cloned()
+        .collect();
+    add_tags(conn, id, &added)
+}
+
+fn tags_of(conn: &Connection, id: i64) -> Result<Vec<String>, StoreError> {
+    let mut stmt =
+        conn.prepare_cached("SELECT tag FROM memory_tags WHERE memory_id = ?1 ORDER BY tag")?;
+    let tags = stmt
+        .query_map([id], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(tags)
+}
+
+/// Reads one row by id, whatever its visibility.
+///
+/// # Errors
+/// SQLite errors.
+pub fn fetch(conn: &Connection, id: i64) -> Result<Option<Memory>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM memories m WHERE m.id = ?1");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row([id], row_to_memory)
+        .optional()?)
+}
+
+/// Which namespaces a read covers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Namespaces {
+    /// These (the session's own, or ones the request named).
+    Only(Vec<String>),
+    /// Every namespace (explicit opt-in).
+    All,
+}
+
+/// What a session may see, and the filters of one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    /// Namespaces covered.
+    pub namespaces: Namespaces,
+    /// The session's agent id (owner of agent-scope rows it sees).
+    pub agent: String,
+    /// The session key (owner of session-scope rows it sees).
+    pub session: String,
+    /// Only this scope.
+    pub scope: Option<String>,
+    /// Only this category.
+    pub category: Option<String>,
+    /// Only this subject.
+    pub subject: Option<String>,
+    /// Tags to match.
+    pub tags: Vec<String>,
+    /// Match any tag instead of all.
+    pub tags_any: bool,
+    /// Metadata conditions.
+    pub meta: Vec<MetaMatch>,
+    /// Created at or after (stored time format).
+    pub since: Option<String>,
+    /// Created before (stored time format).
+    pub until: Option<String>,
+    /// Include superseded rows.
+    pub include_superseded: bool,
+    /// Include archived rows.
+    pub include_archived: bool,
+    /// Only this status.
+    pub status: Option<String>,
+    /// "Now" for expiry (stored time format).
+    pub now: String,
+}
+
+/// One `key=value` metadata condition, typed as JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetaMatch {
+    /// Top-level key.
+    pub key: String,
+    /// The value as JSON.
+    pub value: serde_json::Value,
+}
+
+impl View {
+    /// A view of one namespace with no filters.
+    pub fn namespace(namespace: &str, agent: &str, session: &str) -> View {
+        View {
+            namespaces: Namespaces::Only(vec![namespace.to_string()]),
+            agent: agent.to_string(),
+            session: session.to_string(),
+            scope: None,
+            category: None,
+            subject: None,
+            tags: Vec::new(),
+            tags_any: false,
+            meta: Vec::new(),
+            since: None,
+            until: None,
+            include_superseded: false,
+            include_archived: false,
+            status: None,
+            now: crate::clock::now(),
+        }
+    }
+
+    /// Appends the view's conditions (each starting with ` AND `) to `sql`,
+    /// with their parameters, for a `memories m` alias.
+    pub fn push_conditions(&self, sql: &mut String, params: &mut Vec<Value>) {
+        let p = |v: Value, params: &mut Vec<Value>| {
+            params.push(v);
+            format!("?{}", params.len())
+        };
+        match &self.namespaces {
+            Namespaces::All => {}
+            Namespaces::Only(list) => {
+                let marks: Vec<String> = list
+                    .iter()
+                    .map(|ns| p(Value::Text(ns.clone()), params))
+                    .collect();
+                sql.push_str(&format!(" AND m.namespace IN ({})", marks.join(", ")));
+            }
+        }
+        let agent = p(Value::Text(self.agent.clone()), params);
+        let session = p(Value::Text(self.session.clone()), params);
+        sql.push_str(&format!(
+            " AND (m.scope = 'project' OR (m.scope = 'agent' AND m.scope_owner = {agent}) \
+             OR (m.scope = 'session' AND m.scope_owner = {session}))"
+        ));
+        if let Some(scope) = &self.scope {
+            let mark = p(Value::Text(scope.clone()), params);
+            sql.push_str(&format!(" AND m.scope = {mark}"));
+        }
+        if let Some(category) = &self.category {
+            let mark = p(Value::Text(category.clone()), params);
+            sql.push_str(&format!(" AND m.category = {mark}"));
+        }
+        if let Some(subject) = &self.subject {
+            let mark = p(Value::Text(subject.clone()), params);
+            sql.push_str(&format!(" AND m.subject = {mark}"));
+        }
+        if !self.tags.is_empty() {
+            let marks: Vec<String> = self
+                .tags
+                .iter()
+                .map(|t| p(Value::Text(t.clone()), params))
+                .collect();
+            let matching = format!(
+                "(SELECT count(*) FROM memory_tags t WHERE t.memory_id = m.id AND t.tag IN ({}))",
+                marks.join(", ")
+            );
+            if self.tags_any {
+                sql.push_str(&format!(" AND {matching} > 0"));
+            } else {
+                sql.push_str(&format!(" AND {matching} = {}", self.tags.len()));
+            }
+        }
+        for MetaMatch { key, value } in &self.meta {
+            let key = p(Value::Text(key.clone()), params);
+            let cond = match value {
+                serde_json::Value::Null => "j.type = 'null'".to_string(),
+                serde_json::Value::Bool(true) => "j.type = 'true'".to_string(),
+                serde_json::Value::Bool(false) => "j.type = 'false'".to_string(),
+                serde_json::Value::Number(n) => {
+                    let v = match n.as_i64() {
+                        Some(i) => Value::Integer(i),
+                        None => Value::Real(n.as_f64().unwrap_or(f64::NAN)),
+                    };
+                    let mark = p(v, params);
+                    format!("j.type IN ('integer', 'real') AND j.value = {mark}")
+                }
+                serde_json::Value::String(s) => {
+                    let mark = p(Value::Text(s.clone()), params);
+                    format!("j.type = 'text' AND j.value = {mark}")
+                }
+                other => {
+                    let mark = p(Value::Text(other.to_string()), params);
+                    format!("j.type IN ('object', 'array') AND json(j.value) = json({mark})")
+                }
+            };
+            // CASE keeps json_each away from metadata an external writer left
+            // invalid (it would fail the whole query).
+            sql.push_str(&format!(
+                " AND CASE WHEN json_valid(m.metadata) THEN EXISTS (SELECT 1 FROM \
+                 json_each(m.metadata) j WHERE j.key = {key} AND {cond}) ELSE 0 END"
+            ));
+        }
+        if let Some(since) = &self.since {
+            let mark = p(Value::Text(since.clone()), params);
+            sql.push_str(&format!(" AND m.created_at >= {mark}"));
+        }
+        if let Some(until) = &self.until {
+            let mark = p(Value::Text(until.clone()), params);
+            sql.push_str(&format!(" AND m.created_at < {mark}"));
+        }
+        if !self.include_superseded {
+            sql.push_str(" AND m.superseded_by IS NULL");
+        }
+        if let Some(status) = &self.status {
+            let mark = p(Value::Text(status.clone()), params);
+            sql.push_str(&format!(" AND m.status = {mark}"));
+        } else if !self.include_archived {
+            sql.push_str(" AND m.status <> 'archived'");
+        }
+        let now = p(Value::Text(self.now.clone()), params);
+        sql.push_str(&format!(
+            " AND (m.expires_at IS NULL OR m.expires_at > {now})"
+        ));
+    }
+}
+
+/// Reads one row if the view may see it.
+///
+/// # Errors
+/// SQLite errors.
+pub fn get_visible(conn: &Connection, id: i64, view: &View) -> Result<Option<Memory>, StoreError> {
+    let mut sql = format!("SELECT {COLUMNS} FROM memories m WHERE m.id = ?1");
+    let mut params = vec![Value::Integer(id)];
+    view.push_conditions(&mut sql, &mut params);
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row(params_from_iter(params), row_to_memory)
+        .optional()?)
+}
+
+/// Lists visible rows, newest first.
+///
+/// # Errors
+/// SQLite errors.
+pub fn list(
+    conn: &Connection,
+    view: &View,
+    limit: u32,
+    offset: u32,
+) -> Result<Vec<Memory>, StoreError> {
+    let mut sql = format!("SELECT {COLUMNS} FROM memories m WHERE 1");
+    let mut params = Vec::new();
+    view.push_conditions(&mut sql, &mut params);
+    params.push(Value::Integer(i64::from(limit)));
+    params.push(Value::Integer(i64::from(offset)));
+    sql.push_str(&format!(
+        " ORDER BY m.id DESC LIMIT ?{} OFFSET ?{}",
+        params.len() - 1,
+        params.len()
+    ));
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map(params_from_iter(params), row_to_memory)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Column changes of an update, validated by the gate.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Changes {
+    /// New content and its dedup key.
+    pub content: Option<(String, String)>,
+    /// New category.
+    pub category: Option<String>,
+    /// New subject (`Some(None)` clears it).
+    pub subject: Option<Option<String>>,
+    /// New scope and owner.
+    pub scope: Option<(String, Option<String>)>,
+    /// New tier.
+    pub tier: Option<i64>,
+    /// New pinned flag.
+    pub pinned: Option<bool>,
+    /// New importance.
+    pub importance: Option<String>,
+    /// New status.
+    pub status: Option<String>,
+    /// New confidence.
+    pub confidence: Option<f64>,
+    /// New expiry (`Some(None)` clears it).
+    pub expires_at: Option<Option<String>>,
+    /// Metadata keys to merge in (a JSON object).
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    /// New tag set.
+    pub tags: Option<Vec<String>>,
+}
+
+/// Applies changes to a row. Unchanged values are not written, so an update
+/// that changes nothing moves neither `rev` nor the generation.
+///
+/// # Errors
+/// SQLite errors.
+pub fn apply(conn: &Connection, current: &Memory, c: &Changes) -> Result<(), StoreError> {
+    let mut sets: Vec<String> = Vec::new();
+    let mut params: Vec<Value> = Vec::new();
+    let set = |col: &str, v: Value, sets: &mut Vec<String>, params: &mut Vec<Value>| {
+        params.push(v);
+        sets.push(format!("{col} = ?{}", params.len()));
+    };
+    let opt = |v: &Option<String>| match v {
+        Some(s) => Value::Text(s.clone()),
+        None => Value::Null,
+    };
+    if let Some((content, key)) = &c.content {
+        set(
+            "content",
+            Value::Text(content.clone()),
+            &mut sets,
+            &mut params,
+        );
+        set(
+            "dedupe_key",
+            Value::Text(key.clone()),
+            &mut sets,
+            &mut params,
+        );
+    }
+    if let Some(v) = &c.category {
+        set("category", Value::Text(v.clone()), &mut sets, &mut params);
+    }
+    if let Some(v) = &c.subject {
+        set("subject", opt(v), &mut sets, &mut params);
+    }
+    if let Some((scope, owner)) = &c.scope {
+        set("scope", Value::Text(scope.clone()), &mut sets, &mut params);
+        set("scope_owner", opt(owner), &mut sets, &mut params);
+    }
+    if let Some(v) = c.tier {
+        set("tier", Value::Integer(v), &mut sets, &mut params);
+    }
+    if let Some(v) = c.pinned {
+        set("pinned", Value::Integer(v as i64), &mut sets, &mut params);
+    }
+    if let Some(v) = &c.importance {
+        set("importance", Value::Text(v.clone()), &mut sets, &mut params);
+    }
+    if let Some(v) = &c.status {
+        set("status", Value::Text(v.clone()), &mut sets, &mut params);
+    }
+    if let Some(v) = c.confidence {
+        set("confidence", Value::Real(v), &mut sets, &mut params);
+    }
+    if let Some(v) = &c.expires_at {
+        set("expires_at", opt(v), &mut sets, &mut params);
+    }
+    if let Some(keys) = &c.metadata {
+        let original = match serde_json::from_str::<serde_json::Value>(&current.metadata) {
+            Ok(serde_json::Value::Object(m)) => Some(m),
+            _ => None,
+        };
+        let mut merged = original.clone().unwrap_or_default();
+        for (k, v) in keys {
+            merged.insert(k.clone(), v.clone());
+        }
+        // Same keys and values: leave the stored text (and rev) alone.
+        if original.as_ref() != Some(&merged) {
+            let text = serde_json::Value::Object(merged).to_string();
+            set("metadata", Value::Text(text), &mut sets, &mut params);
+        }
+    }
+    if !sets.is_empty() {
+        params.push(Value::Integer(current.id));
+        let sql = format!(
+            "UPDATE memories SET {} WHERE id = ?{}",
+            sets.join(", "),
+            params.len()
+        );
+        conn.execute(&sql, params_from_iter(params))?;
+    }
+    if let Some(tags) = &c.tags {
+        set_tags(conn, current.id, tags)?;
+    }
+    Ok(())
+}
+
+/// Deletes a row (its tags and FTS entry go with it, by trigger).
+///
+/// # Errors
+/// SQLite errors.
+pub fn delete(conn: &Connection, id: i64) -> Result<bool, StoreError> {
+    let n = conn
+        .prepare_cached("DELETE FROM memories WHERE id = ?1")?
+        .execute([id])?;
+    Ok(n > 0)
+}

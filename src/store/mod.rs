@@ -1,0 +1,278 @@
+//! The SQLite store: schema, the writer thread, the reader pool, and the
+//! queries over memories.
+//!
+//! # Layout
+//! - [`schema`]: schema v1 (`schema.sql`) and the migration mechanism.
+//! - [`writer`]: the one thread that owns the write connection; group commit.
+//! - [`readers`]: read-only connections run on tokio's blocking pool.
+//! - [`memories`]: row mapping, insert/update/delete, visibility and filters.
+//! - [`search`]: FTS5 query building and lexical search.
+//! - [`gate`]: validation of what a request may write (pure rules).
+//!
+//! No SQLite call runs on a tokio worker thread: writes go to the writer
+//! thread, reads to `spawn_blocking`.
+
+pub mod gate;
+pub mod memories;
+pub mod readers;
+pub mod schema;
+pub mod search;
+pub mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rusqlite::{Connection, OpenFlags};
+
+use crate::config::{Config, Synchronous};
+
+pub use readers::Readers;
+pub use writer::{Author, WriteCtx, Writer};
+
+/// What can go wrong in the store. Cloneable, so one commit failure can be
+/// reported to every request of its batch.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// No such row, or not visible to the session.
+    #[error("memory {0} not found")]
+    NotFound(i64),
+    /// `expect_rev` mismatch and similar.
+    #[error("{message}")]
+    Conflict {
+        /// What conflicted.
+        message: String,
+        /// The row's current rev.
+        current_rev: Option<i64>,
+    },
+    /// Refused by the write gate.
+    #[error("{message}")]
+    Rejected {
+        /// Reason code (`too_large`, `category`, …).
+        reason: &'static str,
+        /// Explanation.
+        message: String,
+    },
+    /// Invalid request arguments.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// The disk is full.
+    #[error("the disk holding the database is full: {0}")]
+    StorageFull(String),
+    /// The database cannot be written.
+    #[error("the database is read-only: {0}")]
+    ReadOnly(String),
+    /// Another process holds the database lock for too long.
+    #[error("the database is locked by another process: {0}")]
+    Busy(String),
+    /// The file's schema is newer than this binary.
+    #[error(
+        "the database has schema version {found}, newer than the {supported} this memd supports; \
+         upgrade memd (the file was left untouched)"
+    )]
+    SchemaTooNew {
+        /// On-disk version.
+        found: i64,
+        /// Newest version this binary knows.
+        supported: i64,
+    },
+    /// The file is a SQLite database but not memd's.
+    #[error("the file is a SQLite database that memd did not create (no memd_schema table)")]
+    NotMemd,
+    /// Any other SQLite failure.
+    #[error("sqlite: {0}")]
+    Sqlite(String),
+    /// A file-system failure.
+    #[error("{0}")]
+    Io(String),
+    /// The writer has stopped (the daemon is shutting down).
+    #[error("the store is closed")]
+    Closed,
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::ErrorCode as C;
+        if let rusqlite::Error::SqliteFailure(f, _) = &e {
+            match f.code {
+                C::DiskFull => return StoreError::StorageFull(e.to_string()),
+                C::ReadOnly => return StoreError::ReadOnly(e.to_string()),
+                C::DatabaseBusy | C::DatabaseLocked => return StoreError::Busy(e.to_string()),
+                _ => {}
+            }
+        }
+        StoreError::Sqlite(e.to_string())
+    }
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(e: std::io::Error) -> Self {
+        StoreError::Io(e.to_string())
+    }
+}
+
+/// Generations as the daemon knows them (DESIGN.md "Drift").
+#[derive(Debug, Default)]
+pub struct Generations {
+    /// Newest generation the daemon has read or produced.
+    pub current: AtomicU64,
+    /// Generation the daemon's own last commit produced.
+    pub own_last: AtomicU64,
+    /// Newest generation known to contain an external change (0: none).
+    pub external_epoch: AtomicU64,
+    /// When the last external change was detected (stored time format).
+    pub last_drift_at: std::sync::Mutex<Option<String>>,
+}
+
+impl Generations {
+    /// Newest known generation.
+    pub fn current(&self) -> u64 {
+        self.current.load(Ordering::Acquire)
+    }
+
+    /// Records a generation read from the database (never goes back).
+    pub fn observe(&self, g: u64) {
+        self.current.fetch_max(g, Ordering::AcqRel);
+    }
+}
+
+/// Counters shown by `status`.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Read transactions run for client requests.
+    pub db_reads: AtomicU64,
+    /// Write transactions committed.
+    pub commits: AtomicU64,
+    /// Requests committed (a commit holds one or more).
+    pub writes: AtomicU64,
+}
+
+/// The database: one writer, a pool of readers, shared counters.
+pub struct Store {
+    /// The writer thread.
+    pub writer: Writer,
+    /// Read-only connections.
+    pub readers: Readers,
+    /// Generation bookkeeping.
+    pub generations: Arc<Generations>,
+    /// Counters.
+    pub stats: Arc<Stats>,
+    /// The database file.
+    pub path: PathBuf,
+    /// `db_uuid` of the file.
+    pub db_uuid: String,
+}
+
+impl Store {
+    /// Opens (creating and migrating if needed) the database at `path`.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the file cannot be opened, is not memd's, or has a
+    /// newer schema.
+    pub fn open(path: &Path, config: &Config) -> Result<Store, StoreError> {
+        let mut conn = open_write_connection(path, config)?;
+        let backup_dir = path.parent().unwrap_or(Path::new("."));
+        if let Some(copy) = schema::migrate(&mut conn, backup_dir)? {
+            tracing::info!(copy = %copy.display(), "copied the database before upgrading it");
+        }
+        restrict_mode(path);
+        let generation = read_generation(&conn)?;
+        let db_uuid: String = conn.query_row(
+            "SELECT value FROM memory_meta WHERE key = 'db_uuid'",
+            [],
+            |r| r.get(0),
+        )?;
+        let generations = Arc::new(Generations::default());
+        generations.current.store(generation, Ordering::Release);
+        generations.own_last.store(generation, Ordering::Release);
+        let stats = Arc::new(Stats::default());
+        let readers = Readers::new(
+            path.to_path_buf(),
+            config.storage.readers,
+            config.storage.busy_timeout_ms,
+            stats.clone(),
+            generations.clone(),
+        );
+        readers.warm()?;
+        let writer = Writer::spawn(
+            conn,
+            generations.clone(),
+            stats.clone(),
+            config.storage.max_batch,
+        )?;
+        Ok(Store {
+            writer,
+            readers,
+            generations,
+            stats,
+            path: path.to_path_buf(),
+            db_uuid,
+        })
+    }
+
+    /// Closes the readers, then drains the writer, which checkpoints the WAL
+    /// and closes last (so SQLite removes the `-wal` and `-shm` files).
+    pub async fn close(&self) {
+        self.readers.close();
+        self.writer.shutdown().await;
+    }
+}
+
+/// Opens the connection that the writer thread will own, with the pragmas of
+/// DESIGN.md "Processes and threads".
+///
+/// # Errors
+/// SQLite errors.
+pub fn open_write_connection(path: &Path, config: &Config) -> Result<Connection, StoreError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.busy_timeout(std::time::Duration::from_millis(
+        config.storage.busy_timeout_ms,
+    ))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Sqlite(format!(
+            "cannot switch the database to WAL mode (it stays in {mode} mode)"
+        )));
+    }
+    let sync = match config.storage.synchronous {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {sync};
+         PRAGMA foreign_keys = ON;
+         PRAGMA recursive_triggers = OFF;"
+    ))?;
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+/// Makes the database file owner-only (its `-wal`/`-shm` inherit the mode).
+/// `chmod` by path: the file is never opened outside SQLite.
+fn restrict_mode(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+        tracing::warn!(error = %e, path = %path.display(), "cannot set database mode 0600");
+    }
+}
+
+/// Reads the generation counter.
+///
+/// # Errors
+/// SQLite errors (a missing row reads as 0).
+pub fn read_generation(conn: &Connection) -> Result<u64, StoreError> {
+    let v: Option<i64> = conn
+        .prepare_cached("SELECT CAST(value AS INTEGER) FROM memory_meta WHERE key = 'generation'")?
+        .query_row([], |r| r.get(0))
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })?;
+    Ok(v.unwrap_or(0).max(0) as u64)
+}

@@ -1,0 +1,148 @@
+//! A small pool of read-only connections.
+//!
+//! Each read runs on tokio's blocking pool inside one deferred transaction
+//! that first reads the generation, so the result and the generation come
+//! from the same WAL snapshot (that generation becomes the session's seen).
+
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::Semaphore;
+
+use super::{Generations, Stats, StoreError, read_generation};
+
+/// Whether a read counts in `stats.db_reads` (client requests) or not
+/// (`status`, background work).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadKind {
+    /// On behalf of a client request.
+    Client,
+    /// Status and background work.
+    Internal,
+}
+
+/// A value read together with the generation of its snapshot.
+#[derive(Debug)]
+pub struct Read<T> {
+    /// What the closure returned.
+    pub value: T,
+    /// Generation of the read transaction.
+    pub generation: u64,
+}
+
+/// The pool.
+pub struct Readers {
+    path: PathBuf,
+    busy_timeout: Duration,
+    idle: Mutex<Vec<Connection>>,
+    permits: Semaphore,
+    stats: Arc<Stats>,
+    generations: Arc<Generations>,
+}
+
+impl Readers {
+    /// A pool of at most `size` connections to `path`, opened lazily.
+    pub fn new(
+        path: PathBuf,
+        size: usize,
+        busy_timeout_ms: u64,
+        stats: Arc<Stats>,
+        generations: Arc<Generations>,
+    ) -> Readers {
+        Readers {
+            path,
+            busy_timeout: Duration::from_millis(busy_timeout_ms),
+            idle: Mutex::new(Vec::with_capacity(size)),
+            permits: Semaphore::new(size),
+            stats,
+            generations,
+        }
+    }
+
+    /// Opens one connection now, so a broken file fails at start-up.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn warm(&self) -> Result<(), StoreError> {
+        let conn = self.open()?;
+        read_generation(&conn)?;
+        self.idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(conn);
+        Ok(())
+    }
+
+    fn open(&self) -> Result<Connection, StoreError> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(self.busy_timeout)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(conn)
+    }
+
+    /// Runs `f` in a read transaction on a blocking thread.
+    ///
+    /// # Errors
+    /// The closure's error, or SQLite errors opening the transaction.
+    pub async fn read<T, F>(&self, kind: ReadKind, f: F) -> Result<Read<T>, StoreError>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => self.open()?,
+        };
+        if kind == ReadKind::Client {
+            self.stats.db_reads.fetch_add(1, Ordering::Relaxed);
+        }
+        let joined = tokio::task::spawn_blocking(move || {
+            let result = run_in_tx(&conn, f);
+            (conn, result)
+        })
+        .await;
+        // A panicking closure loses its connection; the pool opens a new one
+        // next time.
+        let (conn, result) = joined.map_err(|e| StoreError::Sqlite(format!("read failed: {e}")))?;
+        self.idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(conn);
+        let read = result?;
+        self.generations.observe(read.generation);
+        Ok(read)
+    }
+
+    /// Closes every idle connection.
+    pub fn close(&self) {
+        self.permits.close();
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+}
+
+fn run_in_tx<T>(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<Read<T>, StoreError> {
+    conn.execute_batch("BEGIN")?;
+    let result = read_generation(conn)
+        .and_then(|generation| f(conn).map(|value| Read { value, generation }));
+    // A read transaction has nothing to keep: end it either way.
+    let _ = conn.execute_batch("COMMIT");
+    if !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    result
+}

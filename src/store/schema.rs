@@ -1,0 +1,213 @@
+//! The schema and its versioned migrations.
+//!
+//! Migrations live in `memd_schema(version, name, applied_at)`. Pending ones
+//! are applied in one immediate transaction; before an existing database is
+//! upgraded, a copy is taken with the SQLite backup API. A database whose
+//! version is newer than this binary knows is an error, never a reset: the
+//! database is the source of truth.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior};
+
+use super::StoreError;
+
+/// One schema step. Never edit a shipped migration: add one.
+pub struct Migration {
+    /// Version this step produces.
+    pub version: i64,
+    /// Short description.
+    pub name: &'static str,
+    /// The SQL.
+    pub sql: &'static str,
+}
+
+/// Every migration, in order.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "initial schema",
+    sql: include_str!("schema.sql"),
+}];
+
+/// The schema version this binary produces.
+pub fn latest_version() -> i64 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// Tables and triggers memd relies on, by kind and name (checked by
+/// `memd check` and after external changes).
+pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
+    ("table", "memory_meta"),
+    ("table", "memories"),
+    ("table", "memory_tags"),
+    ("table", "memory_revisions"),
+    ("table", "memories_fts"),
+    ("trigger", "memories_bi_replace"),
+    ("trigger", "memories_ai"),
+    ("trigger", "memories_au"),
+    ("trigger", "memories_au_fts"),
+    ("trigger", "memories_ad"),
+    ("trigger", "memory_tags_ai"),
+    ("trigger", "memory_tags_au"),
+    ("trigger", "memory_tags_ad"),
+];
+
+/// The on-disk schema version: 0 for an empty database.
+///
+/// # Errors
+/// [`StoreError::NotMemd`] for a database with tables but no memd version
+/// table.
+pub fn current_version(conn: &Connection) -> Result<i64, StoreError> {
+    let has_table: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memd_schema')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_table {
+        let objects: i64 = conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'",
+            [],
+            |r| r.get(0),
+        )?;
+        if objects > 0 {
+            return Err(StoreError::NotMemd);
+        }
+        return Ok(0);
+    }
+    let v: Option<i64> = conn
+        .query_row("SELECT max(version) FROM memd_schema", [], |r| r.get(0))
+        .optional()?
+        .flatten();
+    Ok(v.unwrap_or(0))
+}
+
+/// Brings the database to [`latest_version`].
+///
+/// `backup_dir` receives a copy of an existing database before it is
+/// upgraded. Returns the path of that copy, if one was taken.
+///
+/// # Errors
+/// [`StoreError::SchemaTooNew`] when the file is newer than this binary;
+/// SQLite errors roll the whole upgrade back.
+pub fn migrate(conn: &mut Connection, backup_dir: &Path) -> Result<Option<PathBuf>, StoreError> {
+    let current = current_version(conn)?;
+    let latest = latest_version();
+    if current > latest {
+        return Err(StoreError::SchemaTooNew {
+            found: current,
+            supported: latest,
+        });
+    }
+    if current == latest {
+        return Ok(None);
+    }
+    let copy = if current > 0 {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let path = backup_dir.join(format!("memory.db.v{current}.{stamp}.bak"));
+        conn.backup(
+            rusqlite::MAIN_DB,
+            &path,
+            None::<fn(rusqlite::backup::Progress)>,
+        )?;
+        Some(path)
+    } else {
+        None
+    };
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    tx.execute_batch(
+        "CREATE TABLE IF NOT EXISTS memd_schema (
+            version    INTEGER PRIMARY KEY,
+            name       TEXT NOT NULL,
+            applied_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+        );",
+    )?;
+    for m in MIGRATIONS.iter().filter(|m| m.version > current) {
+        tx.execute_batch(m.sql)?;
+        tx.execute(
+            "INSERT INTO memd_schema (version, name) VALUES (?1, ?2)",
+            (m.version, m.name),
+        )?;
+        tracing::info!(
+            version = m.version,
+            name = m.name,
+            "applied schema migration"
+        );
+    }
+    tx.commit()?;
+    Ok(copy)
+}
+
+/// Names of required tables and triggers that are missing.
+///
+/// # Errors
+/// SQLite errors.
+pub fn missing_objects(conn: &Connection) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = ?1 AND name = ?2)",
+    )?;
+    let mut missing = Vec::new();
+    for (kind, name) in REQUIRED_OBJECTS {
+        let present: bool = stmt.query_row((kind, name), |r| r.get(0))?;
+        if !present {
+            missing.push(format!("{kind} {name}"));
+        }
+    }
+    Ok(missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_database_reaches_latest_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        assert_eq!(current_version(&conn).unwrap(), 0);
+        assert!(migrate(&mut conn, dir.path()).unwrap().is_none());
+        assert_eq!(current_version(&conn).unwrap(), latest_version());
+        assert!(missing_objects(&conn).unwrap().is_empty());
+        // Idempotent.
+        assert!(migrate(&mut conn, dir.path()).unwrap().is_none());
+    }
+
+    #[test]
+    fn newer_schema_is_refused_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        migrate(&mut conn, dir.path()).unwrap();
+        conn.execute(
+            "INSERT INTO memd_schema (version, name) VALUES (99, 'future')",
+            [],
+        )
+        .unwrap();
+        conn.execute("INSERT INTO memories (content) VALUES ('keep me')", [])
+            .unwrap();
+        let err = migrate(&mut conn, dir.path()).unwrap_err();
+        assert!(matches!(
+            err,
+            StoreError::SchemaTooNew {
+                found: 99,
+                supported: 1
+            }
+        ));
+        let n: i64 = conn
+            .query_row("SELECT count(*) FROM memories", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1);
+    }
+
+    #[test]
+    fn foreign_database_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        conn.execute_batch("CREATE TABLE notes (x TEXT)").unwrap();
+        assert!(matches!(
+            migrate(&mut conn, dir.path()),
+            Err(StoreError::NotMemd)
+        ));
+    }
+}

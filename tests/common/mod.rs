@@ -1,0 +1,309 @@
+//! Test harness: a real `memd` daemon on a temp data dir, the real CLI, the
+//! real client, and the `sqlite3` shell as the external writer.
+//!
+//! Readiness comes from the daemon's own `READY=1` notification on a
+//! `NOTIFY_SOCKET` datagram socket the harness binds first — no sleeps.
+
+#![allow(dead_code)]
+
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use memd_client::{Client, ConnectOptions};
+use serde_json::Value;
+use tempfile::TempDir;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_memd");
+
+/// A command with a hermetic environment: no ambient `MEMD_*`, XDG dirs
+/// inside `home`.
+pub fn memd_command(home: &Path) -> Command {
+    let mut cmd = Command::new(BIN);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("MEMD_") {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd.env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("xdg-data"))
+        .env("XDG_CONFIG_HOME", home.join("xdg-config"))
+        .env("XDG_RUNTIME_DIR", home.join("xdg-run"))
+        .env_remove("NOTIFY_SOCKET");
+    cmd
+}
+
+/// A running daemon on its own temp dir.
+pub struct Daemon {
+    /// Holds the data dir (`dir/data`) and the harness's files.
+    pub dir: TempDir,
+    /// The daemon process.
+    pub child: Option<Child>,
+    notify: UnixDatagram,
+    notify_path: PathBuf,
+    /// Extra `daemon` arguments (e.g. `--config F`).
+    pub extra: Vec<String>,
+}
+
+/// The result of one CLI run.
+#[derive(Debug)]
+pub struct CliOut {
+    /// Exit code.
+    pub code: i32,
+    /// Stdout.
+    pub stdout: String,
+    /// Stderr.
+    pub stderr: String,
+}
+
+impl CliOut {
+    fn from(out: Output) -> CliOut {
+        CliOut {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Stdout as exactly one JSON value on one line.
+    pub fn json(&self) -> Value {
+        let lines: Vec<&str> = self.stdout.lines().collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "expected one line of JSON, got {:?} (stderr {:?})",
+            self.stdout,
+            self.stderr
+        );
+        serde_json::from_str(lines[0]).unwrap_or_else(|e| panic!("not JSON ({e}): {}", lines[0]))
+    }
+}
+
+impl Daemon {
+    /// Starts a daemon on a fresh temp dir.
+    pub fn start() -> Daemon {
+        Self::start_with(&[])
+    }
+
+    /// Starts a daemon with extra `daemon` arguments.
+    pub fn start_with(extra: &[&str]) -> Daemon {
+        let dir = tempfile::Builder::new().prefix("memd").tempdir().unwrap();
+        let mut d = Self::prepare(dir);
+        d.extra = extra.iter().map(|s| s.to_string()).collect();
+        d.spawn();
+        d
+    }
+
+    /// A harness on `dir` without starting the daemon.
+    pub fn prepare(dir: TempDir) -> Daemon {
+        let notify_path = dir.path().join("notify.sock");
+        let notify = UnixDatagram::bind(&notify_path).unwrap();
+        Daemon {
+            dir,
+            child: None,
+            notify,
+            notify_path,
+            extra: Vec::new(),
+        }
+    }
+
+    /// The data dir.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The socket.
+    pub fn socket(&self) -> PathBuf {
+        self.data_dir().join("memd.sock")
+    }
+
+    /// The database file.
+    pub fn db(&self) -> PathBuf {
+        self.data_dir().join("memory.db")
+    }
+
+    /// The daemon's stderr log.
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("daemon.log")
+    }
+
+    /// The daemon's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// A `memd daemon` command for this data dir (not started).
+    pub fn daemon_command(&self) -> Command {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .unwrap();
+        let mut cmd = memd_command(self.dir.path());
+        cmd.arg("daemon")
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .args(&self.extra)
+            .env("NOTIFY_SOCKET", &self.notify_path)
+            .env("MEMD_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log));
+        cmd
+    }
+
+    /// Starts the daemon process and waits for its `READY=1`.
+    pub fn spawn(&mut self) {
+        assert!(self.child.is_none(), "daemon already running");
+        let child = self.daemon_command().spawn().unwrap();
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        self.notify
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut buf = [0u8; 256];
+        loop {
+            if let Ok(n) = self.notify.recv(&mut buf)
+                && &buf[..n] == b"READY=1"
+            {
+                return;
+            }
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!(
+                    "daemon exited with {status} before it was ready:\n{}",
+                    self.log()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "daemon not ready in 30s:\n{}",
+                self.log()
+            );
+        }
+    }
+
+    /// Sends SIGTERM and waits for the exit.
+    pub fn terminate(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("daemon not running");
+        signal(child.id(), "TERM");
+        child.wait().unwrap()
+    }
+
+    /// Kills the daemon with SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Runs the CLI against this daemon (never autostarting).
+    pub fn cli(&self, args: &[&str]) -> CliOut {
+        self.cli_stdin(args, None)
+    }
+
+    /// Runs the CLI with bytes on stdin.
+    pub fn cli_stdin(&self, args: &[&str], stdin: Option<&[u8]>) -> CliOut {
+        let mut cmd = memd_command(self.dir.path());
+        cmd.arg("--data-dir")
+            .arg(self.data_dir())
+            .arg("--no-autostart")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
+        let mut child = cmd.spawn().unwrap();
+        if let Some(bytes) = stdin {
+            use std::io::Write;
+            let mut pipe = child.stdin.take().unwrap();
+            let bytes = bytes.to_vec();
+            // Write from a thread: a large input must not dead-lock against
+            // a full stdout pipe.
+            std::thread::spawn(move || {
+                let _ = pipe.write_all(&bytes);
+            });
+        }
+        CliOut::from(child.wait_with_output().unwrap())
+    }
+
+    /// Runs the CLI with `--json`; returns the value and the exit code.
+    pub fn json(&self, args: &[&str]) -> (Value, i32) {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.cli(&all);
+        (out.json(), out.code)
+    }
+
+    /// Connect options for a session in `namespace`.
+    pub fn opts(&self) -> ConnectOptions {
+        ConnectOptions::new(self.socket())
+    }
+
+    /// A client session in the default namespace.
+    pub async fn client(&self) -> Client {
+        Client::connect(self.opts()).await.unwrap()
+    }
+
+    /// The `status --json` object.
+    pub fn status(&self) -> Value {
+        let (v, code) = self.json(&["status"]);
+        assert_eq!(code, 0, "{v}");
+        v
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Sends a signal by name with the `kill` command.
+pub fn signal(pid: u32, name: &str) {
+    let ok = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill -{name} {pid} failed");
+}
+
+/// Runs SQL in the `sqlite3` shell — a separate process with none of memd's
+/// code — and returns its stdout.
+pub fn sqlite3(db: &Path, sql: &str) -> String {
+    let out = Command::new("sqlite3")
+        .arg("-batch")
+        .arg(db)
+        .arg(sql)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("the sqlite3 shell is needed for this test (apt-get install sqlite3): {e}")
+        });
+    assert!(
+        out.status.success(),
+        "sqlite3 failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The ids of a JSON list or search result.
+pub fn ids(v: &Value, key: &str) -> Vec<i64> {
+    v[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in {v}"))
+        .iter()
+        .map(|m| m["id"].as_i64().unwrap())
+        .collect()
+}

@@ -1,0 +1,221 @@
+//! Bad bytes on the real socket: each gets its error frame (when one can be
+//! sent) and closes only its own connection; a session connected all along
+//! keeps working.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use common::Daemon;
+use memd_client::proto::{self, ErrorCode, Frame, Request, Response};
+
+/// A raw connection that has exchanged preambles.
+fn raw(d: &Daemon) -> UnixStream {
+    let mut s = UnixStream::connect(d.socket()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(&proto::preamble()).unwrap();
+    let mut pre = [0u8; proto::PREAMBLE_LEN];
+    s.read_exact(&mut pre).unwrap();
+    assert_eq!(pre, proto::preamble());
+    s
+}
+
+fn hello() -> Request {
+    Request::Hello(proto::Hello {
+        protocol: proto::PROTOCOL_VERSION,
+        client_version: "test".into(),
+        agent_id: "raw".into(),
+        namespace: "default".into(),
+        policy: None,
+        budget: None,
+        seen_generation: None,
+    })
+}
+
+fn send(s: &mut UnixStream, id: u64, req: Request) {
+    s.write_all(&proto::encode(&Frame { id, body: req }).unwrap())
+        .unwrap();
+}
+
+/// Reads one response frame; `None` at end of stream.
+fn recv(s: &mut UnixStream) -> Option<Frame<Response>> {
+    let mut header = [0u8; 4];
+    if s.read_exact(&mut header).is_err() {
+        return None;
+    }
+    let len = proto::frame_len(header).unwrap();
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).unwrap();
+    Some(proto::decode(&body).unwrap())
+}
+
+fn greeted(d: &Daemon) -> UnixStream {
+    let mut s = raw(d);
+    send(&mut s, 1, hello());
+    match recv(&mut s).unwrap().body {
+        Response::Welcome(_) => s,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Expects an error frame with `code`, then the end of the stream.
+fn expect_error_then_close(s: &mut UnixStream, code: ErrorCode) -> Frame<Response> {
+    let frame = recv(s).expect("an error frame");
+    match &frame.body {
+        Response::Error(e) => assert_eq!(e.code, code, "{e:?}"),
+        other => panic!("expected {code:?}, got {other:?}"),
+    }
+    assert_closed(s);
+    frame
+}
+
+/// The daemon closed the connection (a reset counts: it closed with our
+/// unread bytes in its buffer).
+fn assert_closed(s: &mut UnixStream) {
+    let mut rest = Vec::new();
+    match s.read_to_end(&mut rest) {
+        Ok(_) => assert!(rest.is_empty(), "connection should be closed"),
+        Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}"),
+    }
+}
+
+async fn witness_works(client: &mut memd_client::Client, n: usize) {
+    let r = client
+        .add(memd_client::AddRequest {
+            content: format!("witness memory {n}"),
+            ..Default::default()
+        })
+        .await
+        .expect("the other session keeps working");
+    assert!(r.accepted);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_frames_close_only_their_connection() {
+    let d = Daemon::start();
+    let mut witness = d.client().await;
+    witness_works(&mut witness, 0).await;
+
+    // Garbage instead of a preamble: not memd, closed.
+    let mut s = UnixStream::connect(d.socket()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let mut pre = [0u8; proto::PREAMBLE_LEN];
+    s.read_exact(&mut pre).unwrap();
+    expect_error_then_close(&mut s, ErrorCode::MalformedFrame);
+    witness_works(&mut witness, 1).await;
+
+    // Garbage frame body after the handshake.
+    let mut s = greeted(&d);
+    s.write_all(&[0, 0, 0, 5, 0xff, 0xff, 0xff, 0xff, 0xff])
+        .unwrap();
+    expect_error_then_close(&mut s, ErrorCode::MalformedFrame);
+    witness_works(&mut witness, 2).await;
+
+    // A length prefix over the maximum.
+    let mut s = greeted(&d);
+    let too_big = (proto::MAX_FRAME_LEN as u32 + 1).to_be_bytes();
+    s.write_all(&too_big).unwrap();
+    expect_error_then_close(&mut s, ErrorCode::FrameTooLarge);
+    witness_works(&mut witness, 3).await;
+
+    // A zero-length frame.
+    let mut s = greeted(&d);
+    s.write_all(&[0, 0, 0, 0]).unwrap();
+    expect_error_then_close(&mut s, ErrorCode::MalformedFrame);
+
+    // A truncated frame: the header promises 100 bytes, 10 arrive, then EOF.
+    let mut s = greeted(&d);
+    s.write_all(&[0, 0, 0, 100]).unwrap();
+    s.write_all(&[1; 10]).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    assert_closed(&mut s);
+    witness_works(&mut witness, 4).await;
+
+    // A frame of an unknown request kind: id 7, variant index 200.
+    let mut s = greeted(&d);
+    let body = [7u8, 200, 0, 0];
+    s.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
+    s.write_all(&body).unwrap();
+    let frame = expect_error_then_close(&mut s, ErrorCode::UnknownRequest);
+    assert_eq!(frame.id, 7, "the error names the request it answers");
+    witness_works(&mut witness, 5).await;
+
+    // Invalid UTF-8 inside a string field: a Get is fine, an Add with
+    // bytes 0xff in its content is malformed.
+    let mut s = greeted(&d);
+    let mut body = proto::encode(&Frame {
+        id: 9,
+        body: Request::Add(memd_client::AddRequest {
+            content: "abcd".into(),
+            ..Default::default()
+        }),
+    })
+    .unwrap();
+    let pos = body.windows(4).position(|w| w == b"abcd").unwrap();
+    body[pos..pos + 4].copy_from_slice(&[0xff, 0xfe, 0xff, 0xfe]);
+    s.write_all(&body).unwrap();
+    expect_error_then_close(&mut s, ErrorCode::MalformedFrame);
+
+    // A request before Hello.
+    let mut s = raw(&d);
+    send(&mut s, 3, Request::Status(proto::StatusRequest {}));
+    expect_error_then_close(&mut s, ErrorCode::HandshakeRequired);
+
+    // A second Hello is refused but the session stays open.
+    let mut s = greeted(&d);
+    send(&mut s, 2, hello());
+    match recv(&mut s).unwrap().body {
+        Response::Error(e) => assert_eq!(e.code, ErrorCode::InvalidInput),
+        other => panic!("{other:?}"),
+    }
+    send(&mut s, 3, Request::Status(proto::StatusRequest {}));
+    assert!(matches!(recv(&mut s).unwrap().body, Response::Status(_)));
+
+    witness_works(&mut witness, 6).await;
+    let status = witness.status().await.unwrap();
+    assert_eq!(status["counts"]["memories"], 7);
+    assert!(d.log().contains("malformed frame"), "{}", d.log());
+}
+
+#[tokio::test]
+async fn protocol_mismatch_is_reported_with_both_versions() {
+    let d = Daemon::start();
+    let mut s = UnixStream::connect(d.socket()).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut pre = proto::preamble();
+    pre[4..].copy_from_slice(&99u32.to_be_bytes());
+    s.write_all(&pre).unwrap();
+    let mut theirs = [0u8; proto::PREAMBLE_LEN];
+    s.read_exact(&mut theirs).unwrap();
+    assert_eq!(
+        proto::parse_preamble(&theirs).unwrap(),
+        proto::PROTOCOL_VERSION
+    );
+    // No frames in an unknown version: just the close.
+    assert_closed(&mut s);
+
+    // The client turns the same situation into a typed error.
+    let err = memd_client::error::Error::from(proto::CodecError::VersionMismatch {
+        ours: proto::PROTOCOL_VERSION,
+        theirs: 99,
+    });
+    assert_eq!(err.exit_code(), 5);
+    assert!(
+        err.to_string().contains("protocol 1, the daemon speaks 99"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_stalled_half_frame_does_not_block_others() {
+    let d = Daemon::start();
+    let mut stalled = greeted(&d);
+    stalled.write_all(&[0, 0, 1, 0, 1, 2, 3]).unwrap();
+    let mut witness = d.client().await;
+    witness_works(&mut witness, 0).await;
+    let status = witness.status().await.unwrap();
+    assert_eq!(status["sessions"], 2);
+}

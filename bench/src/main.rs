@@ -1,0 +1,43 @@
+//! `memd-bench`: measurements of memd through its real daemon and socket.
+//!
+//! - `perf`: latency and throughput of requests over the socket.
+//!
+//! The daemon under test is memd's own daemon code, run by this binary in a
+//! child process (`memd-bench daemon`, hidden) on a temp data dir, so the
+//! numbers are those of a real daemon behind a real socket.
+
+mod corpus;
+mod daemon;
+mod perf;
+mod stats;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "memd-bench", about = "Measure memd over its real socket")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Latency and throughput over the socket
+    Perf(perf::PerfArgs),
+    /// Run the daemon (used by the other commands)
+    #[command(hide = true)]
+    Daemon {
+        #[arg(long)]
+        data_dir: std::path::PathBuf,
+        #[arg(long)]
+        config: Option<std::path::PathBuf>,
+    },
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Perf(args) => perf::run(args),
+        Command::Daemon { data_dir, config } => daemon::run_child(data_dir, config),
+    }
+}

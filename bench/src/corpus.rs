@@ -29,8 +29,8 @@ impl Rng {
 }
 
 const SYLLABLES: &[&str] = &[
-    "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "de", "pa", "ri", "no", "ba", "ge", "lu",
-    "mo", "fi", "ta", "po", "se", "ki", "da", "ve", "zo", "chi", "re", "su", "na", "li", "ko",
+    "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "de", "pa", "ri", "no", "ba", "ge", "lu", "mo",
+    "fi", "ta", "po", "se", "ki", "da", "ve", "zo", "chi", "re", "su", "na", "li", "ko",
 ];
 
 /// The vocabulary: `size` distinct pseudo-words, most frequent first.
@@ -75,13 +75,22 @@ impl Zipf {
     pub fn sample(&self, rng: &mut Rng) -> usize {
         let total = *self.cumulative.last().unwrap_or(&1.0);
         let x = rng.unit() * total;
-        self.cumulative.partition_point(|&c| c < x).min(self.cumulative.len() - 1)
+        self.cumulative
+            .partition_point(|&c| c < x)
+            .min(self.cumulative.len() - 1)
     }
 }
 
 /// The categories memories are spread over.
 pub const CATEGORIES: &[&str] = &[
-    "fact", "preference", "convention", "decision", "gotcha", "pattern", "procedure", "note",
+    "fact",
+    "preference",
+    "convention",
+    "decision",
+    "gotcha",
+    "pattern",
+    "procedure",
+    "note",
 ];
 
 /// One generated memory.
@@ -98,7 +107,9 @@ pub fn memories(n: usize, vocab: &[String], seed: u64) -> Vec<Item> {
     (0..n)
         .map(|i| {
             let len = 10 + rng.below(51);
-            let mut words: Vec<&str> = (0..len).map(|_| vocab[zipf.sample(&mut rng)].as_str()).collect();
+            let mut words: Vec<&str> = (0..len)
+                .map(|_| vocab[zipf.sample(&mut rng)].as_str())
+                .collect();
             // A unique marker keeps every memory distinct.
             let marker = format!("m{i}");
             words.push(&marker);
@@ -120,7 +131,9 @@ pub fn queries(n: usize, vocab: &[String], seed: u64) -> Vec<String> {
     (0..n)
         .map(|_| {
             let k = 1 + rng.below(4);
-            let mut words: Vec<String> = (0..k).map(|_| vocab[lo + rng.below(hi - lo)].clone()).collect();
+            let mut words: Vec<String> = (0..k)
+                .map(|_| vocab[lo + rng.below(hi - lo)].clone())
+                .collect();
             if rng.below(5) == 0 {
                 let w = &mut words[0];
                 let pos = rng.below(w.len());

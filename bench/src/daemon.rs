@@ -90,7 +90,8 @@ impl BenchDaemon {
             .stdin(Stdio::null())
             .stdout(Stdio::null());
         self.child = Some(cmd.spawn().context("cannot start the daemon")?);
-        self.notify.set_read_timeout(Some(Duration::from_millis(100)))?;
+        self.notify
+            .set_read_timeout(Some(Duration::from_millis(100)))?;
         let mut buf = [0u8; 64];
         loop {
             if let Ok(n) = self.notify.recv(&mut buf)
@@ -98,7 +99,11 @@ impl BenchDaemon {
             {
                 return Ok(started.elapsed());
             }
-            if let Some(status) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
                 bail!("the daemon exited with {status} before it was ready");
             }
             if started.elapsed() > Duration::from_secs(120) {
@@ -143,5 +148,7 @@ impl Drop for BenchDaemon {
 
 /// Size of a file in MiB (0 when missing).
 pub fn file_mb(path: &Path) -> f64 {
-    std::fs::metadata(path).map(|m| m.len() as f64 / 1048576.0).unwrap_or(0.0)
+    std::fs::metadata(path)
+        .map(|m| m.len() as f64 / 1048576.0)
+        .unwrap_or(0.0)
 }

@@ -249,7 +249,10 @@ fn check(name: &str, bytes: &[u8]) {
         return;
     }
     let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!("{} is missing: run MEMD_BLESS=1 cargo test -p memd-proto", path.display())
+        panic!(
+            "{} is missing: run MEMD_BLESS=1 cargo test -p memd-proto",
+            path.display()
+        )
     });
     assert_eq!(
         hex(bytes),
@@ -290,7 +293,10 @@ fn every_response_kind_matches_its_golden_bytes() {
 fn preamble_is_magic_and_version() {
     let p = preamble();
     assert_eq!(&p[..4], b"MEMD");
-    assert_eq!(u32::from_be_bytes([p[4], p[5], p[6], p[7]]), PROTOCOL_VERSION);
+    assert_eq!(
+        u32::from_be_bytes([p[4], p[5], p[6], p[7]]),
+        PROTOCOL_VERSION
+    );
     check("preamble", &p);
     assert_eq!(parse_preamble(&p).unwrap(), PROTOCOL_VERSION);
     assert!(matches!(

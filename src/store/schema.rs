@@ -174,6 +174,54 @@ mod tests {
         assert!(migrate(&mut conn, dir.path()).unwrap().is_none());
     }
 
+    fn schema_of(conn: &Connection) -> Vec<(String, String, Option<String>)> {
+        let mut stmt = conn
+            .prepare(
+                "SELECT type, name, sql FROM sqlite_master \
+                 WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
+            )
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    /// A v1 database as shipped (a `sqlite3 .dump` of a file memd wrote)
+    /// opens, keeps its rows, and has exactly the schema of a fresh one: the
+    /// alarm for an edited shipped migration.
+    #[test]
+    fn shipped_v1_fixture_matches_a_fresh_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.db");
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch(include_str!("fixtures/v1.sql"))
+            .unwrap();
+        // A new connection reads the schema the dump wrote directly.
+        let mut old = Connection::open(&path).unwrap();
+        assert_eq!(current_version(&old).unwrap(), 1);
+        migrate(&mut old, dir.path()).unwrap();
+        let mut fresh = Connection::open(dir.path().join("fresh.db")).unwrap();
+        migrate(&mut fresh, dir.path()).unwrap();
+        assert_eq!(schema_of(&old), schema_of(&fresh));
+        let n: i64 = old
+            .query_row("SELECT count(*) FROM memories", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 2);
+        let found: i64 = old
+            .query_row(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'deploys'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(found, 1);
+        let fts_ok =
+            old.execute_batch("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')");
+        assert!(fts_ok.is_ok(), "{fts_ok:?}");
+    }
+
     #[test]
     fn newer_schema_is_refused_and_kept() {
         let dir = tempfile::tempdir().unwrap();

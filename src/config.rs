@@ -155,6 +155,8 @@ pub struct LimitsConfig {
     pub max_results: u32,
     /// Most concurrent connections; more are refused with `busy`.
     pub max_connections: usize,
+    /// Largest file a client may upload (restore, import), in bytes.
+    pub max_upload_bytes: u64,
 }
 
 impl Default for LimitsConfig {
@@ -166,6 +168,7 @@ impl Default for LimitsConfig {
             max_tag_chars: 64,
             max_results: 1_000,
             max_connections: 1_024,
+            max_upload_bytes: 4 << 30,
         }
     }
 }
@@ -212,12 +215,25 @@ pub struct DriftConfig {
     /// Default policy of sessions that do not name one.
     #[serde(deserialize_with = "de_policy")]
     pub policy: DriftPolicy,
+    /// Most drift backups kept.
+    pub backups_keep: usize,
+    /// Most bytes of drift backups kept.
+    pub backups_max_bytes: u64,
+    /// How long file events are collected before one check, in ms.
+    pub debounce_ms: u64,
+    /// Watch the data dir for external changes (otherwise they are seen at
+    /// the next write).
+    pub watch: bool,
 }
 
 impl Default for DriftConfig {
     fn default() -> Self {
         DriftConfig {
             policy: DriftPolicy::External,
+            backups_keep: 20,
+            backups_max_bytes: 1 << 30,
+            debounce_ms: 10,
+            watch: true,
         }
     }
 }

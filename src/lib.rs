@@ -19,6 +19,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod daemon;
+pub mod drift;
 pub mod handler;
 pub mod session;
 pub mod store;

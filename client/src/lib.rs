@@ -332,6 +332,120 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Asks the daemon to push drift events to this session.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn subscribe(&mut self) -> Result<()> {
+        match self
+            .call(Request::Subscribe(memd_proto::SubscribeRequest {}))
+            .await?
+        {
+            Response::Subscribed => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Waits for the next push (after [`Client::subscribe`]).
+    ///
+    /// # Errors
+    /// Connection errors, or a daemon error pushed before closing.
+    pub async fn next_event(&mut self) -> Result<memd_proto::Event> {
+        while let Some(push) = self.pushes.pop_front() {
+            if let Response::Event(e) = push {
+                return Ok(e);
+            }
+        }
+        let frame = self.read_frame().await?;
+        match frame.body {
+            Response::Event(e) if frame.id == memd_proto::PUSH_ID => Ok(e),
+            Response::Error(body) if frame.id == memd_proto::PUSH_ID => Err(body.into()),
+            other => Err(Error::Protocol(format!(
+                "unexpected frame {} while waiting for an event: {other:?}",
+                frame.id
+            ))),
+        }
+    }
+
+    /// The daemon's integrity report (SQLite, FTS, triggers) as JSON.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn check(&mut self) -> Result<serde_json::Value> {
+        match self
+            .call(Request::Check(memd_proto::CheckRequest {}))
+            .await?
+        {
+            Response::Report(r) => parse_report(&r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Streams a file's bytes to this session's upload (for restore).
+    ///
+    /// # Errors
+    /// I/O errors reading `reader`, the daemon's upload limit.
+    pub async fn upload(&mut self, mut reader: impl std::io::Read) -> Result<u64> {
+        let mut buf = vec![0u8; memd_proto::UPLOAD_CHUNK];
+        let mut first = true;
+        let mut received = 0;
+        loop {
+            let n = read_full(&mut reader, &mut buf)?;
+            if n == 0 && !first {
+                return Ok(received);
+            }
+            let chunk = memd_proto::UploadChunk {
+                data: buf[..n].to_vec(),
+                reset: first,
+            };
+            first = false;
+            match self.call(Request::Upload(chunk)).await? {
+                Response::Uploaded(ack) => received = ack.received,
+                other => return Err(unexpected(&other)),
+            }
+            if n < buf.len() {
+                return Ok(received);
+            }
+        }
+    }
+
+    /// Replaces the database with a SQLite file (a `memd backup` or a copy
+    /// of `memory.db`), read from `reader` and streamed to the daemon.
+    /// Counts as an external change for every session.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when the file is not a usable memd database
+    /// (then nothing changed).
+    pub async fn restore(&mut self, reader: impl std::io::Read) -> Result<serde_json::Value> {
+        self.upload(reader).await?;
+        match self
+            .call(Request::Restore(memd_proto::RestoreRequest {}))
+            .await?
+        {
+            Response::Report(r) => parse_report(&r),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
+fn read_full(reader: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match reader.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+fn parse_report(r: &memd_proto::Report) -> Result<serde_json::Value> {
+    serde_json::from_str(&r.json).map_err(|e| Error::Protocol(format!("report is not JSON: {e}")))
+}
+
 fn unexpected(resp: &Response) -> Error {
     Error::Protocol(format!("unexpected response {resp:?}"))
 }

@@ -42,6 +42,14 @@ pub enum Request {
     Status(StatusRequest),
     /// Ask the daemon to shut down gracefully.
     Stop(StopRequest),
+    /// Receive drift events as pushes (frame id 0) from now on.
+    Subscribe(SubscribeRequest),
+    /// Integrity report: SQLite, FTS, triggers.
+    Check(CheckRequest),
+    /// Append bytes to this session's upload (for restore and import).
+    Upload(UploadChunk),
+    /// Replace the database with the uploaded SQLite file.
+    Restore(RestoreRequest),
 }
 
 /// Everything the daemon answers. Append only.
@@ -65,6 +73,74 @@ pub enum Response {
     Stopping,
     /// The request failed; nothing was changed.
     Error(ErrorBody),
+    /// Answer to [`Request::Subscribe`].
+    Subscribed,
+    /// A JSON report: answer to [`Request::Check`] and [`Request::Restore`].
+    Report(Report),
+    /// Answer to [`Request::Upload`].
+    Uploaded(UploadAck),
+    /// A push from the daemon (frame id 0).
+    Event(Event),
+}
+
+/// Subscribe to drift events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SubscribeRequest {}
+
+/// Ask for an integrity report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct CheckRequest {}
+
+/// A piece of a file the client sends (the daemon never opens a path a
+/// client names: the client reads the file and streams it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct UploadChunk {
+    /// The next bytes (at most [`UPLOAD_CHUNK`] per frame).
+    pub data: Vec<u8>,
+    /// Discard what was uploaded before and start over.
+    pub reset: bool,
+}
+
+/// Largest upload chunk a client sends in one frame.
+pub const UPLOAD_CHUNK: usize = 1024 * 1024;
+
+/// Bytes received so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UploadAck {
+    /// Total bytes in the session's upload.
+    pub received: u64,
+}
+
+/// Restore the uploaded SQLite file into the live database.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RestoreRequest {}
+
+/// A JSON report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// JSON object text.
+    pub json: String,
+}
+
+/// Pushes from the daemon. Append only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Event {
+    /// An external change was detected.
+    Drift(DriftEvent),
+}
+
+/// An external change: the database was written outside memd (or restored,
+/// or replaced).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DriftEvent {
+    /// Generation after the change.
+    pub generation: u64,
+    /// The new external epoch.
+    pub external_epoch: u64,
+    /// When it was detected.
+    pub at: String,
+    /// What happened.
+    pub reason: String,
 }
 
 /// Drift policy of a session (DESIGN.md "Drift").

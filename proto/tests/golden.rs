@@ -137,6 +137,16 @@ fn requests() -> Vec<(&'static str, Request)> {
         ),
         ("req_status", Request::Status(StatusRequest {})),
         ("req_stop", Request::Stop(StopRequest {})),
+        ("req_subscribe", Request::Subscribe(SubscribeRequest {})),
+        ("req_check", Request::Check(CheckRequest {})),
+        (
+            "req_upload",
+            Request::Upload(UploadChunk {
+                data: vec![0, 1, 2, 255],
+                reset: true,
+            }),
+        ),
+        ("req_restore", Request::Restore(RestoreRequest {})),
     ]
 }
 
@@ -222,6 +232,23 @@ fn responses() -> Vec<(&'static str, Response)> {
                     generation_actual: 7,
                 }),
             }),
+        ),
+        ("resp_subscribed", Response::Subscribed),
+        (
+            "resp_report",
+            Response::Report(Report {
+                json: r#"{"ok":true}"#.into(),
+            }),
+        ),
+        ("resp_uploaded", Response::Uploaded(UploadAck { received: 4 })),
+        (
+            "resp_event",
+            Response::Event(Event::Drift(DriftEvent {
+                generation: 9,
+                external_epoch: 9,
+                at: "2026-06-07T18:00:00.000Z".into(),
+                reason: "external write".into(),
+            })),
         ),
     ]
 }

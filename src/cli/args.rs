@@ -38,6 +38,11 @@ pub struct Global {
     /// Drift policy of the session: external, strict or off
     #[arg(long, global = true, env = "MEMD_DRIFT_POLICY", value_name = "POLICY")]
     pub drift_policy: Option<String>,
+    /// The generation this agent last read (from a previous command's
+    /// `generation`): destructive writes are refused if something changed
+    /// outside memd since
+    #[arg(long, global = true, env = "MEMD_SEEN_GENERATION", value_name = "N")]
+    pub seen_generation: Option<u64>,
     /// Print exactly one compact JSON value per command
     #[arg(long, global = true)]
     pub json: bool,
@@ -63,6 +68,10 @@ pub enum Command {
     Forget(ForgetArgs),
     /// Show the daemon's status (never starts a daemon)
     Status,
+    /// Check integrity: SQLite, the search index, memd's triggers
+    Check,
+    /// Replace the database with a SQLite file (e.g. a copy of memory.db)
+    Restore(RestoreArgs),
     /// Stop the daemon gracefully (never starts a daemon)
     Stop,
     /// Run commands from stdin over one session
@@ -237,6 +246,13 @@ pub struct UpdateArgs {
     /// Refuse unless the memory is at this rev
     #[arg(long, value_name = "N")]
     pub expect_rev: Option<i64>,
+}
+
+/// `restore`.
+#[derive(Debug, Clone, Args)]
+pub struct RestoreArgs {
+    /// The SQLite file to restore from (read by this client, streamed to the daemon)
+    pub file: PathBuf,
 }
 
 /// `forget`.

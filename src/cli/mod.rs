@@ -37,6 +37,13 @@ pub enum CliError {
     Usage(String),
     /// A local file or stdin could not be read.
     Io(String),
+    /// `check` found problems.
+    Check {
+        /// The report.
+        report: Value,
+        /// Its human form.
+        human: String,
+    },
 }
 
 impl From<memd_client::Error> for CliError {
@@ -51,7 +58,7 @@ impl CliError {
         match self {
             CliError::Client(e) => e.exit_code(),
             CliError::Usage(_) => EXIT_USAGE,
-            CliError::Io(_) => 1,
+            CliError::Io(_) | CliError::Check { .. } => 1,
         }
     }
 
@@ -60,6 +67,7 @@ impl CliError {
         match self {
             CliError::Client(e) => e.to_string(),
             CliError::Usage(m) | CliError::Io(m) => m.clone(),
+            CliError::Check { human, .. } => format!("check failed:\n{human}"),
         }
     }
 
@@ -74,6 +82,13 @@ impl CliError {
             }
             CliError::Usage(m) => json!({"success": false, "code": "usage", "error": m}),
             CliError::Io(m) => json!({"success": false, "code": "io", "error": m}),
+            CliError::Check { report, .. } => {
+                let mut v = report.clone();
+                v["success"] = json!(false);
+                v["code"] = json!("check_failed");
+                v["error"] = json!("the integrity check found problems");
+                v
+            }
         }
     }
 }
@@ -135,6 +150,7 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, CliE
         opts.agent_id = agent.clone();
     }
     opts.policy = policy;
+    opts.seen_generation = g.seen_generation;
     let spec = if autostart_allowed && !g.no_autostart {
         let program = std::env::current_exe()
             .map_err(|e| CliError::Io(format!("cannot find the memd executable: {e}")))?;
@@ -377,6 +393,12 @@ pub async fn execute(
             Ok(output::forgotten(&r))
         }
         Command::Status => Ok(output::status(client.status().await?)),
+        Command::Check => output::check(client.check().await?),
+        Command::Restore(a) => {
+            let file = std::fs::File::open(&a.file)
+                .map_err(|e| CliError::Io(format!("cannot open {}: {e}", a.file.display())))?;
+            Ok(output::restored(client.restore(file).await?))
+        }
         Command::Stop => {
             client.stop().await?;
             wait_gone(&paths.socket).await;

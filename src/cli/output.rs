@@ -241,6 +241,68 @@ pub fn status(s: Value) -> Output {
     }
 }
 
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `check`: success only when everything is in order.
+///
+/// # Errors
+/// A failed check, with the report in the JSON.
+pub fn check(report: Value) -> Result<Output, super::CliError> {
+    let ok = report["ok"].as_bool().unwrap_or(false);
+    let human = format!(
+        "integrity      {}\nsearch index   {} ({} rows for {} memories, {} out of sync)\n\
+         triggers       {}\nschema         v{}, generation {}",
+        text(&report["integrity"]),
+        text(&report["fts_integrity"]),
+        report["fts_rows"],
+        report["memories"],
+        report["fts_out_of_sync"],
+        if report["missing_objects"]
+            .as_array()
+            .is_some_and(|a| a.is_empty())
+        {
+            "all present".to_string()
+        } else {
+            format!("missing {}", report["missing_objects"])
+        },
+        report["schema_version"],
+        report["generation"],
+    );
+    if ok {
+        let fields = match report {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        Ok(Output {
+            json: success(fields),
+            human,
+        })
+    } else {
+        Err(super::CliError::Check { report, human })
+    }
+}
+
+/// `restore`.
+pub fn restored(report: Value) -> Output {
+    let human = format!(
+        "restored {} bytes; generation {} (the file had {})",
+        report["bytes"], report["generation"], report["generation_in_file"]
+    );
+    let fields = match report {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    Output {
+        json: success(fields),
+        human,
+    }
+}
+
 /// `stop`.
 pub fn stopped() -> Output {
     let mut fields = Map::new();

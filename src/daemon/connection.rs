@@ -13,13 +13,13 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use memd_proto::{
-    CodecError, ErrorBody, ErrorCode, Frame, HEADER_LEN, MAX_FRAME_LEN, PREAMBLE_LEN,
+    CodecError, ErrorBody, ErrorCode, Event, Frame, HEADER_LEN, MAX_FRAME_LEN, PREAMBLE_LEN,
     PROTOCOL_VERSION, Request, Response, Welcome,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::mpsc;
+use tokio::sync::{broadcast, mpsc};
 use tokio::time::timeout;
 
 use super::Shared;
@@ -170,19 +170,48 @@ async fn run(mut rd: OwnedReadHalf, out: Out, shared: &Shared) {
     };
     shared.sessions.fetch_add(1, Ordering::Relaxed);
     tracing::debug!(session = %session.id, agent = %session.agent, namespace = %session.namespace, "session opened");
+    // Frames are read by their own task: the loop below also waits for
+    // drift events, and a half-read frame must never be cancelled.
+    let (frames_tx, mut frames) = mpsc::channel(1);
+    let reader = tokio::spawn(async move {
+        loop {
+            let frame = read_frame(&mut rd).await;
+            let last = frame.is_err();
+            if frames_tx.send(frame).await.is_err() || last {
+                break;
+            }
+        }
+    });
+    let mut events = shared.store.generations.events.subscribe();
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         let frame = tokio::select! {
             biased;
             _ = triggered(&mut shutdown) => break,
-            frame = read_frame(&mut rd) => frame,
+            event = events.recv(), if session.subscribed => {
+                match event {
+                    Ok(e) => {
+                        let push = Response::Event(Event::Drift(e));
+                        if !out.send(memd_proto::PUSH_ID, push).await {
+                            break;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::debug!(session = %session.id, missed = n, "session lagged behind drift events");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+                continue;
+            }
+            frame = frames.recv() => frame,
         };
         let body = match frame {
-            Ok(body) => body,
-            Err(e) => {
+            Some(Ok(body)) => body,
+            Some(Err(e)) => {
                 report_read_error(e, &out).await;
                 break;
             }
+            None => break,
         };
         let (id, req) = match memd_proto::decode::<Request>(&body) {
             Ok(f) => (f.id, f.body),
@@ -200,6 +229,7 @@ async fn run(mut rd: OwnedReadHalf, out: Out, shared: &Shared) {
             break;
         }
     }
+    reader.abort();
     shared.sessions.fetch_sub(1, Ordering::Relaxed);
     tracing::debug!(session = %session.id, "session closed");
 }

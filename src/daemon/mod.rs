@@ -45,6 +45,8 @@ pub struct Shared {
     pub sessions: AtomicUsize,
     /// Start time.
     pub started: Instant,
+    /// Drift backups.
+    pub backups: crate::drift::backup::Backups,
 }
 
 /// Why the daemon could not start (or stopped abnormally).
@@ -118,6 +120,16 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
         }
     };
     let max_connections = config.limits.max_connections;
+    let _watcher = if config.drift.watch {
+        start_watcher(&store, &config)
+    } else {
+        None
+    };
+    let backups = crate::drift::backup::Backups::new(
+        paths.data_dir.clone(),
+        config.drift.backups_keep,
+        config.drift.backups_max_bytes,
+    );
     let shared = Arc::new(Shared {
         store,
         config,
@@ -125,6 +137,7 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
         shutdown: Shutdown::new(),
         sessions: AtomicUsize::new(0),
         started: Instant::now(),
+        backups,
     });
     tokio::spawn(watch_signals(shared.clone()));
     tracing::info!(
@@ -212,6 +225,18 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
     socket::remove_if_ours(&bound.path, bound.id);
     tracing::info!("memd stopped");
     Ok(())
+}
+
+fn start_watcher(store: &Store, config: &Config) -> Option<crate::drift::watcher::DataDirWatcher> {
+    let handle = store.writer.check_handle()?;
+    let debounce = Duration::from_millis(config.drift.debounce_ms);
+    match crate::drift::watcher::spawn(&store.path, handle, debounce) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch the data dir; external changes will be seen at the next write");
+            None
+        }
+    }
 }
 
 async fn watch_signals(shared: Arc<Shared>) {

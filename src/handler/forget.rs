@@ -4,6 +4,7 @@ use memd_proto::{Filter, ForgetRequest, ForgetResult, Response};
 use time::OffsetDateTime;
 
 use crate::daemon::Shared;
+use crate::drift::policy::WriteKind;
 use crate::session::Session;
 use crate::store::{StoreError, gate, memories};
 
@@ -19,16 +20,13 @@ pub(super) async fn handle(
     };
     let view = gate::view(&filter, &session.who(), OffsetDateTime::now_utc())?;
     let (id, expect_rev) = (req.id, req.expect_rev);
-    let generation = shared
-        .store
-        .writer
-        .call(session.author(), move |ctx| {
-            let current =
-                memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
-            super::update::check_rev(&current, expect_rev)?;
-            memories::delete(ctx.conn, id)?;
-            ctx.generation()
-        })
-        .await?;
+    let generation = super::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
+        let current =
+            memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
+        super::update::check_rev(&current, expect_rev)?;
+        memories::delete(ctx.conn, id)?;
+        ctx.generation()
+    })
+    .await?;
     Ok(Response::Forgotten(ForgetResult { id, generation }))
 }

@@ -6,19 +6,23 @@
 //! request kind does not compile until it is handled here.
 
 mod add;
+mod check;
 mod forget;
 mod get;
 mod list;
+mod restore;
 mod search;
 mod status;
 mod stop;
+mod subscribe;
 mod update;
 
-use memd_proto::{ErrorBody, ErrorCode, Request, Response};
+use memd_proto::{DriftDetails, DriftNotice, ErrorBody, ErrorCode, Request, Response};
 
 use crate::daemon::Shared;
+use crate::drift::policy::WriteKind;
 use crate::session::Session;
-use crate::store::StoreError;
+use crate::store::{Guard, StoreError, WriteCtx};
 
 /// Handles one request of an open session.
 pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> Response {
@@ -35,6 +39,10 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::Search(r) => search::handle(r, session, shared).await,
         Request::Status(r) => status::handle(r, session, shared).await,
         Request::Stop(r) => stop::handle(r, session, shared).await,
+        Request::Subscribe(r) => subscribe::handle(r, session, shared).await,
+        Request::Check(r) => check::handle(r, session, shared).await,
+        Request::Upload(r) => restore::upload(r, session, shared).await,
+        Request::Restore(r) => restore::handle(r, session, shared).await,
     };
     match result {
         Ok(resp) => resp,
@@ -63,6 +71,63 @@ pub fn request_kind(req: &Request) -> &'static str {
         Request::Search(_) => "search",
         Request::Status(_) => "status",
         Request::Stop(_) => "stop",
+        Request::Subscribe(_) => "subscribe",
+        Request::Check(_) => "check",
+        Request::Upload(_) => "upload",
+        Request::Restore(_) => "restore",
+    }
+}
+
+/// Runs a session's write under the drift guard (DESIGN.md "Drift"). The
+/// guard runs first, inside the write transaction, after the writer's
+/// external-change check. A refusal writes nothing; it sets the session's
+/// seen generation to the current one (so the retry after review goes
+/// through) and comes back with the backup that holds every row.
+pub(crate) async fn guarded<T, F>(
+    shared: &Shared,
+    session: &mut Session,
+    kind: WriteKind,
+    f: F,
+) -> Result<T, StoreError>
+where
+    F: FnOnce(&mut WriteCtx<'_>, Option<DriftNotice>) -> Result<T, StoreError> + Send + 'static,
+    T: Send + 'static,
+{
+    let guard = Guard {
+        policy: session.policy,
+        seen: session.seen,
+        kind,
+    };
+    let result = shared
+        .store
+        .writer
+        .call(session.author(), move |ctx| {
+            let notice = ctx.guard(&guard)?;
+            f(ctx, notice)
+        })
+        .await;
+    match result {
+        Err(StoreError::Drift(mut refusal)) => {
+            session.seen = shared.store.generations.current().max(refusal.actual);
+            match shared
+                .backups
+                .for_refusal(&shared.store, refusal.cause, refusal.observed)
+                .await
+            {
+                Ok(path) => refusal.backup = Some(path.display().to_string()),
+                Err(e) => tracing::error!(error = %e, "cannot write the drift backup"),
+            }
+            tracing::warn!(
+                session = %session.id,
+                policy = session.policy.as_str(),
+                observed = refusal.observed,
+                actual = refusal.actual,
+                backup = refusal.backup.as_deref().unwrap_or("-"),
+                "refused a write made on a stale view"
+            );
+            Err(StoreError::Drift(refusal))
+        }
+        other => other,
     }
 }
 
@@ -77,6 +142,7 @@ pub fn error_body(e: &StoreError) -> ErrorBody {
         StoreError::ReadOnly(_) => ErrorCode::ReadOnly,
         StoreError::Busy(_) => ErrorCode::Busy,
         StoreError::Closed => ErrorCode::ShuttingDown,
+        StoreError::Drift(_) => ErrorCode::Drift,
         StoreError::SchemaTooNew { .. }
         | StoreError::NotMemd
         | StoreError::Sqlite(_)
@@ -86,6 +152,29 @@ pub fn error_body(e: &StoreError) -> ErrorBody {
     match e {
         StoreError::Rejected { reason, .. } => body.reason = Some((*reason).to_string()),
         StoreError::Conflict { current_rev, .. } => body.current_rev = *current_rev,
+        StoreError::Drift(r) => {
+            let backup = r.backup.clone().unwrap_or_default();
+            let saved = if backup.is_empty() {
+                "The backup could not be written (see the daemon log).".to_string()
+            } else {
+                format!("Every row as it is now is saved in {backup}.")
+            };
+            body.message = format!(
+                "refused: the memory changed outside this session since it last read it \
+                 (this session saw generation {}, the database is at {}); nothing was written. \
+                 {saved} Read again (get, list or search) to see the change, then retry.",
+                r.observed, r.actual
+            );
+            body.drift = Some(DriftDetails {
+                drift_backup: backup,
+                remediation: "read the memory again (memd get ID, list or search) to see what \
+                              changed, then retry the request; the backup holds every row if \
+                              something must be recovered"
+                    .into(),
+                generation_observed: r.observed,
+                generation_actual: r.actual,
+            });
+        }
         _ => {}
     }
     body

@@ -25,10 +25,19 @@ pub(super) async fn handle(
             let by_status = stmt
                 .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok((by_status, read_generation(conn)?))
+            let db_uuid: String = conn.query_row(
+                "SELECT value FROM memory_meta WHERE key = 'db_uuid'",
+                [],
+                |r| r.get(0),
+            )?;
+            Ok((by_status, read_generation(conn)?, db_uuid))
         })
         .await?;
-    let (by_status, generation) = read.value;
+    let (by_status, generation, db_uuid) = read.value;
+    let backups_kept = {
+        let backups = &shared.backups;
+        tokio::task::block_in_place(|| backups.count())
+    };
     let total: i64 = by_status.iter().map(|(_, n)| n).sum();
     let by_status: serde_json::Map<String, serde_json::Value> =
         by_status.into_iter().map(|(s, n)| (s, json!(n))).collect();
@@ -52,7 +61,7 @@ pub(super) async fn handle(
             "socket": paths.socket,
             "config": paths.config,
         },
-        "db_uuid": shared.store.db_uuid,
+        "db_uuid": db_uuid,
         "generation": generation,
         "own_generation": g.own_last.load(Ordering::Acquire),
         "drift": {
@@ -60,7 +69,7 @@ pub(super) async fn handle(
             "session_policy": session.policy.as_str(),
             "external_epoch": (external_epoch > 0).then_some(external_epoch),
             "last_drift_at": last_drift_at,
-            "backups_kept": 0,
+            "backups_kept": backups_kept,
         },
         "sessions": shared.sessions.load(Ordering::Relaxed),
         "counts": { "memories": total, "by_status": by_status },

@@ -4,6 +4,7 @@ use memd_proto::{Filter, MemoryReply, Response, UpdateRequest};
 use time::OffsetDateTime;
 
 use crate::daemon::Shared;
+use crate::drift::policy::WriteKind;
 use crate::session::Session;
 use crate::store::{StoreError, gate, memories};
 
@@ -22,10 +23,8 @@ pub(super) async fn handle(
     };
     let view = gate::view(&filter, &session.who(), now)?;
     let (id, expect_rev) = (req.id, req.expect_rev);
-    let (memory, generation) = shared
-        .store
-        .writer
-        .call(session.author(), move |ctx| {
+    let (memory, generation) =
+        super::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
             let current =
                 memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
             check_rev(&current, expect_rev)?;

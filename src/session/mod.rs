@@ -10,7 +10,7 @@ use crate::store::Author;
 use crate::store::gate::Who;
 
 /// One client session.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Session {
     /// Session key (owner of session-scope memories).
     pub id: String,
@@ -24,6 +24,48 @@ pub struct Session {
     pub budget: u32,
     /// The generation this session has seen.
     pub seen: u64,
+    /// Drift events are pushed to this session.
+    pub subscribed: bool,
+    /// A file the client is uploading (restore, import).
+    pub upload: Option<Upload>,
+}
+
+/// A file a client streams to the daemon, kept in the data dir under a name
+/// the daemon chooses (never a path the client names); removed when the
+/// session ends.
+#[derive(Debug)]
+pub struct Upload {
+    /// The temporary file.
+    pub path: std::path::PathBuf,
+    /// Open for appending.
+    pub file: std::fs::File,
+    /// Bytes so far.
+    pub len: u64,
+}
+
+impl Upload {
+    /// Creates the session's upload file in `dir` (mode 0600, never through
+    /// a symlink, never over an existing file).
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn create(dir: &std::path::Path, session: &str) -> std::io::Result<Upload> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = dir.join(format!(".upload-{session}.tmp"));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)?;
+        Ok(Upload { path, file, len: 0 })
+    }
+}
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// Longest agent id or namespace, in bytes.
@@ -50,6 +92,8 @@ impl Session {
             policy: hello.policy.unwrap_or(default_policy),
             budget: hello.budget.unwrap_or(default_budget),
             seen: hello.seen_generation.unwrap_or(generation),
+            subscribed: false,
+            upload: None,
         })
     }
 

@@ -28,7 +28,7 @@ use rusqlite::{Connection, OpenFlags};
 use crate::config::{Config, Synchronous};
 
 pub use readers::Readers;
-pub use writer::{Author, WriteCtx, Writer};
+pub use writer::{Author, Guard, Refusal, WriteCtx, Writer};
 
 /// What can go wrong in the store. Cloneable, so one commit failure can be
 /// reported to every request of its batch.
@@ -88,6 +88,13 @@ pub enum StoreError {
     /// The writer has stopped (the daemon is shutting down).
     #[error("the store is closed")]
     Closed,
+    /// Refused by the drift guard: the session's view is stale.
+    #[error(
+        "refused: the memory changed outside this session since it last read \
+         (generation {} seen, {} now); nothing was written",
+        .0.observed, .0.actual
+    )]
+    Drift(Box<Refusal>),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -112,7 +119,7 @@ impl From<std::io::Error> for StoreError {
 }
 
 /// Generations as the daemon knows them (DESIGN.md "Drift").
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Generations {
     /// Newest generation the daemon has read or produced.
     pub current: AtomicU64,
@@ -122,6 +129,20 @@ pub struct Generations {
     pub external_epoch: AtomicU64,
     /// When the last external change was detected (stored time format).
     pub last_drift_at: std::sync::Mutex<Option<String>>,
+    /// Drift events for subscribed sessions.
+    pub events: tokio::sync::broadcast::Sender<memd_proto::DriftEvent>,
+}
+
+impl Default for Generations {
+    fn default() -> Self {
+        Generations {
+            current: AtomicU64::new(0),
+            own_last: AtomicU64::new(0),
+            external_epoch: AtomicU64::new(0),
+            last_drift_at: std::sync::Mutex::new(None),
+            events: tokio::sync::broadcast::channel(64).0,
+        }
+    }
 }
 
 impl Generations {
@@ -159,8 +180,6 @@ pub struct Store {
     pub stats: Arc<Stats>,
     /// The database file.
     pub path: PathBuf,
-    /// `db_uuid` of the file.
-    pub db_uuid: String,
 }
 
 impl Store {
@@ -176,15 +195,8 @@ impl Store {
             tracing::info!(copy = %copy.display(), "copied the database before upgrading it");
         }
         restrict_mode(path);
-        let generation = read_generation(&conn)?;
-        let db_uuid: String = conn.query_row(
-            "SELECT value FROM memory_meta WHERE key = 'db_uuid'",
-            [],
-            |r| r.get(0),
-        )?;
         let generations = Arc::new(Generations::default());
-        generations.current.store(generation, Ordering::Release);
-        generations.own_last.store(generation, Ordering::Release);
+        startup_generations(&conn, &generations)?;
         let stats = Arc::new(Stats::default());
         let readers = Readers::new(
             path.to_path_buf(),
@@ -194,19 +206,20 @@ impl Store {
             generations.clone(),
         );
         readers.warm()?;
-        let writer = Writer::spawn(
+        let writer = Writer::spawn(writer::WriterSetup {
             conn,
-            generations.clone(),
-            stats.clone(),
-            config.storage.max_batch,
-        )?;
+            path: path.to_path_buf(),
+            config: config.clone(),
+            generations: generations.clone(),
+            stats: stats.clone(),
+            readers: readers.pool(),
+        })?;
         Ok(Store {
             writer,
             readers,
             generations,
             stats,
             path: path.to_path_buf(),
-            db_uuid,
         })
     }
 
@@ -216,6 +229,59 @@ impl Store {
         self.readers.close();
         self.writer.shutdown().await;
     }
+}
+
+/// Sets the generations at start-up. The daemon records the generation of
+/// its last commit in `memory_meta`; a file whose generation differs was
+/// written while no daemon watched it (or after a crash of one), and that
+/// counts as an external change: sessions that come back with an older seen
+/// generation must read again before a destructive write.
+fn startup_generations(conn: &Connection, g: &Generations) -> Result<(), StoreError> {
+    let mut generation = read_generation(conn)?;
+    let recorded = writer::meta_u64(conn, "daemon_generation")?;
+    let mut epoch = writer::meta_u64(conn, "external_epoch")?.unwrap_or(0);
+    if recorded.is_some_and(|r| r != generation) {
+        let known = recorded.unwrap_or(0).max(epoch);
+        if generation < known {
+            // An older file was put in place: generations never go back.
+            tracing::warn!(
+                found = generation,
+                known,
+                "the database generation went back while memd was not running; moving it forward"
+            );
+            generation = known + 1;
+        } else {
+            tracing::warn!(
+                recorded = recorded.unwrap_or_default(),
+                generation,
+                "the database changed while memd was not running; counting it as an external change"
+            );
+        }
+        epoch = generation;
+        conn.execute_batch("BEGIN IMMEDIATE")?;
+        let written = conn
+            .execute(
+                "UPDATE memory_meta SET value = ?1 WHERE key = 'generation'",
+                [generation.to_string()],
+            )
+            .and_then(|_| {
+                conn.execute(
+                    "INSERT OR REPLACE INTO memory_meta (key, value) VALUES \
+                     ('external_epoch', ?1), ('daemon_generation', ?1)",
+                    [generation.to_string()],
+                )
+            })
+            .and_then(|_| conn.execute_batch("COMMIT"));
+        if let Err(e) = written {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e.into());
+        }
+        *g.last_drift_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::clock::now());
+    }
+    g.current.store(generation, Ordering::Release);
+    g.own_last.store(generation, Ordering::Release);
+    g.external_epoch.store(epoch, Ordering::Release);
+    Ok(())
 }
 
 /// Opens the connection that the writer thread will own, with the pragmas of

@@ -3,10 +3,14 @@
 //! Each read runs on tokio's blocking pool inside one deferred transaction
 //! that first reads the generation, so the result and the generation come
 //! from the same WAL snapshot (that generation becomes the session's seen).
+//!
+//! Every read holds the pool's gate shared; the writer thread takes it
+//! exclusively to swap the database file (a restore, or a file replaced
+//! under the daemon), so no reader ever straddles two files.
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
@@ -33,11 +37,37 @@ pub struct Read<T> {
     pub generation: u64,
 }
 
-/// The pool.
-pub struct Readers {
+/// The part of the pool the writer thread shares.
+pub struct Pool {
     path: PathBuf,
     busy_timeout: Duration,
     idle: Mutex<Vec<Connection>>,
+    gate: RwLock<()>,
+}
+
+impl Pool {
+    fn open(&self) -> Result<Connection, StoreError> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(self.busy_timeout)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        Ok(conn)
+    }
+
+    /// Runs `f` with every reader stopped and every idle connection closed;
+    /// readers reopen the file afterwards.
+    pub fn exclusive<T>(&self, f: impl FnOnce() -> T) -> T {
+        let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        f()
+    }
+}
+
+/// The pool.
+pub struct Readers {
+    pool: Arc<Pool>,
     permits: Semaphore,
     stats: Arc<Stats>,
     generations: Arc<Generations>,
@@ -53,13 +83,21 @@ impl Readers {
         generations: Arc<Generations>,
     ) -> Readers {
         Readers {
-            path,
-            busy_timeout: Duration::from_millis(busy_timeout_ms),
-            idle: Mutex::new(Vec::with_capacity(size)),
+            pool: Arc::new(Pool {
+                path,
+                busy_timeout: Duration::from_millis(busy_timeout_ms),
+                idle: Mutex::new(Vec::with_capacity(size)),
+                gate: RwLock::new(()),
+            }),
             permits: Semaphore::new(size),
             stats,
             generations,
         }
+    }
+
+    /// The part the writer thread uses to swap files.
+    pub fn pool(&self) -> Arc<Pool> {
+        self.pool.clone()
     }
 
     /// Opens one connection now, so a broken file fails at start-up.
@@ -67,23 +105,14 @@ impl Readers {
     /// # Errors
     /// SQLite errors.
     pub fn warm(&self) -> Result<(), StoreError> {
-        let conn = self.open()?;
+        let conn = self.pool.open()?;
         read_generation(&conn)?;
-        self.idle
+        self.pool
+            .idle
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(conn);
         Ok(())
-    }
-
-    fn open(&self) -> Result<Connection, StoreError> {
-        let conn = Connection::open_with_flags(
-            &self.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
-        conn.busy_timeout(self.busy_timeout)?;
-        conn.set_prepared_statement_cache_capacity(64);
-        Ok(conn)
     }
 
     /// Runs `f` in a read transaction on a blocking thread.
@@ -100,35 +129,40 @@ impl Readers {
             .acquire()
             .await
             .map_err(|_| StoreError::Closed)?;
-        let pooled = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        let conn = match pooled {
-            Some(c) => c,
-            None => self.open()?,
-        };
         if kind == ReadKind::Client {
             self.stats.db_reads.fetch_add(1, Ordering::Relaxed);
         }
-        let joined = tokio::task::spawn_blocking(move || {
+        let pool = self.pool.clone();
+        let read = tokio::task::spawn_blocking(move || {
+            let _gate = pool.gate.read().unwrap_or_else(|e| e.into_inner());
+            let pooled = pool.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let conn = match pooled {
+                Some(c) => c,
+                None => pool.open()?,
+            };
             let result = run_in_tx(&conn, f);
-            (conn, result)
+            pool.idle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(conn);
+            result
         })
-        .await;
+        .await
         // A panicking closure loses its connection; the pool opens a new one
         // next time.
-        let (conn, result) = joined.map_err(|e| StoreError::Sqlite(format!("read failed: {e}")))?;
-        self.idle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(conn);
-        let read = result?;
+        .map_err(|e| StoreError::Sqlite(format!("read failed: {e}")))??;
         self.generations.observe(read.generation);
         Ok(read)
     }
 
-    /// Closes every idle connection.
+    /// Closes every idle connection; later reads fail.
     pub fn close(&self) {
         self.permits.close();
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.pool
+            .idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 }
 
@@ -140,8 +174,7 @@ fn run_in_tx<T>(
     let result = read_generation(conn)
         .and_then(|generation| f(conn).map(|value| Read { value, generation }));
     // A read transaction has nothing to keep: end it either way.
-    let _ = conn.execute_batch("COMMIT");
-    if !conn.is_autocommit() {
+    if conn.execute_batch("COMMIT").is_err() && !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
     }
     result

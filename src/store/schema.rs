@@ -158,6 +158,27 @@ pub fn missing_objects(conn: &Connection) -> Result<Vec<String>, StoreError> {
     Ok(missing)
 }
 
+/// The `CREATE` statement of a table or trigger in the shipped schema, for
+/// recreating one that was dropped outside memd.
+pub fn definition_of(name: &str) -> Option<String> {
+    for m in MIGRATIONS.iter().rev() {
+        for prefix in ["CREATE TRIGGER ", "CREATE VIRTUAL TABLE ", "CREATE TABLE "] {
+            let start = format!("{prefix}{name} ");
+            let Some(at) = m.sql.find(&start) else {
+                continue;
+            };
+            let rest = &m.sql[at..];
+            let end = if prefix == "CREATE TRIGGER " {
+                rest.find("\nEND;").map(|i| i + "\nEND;".len())
+            } else {
+                rest.find(";\n").map(|i| i + 1)
+            }?;
+            return Some(rest[..end].to_string());
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +241,33 @@ mod tests {
         let fts_ok =
             old.execute_batch("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')");
         assert!(fts_ok.is_ok(), "{fts_ok:?}");
+    }
+
+    #[test]
+    fn every_required_object_can_be_recreated() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        migrate(&mut conn, dir.path()).unwrap();
+        for (kind, name) in REQUIRED_OBJECTS {
+            if *name == "memories" || *name == "memory_meta" {
+                continue;
+            }
+            let drop = if *kind == "trigger" {
+                "TRIGGER"
+            } else {
+                "TABLE"
+            };
+            conn.execute_batch(&format!("DROP {drop} {name}")).unwrap();
+            let missing = missing_objects(&conn).unwrap();
+            assert!(missing.contains(&format!("{kind} {name}")), "{missing:?}");
+            for object in missing {
+                let n = object.split_whitespace().last().unwrap();
+                let sql = definition_of(n).unwrap_or_else(|| panic!("{n}"));
+                assert!(sql.ends_with(';'), "{sql}");
+                conn.execute_batch(&sql).unwrap();
+            }
+            assert!(missing_objects(&conn).unwrap().is_empty(), "{name}");
+        }
     }
 
     #[test]

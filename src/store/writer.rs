@@ -6,21 +6,28 @@
 //! job's failure rolls back only that job — commits once, and only then
 //! answers each job (group commit: an acknowledged write is durable).
 //!
-//! Every batch starts by reading the generation: a value that is not the
-//! daemon's own last one means someone else wrote the file (DESIGN.md
-//! "Drift"), and that check runs here, between batches, for every kind of
-//! external change.
+//! Every external-change check runs here, between batches (DESIGN.md
+//! "Drift"): each batch starts by reading the generation inside its write
+//! transaction, and the file watcher wakes the thread with [`Writer::check`]
+//! so a change is seen within milliseconds even when nobody writes. The
+//! thread also swaps database files: a restore through the backup API, or a
+//! file renamed over `memory.db` (the old inode is never written again).
 
-use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use rusqlite::Connection;
+use memd_proto::{DriftEvent, DriftNotice, DriftPolicy};
+use rusqlite::{Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
-use super::{Generations, Stats, StoreError, read_generation};
+use super::readers::Pool;
+use super::{Generations, Stats, StoreError, read_generation, schema};
+use crate::config::Config;
+use crate::drift::policy::{self, CommitLog, Decision, Facts, SessionCommit, WriteKind};
 
 /// Who makes a write: it decides what counts as drift for whom.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,19 +43,33 @@ pub enum Author {
     Daemon,
 }
 
-/// A commit made by a session, kept in a short log (for the `strict` policy).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionCommit {
-    /// Generation after the commit.
-    pub generation: u64,
-    /// Session key.
-    pub session: String,
-    /// Namespace written.
-    pub namespace: String,
+/// How many session commits the log keeps.
+pub const COMMIT_LOG_LEN: usize = 65_536;
+
+/// What a session's write is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Guard {
+    /// The session's policy.
+    pub policy: DriftPolicy,
+    /// The session's seen generation.
+    pub seen: u64,
+    /// Append or destructive.
+    pub kind: WriteKind,
 }
 
-/// How many session commits the log keeps.
-pub const COMMIT_LOG_LEN: usize = 4_096;
+/// A refused write: what the session saw, what is there now, and the
+/// generation of the change it did not see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The session's seen generation.
+    pub observed: u64,
+    /// The generation in the refused transaction.
+    pub actual: u64,
+    /// Generation of the unseen change (backups are shared per cause).
+    pub cause: u64,
+    /// Absolute path of the backup, once written.
+    pub backup: Option<String>,
+}
 
 /// What a job sees while it runs: the connection inside the batch's
 /// transaction, and the generation state.
@@ -59,6 +80,7 @@ pub struct WriteCtx<'a> {
     pub generations: &'a Generations,
     /// Who submitted this job.
     pub author: &'a Author,
+    log: &'a CommitLog,
 }
 
 impl WriteCtx<'_> {
@@ -68,6 +90,37 @@ impl WriteCtx<'_> {
     /// SQLite errors.
     pub fn generation(&self) -> Result<u64, StoreError> {
         read_generation(self.conn)
+    }
+
+    /// Applies the drift policy: `Ok(None)` to go ahead, `Ok(Some(notice))`
+    /// to go ahead on a stale view (an append under `external`).
+    ///
+    /// # Errors
+    /// [`StoreError::Drift`] when the write must be refused.
+    pub fn guard(&self, guard: &Guard) -> Result<Option<DriftNotice>, StoreError> {
+        let Author::Session { id, namespace } = self.author else {
+            return Ok(None);
+        };
+        let current = self.generation()?;
+        let facts = Facts {
+            seen: guard.seen,
+            external_epoch: self.generations.external_epoch.load(Ordering::Acquire),
+            other_session: self.log.newest_other_since(guard.seen, id, namespace),
+            current,
+        };
+        match policy::decide(guard.policy, guard.kind, &facts) {
+            Decision::Allow => Ok(None),
+            Decision::Notice => Ok(Some(DriftNotice {
+                generation_observed: guard.seen,
+                generation_actual: current,
+            })),
+            Decision::Refuse { cause } => Err(StoreError::Drift(Box::new(Refusal {
+                observed: guard.seen,
+                actual: current,
+                cause,
+                backup: None,
+            }))),
+        }
     }
 }
 
@@ -117,8 +170,19 @@ where
     }
 }
 
+/// Result of a restore.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    /// Generation of the restored file as it arrived.
+    pub generation_in_file: u64,
+    /// Generation after the restore (above every earlier one).
+    pub generation: u64,
+}
+
 enum Msg {
     Job(Box<dyn Job>),
+    Check,
+    Restore(PathBuf, oneshot::Sender<Result<Restored, StoreError>>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -126,29 +190,52 @@ enum Msg {
 pub struct Writer {
     tx: Mutex<Option<mpsc::Sender<Msg>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
-    /// Recent session commits, newest last.
-    pub commit_log: Arc<Mutex<VecDeque<SessionCommit>>>,
+}
+
+/// A cheap, cloneable way to wake the writer for an external-change check
+/// (used by the file watcher).
+#[derive(Clone)]
+pub struct CheckHandle(mpsc::Sender<Msg>);
+
+impl CheckHandle {
+    /// Asks for a check; `false` when the writer has stopped.
+    pub fn check(&self) -> bool {
+        self.0.send(Msg::Check).is_ok()
+    }
+}
+
+/// Everything the writer thread needs besides its connection.
+pub(super) struct WriterSetup {
+    pub conn: Connection,
+    pub path: PathBuf,
+    pub config: Config,
+    pub generations: Arc<Generations>,
+    pub stats: Arc<Stats>,
+    pub readers: Arc<Pool>,
 }
 
 impl Writer {
-    /// Starts the thread that owns `conn`.
+    /// Starts the thread that owns the connection.
     ///
     /// # Errors
-    /// When the thread cannot be spawned.
-    pub fn spawn(
-        conn: Connection,
-        generations: Arc<Generations>,
-        stats: Arc<Stats>,
-        max_batch: usize,
-    ) -> Result<Writer, StoreError> {
+    /// When the thread cannot be spawned or the file cannot be inspected.
+    pub(super) fn spawn(setup: WriterSetup) -> Result<Writer, StoreError> {
         let (tx, rx) = mpsc::channel();
-        let commit_log = Arc::new(Mutex::new(VecDeque::with_capacity(COMMIT_LOG_LEN)));
+        let file_id = file_id(&setup.path)?;
+        let own = setup.generations.own_last.load(Ordering::Acquire);
+        let last_data_version = data_version(&setup.conn)?;
         let state = Thread {
-            conn,
-            generations,
-            stats,
-            max_batch,
-            commit_log: commit_log.clone(),
+            conn: setup.conn,
+            path: setup.path,
+            max_batch: setup.config.storage.max_batch,
+            config: setup.config,
+            generations: setup.generations,
+            stats: setup.stats,
+            readers: setup.readers,
+            log: CommitLog::new(own, COMMIT_LOG_LEN),
+            file_id,
+            last_data_version,
+            broken: None,
         };
         let thread = std::thread::Builder::new()
             .name("memd-writer".into())
@@ -156,8 +243,19 @@ impl Writer {
         Ok(Writer {
             tx: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
-            commit_log,
         })
+    }
+
+    fn send(&self, msg: Msg) -> Result<(), StoreError> {
+        let guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let tx = guard.as_ref().ok_or(StoreError::Closed)?;
+        tx.send(msg).map_err(|_| StoreError::Closed)
+    }
+
+    /// A handle for the file watcher.
+    pub fn check_handle(&self) -> Option<CheckHandle> {
+        let guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        guard.as_ref().map(|tx| CheckHandle(tx.clone()))
     }
 
     /// Runs `f` in the next batch and returns its result once the batch is
@@ -171,17 +269,24 @@ impl Writer {
         T: Send + 'static,
     {
         let (reply, rx) = oneshot::channel();
-        let job = Box::new(CallJob {
+        self.send(Msg::Job(Box::new(CallJob {
             author,
             f: Some(f),
             out: None,
             reply,
-        });
-        {
-            let guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
-            let tx = guard.as_ref().ok_or(StoreError::Closed)?;
-            tx.send(Msg::Job(job)).map_err(|_| StoreError::Closed)?;
-        }
+        })))?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Replaces the database's content with the SQLite file at `path`
+    /// through the backup API; counted as an external change.
+    ///
+    /// # Errors
+    /// When the file is not a usable memd database (nothing is changed), or
+    /// SQLite fails.
+    pub async fn restore(&self, path: PathBuf) -> Result<Restored, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Msg::Restore(path, reply))?;
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
@@ -202,12 +307,48 @@ impl Writer {
     }
 }
 
+/// (device, inode) of a path, without opening it.
+fn file_id(path: &Path) -> Result<(u64, u64), StoreError> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+fn data_version(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+}
+
+fn set_meta(conn: &Connection, key: &str, value: u64) -> Result<(), StoreError> {
+    conn.prepare_cached("INSERT OR REPLACE INTO memory_meta (key, value) VALUES (?1, ?2)")?
+        .execute((key, value.to_string()))?;
+    Ok(())
+}
+
+fn set_generation(conn: &Connection, g: u64) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE memory_meta SET value = ?1 WHERE key = 'generation'",
+        [g.to_string()],
+    )?;
+    Ok(())
+}
+
 struct Thread {
     conn: Connection,
+    path: PathBuf,
+    config: Config,
     generations: Arc<Generations>,
     stats: Arc<Stats>,
     max_batch: usize,
-    commit_log: Arc<Mutex<VecDeque<SessionCommit>>>,
+    readers: Arc<Pool>,
+    log: CommitLog,
+    /// Identity of the file the connection has open.
+    file_id: (u64, u64),
+    /// `PRAGMA data_version` at the last check: it moves only when another
+    /// connection commits.
+    last_data_version: i64,
+    /// Set when the database file is gone or unusable: writes fail with this
+    /// message until a check finds a usable file again.
+    broken: Option<String>,
 }
 
 impl Thread {
@@ -216,19 +357,30 @@ impl Thread {
         while stop.is_none() {
             let Ok(first) = rx.recv() else { break };
             let mut batch: Vec<Box<dyn Job>> = Vec::new();
-            match first {
+            let mut check = false;
+            let mut restores = Vec::new();
+            let mut take = |msg: Msg, batch: &mut Vec<Box<dyn Job>>, stop: &mut Option<_>| match msg
+            {
                 Msg::Job(j) => batch.push(j),
-                Msg::Shutdown(ack) => stop = Some(ack),
-            }
+                Msg::Check => check = true,
+                Msg::Restore(path, reply) => restores.push((path, reply)),
+                Msg::Shutdown(ack) => *stop = Some(ack),
+            };
+            take(first, &mut batch, &mut stop);
             while stop.is_none() && batch.len() < self.max_batch {
                 match rx.try_recv() {
-                    Ok(Msg::Job(j)) => batch.push(j),
-                    Ok(Msg::Shutdown(ack)) => stop = Some(ack),
+                    Ok(msg) => take(msg, &mut batch, &mut stop),
                     Err(_) => break,
                 }
             }
+            if check && batch.is_empty() {
+                self.watcher_check();
+            }
             if !batch.is_empty() {
                 self.run_batch(batch);
+            }
+            for (path, reply) in restores {
+                let _ = reply.send(self.restore(&path));
             }
         }
         self.close();
@@ -238,6 +390,19 @@ impl Thread {
     }
 
     fn close(self) {
+        let own = self.generations.own_last.load(Ordering::Acquire);
+        if self.broken.is_none() {
+            let recorded = self
+                .conn
+                .execute_batch("BEGIN IMMEDIATE")
+                .map_err(StoreError::from)
+                .and_then(|()| set_meta(&self.conn, "daemon_generation", own))
+                .and_then(|()| Ok(self.conn.execute_batch("COMMIT")?));
+            if let Err(e) = recorded {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                tracing::warn!(error = %e, "cannot record the daemon's generation");
+            }
+        }
         match self
             .conn
             .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
@@ -252,6 +417,56 @@ impl Thread {
         }
     }
 
+    /// A check woken by the file watcher: cheap when nothing changed (the
+    /// file is the same and no other connection committed).
+    fn watcher_check(&mut self) {
+        if let Err(e) = self.ensure_file() {
+            tracing::warn!(error = %e, "external-change check failed");
+            return;
+        }
+        if self.broken.is_some() {
+            return;
+        }
+        match data_version(&self.conn) {
+            Ok(v) if v == self.last_data_version => return,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read data_version");
+                return;
+            }
+        }
+        let checked = self
+            .conn
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(StoreError::from)
+            .and_then(|()| self.check_external())
+            .and_then(|()| Ok(self.conn.execute_batch("COMMIT")?));
+        if let Err(e) = checked {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            tracing::warn!(error = %e, "external-change check failed");
+        }
+    }
+
+    /// Makes sure the connection has the file at the path open: reopens it
+    /// when another file was renamed over it.
+    fn ensure_file(&mut self) -> Result<(), StoreError> {
+        match file_id(&self.path) {
+            Ok(id) if id == self.file_id && self.broken.is_none() => Ok(()),
+            Ok(_) => self.reopen(),
+            Err(e) => {
+                let msg = format!(
+                    "the database file {} is gone ({e}); put it back or restart memd",
+                    self.path.display()
+                );
+                if self.broken.as_deref() != Some(msg.as_str()) {
+                    tracing::error!("{msg}");
+                }
+                self.broken = Some(msg);
+                Ok(())
+            }
+        }
+    }
+
     fn run_batch(&mut self, mut batch: Vec<Box<dyn Job>>) {
         if let Err(e) = self.begin() {
             for job in batch {
@@ -259,7 +474,7 @@ impl Thread {
             }
             return;
         }
-        let mut commits = Vec::new();
+        let mut logged = 0;
         for job in batch.iter_mut() {
             let before = read_generation(&self.conn).unwrap_or(0);
             let ok = self.conn.execute_batch("SAVEPOINT job").is_ok() && {
@@ -268,6 +483,7 @@ impl Thread {
                     conn: &self.conn,
                     generations: &self.generations,
                     author: &author,
+                    log: &self.log,
                 };
                 job.run(&mut ctx)
             };
@@ -275,18 +491,20 @@ impl Thread {
                 let _ = self.conn.execute_batch("RELEASE job");
                 let after = read_generation(&self.conn).unwrap_or(before);
                 if let (Author::Session { id, namespace }, true) = (job.author(), after > before) {
-                    commits.push(SessionCommit {
+                    // Logged at once: a later job of this batch must see it.
+                    self.log.push(SessionCommit {
                         generation: after,
                         session: id.clone(),
                         namespace: namespace.clone(),
                     });
+                    logged += 1;
                 }
             } else {
                 let _ = self.conn.execute_batch("ROLLBACK TO job; RELEASE job");
             }
         }
-        let end = read_generation(&self.conn);
-        let committed = end.and_then(|g| {
+        let committed = read_generation(&self.conn).and_then(|g| {
+            set_meta(&self.conn, "daemon_generation", g)?;
             self.conn.execute_batch("COMMIT")?;
             Ok(g)
         });
@@ -298,15 +516,6 @@ impl Thread {
                 self.stats
                     .writes
                     .fetch_add(batch.len() as u64, Ordering::Relaxed);
-                if !commits.is_empty() {
-                    let mut log = self.commit_log.lock().unwrap_or_else(|e| e.into_inner());
-                    for c in commits {
-                        if log.len() == COMMIT_LOG_LEN {
-                            log.pop_front();
-                        }
-                        log.push_back(c);
-                    }
-                }
                 for job in batch {
                     job.finish(Ok(()));
                 }
@@ -314,6 +523,7 @@ impl Thread {
             Err(e) => {
                 tracing::error!(error = %e, "commit failed; the batch was rolled back");
                 let _ = self.conn.execute_batch("ROLLBACK");
+                self.log.unpush(logged);
                 for job in batch {
                     job.finish(Err(e.clone()));
                 }
@@ -323,6 +533,10 @@ impl Thread {
 
     /// Opens the batch's transaction and runs the external-change check.
     fn begin(&mut self) -> Result<(), StoreError> {
+        self.ensure_file()?;
+        if let Some(msg) = &self.broken {
+            return Err(StoreError::Io(msg.clone()));
+        }
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         let checked = self.check_external();
         if checked.is_err() {
@@ -331,42 +545,243 @@ impl Thread {
         checked
     }
 
-    /// Compares the file's generation with the daemon's own last one.
+    /// Inside a write transaction: compares the file's generation with the
+    /// daemon's own last one, repairs dropped triggers or tables, and records
+    /// an external epoch when someone else wrote.
     fn check_external(&mut self) -> Result<(), StoreError> {
         let own = self.generations.own_last.load(Ordering::Acquire);
-        let mut g = read_generation(&self.conn)?;
-        if g == own {
+        let dv = data_version(&self.conn)?;
+        let g = read_generation(&self.conn)?;
+        if g == own && dv == self.last_data_version {
             return Ok(());
         }
+        self.last_data_version = dv;
+        // Another connection committed: it may have dropped what memd relies
+        // on (then its writes may have bypassed the triggers).
+        let repaired = repair_schema(&self.conn)?;
+        if g == own && repaired.is_empty() {
+            // Only columns that are not edits changed (e.g. access tracking).
+            return Ok(());
+        }
+        let known = own.max(self.generations.current());
+        let mut epoch = g;
+        if !repaired.is_empty() || g < own {
+            // A repair is a change; a generation that went back (an older
+            // file restored) moves forward: generations never go back.
+            epoch = known.max(g) + 1;
+            set_generation(&self.conn, epoch)?;
+        }
         if g < own {
-            // An older file was restored: generations never go back.
-            let known = own.max(self.generations.current());
-            let next = known + 1;
-            self.conn.execute(
-                "UPDATE memory_meta SET value = ?1 WHERE key = 'generation'",
-                [next.to_string()],
-            )?;
             tracing::warn!(
                 found = g,
                 known,
-                now = next,
+                now = epoch,
                 "the database generation went back (an older file was restored); moved it forward"
             );
-            g = next;
         }
+        if !repaired.is_empty() {
+            tracing::warn!(
+                repaired = ?repaired,
+                "memd's triggers or tables were dropped outside memd: recreated them and rebuilt the search index"
+            );
+        }
+        let reason = if repaired.is_empty() {
+            "external write".to_string()
+        } else {
+            format!("external write; repaired {}", repaired.join(", "))
+        };
+        self.record_external(own, epoch, &reason)
+    }
+
+    /// Records an external epoch (in memory and in `memory_meta`) and tells
+    /// subscribed sessions.
+    fn record_external(&mut self, own: u64, epoch: u64, reason: &str) -> Result<(), StoreError> {
+        set_meta(&self.conn, "external_epoch", epoch)?;
         tracing::warn!(
             own_generation = own,
-            generation = g,
+            generation = epoch,
+            reason,
             "external change detected: the database was written outside memd"
         );
-        self.generations.external_epoch.store(g, Ordering::Release);
+        let at = crate::clock::now();
+        self.generations
+            .external_epoch
+            .store(epoch, Ordering::Release);
         *self
             .generations
             .last_drift_at
             .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(crate::clock::now());
-        self.generations.observe(g);
-        self.generations.own_last.store(g, Ordering::Release);
+            .unwrap_or_else(|e| e.into_inner()) = Some(at.clone());
+        self.generations.observe(epoch);
+        self.generations.own_last.store(epoch, Ordering::Release);
+        let _ = self.generations.events.send(DriftEvent {
+            generation: epoch,
+            external_epoch: epoch,
+            at,
+            reason: reason.to_string(),
+        });
         Ok(())
     }
+
+    /// Swaps the connection to the file now at the path (renamed over the
+    /// old one). The old connections are checkpointed and closed first; the
+    /// old inode is never written again.
+    fn reopen(&mut self) -> Result<(), StoreError> {
+        let readers = self.readers.clone();
+        readers.exclusive(|| {
+            let placeholder = Connection::open_in_memory()?;
+            let old = std::mem::replace(&mut self.conn, placeholder);
+            if self.broken.is_none() {
+                let _ = old.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                    r.get::<_, i64>(0)
+                });
+            }
+            let _ = old.close();
+            match self.open_current_file() {
+                Ok(()) => {
+                    self.broken = None;
+                    Ok(())
+                }
+                Err(e) => {
+                    let msg = format!(
+                        "the database file {} was replaced by an unusable file: {e}",
+                        self.path.display()
+                    );
+                    tracing::error!("{msg}");
+                    self.broken = Some(msg);
+                    Ok(())
+                }
+            }
+        })
+    }
+
+    fn open_current_file(&mut self) -> Result<(), StoreError> {
+        let mut conn = super::open_write_connection(&self.path, &self.config)?;
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        schema::migrate(&mut conn, dir)?;
+        self.file_id = file_id(&self.path)?;
+        self.conn = conn;
+        let own = self.generations.own_last.load(Ordering::Acquire);
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let done = self.after_swap(own, "database file replaced");
+        match done {
+            Ok(()) => Ok(self.conn.execute_batch("COMMIT")?),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// After the file's content was swapped: repair, move the generation
+    /// above everything seen, record it as external.
+    fn after_swap(&mut self, own: u64, reason: &str) -> Result<(), StoreError> {
+        repair_schema(&self.conn)?;
+        let g = read_generation(&self.conn)?;
+        let epoch = g.max(own).max(self.generations.current()) + 1;
+        set_generation(&self.conn, epoch)?;
+        self.log.reset(epoch);
+        self.record_external(own, epoch, reason)?;
+        self.last_data_version = data_version(&self.conn)?;
+        Ok(())
+    }
+
+    fn restore(&mut self, path: &Path) -> Result<Restored, StoreError> {
+        if let Some(msg) = &self.broken {
+            return Err(StoreError::Io(msg.clone()));
+        }
+        let generation_in_file = check_restorable(path)?;
+        let readers = self.readers.clone();
+        readers.exclusive(|| {
+            let own = self.generations.own_last.load(Ordering::Acquire);
+            self.conn.restore(
+                rusqlite::MAIN_DB,
+                path,
+                None::<fn(rusqlite::backup::Progress)>,
+            )?;
+            let dir = self.path.parent().unwrap_or(Path::new("."));
+            schema::migrate(&mut self.conn, dir)?;
+            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            match self.after_swap(own, "restored from a backup") {
+                Ok(()) => self.conn.execute_batch("COMMIT")?,
+                Err(e) => {
+                    let _ = self.conn.execute_batch("ROLLBACK");
+                    return Err(e);
+                }
+            }
+            Ok(Restored {
+                generation_in_file,
+                generation: self.generations.own_last.load(Ordering::Acquire),
+            })
+        })
+    }
+}
+
+/// Checks that `path` is a memd database this binary can use, without
+/// changing it; returns its generation.
+fn check_restorable(path: &Path) -> Result<u64, StoreError> {
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .map_err(|e| StoreError::InvalidInput(format!("not a SQLite database: {e}")))?;
+    let check: String = conn
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .map_err(|e| StoreError::InvalidInput(format!("not a SQLite database: {e}")))?;
+    if check != "ok" {
+        return Err(StoreError::InvalidInput(format!(
+            "the file fails SQLite's quick_check: {check}"
+        )));
+    }
+    let version = schema::current_version(&conn).map_err(|e| match e {
+        StoreError::NotMemd => {
+            StoreError::InvalidInput("the file is a SQLite database but not memd's".into())
+        }
+        other => other,
+    })?;
+    if version == 0 {
+        return Err(StoreError::InvalidInput(
+            "the file is an empty database, not a memd backup".into(),
+        ));
+    }
+    if version > schema::latest_version() {
+        return Err(StoreError::SchemaTooNew {
+            found: version,
+            supported: schema::latest_version(),
+        });
+    }
+    read_generation(&conn)
+}
+
+/// Recreates required triggers and tables that are missing and, when any
+/// was, rebuilds the search index (writes may have bypassed the triggers).
+/// Returns what was repaired.
+fn repair_schema(conn: &Connection) -> Result<Vec<String>, StoreError> {
+    let missing = schema::missing_objects(conn)?;
+    if missing.is_empty() {
+        return Ok(missing);
+    }
+    for object in &missing {
+        let name = object.split_whitespace().last().unwrap_or_default();
+        let sql = schema::definition_of(name).ok_or_else(|| {
+            StoreError::Sqlite(format!("{object} is missing and memd cannot recreate it"))
+        })?;
+        conn.execute_batch(&sql)?;
+    }
+    conn.execute_batch(
+        "DELETE FROM memories_fts;
+         INSERT INTO memories_fts (rowid, content, subject)
+             SELECT id, content, subject FROM memories;",
+    )?;
+    Ok(missing)
+}
+
+/// Reads a value of `memory_meta`.
+///
+/// # Errors
+/// SQLite errors.
+pub fn meta_u64(conn: &Connection, key: &str) -> Result<Option<u64>, StoreError> {
+    let v: Option<String> = conn
+        .query_row("SELECT value FROM memory_meta WHERE key = ?1", [key], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    Ok(v.and_then(|s| s.parse().ok()))
 }

@@ -1,0 +1,15 @@
+//! The drift guard (DESIGN.md "Drift"): nothing written on a stale view may
+//! silently discard a change the session did not see.
+//!
+//! # Layout
+//! - [`policy`]: the decision as pure rules (`external`, `strict`, `off`)
+//!   and the log of session commits.
+//! - [`backup`]: the JSON backup written when a request is refused, and
+//!   backup retention.
+//! - [`watcher`]: file-system events on the data dir wake the writer
+//!   thread, which runs every external-change check
+//!   (`store::writer`).
+
+pub mod backup;
+pub mod policy;
+pub mod watcher;

@@ -85,10 +85,15 @@ impl BenchDaemon {
                 cmd.env_remove(&k);
             }
         }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("daemon.log"))?;
         cmd.env("NOTIFY_SOCKET", self.dir.path().join("notify.sock"))
             .env("MEMD_LOG", "warn")
             .stdin(Stdio::null())
-            .stdout(Stdio::null());
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log));
         self.child = Some(cmd.spawn().context("cannot start the daemon")?);
         self.notify
             .set_read_timeout(Some(Duration::from_millis(100)))?;

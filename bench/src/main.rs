@@ -1,6 +1,7 @@
 //! `memd-bench`: measurements of memd through its real daemon and socket.
 //!
 //! - `perf`: latency and throughput of requests over the socket.
+//! - `drift`: external-change detection latency, the guard's cost.
 //!
 //! The daemon under test is memd's own daemon code, run by this binary in a
 //! child process (`memd-bench daemon`, hidden) on a temp data dir, so the
@@ -8,6 +9,7 @@
 
 mod corpus;
 mod daemon;
+mod drift;
 mod perf;
 mod stats;
 
@@ -24,6 +26,8 @@ struct Cli {
 enum Command {
     /// Latency and throughput over the socket
     Perf(perf::PerfArgs),
+    /// External-change detection latency and the drift guard's cost
+    Drift(drift::DriftArgs),
     /// Run the daemon (used by the other commands)
     #[command(hide = true)]
     Daemon {
@@ -38,6 +42,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Perf(args) => perf::run(args),
+        Command::Drift(args) => drift::run(args),
         Command::Daemon { data_dir, config } => daemon::run_child(data_dir, config),
     }
 }

@@ -396,7 +396,7 @@ impl Thread {
                 .conn
                 .execute_batch("BEGIN IMMEDIATE")
                 .map_err(StoreError::from)
-                .and_then(|()| set_meta(&self.conn, "daemon_generation", own))
+                .and_then(|()| self.persist_generations(own))
                 .and_then(|()| Ok(self.conn.execute_batch("COMMIT")?));
             if let Err(e) = recorded {
                 let _ = self.conn.execute_batch("ROLLBACK");
@@ -435,14 +435,28 @@ impl Thread {
                 return;
             }
         }
-        let checked = self
+        // Look first in a read transaction: a plain external write needs no
+        // write lock from memd (a tool without a busy timeout would fail).
+        let needs_write = self
             .conn
-            .execute_batch("BEGIN IMMEDIATE")
+            .execute_batch("BEGIN")
             .map_err(StoreError::from)
-            .and_then(|()| self.check_external())
-            .and_then(|()| Ok(self.conn.execute_batch("COMMIT")?));
+            .and_then(|()| self.check_external(false));
+        let _ = self.conn.execute_batch("COMMIT");
+        let checked = match needs_write {
+            Ok(false) => Ok(()),
+            Ok(true) => self
+                .conn
+                .execute_batch("BEGIN IMMEDIATE")
+                .map_err(StoreError::from)
+                .and_then(|()| self.check_external(true))
+                .and_then(|_| Ok(self.conn.execute_batch("COMMIT")?)),
+            Err(e) => Err(e),
+        };
         if let Err(e) = checked {
-            let _ = self.conn.execute_batch("ROLLBACK");
+            if !self.conn.is_autocommit() {
+                let _ = self.conn.execute_batch("ROLLBACK");
+            }
             tracing::warn!(error = %e, "external-change check failed");
         }
     }
@@ -504,7 +518,7 @@ impl Thread {
             }
         }
         let committed = read_generation(&self.conn).and_then(|g| {
-            set_meta(&self.conn, "daemon_generation", g)?;
+            self.persist_generations(g)?;
             self.conn.execute_batch("COMMIT")?;
             Ok(g)
         });
@@ -538,30 +552,40 @@ impl Thread {
             return Err(StoreError::Io(msg.clone()));
         }
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        let checked = self.check_external();
+        let checked = self.check_external(true);
         if checked.is_err() {
             let _ = self.conn.execute_batch("ROLLBACK");
         }
-        checked
+        checked.map(|_| ())
     }
 
-    /// Inside a write transaction: compares the file's generation with the
+    /// Inside a transaction: compares the file's generation with the
     /// daemon's own last one, repairs dropped triggers or tables, and records
-    /// an external epoch when someone else wrote.
-    fn check_external(&mut self) -> Result<(), StoreError> {
+    /// an external epoch when someone else wrote. With `can_write` false (a
+    /// read transaction) it returns `Ok(true)` instead of writing when a
+    /// repair or a generation move is needed.
+    fn check_external(&mut self, can_write: bool) -> Result<bool, StoreError> {
         let own = self.generations.own_last.load(Ordering::Acquire);
         let dv = data_version(&self.conn)?;
         let g = read_generation(&self.conn)?;
         if g == own && dv == self.last_data_version {
-            return Ok(());
+            return Ok(false);
         }
-        self.last_data_version = dv;
         // Another connection committed: it may have dropped what memd relies
         // on (then its writes may have bypassed the triggers).
-        let repaired = repair_schema(&self.conn)?;
+        let missing = schema::missing_objects(&self.conn)?;
+        if !can_write && (!missing.is_empty() || g < own) {
+            return Ok(true);
+        }
+        self.last_data_version = dv;
+        let repaired = if missing.is_empty() {
+            missing
+        } else {
+            repair_schema(&self.conn)?
+        };
         if g == own && repaired.is_empty() {
             // Only columns that are not edits changed (e.g. access tracking).
-            return Ok(());
+            return Ok(false);
         }
         let known = own.max(self.generations.current());
         let mut epoch = g;
@@ -590,13 +614,13 @@ impl Thread {
         } else {
             format!("external write; repaired {}", repaired.join(", "))
         };
-        self.record_external(own, epoch, &reason)
+        self.record_external(own, epoch, &reason);
+        Ok(false)
     }
 
-    /// Records an external epoch (in memory and in `memory_meta`) and tells
-    /// subscribed sessions.
-    fn record_external(&mut self, own: u64, epoch: u64, reason: &str) -> Result<(), StoreError> {
-        set_meta(&self.conn, "external_epoch", epoch)?;
+    /// Records an external epoch and tells subscribed sessions. It reaches
+    /// `memory_meta` with the next commit (or at shutdown).
+    fn record_external(&mut self, own: u64, epoch: u64, reason: &str) {
         tracing::warn!(
             own_generation = own,
             generation = epoch,
@@ -620,6 +644,16 @@ impl Thread {
             at,
             reason: reason.to_string(),
         });
+    }
+
+    /// Writes the daemon's generation (and the external epoch) to
+    /// `memory_meta` inside the current write transaction.
+    fn persist_generations(&self, own: u64) -> Result<(), StoreError> {
+        set_meta(&self.conn, "daemon_generation", own)?;
+        let epoch = self.generations.external_epoch.load(Ordering::Acquire);
+        if epoch > 0 {
+            set_meta(&self.conn, "external_epoch", epoch)?;
+        }
         Ok(())
     }
 
@@ -681,7 +715,8 @@ impl Thread {
         let epoch = g.max(own).max(self.generations.current()) + 1;
         set_generation(&self.conn, epoch)?;
         self.log.reset(epoch);
-        self.record_external(own, epoch, reason)?;
+        self.record_external(own, epoch, reason);
+        self.persist_generations(epoch)?;
         self.last_data_version = data_version(&self.conn)?;
         Ok(())
     }

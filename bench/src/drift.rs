@@ -1,0 +1,125 @@
+//! `drift`: how fast an external write becomes a recorded external epoch,
+//! and what the guard costs an `add`.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use memd_client::{AddRequest, Client, ConnectOptions, DriftPolicy};
+use serde_json::json;
+
+use crate::daemon::BenchDaemon;
+use crate::stats::summarize;
+
+/// Flags of `drift`.
+#[derive(Debug, clap::Args)]
+pub struct DriftArgs {
+    /// External writes to time
+    #[arg(long, default_value_t = 100)]
+    pub trials: usize,
+    /// Adds per policy for the guard's cost
+    #[arg(long, default_value_t = 2_000)]
+    pub adds: usize,
+    /// Print one JSON object instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: DriftArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run_async(args))
+}
+
+fn epoch(status: &serde_json::Value) -> u64 {
+    status["drift"]["external_epoch"].as_u64().unwrap_or(0)
+}
+
+async fn run_async(args: DriftArgs) -> anyhow::Result<()> {
+    let daemon = BenchDaemon::start(None)?;
+    let db = daemon.data_dir().join("memory.db");
+    let mut client = Client::connect(ConnectOptions::new(daemon.socket())).await?;
+    client
+        .add(AddRequest {
+            content: "seed".into(),
+            ..Default::default()
+        })
+        .await?;
+
+    // Detection latency: from the end of an external commit (the sqlite3
+    // shell exits after committing) to `status` showing the new epoch.
+    let mut detect = Vec::with_capacity(args.trials);
+    for i in 0..args.trials {
+        let before = epoch(&client.status().await?);
+        let out = Command::new("sqlite3")
+            .args(["-cmd", ".timeout 5000"])
+            .arg(&db)
+            .arg(format!("INSERT INTO memories(content) VALUES ('external {i}')"))
+            .output()
+            .context("the sqlite3 shell is needed (apt-get install sqlite3)")?;
+        if !out.status.success() {
+            bail!("sqlite3 failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        let committed = Instant::now();
+        loop {
+            if epoch(&client.status().await?) > before {
+                detect.push(committed.elapsed());
+                break;
+            }
+            if committed.elapsed() > Duration::from_secs(10) {
+                bail!("external write {i} not detected within 10 s");
+            }
+        }
+    }
+    let detect = summarize(&mut detect, Duration::ZERO);
+
+    // The guard's cost: the same adds under each policy. The external-change
+    // check at the start of each write transaction runs under every policy;
+    // `off` skips only the decision.
+    let mut adds = Vec::new();
+    for policy in [DriftPolicy::Off, DriftPolicy::External, DriftPolicy::Strict] {
+        let mut opts = ConnectOptions::new(daemon.socket());
+        opts.policy = Some(policy);
+        let mut c = Client::connect(opts).await?;
+        let mut samples = Vec::with_capacity(args.adds);
+        let wall = Instant::now();
+        for i in 0..args.adds {
+            let t = Instant::now();
+            c.add(AddRequest {
+                content: format!("{} guard cost sample {i}", policy.as_str()),
+                ..Default::default()
+            })
+            .await?;
+            samples.push(t.elapsed());
+        }
+        adds.push((policy.as_str(), summarize(&mut samples, wall.elapsed())));
+    }
+
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "detection_ms": {"n": detect.n, "p50": detect.p50_us / 1e3, "p95": detect.p95_us / 1e3, "p99": detect.p99_us / 1e3},
+                "add_us_by_policy": adds.iter().map(|(p, s)| json!({"policy": p, "p50_us": s.p50_us, "p99_us": s.p99_us})).collect::<Vec<_>>(),
+                "machine": crate::perf::machine_facts(),
+            })
+        );
+    } else {
+        println!("memd drift: {} trials; {}", detect.n, crate::perf::machine_facts());
+        println!();
+        println!(
+            "external write → external epoch visible: p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms",
+            detect.p50_us / 1e3,
+            detect.p95_us / 1e3,
+            detect.p99_us / 1e3
+        );
+        println!();
+        println!("| add, policy | p50 µs | p99 µs |");
+        println!("|---|---|---|");
+        for (p, s) in &adds {
+            println!("| {p} | {:.0} | {:.0} |", s.p50_us, s.p99_us);
+        }
+    }
+    Ok(())
+}

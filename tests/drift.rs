@@ -397,7 +397,8 @@ async fn a_dropped_trigger_is_restored_and_flagged() {
     // A tool that drops a trigger and writes around it.
     sqlite3(
         &d.db(),
-        "DROP TRIGGER memories_ai; INSERT INTO memories(content) VALUES ('sneaky unindexed row');",
+        "BEGIN; DROP TRIGGER memories_ai; \
+         INSERT INTO memories(content) VALUES ('sneaky unindexed row'); COMMIT;",
     );
     wait_for_epoch(&d, before);
     assert!(d.log().contains("recreated them"), "{}", d.log());

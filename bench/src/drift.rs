@@ -55,7 +55,9 @@ async fn run_async(args: DriftArgs) -> anyhow::Result<()> {
         let out = Command::new("sqlite3")
             .args(["-cmd", ".timeout 5000"])
             .arg(&db)
-            .arg(format!("INSERT INTO memories(content) VALUES ('external {i}')"))
+            .arg(format!(
+                "INSERT INTO memories(content) VALUES ('external {i}')"
+            ))
             .output()
             .context("the sqlite3 shell is needed (apt-get install sqlite3)")?;
         if !out.status.success() {
@@ -106,7 +108,11 @@ async fn run_async(args: DriftArgs) -> anyhow::Result<()> {
             })
         );
     } else {
-        println!("memd drift: {} trials; {}", detect.n, crate::perf::machine_facts());
+        println!(
+            "memd drift: {} trials; {}",
+            detect.n,
+            crate::perf::machine_facts()
+        );
         println!();
         println!(
             "external write → external epoch visible: p50 {:.1} ms, p95 {:.1} ms, p99 {:.1} ms",

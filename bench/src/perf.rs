@@ -18,6 +18,9 @@ pub struct PerfArgs {
     /// Queries to run
     #[arg(long, default_value_t = 1_000)]
     pub queries: usize,
+    /// Concurrent sessions for the load
+    #[arg(long, default_value_t = 16)]
+    pub load_sessions: usize,
     /// Print one JSON object instead of a table
     #[arg(long)]
     pub json: bool,
@@ -43,17 +46,51 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
     let mut client = Client::connect(ConnectOptions::new(daemon.socket())).await?;
     let mut rows = Vec::new();
 
-    // Single-session adds: every add is acknowledged only once committed
-    // (synchronous = FULL).
-    let mut samples = Vec::with_capacity(items.len());
+    // Load through concurrent sessions (group commit): every add is
+    // acknowledged only once committed (synchronous = FULL).
     let wall = Instant::now();
-    for item in &items {
+    let per = items.len().div_ceil(args.load_sessions.max(1));
+    let mut tasks = Vec::new();
+    for chunk in items.chunks(per.max(1)) {
+        let chunk: Vec<(String, &'static str, Vec<String>)> = chunk
+            .iter()
+            .map(|i| (i.content.clone(), i.category, i.tags.clone()))
+            .collect();
+        let socket = daemon.socket();
+        tasks.push(tokio::spawn(async move {
+            let mut c = Client::connect(ConnectOptions::new(socket)).await?;
+            let mut samples = Vec::with_capacity(chunk.len());
+            for (content, category, tags) in chunk {
+                let t = Instant::now();
+                c.add(AddRequest {
+                    content,
+                    category: Some(category.to_string()),
+                    tags,
+                    ..Default::default()
+                })
+                .await?;
+                samples.push(t.elapsed());
+            }
+            Ok::<_, memd_client::Error>(samples)
+        }));
+    }
+    let mut samples = Vec::with_capacity(items.len());
+    for t in tasks {
+        samples.extend(t.await??);
+    }
+    rows.push(Row {
+        op: "add_load_sessions",
+        s: summarize(&mut samples, wall.elapsed()),
+    });
+    let rss_after_load = daemon.rss_mb();
+
+    let mut samples = Vec::new();
+    let wall = Instant::now();
+    for i in 0..args.queries.min(1000) {
         let t = Instant::now();
         client
             .add(AddRequest {
-                content: item.content.clone(),
-                category: Some(item.category.to_string()),
-                tags: item.tags.clone(),
+                content: format!("single session add number {i} for latency"),
                 ..Default::default()
             })
             .await?;
@@ -63,7 +100,6 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         op: "add_1_session",
         s: summarize(&mut samples, wall.elapsed()),
     });
-    let rss_after_load = daemon.rss_mb();
 
     let mut samples = Vec::with_capacity(queries.len());
     let wall = Instant::now();
@@ -112,6 +148,33 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         op: "list_filtered",
         s: summarize(&mut samples, wall.elapsed()),
     });
+    // Inject: a session's first inject builds its block (cold), later
+    // ones are served from the snapshot (warm).
+    let mut samples = Vec::new();
+    let wall = Instant::now();
+    for _ in 0..20 {
+        let mut c = Client::connect(ConnectOptions::new(daemon.socket())).await?;
+        let t = Instant::now();
+        c.inject().await?;
+        samples.push(t.elapsed());
+    }
+    rows.push(Row {
+        op: "inject_cold",
+        s: summarize(&mut samples, wall.elapsed()),
+    });
+    let mut samples = Vec::new();
+    client.inject().await?;
+    let wall = Instant::now();
+    for _ in 0..args.queries.max(1000) {
+        let t = Instant::now();
+        client.inject().await?;
+        samples.push(t.elapsed());
+    }
+    rows.push(Row {
+        op: "inject_warm",
+        s: summarize(&mut samples, wall.elapsed()),
+    });
+    let block_chars = client.inject().await?.stats.chars;
     let rss_after_queries = daemon.rss_mb();
     let db_mb = file_mb(&daemon.data_dir().join("memory.db"))
         + file_mb(&daemon.data_dir().join("memory.db-wal"));
@@ -149,7 +212,8 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         }
         println!();
         println!(
-            "daemon RSS {:.1} MiB after load, {:.1} MiB after queries; database {:.1} MiB",
+            "daemon RSS {:.1} MiB after load, {:.1} MiB after queries; database {:.1} MiB; \
+             inject block {block_chars} chars",
             rss_after_load.unwrap_or(0.0),
             rss_after_queries.unwrap_or(0.0),
             db_mb

@@ -96,6 +96,30 @@ impl Client {
         self.rt.block_on(self.inner.status())
     }
 
+    /// See [`crate::Client::inject`].
+    ///
+    /// # Errors
+    /// As the async method.
+    pub fn inject(&mut self) -> Result<crate::proto::Injection> {
+        self.rt.block_on(self.inner.inject())
+    }
+
+    /// See [`crate::Client::compacted`].
+    ///
+    /// # Errors
+    /// As the async method.
+    pub fn compacted(&mut self) -> Result<()> {
+        self.rt.block_on(self.inner.compacted())
+    }
+
+    /// See [`crate::Client::refresh`].
+    ///
+    /// # Errors
+    /// As the async method.
+    pub fn refresh(&mut self) -> Result<()> {
+        self.rt.block_on(self.inner.refresh())
+    }
+
     /// See [`crate::Client::stop`].
     ///
     /// # Errors

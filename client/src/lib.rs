@@ -429,6 +429,52 @@ impl Client {
     }
 }
 
+impl Client {
+    /// The session's memory block: built at the first call, then the same
+    /// bytes until this session writes, compacts or refreshes.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn inject(&mut self) -> Result<memd_proto::Injection> {
+        match self
+            .call(Request::Inject(memd_proto::InjectRequest {}))
+            .await?
+        {
+            Response::Injected(i) => Ok(i),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Tells the daemon the agent compacted its context: the next inject
+    /// rebuilds the block.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn compacted(&mut self) -> Result<()> {
+        match self
+            .call(Request::Compacted(memd_proto::CompactedRequest {}))
+            .await?
+        {
+            Response::Invalidated => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Drops the session's block: the next inject rebuilds it.
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn refresh(&mut self) -> Result<()> {
+        match self
+            .call(Request::Refresh(memd_proto::RefreshRequest {}))
+            .await?
+        {
+            Response::Invalidated => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
 fn read_full(reader: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {

@@ -50,6 +50,12 @@ pub enum Request {
     Upload(UploadChunk),
     /// Replace the database with the uploaded SQLite file.
     Restore(RestoreRequest),
+    /// The session's frozen memory block.
+    Inject(InjectRequest),
+    /// The agent compacted its context: rebuild the block at the next inject.
+    Compacted(CompactedRequest),
+    /// Rebuild the block at the next inject.
+    Refresh(RefreshRequest),
 }
 
 /// Everything the daemon answers. Append only.
@@ -81,6 +87,52 @@ pub enum Response {
     Uploaded(UploadAck),
     /// A push from the daemon (frame id 0).
     Event(Event),
+    /// Answer to [`Request::Inject`].
+    Injected(Injection),
+    /// Answer to [`Request::Compacted`] and [`Request::Refresh`]: the
+    /// session's snapshot is dropped.
+    Invalidated,
+}
+
+/// Ask for the session's memory block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct InjectRequest {}
+
+/// The agent compacted its context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct CompactedRequest {}
+
+/// Drop the session's snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RefreshRequest {}
+
+/// The session's frozen memory block: the same bytes at every inject until
+/// the session writes, compacts or refreshes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Injection {
+    /// The block to put in the prompt.
+    pub block: String,
+    /// FNV-1a 64 of the block, 16 hex digits.
+    pub hash: String,
+    /// Generation of the read that built it.
+    pub built_at_generation: u64,
+    /// Figures about the block (not part of it).
+    pub stats: InjectStats,
+}
+
+/// Figures about a block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InjectStats {
+    /// Memories in the block.
+    pub included: u32,
+    /// Memories eligible (promoted, active, visible) when it was built.
+    pub eligible: u32,
+    /// Length in characters.
+    pub chars: u32,
+    /// The character budget.
+    pub budget: u32,
+    /// Served from the snapshot (no database read).
+    pub cached: bool,
 }
 
 /// Subscribe to drift events.

@@ -240,7 +240,10 @@ fn responses() -> Vec<(&'static str, Response)> {
                 json: r#"{"ok":true}"#.into(),
             }),
         ),
-        ("resp_uploaded", Response::Uploaded(UploadAck { received: 4 })),
+        (
+            "resp_uploaded",
+            Response::Uploaded(UploadAck { received: 4 }),
+        ),
         (
             "resp_event",
             Response::Event(Event::Drift(DriftEvent {

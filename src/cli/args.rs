@@ -66,6 +66,12 @@ pub enum Command {
     Update(UpdateArgs),
     /// Delete a memory
     Forget(ForgetArgs),
+    /// Print the session's frozen memory block (for the prompt)
+    Inject,
+    /// The agent compacted its context: rebuild the block at the next inject
+    Compacted,
+    /// Rebuild the block at the next inject
+    Refresh,
     /// Show the daemon's status (never starts a daemon)
     Status,
     /// Check integrity: SQLite, the search index, memd's triggers

@@ -392,6 +392,15 @@ pub async fn execute(
             let r = client.forget(a.id, a.expect_rev).await?;
             Ok(output::forgotten(&r))
         }
+        Command::Inject => Ok(output::injected(&client.inject().await?)),
+        Command::Compacted => {
+            client.compacted().await?;
+            Ok(output::invalidated())
+        }
+        Command::Refresh => {
+            client.refresh().await?;
+            Ok(output::invalidated())
+        }
         Command::Status => Ok(output::status(client.status().await?)),
         Command::Check => output::check(client.check().await?),
         Command::Restore(a) => {

@@ -303,6 +303,38 @@ pub fn restored(report: Value) -> Output {
     }
 }
 
+/// `inject`: the block itself in human form.
+pub fn injected(i: &memd_client::proto::Injection) -> Output {
+    let mut fields = Map::new();
+    fields.insert("block".into(), json!(i.block));
+    fields.insert("hash".into(), json!(i.hash));
+    fields.insert("built_at_generation".into(), json!(i.built_at_generation));
+    fields.insert(
+        "stats".into(),
+        json!({
+            "included": i.stats.included,
+            "eligible": i.stats.eligible,
+            "chars": i.stats.chars,
+            "budget": i.stats.budget,
+            "cached": i.stats.cached,
+        }),
+    );
+    Output {
+        json: success(fields),
+        human: i.block.trim_end().to_string(),
+    }
+}
+
+/// `compacted` and `refresh`.
+pub fn invalidated() -> Output {
+    let mut fields = Map::new();
+    fields.insert("invalidated".into(), json!(true));
+    Output {
+        json: success(fields),
+        human: "the memory block will be rebuilt at the next inject".into(),
+    }
+}
+
 /// `stop`.
 pub fn stopped() -> Output {
     let mut fields = Map::new();

@@ -4,9 +4,13 @@
 //! Bad input closes only this connection: a wrong preamble, a frame over
 //! [`MAX_FRAME_LEN`], a frame that does not decode (garbage, invalid UTF-8,
 //! an unknown request kind) or stops halfway gets an error frame when the
-//! peer can still read one, then the connection is closed. Responses go
-//! through a bounded queue to a writer task with a write timeout, so a client
-//! that never reads is disconnected instead of growing the daemon's memory.
+//! peer can still read one, then the connection is closed. Every write has a
+//! timeout, so a client that never reads its responses is disconnected
+//! instead of holding the daemon's memory.
+//!
+//! The session loop waits on three things at once (the next frame, a drift
+//! event to push, shutdown), so frames are read by a buffered, cancel-safe
+//! [`FrameReader`]: a half-received frame survives a push.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -19,8 +23,8 @@ use memd_proto::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{broadcast, mpsc};
-use tokio::time::timeout;
+use tokio::sync::broadcast;
+use tokio::time::{Instant, timeout, timeout_at};
 
 use super::Shared;
 use super::shutdown::triggered;
@@ -29,13 +33,13 @@ use crate::session::Session;
 
 /// How long a new connection may take to send its preamble and `Hello`.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long the rest of a frame may take once its header has arrived.
+/// How long the rest of a frame may take once its first byte has arrived.
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one response may take to be written (a client that stops
 /// reading is disconnected after this).
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Responses queued for one connection before the handler waits.
-const OUT_QUEUE: usize = 16;
+/// Bytes read from the socket at a time.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// Why reading a frame stopped.
 #[derive(Debug)]
@@ -44,68 +48,130 @@ enum ReadError {
     Closed,
     /// The header announced too much, or nothing.
     Header(CodecError),
-    /// The body did not arrive in time.
+    /// The rest of a frame did not arrive in time.
     Stalled,
     /// The peer closed mid-frame, or another I/O error.
     Io(std::io::Error),
 }
 
-async fn read_frame(rd: &mut OwnedReadHalf) -> Result<Vec<u8>, ReadError> {
-    let mut header = [0u8; HEADER_LEN];
-    // The first byte decides between a clean close and a truncated frame.
-    match rd.read(&mut header[..1]).await {
-        Ok(0) => return Err(ReadError::Closed),
-        Ok(_) => {}
-        Err(e) => return Err(ReadError::Io(e)),
-    }
-    let rest = async {
-        rd.read_exact(&mut header[1..])
-            .await
-            .map_err(ReadError::Io)?;
-        let len = memd_proto::frame_len(header).map_err(ReadError::Header)?;
-        // Grow with the bytes that actually arrive: a peer that announces a
-        // large frame and stalls costs little memory.
-        let mut body = Vec::with_capacity(len.min(64 * 1024));
-        (&mut *rd)
-            .take(len as u64)
-            .read_to_end(&mut body)
-            .await
-            .map_err(ReadError::Io)?;
-        if body.len() < len {
-            return Err(ReadError::Io(std::io::ErrorKind::UnexpectedEof.into()));
-        }
-        Ok(body)
-    };
-    timeout(BODY_TIMEOUT, rest)
-        .await
-        .map_err(|_| ReadError::Stalled)?
+/// Reads frames into a buffer that outlives a cancelled wait: `next` can
+/// sit in a `select!` without ever losing half a frame.
+struct FrameReader {
+    rd: OwnedReadHalf,
+    buf: Vec<u8>,
+    /// When the frame that has started arriving must be complete.
+    deadline: Option<Instant>,
 }
 
-async fn write_loop(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Vec<u8>>) {
-    while let Some(buf) = rx.recv().await {
-        match timeout(WRITE_TIMEOUT, wr.write_all(&buf)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                tracing::debug!(error = %e, "client went away");
-                return;
-            }
-            Err(_) => {
-                tracing::warn!("client does not read its responses; disconnecting it");
-                return;
-            }
+impl FrameReader {
+    fn new(rd: OwnedReadHalf) -> FrameReader {
+        FrameReader {
+            rd,
+            buf: Vec::new(),
+            deadline: None,
         }
     }
-    let _ = wr.shutdown().await;
+
+    /// Bytes needed for the next frame, or the frame's body once complete.
+    fn parse(&mut self) -> Result<Option<Vec<u8>>, ReadError> {
+        if self.buf.len() < HEADER_LEN {
+            return Ok(None);
+        }
+        let header = [self.buf[0], self.buf[1], self.buf[2], self.buf[3]];
+        let len = memd_proto::frame_len(header).map_err(ReadError::Header)?;
+        if self.buf.len() < HEADER_LEN + len {
+            return Ok(None);
+        }
+        let body = self.buf[HEADER_LEN..HEADER_LEN + len].to_vec();
+        self.buf.drain(..HEADER_LEN + len);
+        Ok(Some(body))
+    }
+
+    /// Reads at least `n` buffered bytes.
+    async fn fill(&mut self, n: usize) -> Result<(), ReadError> {
+        while self.buf.len() < n {
+            self.read_some().await?;
+        }
+        Ok(())
+    }
+
+    /// One read from the socket (cancel safe: `read_buf` either reads or
+    /// does nothing).
+    async fn read_some(&mut self) -> Result<(), ReadError> {
+        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
+            self.buf.reserve(READ_CHUNK);
+        }
+        let read = match self.deadline {
+            Some(deadline) => timeout_at(deadline, self.rd.read_buf(&mut self.buf))
+                .await
+                .map_err(|_| ReadError::Stalled)?,
+            None => self.rd.read_buf(&mut self.buf).await,
+        };
+        match read {
+            Ok(0) if self.buf.is_empty() => Err(ReadError::Closed),
+            Ok(0) => Err(ReadError::Io(std::io::ErrorKind::UnexpectedEof.into())),
+            Ok(_) => {
+                if self.deadline.is_none() {
+                    self.deadline = Some(Instant::now() + BODY_TIMEOUT);
+                }
+                Ok(())
+            }
+            Err(e) => Err(ReadError::Io(e)),
+        }
+    }
+
+    /// The next frame's body.
+    async fn next(&mut self) -> Result<Vec<u8>, ReadError> {
+        loop {
+            if let Some(body) = self.parse()? {
+                // The clock for the next frame starts with its first byte.
+                self.deadline = (!self.buf.is_empty()).then(|| Instant::now() + BODY_TIMEOUT);
+                return Ok(body);
+            }
+            self.read_some().await?;
+        }
+    }
+
+    /// The 8-byte preamble.
+    async fn preamble(&mut self) -> Result<[u8; PREAMBLE_LEN], ReadError> {
+        self.fill(PREAMBLE_LEN).await?;
+        let mut p = [0u8; PREAMBLE_LEN];
+        p.copy_from_slice(&self.buf[..PREAMBLE_LEN]);
+        self.buf.drain(..PREAMBLE_LEN);
+        self.deadline = (!self.buf.is_empty()).then(|| Instant::now() + BODY_TIMEOUT);
+        Ok(p)
+    }
 }
 
 /// Outgoing side of a connection.
 struct Out {
-    tx: mpsc::Sender<Vec<u8>>,
+    wr: OwnedWriteHalf,
+    /// Set once a write failed or timed out: nothing more is sent.
+    dead: bool,
 }
 
 impl Out {
-    /// Queues a response; `false` when the connection is gone.
-    async fn send(&self, id: u64, body: Response) -> bool {
+    async fn write(&mut self, bytes: &[u8]) -> bool {
+        if self.dead {
+            return false;
+        }
+        match timeout(WRITE_TIMEOUT, self.wr.write_all(bytes)).await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "client went away");
+                self.dead = true;
+                false
+            }
+            Err(_) => {
+                tracing::warn!("client does not read its responses; disconnecting it");
+                self.dead = true;
+                false
+            }
+        }
+    }
+
+    /// Sends a response; `false` when the connection is gone.
+    async fn send(&mut self, id: u64, body: Response) -> bool {
         let bytes = match memd_proto::encode(&Frame { id, body }) {
             Ok(b) => b,
             Err(CodecError::TooLarge { len, max }) => {
@@ -126,24 +192,29 @@ impl Out {
                 return false;
             }
         };
-        self.tx.send(bytes).await.is_ok()
+        self.write(&bytes).await
     }
 
-    async fn error(&self, id: u64, code: ErrorCode, message: impl Into<String>) -> bool {
+    async fn error(&mut self, id: u64, code: ErrorCode, message: impl Into<String>) -> bool {
         self.send(id, Response::Error(ErrorBody::new(code, message)))
             .await
+    }
+
+    async fn close(mut self) {
+        if !self.dead {
+            let _ = timeout(Duration::from_secs(1), self.wr.shutdown()).await;
+        }
     }
 }
 
 /// Serves one accepted connection to its end.
 pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     let (rd, wr) = stream.into_split();
-    let (tx, rx) = mpsc::channel(OUT_QUEUE);
-    let writer = tokio::spawn(write_loop(wr, rx));
-    if tx.send(memd_proto::preamble().to_vec()).await.is_ok() {
-        run(rd, Out { tx }, &shared).await;
+    let mut out = Out { wr, dead: false };
+    if out.write(&memd_proto::preamble()).await {
+        run(FrameReader::new(rd), &mut out, &shared).await;
     }
-    let _ = writer.await;
+    out.close().await;
 }
 
 /// Sends the preamble and one error frame, then closes: used for refused
@@ -164,24 +235,12 @@ pub async fn refuse(mut stream: UnixStream, code: ErrorCode, message: String) {
     let _ = timeout(Duration::from_secs(2), write).await;
 }
 
-async fn run(mut rd: OwnedReadHalf, out: Out, shared: &Shared) {
-    let Some(mut session) = handshake(&mut rd, &out, shared).await else {
+async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared) {
+    let Some(mut session) = handshake(&mut reader, out, shared).await else {
         return;
     };
     shared.sessions.fetch_add(1, Ordering::Relaxed);
     tracing::debug!(session = %session.id, agent = %session.agent, namespace = %session.namespace, "session opened");
-    // Frames are read by their own task: the loop below also waits for
-    // drift events, and a half-read frame must never be cancelled.
-    let (frames_tx, mut frames) = mpsc::channel(1);
-    let reader = tokio::spawn(async move {
-        loop {
-            let frame = read_frame(&mut rd).await;
-            let last = frame.is_err();
-            if frames_tx.send(frame).await.is_err() || last {
-                break;
-            }
-        }
-    });
     let mut events = shared.store.generations.events.subscribe();
     let mut shutdown = shared.shutdown.subscribe();
     loop {
@@ -203,15 +262,14 @@ async fn run(mut rd: OwnedReadHalf, out: Out, shared: &Shared) {
                 }
                 continue;
             }
-            frame = frames.recv() => frame,
+            frame = reader.next() => frame,
         };
         let body = match frame {
-            Some(Ok(body)) => body,
-            Some(Err(e)) => {
-                report_read_error(e, &out).await;
+            Ok(body) => body,
+            Err(e) => {
+                report_read_error(e, out).await;
                 break;
             }
-            None => break,
         };
         let (id, req) = match memd_proto::decode::<Request>(&body) {
             Ok(f) => (f.id, f.body),
@@ -229,7 +287,6 @@ async fn run(mut rd: OwnedReadHalf, out: Out, shared: &Shared) {
             break;
         }
     }
-    reader.abort();
     shared.sessions.fetch_sub(1, Ordering::Relaxed);
     tracing::debug!(session = %session.id, "session closed");
 }
@@ -244,7 +301,7 @@ fn classify(e: &CodecError) -> (ErrorCode, &'static str) {
     }
 }
 
-async fn report_read_error(e: ReadError, out: &Out) {
+async fn report_read_error(e: ReadError, out: &mut Out) {
     match e {
         ReadError::Closed => {}
         ReadError::Header(e) => {
@@ -280,19 +337,18 @@ async fn report_read_error(e: ReadError, out: &Out) {
 
 /// Reads the preamble and `Hello`, answers `Welcome`. `None` ends the
 /// connection (the reason was logged and, when possible, sent).
-async fn handshake(rd: &mut OwnedReadHalf, out: &Out, shared: &Shared) -> Option<Session> {
-    let mut preamble = [0u8; PREAMBLE_LEN];
-    match timeout(HANDSHAKE_TIMEOUT, rd.read_exact(&mut preamble)).await {
-        Ok(Ok(_)) => {}
+async fn handshake(reader: &mut FrameReader, out: &mut Out, shared: &Shared) -> Option<Session> {
+    let preamble = match timeout(HANDSHAKE_TIMEOUT, reader.preamble()).await {
+        Ok(Ok(p)) => p,
         Ok(Err(e)) => {
-            tracing::debug!(error = %e, "connection closed before its preamble");
+            tracing::debug!(error = ?e, "connection closed before its preamble");
             return None;
         }
         Err(_) => {
             tracing::debug!("no preamble in time; closing");
             return None;
         }
-    }
+    };
     let theirs = match memd_proto::parse_preamble(&preamble) {
         Ok(v) => v,
         Err(e) => {
@@ -313,7 +369,7 @@ async fn handshake(rd: &mut OwnedReadHalf, out: &Out, shared: &Shared) -> Option
         tracing::warn!(error = %e, "client speaks another protocol version; closing");
         return None;
     }
-    let first = match timeout(HANDSHAKE_TIMEOUT, read_frame(rd)).await {
+    let first = match timeout(HANDSHAKE_TIMEOUT, reader.next()).await {
         Ok(Ok(body)) => body,
         Ok(Err(e)) => {
             report_read_error(e, out).await;

@@ -9,6 +9,7 @@ mod add;
 mod check;
 mod forget;
 mod get;
+mod inject;
 mod list;
 mod restore;
 mod search;
@@ -43,6 +44,9 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::Check(r) => check::handle(r, session, shared).await,
         Request::Upload(r) => restore::upload(r, session, shared).await,
         Request::Restore(r) => restore::handle(r, session, shared).await,
+        Request::Inject(r) => inject::handle(r, session, shared).await,
+        Request::Compacted(r) => inject::compacted(r, session, shared).await,
+        Request::Refresh(r) => inject::refresh(r, session, shared).await,
     };
     match result {
         Ok(resp) => resp,
@@ -75,6 +79,9 @@ pub fn request_kind(req: &Request) -> &'static str {
         Request::Check(_) => "check",
         Request::Upload(_) => "upload",
         Request::Restore(_) => "restore",
+        Request::Inject(_) => "inject",
+        Request::Compacted(_) => "compacted",
+        Request::Refresh(_) => "refresh",
     }
 }
 
@@ -106,6 +113,10 @@ where
             f(ctx, notice)
         })
         .await;
+    if result.is_ok() {
+        // The session's own write: its block must show it.
+        session.invalidate();
+    }
     match result {
         Err(StoreError::Drift(mut refusal)) => {
             session.seen = shared.store.generations.current().max(refusal.actual);

@@ -75,8 +75,8 @@ pub(super) async fn handle(
         "counts": { "memories": total, "by_status": by_status },
         "embedder": null,
         "stats": {
-            "snapshot_builds": 0,
-            "snapshot_hits": 0,
+            "snapshot_builds": stats.snapshot_builds.load(Ordering::Relaxed),
+            "snapshot_hits": stats.snapshot_hits.load(Ordering::Relaxed),
             "db_reads": stats.db_reads.load(Ordering::Relaxed),
             "commits": stats.commits.load(Ordering::Relaxed),
             "writes": stats.writes.load(Ordering::Relaxed),

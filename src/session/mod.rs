@@ -4,7 +4,9 @@
 //! A session is created by the handshake and dropped with its connection:
 //! nothing of it outlives the connection.
 
-use memd_proto::{DriftPolicy, Hello};
+pub mod snapshot;
+
+use memd_proto::{DriftPolicy, Hello, Injection};
 
 use crate::store::Author;
 use crate::store::gate::Who;
@@ -28,6 +30,8 @@ pub struct Session {
     pub subscribed: bool,
     /// A file the client is uploading (restore, import).
     pub upload: Option<Upload>,
+    /// The frozen memory block, once built.
+    pub snapshot: Option<Injection>,
 }
 
 /// A file a client streams to the daemon, kept in the data dir under a name
@@ -94,6 +98,7 @@ impl Session {
             seen: hello.seen_generation.unwrap_or(generation),
             subscribed: false,
             upload: None,
+            snapshot: None,
         })
     }
 
@@ -104,6 +109,13 @@ impl Session {
             agent: self.agent.clone(),
             session: self.id.clone(),
         }
+    }
+
+    /// Drops the snapshot: the next inject rebuilds it (after the session's
+    /// own writes, `compacted` and `refresh` — never after other sessions'
+    /// writes or external edits).
+    pub fn invalidate(&mut self) {
+        self.snapshot = None;
     }
 
     /// The author of this session's writes.

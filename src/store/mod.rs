@@ -8,11 +8,13 @@
 //! - [`memories`]: row mapping, insert/update/delete, visibility and filters.
 //! - [`search`]: FTS5 query building and lexical search.
 //! - [`gate`]: validation of what a request may write (pure rules).
+//! - [`inject`]: the read behind a session's memory block.
 //!
 //! No SQLite call runs on a tokio worker thread: writes go to the writer
 //! thread, reads to `spawn_blocking`.
 
 pub mod gate;
+pub mod inject;
 pub mod memories;
 pub mod readers;
 pub mod schema;
@@ -166,6 +168,10 @@ pub struct Stats {
     pub commits: AtomicU64,
     /// Requests committed (a commit holds one or more).
     pub writes: AtomicU64,
+    /// Snapshots built (cold injects).
+    pub snapshot_builds: AtomicU64,
+    /// Injects served from a snapshot.
+    pub snapshot_hits: AtomicU64,
 }
 
 /// The database: one writer, a pool of readers, shared counters.

@@ -282,8 +282,11 @@ pub fn signal(pid: u32, name: &str) {
 /// Runs SQL in the `sqlite3` shell — a separate process with none of memd's
 /// code — and returns its stdout.
 pub fn sqlite3(db: &Path, sql: &str) -> String {
+    // A busy timeout, as any well-behaved tool sets: memd holds the write
+    // lock for each of its commits.
     let out = Command::new("sqlite3")
         .arg("-batch")
+        .args(["-cmd", ".timeout 5000"])
         .arg(db)
         .arg(sql)
         .output()

@@ -1,0 +1,95 @@
+//! `inject`, `compacted`, `refresh`: the session's frozen memory block.
+//!
+//! A warm inject answers from the session's snapshot without touching
+//! SQLite and moves seen only to `max(seen, built_at_generation)`: the prompt
+//! still shows the old block, so a warm inject is not a read of new data.
+
+use std::sync::atomic::Ordering;
+
+use memd_proto::{
+    CompactedRequest, InjectRequest, InjectStats, Injection, RefreshRequest, Response,
+};
+
+use crate::daemon::Shared;
+use crate::session::Session;
+use crate::session::snapshot::{self, Builder};
+use crate::store::readers::ReadKind;
+use crate::store::{StoreError, inject};
+
+pub(super) async fn handle(
+    _req: InjectRequest,
+    session: &mut Session,
+    shared: &Shared,
+) -> Result<Response, StoreError> {
+    if let Some(snap) = &session.snapshot {
+        shared
+            .store
+            .stats
+            .snapshot_hits
+            .fetch_add(1, Ordering::Relaxed);
+        session.seen = session.seen.max(snap.built_at_generation);
+        let mut hit = snap.clone();
+        hit.stats.cached = true;
+        return Ok(Response::Injected(hit));
+    }
+    let budget = session.budget;
+    let builder = Builder::new(budget as usize);
+    let (namespace, agent, id) = (
+        session.namespace.clone(),
+        session.agent.clone(),
+        session.id.clone(),
+    );
+    let read = shared
+        .store
+        .readers
+        .read(ReadKind::Client, move |conn| {
+            let now = crate::clock::now();
+            let who = inject::For {
+                namespace: &namespace,
+                agent: &agent,
+                session: &id,
+                now: &now,
+            };
+            inject::build(conn, &who, builder)
+        })
+        .await?;
+    shared
+        .store
+        .stats
+        .snapshot_builds
+        .fetch_add(1, Ordering::Relaxed);
+    let (rendered, eligible) = read.value;
+    let injection = Injection {
+        hash: snapshot::hash(&rendered.block),
+        block: rendered.block,
+        built_at_generation: read.generation,
+        stats: InjectStats {
+            included: rendered.included,
+            eligible,
+            chars: rendered.chars,
+            budget,
+            cached: false,
+        },
+    };
+    session.seen = read.generation;
+    session.snapshot = Some(injection.clone());
+    Ok(Response::Injected(injection))
+}
+
+pub(super) async fn compacted(
+    _req: CompactedRequest,
+    session: &mut Session,
+    _shared: &Shared,
+) -> Result<Response, StoreError> {
+    session.invalidate();
+    Ok(Response::Invalidated)
+}
+
+pub(super) async fn refresh(
+    _req: RefreshRequest,
+    session: &mut Session,
+    _shared: &Shared,
+) -> Result<Response, StoreError> {
+    session.invalidate();
+    Ok(Response::Invalidated)
+}

@@ -1,0 +1,66 @@
+//! The read behind a snapshot build: promoted, active, unexpired memories
+//! visible to the session, in priority order (DESIGN.md "Frozen snapshot").
+
+use rusqlite::Connection;
+
+use super::StoreError;
+use crate::session::snapshot::{Builder, Rendered, Row};
+
+/// The `WHERE` of eligible rows: `?1` namespace, `?2` agent, `?3` session,
+/// `?4` now.
+const ELIGIBLE: &str = "m.namespace = ?1 \
+    AND (m.scope = 'project' OR (m.scope = 'agent' AND m.scope_owner = ?2) \
+         OR (m.scope = 'session' AND m.scope_owner = ?3)) \
+    AND m.status = 'promoted' AND m.superseded_by IS NULL \
+    AND (m.expires_at IS NULL OR m.expires_at > ?4)";
+
+/// Who the block is for.
+#[derive(Debug, Clone)]
+pub struct For<'a> {
+    /// Namespace.
+    pub namespace: &'a str,
+    /// Agent id.
+    pub agent: &'a str,
+    /// Session key.
+    pub session: &'a str,
+    /// Now (stored time format), for expiry.
+    pub now: &'a str,
+}
+
+/// Builds the block: offers rows in priority order until the builder is
+/// full. Returns the rendering and the number of eligible rows.
+///
+/// # Errors
+/// SQLite errors.
+pub fn build(
+    conn: &Connection,
+    who: &For<'_>,
+    mut builder: Builder,
+) -> Result<(Rendered, u32), StoreError> {
+    let params = (who.namespace, who.agent, who.session, who.now);
+    let sql = format!(
+        "SELECT m.id, m.category, m.subject, m.content FROM memories m WHERE {ELIGIBLE} \
+         ORDER BY m.pinned DESC, m.tier ASC, \
+         CASE m.importance WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, \
+         m.category, m.created_at, m.id"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query(params)?;
+    while let Some(r) = rows.next()? {
+        let row = Row {
+            id: r.get(0)?,
+            category: r.get(1)?,
+            subject: r.get(2)?,
+            content: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+        };
+        builder.offer(&row);
+        if builder.is_full() {
+            break;
+        }
+    }
+    drop(rows);
+    let eligible: i64 = conn
+        .prepare_cached(&format!("SELECT count(*) FROM memories m WHERE {ELIGIBLE}"))?
+        .query_row(params, |r| r.get(0))?;
+    Ok((builder.finish(), eligible.max(0) as u32))
+}

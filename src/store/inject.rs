@@ -38,10 +38,12 @@ pub fn build(
     mut builder: Builder,
 ) -> Result<(Rendered, u32), StoreError> {
     let params = (who.namespace, who.agent, who.session, who.now);
+    // The ORDER BY matches the `memories_inject` index (schema v2) term for
+    // term, so rows come in order straight from it, no sort.
     let sql = format!(
         "SELECT m.id, m.category, m.subject, m.content FROM memories m WHERE {ELIGIBLE} \
-         ORDER BY m.pinned DESC, m.tier ASC, \
-         CASE m.importance WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, \
+         ORDER BY m.pinned DESC, m.tier, \
+         (CASE m.importance WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END), \
          m.category, m.created_at, m.id"
     );
     let mut stmt = conn.prepare_cached(&sql)?;

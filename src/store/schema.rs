@@ -23,11 +23,18 @@ pub struct Migration {
 }
 
 /// Every migration, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "initial schema",
-    sql: include_str!("schema.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "initial schema",
+        sql: include_str!("schema.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "index in inject order",
+        sql: include_str!("schema_v2.sql"),
+    },
+];
 
 /// The schema version this binary produces.
 pub fn latest_version() -> i64 {
@@ -209,10 +216,10 @@ mod tests {
     }
 
     /// A v1 database as shipped (a `sqlite3 .dump` of a file memd wrote)
-    /// opens, keeps its rows, and has exactly the schema of a fresh one: the
-    /// alarm for an edited shipped migration.
+    /// is upgraded, keeps its rows, and ends with exactly the schema of a
+    /// fresh one: the alarm for an edited shipped migration.
     #[test]
-    fn shipped_v1_fixture_matches_a_fresh_database() {
+    fn shipped_v1_fixture_upgrades_to_a_fresh_database() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.db");
         Connection::open(&path)
@@ -222,7 +229,12 @@ mod tests {
         // A new connection reads the schema the dump wrote directly.
         let mut old = Connection::open(&path).unwrap();
         assert_eq!(current_version(&old).unwrap(), 1);
-        migrate(&mut old, dir.path()).unwrap();
+        let copy = migrate(&mut old, dir.path()).unwrap();
+        assert!(
+            copy.is_some_and(|c| c.exists()),
+            "a copy is taken before an upgrade"
+        );
+        assert_eq!(current_version(&old).unwrap(), latest_version());
         let mut fresh = Connection::open(dir.path().join("fresh.db")).unwrap();
         migrate(&mut fresh, dir.path()).unwrap();
         assert_eq!(schema_of(&old), schema_of(&fresh));
@@ -283,13 +295,7 @@ mod tests {
         conn.execute("INSERT INTO memories (content) VALUES ('keep me')", [])
             .unwrap();
         let err = migrate(&mut conn, dir.path()).unwrap_err();
-        assert!(matches!(
-            err,
-            StoreError::SchemaTooNew {
-                found: 99,
-                supported: 1
-            }
-        ));
+        assert!(matches!(err, StoreError::SchemaTooNew { found: 99, .. }));
         let n: i64 = conn
             .query_row("SELECT count(*) FROM memories", [], |r| r.get(0))
             .unwrap();

@@ -197,6 +197,20 @@ pub struct MemoryConfig {
     pub categories: Vec<String>,
     /// Category of a memory added without one.
     pub default_category: String,
+    /// Categories stored as `promoted` when added without `--status`; the
+    /// others start as `candidate` (kept out of the memory block until
+    /// promoted). Unset: every category but `episode`.
+    pub promote_on_write: Option<Vec<String>>,
+}
+
+impl MemoryConfig {
+    /// Whether an add of `category` without `--status` is promoted.
+    pub fn promotes(&self, category: &str) -> bool {
+        match &self.promote_on_write {
+            Some(list) => list.iter().any(|c| c == category),
+            None => category != "episode",
+        }
+    }
 }
 
 impl Default for MemoryConfig {
@@ -204,6 +218,46 @@ impl Default for MemoryConfig {
         MemoryConfig {
             categories: DEFAULT_CATEGORIES.iter().map(|s| s.to_string()).collect(),
             default_category: "note".into(),
+            promote_on_write: None,
+        }
+    }
+}
+
+/// What the gate does with content that looks like a secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SecretPolicy {
+    /// Refuse the write (reason `secret`).
+    #[default]
+    Reject,
+    /// Replace the secret with `[REDACTED]` and store the rest.
+    Redact,
+    /// Store it as it is.
+    Allow,
+}
+
+/// Write gate settings.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GateConfig {
+    /// Refuse diffs, stack traces, git log output, path dumps and blobs.
+    pub code_derivable: bool,
+    /// Secrets: reject, redact or allow.
+    pub secrets: SecretPolicy,
+    /// Merge exact duplicates (same normalized text, namespace, scope, owner).
+    pub dedup: bool,
+    /// Jaccard similarity (word 3-shingles) from which an add is a near
+    /// duplicate; above 1.0 turns near-duplicate detection off.
+    pub near_duplicate_threshold: f64,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        GateConfig {
+            code_derivable: true,
+            secrets: SecretPolicy::Reject,
+            dedup: true,
+            near_duplicate_threshold: 0.85,
         }
     }
 }
@@ -309,6 +363,8 @@ pub struct Config {
     pub limits: LimitsConfig,
     /// `[memory]`.
     pub memory: MemoryConfig,
+    /// `[gate]`.
+    pub gate: GateConfig,
     /// `[drift]`.
     pub drift: DriftConfig,
     /// `[inject]`.
@@ -399,6 +455,21 @@ impl Config {
                 "memory.default_category `{}` is not in memory.categories",
                 self.memory.default_category
             ));
+        }
+        if let Some(c) = self
+            .memory
+            .promote_on_write
+            .iter()
+            .flatten()
+            .find(|c| !self.memory.categories.contains(c))
+        {
+            return Err(format!(
+                "memory.promote_on_write names `{c}`, which is not in memory.categories"
+            ));
+        }
+        let t = self.gate.near_duplicate_threshold;
+        if t.is_nan() || t <= 0.0 {
+            return Err("gate.near_duplicate_threshold must be above 0".into());
         }
         if self.storage.readers == 0 {
             return Err("storage.readers must be at least 1".into());

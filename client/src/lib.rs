@@ -475,6 +475,95 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Marks `old` as replaced by `new`.
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] for a double supersession or a cycle,
+    /// [`Error::NotFound`], [`Error::Drift`].
+    pub async fn supersede(&mut self, old: i64, new: i64) -> Result<memd_proto::SupersedeResult> {
+        match self
+            .call(Request::Supersede(memd_proto::SupersedeRequest {
+                old,
+                new,
+            }))
+            .await?
+        {
+            Response::Superseded(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The supersession chain through `id` (oldest first) and the earlier
+    /// versions of its memories.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`].
+    pub async fn history(&mut self, id: i64) -> Result<memd_proto::History> {
+        match self
+            .call(Request::History(memd_proto::HistoryRequest { id }))
+            .await?
+        {
+            Response::History(h) => Ok(h),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Counts a confirmation of a memory.
+    ///
+    /// # Errors
+    /// [`Error::NotFound`].
+    pub async fn confirm(&mut self, id: i64) -> Result<Memory> {
+        match self
+            .call(Request::Confirm(memd_proto::ConfirmRequest { id }))
+            .await?
+        {
+            Response::Memory(r) => Ok(r.memory),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Deletes expired memories (or lists them with `dry_run`).
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn prune(
+        &mut self,
+        dry_run: bool,
+        all_namespaces: bool,
+    ) -> Result<memd_proto::PruneResult> {
+        match self
+            .call(Request::Prune(memd_proto::PruneRequest {
+                dry_run,
+                all_namespaces,
+            }))
+            .await?
+        {
+            Response::Pruned(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Moves a task to `status` (`in_progress`, `completed`, `cancelled`,
+    /// `pending`).
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] for a transition that is not allowed.
+    pub async fn task(&mut self, id: i64, status: &str, expect_rev: Option<i64>) -> Result<Memory> {
+        match self
+            .call(Request::Task(memd_proto::TaskRequest {
+                id,
+                status: status.to_string(),
+                expect_rev,
+            }))
+            .await?
+        {
+            Response::Memory(r) => Ok(r.memory),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
 fn read_full(reader: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {

@@ -56,6 +56,16 @@ pub enum Request {
     Compacted(CompactedRequest),
     /// Rebuild the block at the next inject.
     Refresh(RefreshRequest),
+    /// Mark a memory as replaced by another.
+    Supersede(SupersedeRequest),
+    /// A memory's supersession chain and revisions.
+    History(HistoryRequest),
+    /// Count a confirmation of a memory.
+    Confirm(ConfirmRequest),
+    /// Delete expired memories.
+    Prune(PruneRequest),
+    /// Move a task to another state.
+    Task(TaskRequest),
 }
 
 /// Everything the daemon answers. Append only.
@@ -92,6 +102,123 @@ pub enum Response {
     /// Answer to [`Request::Compacted`] and [`Request::Refresh`]: the
     /// session's snapshot is dropped.
     Invalidated,
+    /// Answer to [`Request::Supersede`].
+    Superseded(SupersedeResult),
+    /// Answer to [`Request::History`].
+    History(History),
+    /// Answer to [`Request::Prune`].
+    Pruned(PruneResult),
+}
+
+/// `old` is replaced by `new`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SupersedeRequest {
+    /// The memory that is replaced.
+    pub old: i64,
+    /// The memory that replaces it.
+    pub new: i64,
+}
+
+/// A supersession made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SupersedeResult {
+    /// The replaced memory.
+    pub old: i64,
+    /// The replacing memory.
+    pub new: i64,
+    /// Generation after the write.
+    pub generation: u64,
+}
+
+/// Ask for a memory's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRequest {
+    /// Any member of the chain.
+    pub id: i64,
+}
+
+/// A supersession chain, oldest first, and the old values of its members.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    /// The chain, from the first superseded memory to the active one.
+    pub chain: Vec<Memory>,
+    /// Earlier versions of the chain's memories (updates, deletes), oldest
+    /// first.
+    pub revisions: Vec<Revision>,
+    /// Generation of the read transaction.
+    pub generation: u64,
+}
+
+/// An earlier version of a memory, kept by a trigger on every meaningful
+/// update or delete (external ones included).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Revision {
+    /// Revision row id.
+    pub rev_id: i64,
+    /// The memory.
+    pub memory_id: i64,
+    /// `update`, `delete` or `replace`.
+    pub op: String,
+    /// The memory's rev at the time.
+    pub rev: Option<i64>,
+    /// Content at the time.
+    pub content: Option<String>,
+    /// Subject at the time.
+    pub subject: Option<String>,
+    /// Category at the time.
+    pub category: Option<String>,
+    /// Tier at the time.
+    pub tier: Option<i64>,
+    /// Status at the time.
+    pub status: Option<String>,
+    /// Metadata at the time.
+    pub metadata: Option<String>,
+    /// Supersession at the time.
+    pub superseded_by: Option<i64>,
+    /// The memory's `updated_at` at the time.
+    pub updated_at: Option<String>,
+    /// When the revision was recorded.
+    pub recorded_at: String,
+    /// Generation before the change.
+    pub generation: Option<i64>,
+}
+
+/// Count a confirmation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmRequest {
+    /// Row id.
+    pub id: i64,
+}
+
+/// Delete expired memories.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct PruneRequest {
+    /// Only list what would be deleted.
+    pub dry_run: bool,
+    /// Every namespace instead of the session's.
+    pub all_namespaces: bool,
+}
+
+/// What prune deleted (or would delete).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PruneResult {
+    /// Ids of expired memories.
+    pub ids: Vec<i64>,
+    /// Nothing was deleted.
+    pub dry_run: bool,
+    /// Generation after the write.
+    pub generation: u64,
+}
+
+/// Move a task (a memory of category `task`) to another state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRequest {
+    /// Row id.
+    pub id: i64,
+    /// `pending`, `in_progress`, `completed` or `cancelled`.
+    pub status: String,
+    /// Refuse with a conflict unless the row is at this rev.
+    pub expect_rev: Option<i64>,
 }
 
 /// Ask for the session's memory block.

@@ -66,6 +66,17 @@ pub enum Command {
     Update(UpdateArgs),
     /// Delete a memory
     Forget(ForgetArgs),
+    /// Mark memory OLD as replaced by memory NEW
+    Supersede(SupersedeArgs),
+    /// A memory's supersession chain and earlier versions
+    History(IdArgs),
+    /// Count a confirmation of a memory
+    Confirm(IdArgs),
+    /// Delete expired memories
+    Prune(PruneArgs),
+    /// Tasks: memories of category task with a status
+    #[command(subcommand)]
+    Task(TaskCommand),
     /// Print the session's frozen memory block (for the prompt)
     Inject,
     /// The agent compacted its context: rebuild the block at the next inject
@@ -250,6 +261,94 @@ pub struct UpdateArgs {
     #[arg(long, conflicts_with = "pin")]
     pub unpin: bool,
     /// Refuse unless the memory is at this rev
+    #[arg(long, value_name = "N")]
+    pub expect_rev: Option<i64>,
+}
+
+/// `supersede`.
+#[derive(Debug, Clone, Args)]
+pub struct SupersedeArgs {
+    /// The memory that is replaced
+    pub old: i64,
+    /// The memory that replaces it
+    pub new: i64,
+}
+
+/// A command that takes one memory id.
+#[derive(Debug, Clone, Args)]
+pub struct IdArgs {
+    /// Memory id
+    #[arg(allow_negative_numbers = true)]
+    pub id: i64,
+}
+
+/// `prune`.
+#[derive(Debug, Clone, Args)]
+pub struct PruneArgs {
+    /// Only list what would be deleted
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Every namespace, not only the session's
+    #[arg(long)]
+    pub all_namespaces: bool,
+}
+
+/// `task …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum TaskCommand {
+    /// Add a task (status pending, surfaced at startup)
+    Add(TaskAddArgs),
+    /// Open tasks (pending, in progress); --all for every task
+    List(TaskListArgs),
+    /// Start a task (in_progress)
+    Start(TaskMoveArgs),
+    /// Complete a task
+    Done(TaskMoveArgs),
+    /// Cancel a task
+    Cancel(TaskMoveArgs),
+}
+
+/// `task add`.
+#[derive(Debug, Clone, Args)]
+pub struct TaskAddArgs {
+    /// What to do; `-` reads it from stdin
+    #[arg(allow_hyphen_values = true, value_name = "TEXT")]
+    pub text: String,
+    /// Subject line
+    #[arg(long)]
+    pub subject: Option<String>,
+    /// Tag (repeatable)
+    #[arg(long = "tag", short = 't', value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Importance: low, medium or high
+    #[arg(long)]
+    pub importance: Option<String>,
+    /// Scope: project, agent or session
+    #[arg(long)]
+    pub scope: Option<String>,
+    /// Metadata key=value (repeatable)
+    #[arg(long = "meta", value_name = "K=V", value_parser = parse_kv)]
+    pub meta: Vec<(String, String)>,
+}
+
+/// `task list`.
+#[derive(Debug, Clone, Args)]
+pub struct TaskListArgs {
+    /// Closed tasks too
+    #[arg(long)]
+    pub all: bool,
+    /// At most N
+    #[arg(long, short = 'n', default_value_t = 50)]
+    pub limit: u32,
+}
+
+/// `task start|done|cancel`.
+#[derive(Debug, Clone, Args)]
+pub struct TaskMoveArgs {
+    /// Task id
+    #[arg(allow_negative_numbers = true)]
+    pub id: i64,
+    /// Refuse unless the task is at this rev
     #[arg(long, value_name = "N")]
     pub expect_rev: Option<i64>,
 }

@@ -392,6 +392,16 @@ pub async fn execute(
             let r = client.forget(a.id, a.expect_rev).await?;
             Ok(output::forgotten(&r))
         }
+        Command::Supersede(a) => Ok(output::superseded(&client.supersede(a.old, a.new).await?)),
+        Command::History(a) => Ok(output::history(&client.history(a.id).await?)),
+        Command::Confirm(a) => Ok(output::memory(
+            &client.confirm(a.id).await?,
+            Some("confirmed"),
+        )),
+        Command::Prune(a) => Ok(output::pruned(
+            &client.prune(a.dry_run, a.all_namespaces).await?,
+        )),
+        Command::Task(t) => task(t, client, stdin_allowed).await,
         Command::Inject => Ok(output::injected(&client.inject().await?)),
         Command::Compacted => {
             client.compacted().await?;
@@ -417,6 +427,54 @@ pub async fn execute(
             "shell and daemon cannot run inside a session".into(),
         )),
     }
+}
+
+async fn task(
+    command: args::TaskCommand,
+    client: &mut Client,
+    stdin_allowed: bool,
+) -> Result<Output, CliError> {
+    use args::TaskCommand as T;
+    let (id, status, expect_rev) = match command {
+        T::Add(a) => {
+            let content = content_from(Some(a.text), None, stdin_allowed)?.unwrap_or_default();
+            let mut meta = a.meta;
+            meta.push(("status".into(), "pending".into()));
+            let fields = MemoryFields {
+                category: Some("task".into()),
+                subject: a.subject,
+                tags: a.tags,
+                scope: a.scope,
+                importance: a.importance,
+                meta,
+                ..MemoryFields::default()
+            };
+            let r = client.add(add_request(content, fields, None)).await?;
+            return Ok(output::added(&r));
+        }
+        T::List(a) => {
+            let mut filter = Filter {
+                category: Some("task".into()),
+                ..Filter::default()
+            };
+            if !a.all {
+                filter.meta.push(("surface".into(), "startup".into()));
+            }
+            let r = client
+                .list(ListRequest {
+                    filter,
+                    limit: a.limit,
+                    offset: 0,
+                })
+                .await?;
+            return Ok(output::tasks(&r));
+        }
+        T::Start(a) => (a.id, "in_progress", a.expect_rev),
+        T::Done(a) => (a.id, "completed", a.expect_rev),
+        T::Cancel(a) => (a.id, "cancelled", a.expect_rev),
+    };
+    let m = client.task(id, status, expect_rev).await?;
+    Ok(output::memory(&m, Some(&format!("task {status}:"))))
 }
 
 /// After `stop`: waits (up to 15 s) until the daemon has removed its socket,

@@ -182,6 +182,114 @@ pub fn hits(r: &SearchResult) -> Output {
     }
 }
 
+/// `supersede`.
+pub fn superseded(r: &memd_client::proto::SupersedeResult) -> Output {
+    let mut fields = Map::new();
+    fields.insert("old".into(), json!(r.old));
+    fields.insert("new".into(), json!(r.new));
+    fields.insert("generation".into(), json!(r.generation));
+    Output {
+        json: success(fields),
+        human: format!("#{} is superseded by #{}", r.old, r.new),
+    }
+}
+
+/// `history`.
+pub fn history(h: &memd_client::proto::History) -> Output {
+    let mut fields = Map::new();
+    fields.insert(
+        "chain".into(),
+        Value::Array(h.chain.iter().map(wire_json::memory).collect()),
+    );
+    fields.insert(
+        "revisions".into(),
+        Value::Array(
+            h.revisions
+                .iter()
+                .map(|r| serde_json::to_value(r).unwrap_or(Value::Null))
+                .collect(),
+        ),
+    );
+    fields.insert("generation".into(), json!(h.generation));
+    let mut human: Vec<String> = h
+        .chain
+        .iter()
+        .map(|m| {
+            let state = match m.superseded_by {
+                Some(by) => format!("superseded by #{by}"),
+                None => "active".to_string(),
+            };
+            format!("{}  ({state})", memory_line(m))
+        })
+        .collect();
+    for r in &h.revisions {
+        human.push(format!(
+            "  rev {} of #{} ({} at {}): {}",
+            r.rev.unwrap_or(0),
+            r.memory_id,
+            r.op,
+            r.recorded_at,
+            r.content.as_deref().unwrap_or("")
+        ));
+    }
+    Output {
+        json: success(fields),
+        human: human.join("\n"),
+    }
+}
+
+/// `prune`.
+pub fn pruned(r: &memd_client::proto::PruneResult) -> Output {
+    let mut fields = Map::new();
+    fields.insert("pruned".into(), json!(r.ids));
+    fields.insert("count".into(), json!(r.ids.len()));
+    fields.insert("dry_run".into(), json!(r.dry_run));
+    let verb = if r.dry_run { "would delete" } else { "deleted" };
+    Output {
+        json: success(fields),
+        human: format!(
+            "{verb} {} expired memor{}{}",
+            r.ids.len(),
+            if r.ids.len() == 1 { "y" } else { "ies" },
+            if r.ids.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ": {}",
+                    r.ids
+                        .iter()
+                        .map(|i| format!("#{i}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )
+            }
+        ),
+    }
+}
+
+/// `task list`.
+pub fn tasks(l: &MemoryList) -> Output {
+    let mut out = list(l);
+    if !l.memories.is_empty() {
+        out.human = l
+            .memories
+            .iter()
+            .map(|m| {
+                let meta: Value = serde_json::from_str(&m.metadata).unwrap_or_default();
+                format!(
+                    "[{}] {}",
+                    meta["status"].as_str().unwrap_or("?"),
+                    memory_line(m)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+    } else {
+        out.human = "no open tasks".into();
+    }
+    out
+}
+
 /// `forget`.
 pub fn forgotten(r: &ForgetResult) -> Output {
     let mut fields = Map::new();

@@ -109,20 +109,22 @@ fn json_argv(line: &str) -> Result<Vec<String>, String> {
         .and_then(Value::as_str)
         .ok_or("a JSON line needs a \"command\" string")?
         .to_string();
+    let command = command.split_whitespace().collect::<Vec<_>>().join(" ");
     let positional: &[&str] = match command.as_str() {
-        "add" => &["content", "text"],
+        "add" | "task add" => &["content", "text"],
         "search" => &["query"],
-        "get" | "forget" | "update" => &["id"],
+        "supersede" => &["old", "new"],
+        "get" | "forget" | "update" | "history" | "confirm" | "task start" | "task done"
+        | "task cancel" => &["id"],
         _ => &[],
     };
-    let mut argv = vec![command.clone()];
+    let mut argv: Vec<String> = command.split(' ').map(str::to_string).collect();
     let mut tail = Vec::new();
     for (key, value) in &obj {
         if key == "command" {
             continue;
         }
         if positional.contains(&key.as_str()) {
-            tail.push(scalar(key, value)?);
             continue;
         }
         let flag = match key.as_str() {
@@ -153,6 +155,13 @@ fn json_argv(line: &str) -> Result<Vec<String>, String> {
                 argv.push(flag);
                 argv.push(scalar(key, other)?);
             }
+        }
+    }
+    // Positional arguments in their order, after `--` (they may start with
+    // a dash).
+    for key in positional {
+        if let Some(value) = obj.get(*key) {
+            tail.push(scalar(key, value)?);
         }
     }
     if !tail.is_empty() {
@@ -206,6 +215,10 @@ mod tests {
             argv,
             vec!["update", "--content", "-x", "--expect-rev", "2", "--", "4"]
         );
+        let argv = json_argv(r#"{"command":"supersede","new":4,"old":2}"#).unwrap();
+        assert_eq!(argv, vec!["supersede", "--", "2", "4"]);
+        let argv = json_argv(r#"{"command":"task done","id":7}"#).unwrap();
+        assert_eq!(argv, vec!["task", "done", "--", "7"]);
         assert!(json_argv("[1]").is_err());
         assert!(json_argv(r#"{"content":"x"}"#).is_err());
     }

@@ -1,5 +1,10 @@
 //! `add`: the write gate, then insert (and supersede, when asked).
 //!
+//! The gate's steps that need no database ran in `store::gate::check_add`;
+//! here, inside the write transaction, come exact dedup and the
+//! near-duplicate check (candidates from the FTS index, never a scan of the
+//! namespace), then the insert.
+//!
 //! An add cannot discard anything, so under the `external` policy it goes
 //! through on a stale view and says so in `drift`; an add that supersedes
 //! another memory changes that memory and is guarded as destructive.
@@ -10,8 +15,14 @@ use time::OffsetDateTime;
 use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
+use crate::store::gate::similar::{self, Verdict};
 use crate::store::memories::{self, View};
 use crate::store::{StoreError, gate};
+
+/// Probe words used to find near-duplicate candidates.
+const PROBES: usize = 8;
+/// Candidates compared per add.
+const CANDIDATES: u32 = 24;
 
 pub(super) async fn handle(
     req: AddRequest,
@@ -21,12 +32,29 @@ pub(super) async fn handle(
     let now = OffsetDateTime::now_utc();
     let new = gate::check_add(&req, &session.who(), &shared.config, now)?;
     let supersedes = req.supersedes;
-    let view = View::namespace(&session.namespace, &session.agent, &session.id);
+    // The memory to supersede is looked up even when superseded or archived,
+    // so a double supersession is a conflict, not a "not found".
+    let mut view = View::namespace(&session.namespace, &session.agent, &session.id);
+    view.include_superseded = true;
+    view.include_archived = true;
     let kind = match supersedes {
         Some(_) => WriteKind::Destructive,
         None => WriteKind::Append,
     };
-    let (id, generation, drift) = super::guarded(shared, session, kind, move |ctx, drift| {
+    let dedup = shared.config.gate.dedup;
+    let threshold = shared.config.gate.near_duplicate_threshold;
+    let now = crate::clock::format(now);
+    let result = super::guarded(shared, session, kind, move |ctx, drift| {
+        let mut result = AddResult {
+            accepted: true,
+            id: None,
+            deduped: false,
+            merged_into: None,
+            similar_to: None,
+            reason: new.redacted.then(|| "redacted".to_string()),
+            drift,
+            generation: 0,
+        };
         if let Some(old) = supersedes {
             let current =
                 memories::get_visible(ctx.conn, old, &view)?.ok_or(StoreError::NotFound(old))?;
@@ -36,6 +64,48 @@ pub(super) async fn handle(
                     current_rev: Some(current.rev),
                 });
             }
+        } else if dedup {
+            if let Some(id) = memories::find_duplicate(ctx.conn, &new, &now)? {
+                memories::merge_into(ctx.conn, id, &new.tags)?;
+                result.id = Some(id);
+                result.deduped = true;
+                result.reason = Some("duplicate".into());
+                result.generation = ctx.generation()?;
+                return Ok(result);
+            }
+            if threshold <= 1.0 {
+                let mine = similar::profile(&new.content);
+                let probes = similar::probe_words(&new.content, PROBES);
+                let mut best: Option<(Verdict, i64)> = None;
+                for (id, content) in
+                    memories::near_candidates(ctx.conn, &new, &probes, &now, CANDIDATES)?
+                {
+                    let verdict = similar::compare(&mine, &similar::profile(&content), threshold);
+                    let score = |v: &Verdict| match v {
+                        Verdict::Merge(j) => 2.0 + j,
+                        Verdict::Similar(j) => 1.0 + j,
+                        Verdict::Different => 0.0,
+                    };
+                    if score(&verdict) > best.as_ref().map_or(0.0, |(v, _)| score(v)) {
+                        best = Some((verdict, id));
+                    }
+                }
+                match best {
+                    Some((Verdict::Merge(_), id)) => {
+                        memories::merge_into(ctx.conn, id, &new.tags)?;
+                        result.id = Some(id);
+                        result.merged_into = Some(id);
+                        result.reason = Some("near_duplicate".into());
+                        result.generation = ctx.generation()?;
+                        return Ok(result);
+                    }
+                    Some((Verdict::Similar(_), id)) => {
+                        result.similar_to = Some(id);
+                        result.reason.get_or_insert_with(|| "similar".into());
+                    }
+                    _ => {}
+                }
+            }
         }
         let id = memories::insert(ctx.conn, &new)?;
         if let Some(old) = supersedes {
@@ -44,17 +114,10 @@ pub(super) async fn handle(
                 (id, crate::clock::now(), old),
             )?;
         }
-        Ok((id, ctx.generation()?, drift))
+        result.id = Some(id);
+        result.generation = ctx.generation()?;
+        Ok(result)
     })
     .await?;
-    Ok(Response::Added(AddResult {
-        accepted: true,
-        id: Some(id),
-        deduped: false,
-        merged_into: None,
-        similar_to: None,
-        reason: None,
-        drift,
-        generation,
-    }))
+    Ok(Response::Added(result))
 }

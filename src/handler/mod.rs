@@ -7,6 +7,7 @@
 
 mod add;
 mod check;
+mod confirm;
 mod forget;
 mod get;
 mod inject;
@@ -16,6 +17,7 @@ mod search;
 mod status;
 mod stop;
 mod subscribe;
+mod supersede;
 mod update;
 
 use memd_proto::{DriftDetails, DriftNotice, ErrorBody, ErrorCode, Request, Response};
@@ -47,6 +49,11 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::Inject(r) => inject::handle(r, session, shared).await,
         Request::Compacted(r) => inject::compacted(r, session, shared).await,
         Request::Refresh(r) => inject::refresh(r, session, shared).await,
+        Request::Supersede(r) => supersede::handle(r, session, shared).await,
+        Request::History(r) => supersede::history(r, session, shared).await,
+        Request::Confirm(r) => confirm::confirm(r, session, shared).await,
+        Request::Prune(r) => confirm::prune(r, session, shared).await,
+        Request::Task(r) => confirm::task(r, session, shared).await,
     };
     match result {
         Ok(resp) => resp,
@@ -82,6 +89,11 @@ pub fn request_kind(req: &Request) -> &'static str {
         Request::Inject(_) => "inject",
         Request::Compacted(_) => "compacted",
         Request::Refresh(_) => "refresh",
+        Request::Supersede(_) => "supersede",
+        Request::History(_) => "history",
+        Request::Confirm(_) => "confirm",
+        Request::Prune(_) => "prune",
+        Request::Task(_) => "task",
     }
 }
 

@@ -114,6 +114,8 @@ pub struct NewMemory {
     pub created_by: Option<String>,
     /// Expiry (stored time format).
     pub expires_at: Option<String>,
+    /// The gate replaced a secret with `[REDACTED]` (not stored).
+    pub redacted: bool,
 }
 
 /// Inserts a memory and its tags; returns the new id.
@@ -147,6 +149,88 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
     let id = conn.last_insert_rowid();
     add_tags(conn, id, &m.tags)?;
     Ok(id)
+}
+
+/// Rows that count for dedup: active (not superseded, not archived, not
+/// expired) in the same namespace, scope and owner. `?1` namespace, `?2`
+/// scope, `?3` owner, `?4` now.
+const SAME_PLACE: &str = "m.namespace = ?1 AND m.scope = ?2 AND m.scope_owner IS ?3 \
+    AND m.superseded_by IS NULL AND m.status <> 'archived' \
+    AND (m.expires_at IS NULL OR m.expires_at > ?4)";
+
+/// The active row with the same dedup key in the same namespace, scope and
+/// owner, if any.
+///
+/// # Errors
+/// SQLite errors.
+pub fn find_duplicate(
+    conn: &Connection,
+    m: &NewMemory,
+    now: &str,
+) -> Result<Option<i64>, StoreError> {
+    let sql = format!(
+        "SELECT m.id FROM memories m WHERE {SAME_PLACE} AND m.dedupe_key = ?5 ORDER BY m.id LIMIT 1"
+    );
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row(
+            (&m.namespace, &m.scope, &m.scope_owner, now, &m.dedupe_key),
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+/// Candidates for the near-duplicate check: at most `limit` rows of the same
+/// namespace, scope and owner that share the probe words, best BM25 first.
+/// Bounded by the FTS index, never a scan of the namespace.
+///
+/// # Errors
+/// SQLite errors.
+pub fn near_candidates(
+    conn: &Connection,
+    m: &NewMemory,
+    probes: &[String],
+    now: &str,
+    limit: u32,
+) -> Result<Vec<(i64, String)>, StoreError> {
+    if probes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let query = probes
+        .iter()
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    let sql = format!(
+        "SELECT m.id, m.content FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
+         WHERE memories_fts MATCH ?5 AND {SAME_PLACE} ORDER BY bm25(memories_fts) LIMIT ?6"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map(
+            rusqlite::params![m.namespace, m.scope, m.scope_owner, now, query, limit],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                ))
+            },
+        )?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Merges an add into an existing row: `observation_count + 1`, tags
+/// united. The content never changes.
+///
+/// # Errors
+/// SQLite errors.
+pub fn merge_into(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "UPDATE memories SET observation_count = observation_count + 1 WHERE id = ?1",
+    )?
+    .execute([id])?;
+    add_tags(conn, id, tags)
 }
 
 /// Adds tags to a memory (existing ones are kept).
@@ -517,7 +601,12 @@ pub fn apply(conn: &Connection, current: &Memory, c: &Changes) -> Result<(), Sto
         };
         let mut merged = original.clone().unwrap_or_default();
         for (k, v) in keys {
-            merged.insert(k.clone(), v.clone());
+            // `null` removes a key (e.g. a closed task's `surface`).
+            if v.is_null() {
+                merged.remove(k);
+            } else {
+                merged.insert(k.clone(), v.clone());
+            }
         }
         // Same keys and values: leave the stored text (and rev) alone.
         if original.as_ref() != Some(&merged) {

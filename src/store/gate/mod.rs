@@ -2,9 +2,22 @@
 //! config to the plain values the store writes (DESIGN.md "Write gate").
 //!
 //! Order for an add: normalize the scope; category allowlist; size limit;
-//! then the remaining fields. A gate refusal is [`StoreError::Rejected`] with a
-//! reason code (exit 6 from the CLI); a malformed argument is
-//! [`StoreError::InvalidInput`] (exit 2).
+//! code-derivable content ([`code`]); secrets ([`secrets`]); then the
+//! remaining fields. Exact and near-duplicate merges ([`similar`]) need the
+//! database and run in the writer (`handler::add`). A gate refusal is
+//! [`StoreError::Rejected`] with a reason code (exit 6 from the CLI); a
+//! malformed argument is [`StoreError::InvalidInput`] (exit 2).
+//!
+//! # Layout
+//! - [`code`]: diffs, stack traces, git log output, path dumps, blobs.
+//! - [`secrets`]: keys, tokens and credential assignments; redaction.
+//! - [`similar`]: shingles, Jaccard, the merge/similar verdict.
+//! - [`task`]: task states and transitions.
+
+pub mod code;
+pub mod secrets;
+pub mod similar;
+pub mod task;
 
 use memd_proto::{AddRequest, Filter, UpdateRequest};
 use time::OffsetDateTime;
@@ -12,7 +25,7 @@ use time::OffsetDateTime;
 use super::StoreError;
 use super::memories::{Changes, MetaMatch, Namespaces, NewMemory, View};
 use crate::clock;
-use crate::config::Config;
+use crate::config::{Config, SecretPolicy};
 
 /// Longest subject, in characters.
 pub const MAX_SUBJECT_CHARS: usize = 200;
@@ -80,7 +93,7 @@ fn category(c: Option<&str>, config: &Config) -> Result<String, StoreError> {
     }
 }
 
-fn content(text: &str, config: &Config) -> Result<String, StoreError> {
+fn content(text: &str, config: &Config) -> Result<(String, bool), StoreError> {
     if text.trim().is_empty() {
         return Err(StoreError::Rejected {
             reason: "empty",
@@ -103,7 +116,42 @@ fn content(text: &str, config: &Config) -> Result<String, StoreError> {
             "content contains a NUL byte".into(),
         ));
     }
-    Ok(text.to_string())
+    if config.gate.code_derivable
+        && let Some(kind) = code::detect(text)
+    {
+        return Err(StoreError::Rejected {
+            reason: "code_derivable",
+            message: format!(
+                "content looks like {}: memory keeps what was learned, not what can be \
+                 read back from code or tools; store the conclusion in a sentence instead",
+                kind.describe()
+            ),
+        });
+    }
+    guard_secrets(text, config)
+}
+
+/// Applies the secret policy; `true` when something was redacted.
+fn guard_secrets(text: &str, config: &Config) -> Result<(String, bool), StoreError> {
+    if config.gate.secrets == SecretPolicy::Allow {
+        return Ok((text.to_string(), false));
+    }
+    let found = secrets::find(text);
+    let Some(first) = found.first() else {
+        return Ok((text.to_string(), false));
+    };
+    match config.gate.secrets {
+        SecretPolicy::Reject => Err(StoreError::Rejected {
+            reason: "secret",
+            message: format!(
+                "the text looks like it holds a secret ({}); memory is not a secret store. \
+                 Leave the value out (say where it is kept instead)",
+                first.kind
+            ),
+        }),
+        SecretPolicy::Redact => Ok((secrets::redact(text, &found), true)),
+        SecretPolicy::Allow => Ok((text.to_string(), false)),
+    }
 }
 
 /// Normalized content for exact dedup: lower case, punctuation dropped,
@@ -122,9 +170,9 @@ pub fn dedupe_key(content: &str) -> String {
     out
 }
 
-fn subject(s: Option<&str>) -> Result<Option<String>, StoreError> {
+fn subject(s: Option<&str>, config: &Config) -> Result<(Option<String>, bool), StoreError> {
     let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
-        return Ok(None);
+        return Ok((None, false));
     };
     if s.chars().count() > MAX_SUBJECT_CHARS {
         return Err(StoreError::InvalidInput(format!(
@@ -136,7 +184,8 @@ fn subject(s: Option<&str>) -> Result<Option<String>, StoreError> {
             "subject contains control characters".into(),
         ));
     }
-    Ok(Some(s.to_string()))
+    let (s, redacted) = guard_secrets(s, config)?;
+    Ok((Some(s), redacted))
 }
 
 /// Normalizes tags: trimmed, lower-cased, unique, sorted.
@@ -265,7 +314,30 @@ fn expires(e: Option<&str>, now: OffsetDateTime) -> Result<Option<String>, Store
     }
 }
 
-/// Checks an add and builds the row to insert.
+/// Fills in what a task needs: `status` (pending by default, one of the
+/// task states) and `surface = "startup"` while it is open.
+fn task_metadata(meta: &mut serde_json::Map<String, serde_json::Value>) -> Result<(), StoreError> {
+    let state = match meta.get("status") {
+        None => "pending".to_string(),
+        Some(serde_json::Value::String(s)) if task::STATES.contains(&s.as_str()) => s.clone(),
+        Some(other) => {
+            return Err(StoreError::InvalidInput(format!(
+                "task status {other} is not one of {}",
+                task::STATES.join(", ")
+            )));
+        }
+    };
+    if task::is_open(&state) {
+        meta.insert("surface".into(), "startup".into());
+    } else {
+        meta.remove("surface");
+    }
+    meta.insert("status".into(), state.into());
+    Ok(())
+}
+
+/// Checks an add and builds the row to insert: every step of the gate that
+/// needs no database (scope, category, size, code-derivable, secrets).
 ///
 /// # Errors
 /// [`StoreError::Rejected`] for gate refusals, [`StoreError::InvalidInput`]
@@ -278,10 +350,19 @@ pub fn check_add(
 ) -> Result<NewMemory, StoreError> {
     let (scope, scope_owner) = scope_and_owner(req.scope.as_deref(), who)?;
     let category = category(req.category.as_deref(), config)?;
-    let content = content(&req.content, config)?;
-    let metadata = match &req.metadata {
-        Some(text) => serde_json::Value::Object(metadata(text, config)?).to_string(),
-        None => "{}".to_string(),
+    let (content, redacted_content) = content(&req.content, config)?;
+    let (subject, redacted_subject) = subject(req.subject.as_deref(), config)?;
+    let mut meta = match &req.metadata {
+        Some(text) => metadata(text, config)?,
+        None => serde_json::Map::new(),
+    };
+    if category == task::CATEGORY {
+        task_metadata(&mut meta)?;
+    }
+    let status = match &req.status {
+        Some(s) => status(s)?,
+        None if config.memory.promotes(&category) => "promoted".into(),
+        None => "candidate".into(),
     };
     Ok(NewMemory {
         namespace: who.namespace.clone(),
@@ -289,21 +370,19 @@ pub fn check_add(
         scope_owner,
         dedupe_key: dedupe_key(&content),
         content,
-        subject: subject(req.subject.as_deref())?,
+        subject,
         category,
         tier: tier(req.tier)?,
         importance: importance(req.importance.as_deref())?,
         confidence: confidence(req.confidence)?,
         pinned: req.pinned,
-        status: match &req.status {
-            Some(s) => status(s)?,
-            None => "promoted".into(),
-        },
-        metadata,
+        status,
+        metadata: serde_json::Value::Object(meta).to_string(),
         tags: tags(&req.tags, config)?,
         source: "agent".into(),
         created_by: Some(who.agent.clone()),
         expires_at: expires(req.expires.as_deref(), now)?,
+        redacted: redacted_content || redacted_subject,
     })
 }
 
@@ -319,7 +398,7 @@ pub fn check_update(
 ) -> Result<Changes, StoreError> {
     let content = match &req.content {
         Some(c) => {
-            let c = content(c, config)?;
+            let (c, _) = content(c, config)?;
             Some((c.clone(), dedupe_key(&c)))
         }
         None => None,
@@ -339,7 +418,7 @@ pub fn check_update(
         subject: req
             .subject
             .as_deref()
-            .map(|s| subject(Some(s)))
+            .map(|s| subject(Some(s), config).map(|(s, _)| s))
             .transpose()?,
         tier: req.tier.map(|t| tier(Some(t))).transpose()?,
         pinned: req.pinned,

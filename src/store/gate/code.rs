@@ -1,0 +1,229 @@
+//! Content that can be derived from code or tools and does not belong in
+//! memory: unified diffs, stack traces (Rust, Python, Java, JS/Node, Go),
+//! `git log` output, file path dumps, long base64 or hex blobs.
+//!
+//! Each detector looks at the *shape* of whole lines, so a sentence that
+//! mentions a path or quotes an error message passes; only dumps are
+//! refused.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// Why content was found code-derivable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A unified diff.
+    Diff,
+    /// A stack trace.
+    StackTrace,
+    /// `git log` output.
+    GitLog,
+    /// A list of file paths.
+    PathDump,
+    /// A long base64 or hex blob.
+    Blob,
+}
+
+impl Kind {
+    /// What to tell the writer.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Kind::Diff => "a unified diff",
+            Kind::StackTrace => "a stack trace",
+            Kind::GitLog => "git log output",
+            Kind::PathDump => "a list of file paths",
+            Kind::Blob => "a long encoded blob (base64 or hex)",
+        }
+    }
+}
+
+macro_rules! re {
+    ($name:ident, $pat:expr) => {
+        static $name: LazyLock<Regex> = LazyLock::new(|| Regex::new($pat).expect("valid pattern"));
+    };
+}
+
+re!(HUNK, r"(?m)^@@ -\d+(,\d+)? \+\d+(,\d+)? @@");
+re!(DIFF_GIT, r"(?m)^diff --git a/\S+ b/\S+");
+re!(DIFF_FILES, r"(?m)^--- \S+.*\n\+\+\+ \S+");
+re!(RUST_PANIC, r"thread '[^']*' panicked at ");
+re!(RUST_FRAME, r"(?m)^\s+\d+: [\w:<>$]+(::\w+)+");
+re!(RUST_AT, r"(?m)^\s+at \S+\.rs:\d+(:\d+)?\s*$");
+re!(PY_TRACE, r"Traceback \(most recent call last\):");
+re!(PY_FRAME, r#"(?m)^\s+File "[^"]+", line \d+"#);
+re!(
+    JAVA_FRAME,
+    r"(?m)^\s+at [\w$.]+\([\w$]+\.(java|kt|scala|groovy):\d+\)"
+);
+re!(
+    JAVA_NATIVE,
+    r"(?m)^\s+at [\w$.]+\((Native Method|Unknown Source)\)"
+);
+re!(
+    JS_FRAME,
+    r"(?m)^\s+at (.+ )?\(?(file://)?[\w./\\:@-]+\.(m?js|cjs|ts|tsx|jsx):\d+:\d+\)?\s*$"
+);
+re!(GO_GOROUTINE, r"(?m)^goroutine \d+ \[[\w ,]+\]:");
+re!(GO_FRAME, r"(?m)^\s+\S+\.go:\d+( \+0x[0-9a-f]+)?\s*$");
+re!(GIT_COMMIT, r"(?m)^commit [0-9a-f]{40}");
+re!(GIT_AUTHOR, r"(?m)^Author: .+<.*>");
+re!(GIT_DATE, r"(?m)^Date: ");
+re!(
+    PATH_LINE,
+    r"^\s*(\./|\.\./|~/|/|[A-Za-z]:\\)?[\w.@+-]+([/\\][\w.@+-]+)+[/\\]?\s*$"
+);
+re!(HEX_RUN, r"[0-9a-fA-F]{128,}");
+re!(B64_RUN, r"[A-Za-z0-9+/_-]{120,}={0,2}");
+
+/// Whether `text` looks like something derivable from code or tools.
+pub fn detect(text: &str) -> Option<Kind> {
+    if HUNK.is_match(text) || DIFF_GIT.is_match(text) || DIFF_FILES.is_match(text) {
+        return Some(Kind::Diff);
+    }
+    if is_stack_trace(text) {
+        return Some(Kind::StackTrace);
+    }
+    if GIT_COMMIT.is_match(text) && (GIT_AUTHOR.is_match(text) || GIT_DATE.is_match(text)) {
+        return Some(Kind::GitLog);
+    }
+    if is_path_dump(text) {
+        return Some(Kind::PathDump);
+    }
+    if HEX_RUN.find_iter(text).any(|m| is_hex_blob(m.as_str()))
+        || B64_RUN.find_iter(text).any(|m| is_blob(m.as_str()))
+    {
+        return Some(Kind::Blob);
+    }
+    None
+}
+
+fn count(re: &Regex, text: &str) -> usize {
+    re.find_iter(text).count()
+}
+
+fn is_stack_trace(text: &str) -> bool {
+    (RUST_PANIC.is_match(text) && (count(&RUST_FRAME, text) + count(&RUST_AT, text) >= 1))
+        || count(&RUST_FRAME, text) + count(&RUST_AT, text) >= 4
+        || (PY_TRACE.is_match(text) && count(&PY_FRAME, text) >= 1)
+        || count(&PY_FRAME, text) >= 3
+        || count(&JAVA_FRAME, text) + count(&JAVA_NATIVE, text) >= 2
+        || count(&JS_FRAME, text) >= 2
+        || (GO_GOROUTINE.is_match(text) && count(&GO_FRAME, text) >= 1)
+        || count(&GO_FRAME, text) >= 3
+}
+
+/// At least four lines, four in five of them nothing but a path.
+fn is_path_dump(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.len() < 4 {
+        return false;
+    }
+    let paths = lines.iter().filter(|l| PATH_LINE.is_match(l)).count();
+    paths * 5 >= lines.len() * 4
+}
+
+/// A long hex run is a blob when it mixes digits and letters like a digest
+/// does (`aaaa…` or `1111…` is not encoded data).
+fn is_hex_blob(run: &str) -> bool {
+    let digits = run.bytes().filter(u8::is_ascii_digit).count();
+    digits * 10 >= run.len() && (run.len() - digits) * 10 >= run.len()
+}
+
+/// A long run of base64 alphabet is a blob when it mixes letters and digits
+/// like encoded data does (a long identifier or a URL path does not).
+fn is_blob(run: &str) -> bool {
+    let digits = run.bytes().filter(u8::is_ascii_digit).count();
+    let upper = run.bytes().filter(u8::is_ascii_uppercase).count();
+    let lower = run.bytes().filter(u8::is_ascii_lowercase).count();
+    digits * 20 >= run.len() && upper * 10 >= run.len() && lower * 10 >= run.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Real-looking positives: each must be refused with its kind.
+    const POSITIVES: &[(&str, Kind)] = &[
+        (
+            "diff --git a/src/main.rs b/src/main.rs\nindex 3b18e51..a9c2f4d 100644\n--- a/src/main.rs\n+++ b/src/main.rs\n@@ -1,3 +1,4 @@\n fn main() {\n+    println!(\"hi\");\n }\n",
+            Kind::Diff,
+        ),
+        (
+            "--- config.old\t2026-01-01\n+++ config.new\t2026-01-02\n@@ -10,2 +10,2 @@\n-port = 5432\n+port = 5433\n",
+            Kind::Diff,
+        ),
+        (
+            "thread 'main' panicked at src/store/writer.rs:212:9:\ncalled `Option::unwrap()` on a `None` value\nstack backtrace:\n   0: rust_begin_unwind\n   1: core::panicking::panic_fmt\n   2: memd::store::writer::Thread::run\n",
+            Kind::StackTrace,
+        ),
+        (
+            "Traceback (most recent call last):\n  File \"/app/main.py\", line 12, in <module>\n    run()\n  File \"/app/main.py\", line 8, in run\n    1/0\nZeroDivisionError: division by zero\n",
+            Kind::StackTrace,
+        ),
+        (
+            "Exception in thread \"main\" java.lang.NullPointerException\n\tat com.example.Service.handle(Service.java:42)\n\tat com.example.Main.main(Main.java:10)\n",
+            Kind::StackTrace,
+        ),
+        (
+            "TypeError: Cannot read properties of undefined (reading 'id')\n    at getUser (/srv/app/users.js:17:23)\n    at /srv/app/routes.js:44:5\n    at processTicksAndRejections (node:internal/process/task_queues:95:5)\n",
+            Kind::StackTrace,
+        ),
+        (
+            "panic: runtime error: index out of range [3] with length 3\n\ngoroutine 1 [running]:\nmain.main()\n\t/home/dev/app/main.go:9 +0x1d\nexit status 2\n",
+            Kind::StackTrace,
+        ),
+        (
+            "commit 8f3d2c1b9a7e6f5d4c3b2a1908f7e6d5c4b3a291\nAuthor: Dev Person <dev@example.com>\nDate:   Tue Jun 2 10:00:00 2026 +0200\n\n    Fix the deploy script\n",
+            Kind::GitLog,
+        ),
+        (
+            "./src/main.rs\n./src/lib.rs\n./src/store/mod.rs\n./src/store/writer.rs\n./tests/cli.rs\n./Cargo.toml\n",
+            Kind::PathDump,
+        ),
+        (
+            "/etc/memd/config.toml\n/var/lib/memd/memory.db\n/var/lib/memd/memory.db-wal\n/run/user/1000/memd/memd.sock\n",
+            Kind::PathDump,
+        ),
+        (
+            "payload: TWFueSBoYW5kcyBtYWtlIGxpZ2h0IHdvcmsuIFRoaXMgaXMgYSBsb25nIGJhc2U2NCBibG9iIHRoYXQgc2hvdWxkIG5vdCBiZSBzdG9yZWQgaW4gbWVtb3J5IDEyMzQ1Njc4OTA=",
+            Kind::Blob,
+        ),
+        (
+            "digest 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a089f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+            Kind::Blob,
+        ),
+    ];
+
+    /// Prose that mentions paths, errors, commits or code must pass.
+    const NEGATIVES: &[&str] = &[
+        "The deploy script lives in ops/deploy.sh and must run from the repo root.",
+        "Config is read from /etc/memd/config.toml; errors say 'permission denied' when run as nobody.",
+        "When the build fails with 'error[E0382]: borrow of moved value', clone the config first.",
+        "The user prefers tabs over spaces in Makefiles.",
+        "We pinned bincode to 2.0.1 because 3.0.0 is an empty release (commit 8f3d2c1).",
+        "Python's Traceback is printed to stderr; our wrapper catches ZeroDivisionError in main.py line 8.",
+        "At startup the service reads src/config.rs then tests/fixtures/v1.sql.",
+        "A Java NPE at Service.java:42 happens when the cache is cold; warm it first.",
+        "Use `git log --oneline` to find the release commit, then tag it.",
+        "The API key is stored in the vault, never in memory; ask the user for it.",
+        "https://docs.example.com/guides/getting-started/installation/linux/debian/bookworm/amd64/release-notes",
+        "Line one of a note.\nLine two mentions src/lib.rs.\nLine three is prose.\nLine four too.",
+        "Sizes: 1. src/ 2. tests/ 3. docs/ — keep docs short.",
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    ];
+
+    #[test]
+    fn positives_are_refused() {
+        for (text, kind) in POSITIVES {
+            assert_eq!(detect(text), Some(*kind), "not refused:\n{text}");
+        }
+    }
+
+    #[test]
+    fn prose_passes() {
+        for text in NEGATIVES {
+            assert_eq!(detect(text), None, "refused:\n{text}");
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! Near-duplicate rules (DESIGN.md "Write gate"): Jaccard similarity over
+//! word 3-shingles with digits kept; never a merge when the numbers differ
+//! ("port 5432" vs "port 5433" is an update, not a duplicate) or the text is
+//! shorter than [`MIN_MERGE_WORDS`] words.
+
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+
+/// Texts shorter than this are never merged, only reported as similar.
+pub const MIN_MERGE_WORDS: usize = 8;
+
+/// A text prepared for comparison.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Profile {
+    /// Hashed word 3-shingles.
+    pub shingles: HashSet<u64>,
+    /// Words with a digit in them, sorted.
+    pub numbers: Vec<String>,
+    /// Number of words.
+    pub words: usize,
+}
+
+/// Lower-cased words with the punctuation around them removed (inner
+/// punctuation such as `5.4` or `ops/deploy.sh` stays).
+pub fn words(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .map(|w| {
+            w.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        })
+        .filter(|w| !w.is_empty())
+        .collect()
+}
+
+fn hash(parts: &[String]) -> u64 {
+    // FNV-1a: stable, and good enough for set membership.
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    parts.hash(&mut h);
+    h.finish()
+}
+
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+/// Shingles, numbers and word count of a text.
+pub fn profile(text: &str) -> Profile {
+    let words = words(text);
+    let shingles = if words.len() < 3 {
+        std::iter::once(hash(&words)).collect()
+    } else {
+        words.windows(3).map(hash).collect()
+    };
+    let mut numbers: Vec<String> = words
+        .iter()
+        .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+        .cloned()
+        .collect();
+    numbers.sort();
+    Profile {
+        shingles,
+        numbers,
+        words: words.len(),
+    }
+}
+
+/// Jaccard similarity of two shingle sets.
+pub fn jaccard(a: &Profile, b: &Profile) -> f64 {
+    if a.shingles.is_empty() && b.shingles.is_empty() {
+        return 1.0;
+    }
+    let inter = a.shingles.intersection(&b.shingles).count();
+    let union = a.shingles.len() + b.shingles.len() - inter;
+    inter as f64 / union as f64
+}
+
+/// What to do with a new text that is similar to an existing one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Verdict {
+    /// Not similar enough.
+    Different,
+    /// Merge into the existing row.
+    Merge(f64),
+    /// Keep both; name the existing one as similar.
+    Similar(f64),
+}
+
+/// Compares a new text with an existing one.
+pub fn compare(new: &Profile, old: &Profile, threshold: f64) -> Verdict {
+    let j = jaccard(new, old);
+    if j < threshold {
+        Verdict::Different
+    } else if new.numbers != old.numbers || new.words < MIN_MERGE_WORDS {
+        Verdict::Similar(j)
+    } else {
+        Verdict::Merge(j)
+    }
+}
+
+/// Up to `n` distinct words of the text to look for candidates with: the
+/// longest ones (long words are the rare ones) and every word with a digit.
+pub fn probe_words(text: &str, n: usize) -> Vec<String> {
+    let mut ws: Vec<String> = words(text)
+        .into_iter()
+        .flat_map(|w| {
+            // Split the way the FTS tokenizer does, so each probe is a term.
+            w.split(|c: char| !c.is_alphanumeric())
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    ws.sort();
+    ws.dedup();
+    ws.sort_by(|a, b| b.chars().count().cmp(&a.chars().count()).then(a.cmp(b)));
+    ws.truncate(n);
+    ws
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: f64 = 0.85;
+
+    #[test]
+    fn verdicts() {
+        let base = "the staging database runs on the big host in the second rack of the old \
+                    data center and listens on port 5432 for the app, the worker pool, the \
+                    nightly reports and the admin console that the support team uses daily";
+        let cases = [
+            // same words, other punctuation and case: a merge
+            (
+                "The staging database runs on the big host in the second rack of the old \
+                 data center, and listens on port 5432 for the app; the worker pool, the \
+                 nightly reports and the admin console that the support team uses daily!",
+                "merge",
+            ),
+            // one word appended to a long text: still a near duplicate
+            (
+                "the staging database runs on the big host in the second rack of the old \
+                 data center and listens on port 5432 for the app, the worker pool, the \
+                 nightly reports and the admin console that the support team uses daily too",
+                "merge",
+            ),
+            // a number changed: an update, not a duplicate
+            (
+                "the staging database runs on the big host in the second rack of the old \
+                 data center and listens on port 5433 for the app, the worker pool, the \
+                 nightly reports and the admin console that the support team uses daily",
+                "similar",
+            ),
+            // different content
+            ("the production cache is redis on its own host", "different"),
+        ];
+        let old = profile(base);
+        for (text, want) in cases {
+            let got = match compare(&profile(text), &old, T) {
+                Verdict::Merge(_) => "merge",
+                Verdict::Similar(_) => "similar",
+                Verdict::Different => "different",
+            };
+            assert_eq!(got, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn short_texts_are_never_merged() {
+        let a = profile("deploy with make ship");
+        let b = profile("Deploy with make ship.");
+        assert_eq!(a.words, 4);
+        assert!(matches!(compare(&a, &b, T), Verdict::Similar(_)));
+    }
+
+    #[test]
+    fn jaccard_bounds() {
+        let a = profile("one two three four five six seven eight");
+        assert_eq!(jaccard(&a, &a), 1.0);
+        let b = profile("nine ten eleven twelve thirteen fourteen fifteen sixteen");
+        assert_eq!(jaccard(&a, &b), 0.0);
+    }
+
+    #[test]
+    fn probes_prefer_long_and_numeric_words() {
+        let p = probe_words("the configuration of ops/deploy.sh uses port 5432", 4);
+        assert_eq!(p, vec!["configuration", "deploy", "5432", "port"]);
+    }
+}

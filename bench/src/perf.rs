@@ -18,6 +18,9 @@ pub struct PerfArgs {
     /// Queries to run
     #[arg(long, default_value_t = 1_000)]
     pub queries: usize,
+    /// A config file for the daemon under test (TOML)
+    #[arg(long)]
+    pub config: Option<std::path::PathBuf>,
     /// Concurrent sessions for the load
     #[arg(long, default_value_t = 16)]
     pub load_sessions: usize,
@@ -42,7 +45,11 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
     let vocab = corpus::vocabulary(20_000);
     let items = corpus::memories(args.memories, &vocab, 42);
     let queries = corpus::queries(args.queries, &vocab, 7);
-    let mut daemon = BenchDaemon::start(None)?;
+    let config = match &args.config {
+        Some(path) => Some(std::fs::read_to_string(path)?),
+        None => None,
+    };
+    let mut daemon = BenchDaemon::start(config.as_deref())?;
     let mut client = Client::connect(ConnectOptions::new(daemon.socket())).await?;
     let mut rows = Vec::new();
 

@@ -1,28 +1,60 @@
 //! `add`: the write gate, then insert (and supersede, when asked).
 //!
-//! The gate's steps that need no database ran in `store::gate::check_add`;
-//! here, inside the write transaction, come exact dedup and the
-//! near-duplicate check (candidates from the FTS index, never a scan of the
-//! namespace), then the insert.
+//! The gate's steps that need no database ran in `store::gate::check_add`.
+//! The near-duplicate search (candidates from the FTS index — never a scan
+//! of the namespace — compared by shingle similarity) runs on a reader
+//! before the write, so it does not hold up the writer thread; inside the
+//! write transaction come exact dedup (authoritative), a re-check of the
+//! near-duplicate found, and the insert. Two near duplicates added at the
+//! same instant by two sessions can both be stored; exact duplicates never.
 //!
 //! An add cannot discard anything, so under the `external` policy it goes
 //! through on a stale view and says so in `drift`; an add that supersedes
 //! another memory changes that memory and is guarded as destructive.
 
 use memd_proto::{AddRequest, AddResult, Response};
+use rusqlite::Connection;
 use time::OffsetDateTime;
 
 use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
 use crate::store::gate::similar::{self, Verdict};
-use crate::store::memories::{self, View};
+use crate::store::memories::{self, NewMemory, View};
+use crate::store::readers::ReadKind;
 use crate::store::{StoreError, gate};
 
 /// Probe words used to find near-duplicate candidates.
-const PROBES: usize = 8;
+const PROBES: usize = 6;
 /// Candidates compared per add.
 const CANDIDATES: u32 = 24;
+
+/// The most similar candidate: a merge beats a mere similarity.
+fn best_match(
+    conn: &Connection,
+    new: &NewMemory,
+    now: &str,
+    threshold: f64,
+) -> Result<Option<(Verdict, i64)>, StoreError> {
+    let probes = similar::probe_words(&new.content, PROBES);
+    let Some(query) = similar::candidate_query(&probes) else {
+        return Ok(None);
+    };
+    let mine = similar::profile(&new.content);
+    let score = |v: &Verdict| match v {
+        Verdict::Merge(j) => 2.0 + j,
+        Verdict::Similar(j) => 1.0 + j,
+        Verdict::Different => 0.0,
+    };
+    let mut best: Option<(Verdict, i64)> = None;
+    for (id, content) in memories::near_candidates(conn, new, &query, now, CANDIDATES)? {
+        let verdict = similar::compare(&mine, &similar::profile(&content), threshold);
+        if score(&verdict) > best.as_ref().map_or(0.0, |(v, _)| score(v)) {
+            best = Some((verdict, id));
+        }
+    }
+    Ok(best)
+}
 
 pub(super) async fn handle(
     req: AddRequest,
@@ -41,9 +73,22 @@ pub(super) async fn handle(
         Some(_) => WriteKind::Destructive,
         None => WriteKind::Append,
     };
-    let dedup = shared.config.gate.dedup;
+    let dedup = shared.config.gate.dedup && supersedes.is_none();
     let threshold = shared.config.gate.near_duplicate_threshold;
     let now = crate::clock::format(now);
+    let near = if dedup && threshold <= 1.0 {
+        let (probe, now) = (new.clone(), now.clone());
+        shared
+            .store
+            .readers
+            .read(ReadKind::Client, move |conn| {
+                best_match(conn, &probe, &now, threshold)
+            })
+            .await?
+            .value
+    } else {
+        None
+    };
     let result = super::guarded(shared, session, kind, move |ctx, drift| {
         let mut result = AddResult {
             accepted: true,
@@ -64,47 +109,38 @@ pub(super) async fn handle(
                     current_rev: Some(current.rev),
                 });
             }
-        } else if dedup {
-            if let Some(id) = memories::find_duplicate(ctx.conn, &new, &now)? {
-                memories::merge_into(ctx.conn, id, &new.tags)?;
-                result.id = Some(id);
-                result.deduped = true;
-                result.reason = Some("duplicate".into());
-                result.generation = ctx.generation()?;
-                return Ok(result);
-            }
-            if threshold <= 1.0 {
-                let mine = similar::profile(&new.content);
-                let probes = similar::probe_words(&new.content, PROBES);
-                let mut best: Option<(Verdict, i64)> = None;
-                for (id, content) in
-                    memories::near_candidates(ctx.conn, &new, &probes, &now, CANDIDATES)?
-                {
-                    let verdict = similar::compare(&mine, &similar::profile(&content), threshold);
-                    let score = |v: &Verdict| match v {
-                        Verdict::Merge(j) => 2.0 + j,
-                        Verdict::Similar(j) => 1.0 + j,
-                        Verdict::Different => 0.0,
-                    };
-                    if score(&verdict) > best.as_ref().map_or(0.0, |(v, _)| score(v)) {
-                        best = Some((verdict, id));
-                    }
+        }
+        if dedup && let Some(id) = memories::find_duplicate(ctx.conn, &new, &now)? {
+            memories::merge_into(ctx.conn, id, &new.tags)?;
+            result.id = Some(id);
+            result.deduped = true;
+            result.reason = Some("duplicate".into());
+            result.generation = ctx.generation()?;
+            return Ok(result);
+        }
+        // The near duplicate found before the write, checked again: it may
+        // have changed or gone since.
+        if let Some((_, id)) = near
+            && let Some(content) = memories::same_place_content(ctx.conn, &new, id, &now)?
+        {
+            match similar::compare(
+                &similar::profile(&new.content),
+                &similar::profile(&content),
+                threshold,
+            ) {
+                Verdict::Merge(_) => {
+                    memories::merge_into(ctx.conn, id, &new.tags)?;
+                    result.id = Some(id);
+                    result.merged_into = Some(id);
+                    result.reason = Some("near_duplicate".into());
+                    result.generation = ctx.generation()?;
+                    return Ok(result);
                 }
-                match best {
-                    Some((Verdict::Merge(_), id)) => {
-                        memories::merge_into(ctx.conn, id, &new.tags)?;
-                        result.id = Some(id);
-                        result.merged_into = Some(id);
-                        result.reason = Some("near_duplicate".into());
-                        result.generation = ctx.generation()?;
-                        return Ok(result);
-                    }
-                    Some((Verdict::Similar(_), id)) => {
-                        result.similar_to = Some(id);
-                        result.reason.get_or_insert_with(|| "similar".into());
-                    }
-                    _ => {}
+                Verdict::Similar(_) => {
+                    result.similar_to = Some(id);
+                    result.reason.get_or_insert_with(|| "similar".into());
                 }
+                Verdict::Different => {}
             }
         }
         let id = memories::insert(ctx.conn, &new)?;

@@ -181,34 +181,29 @@ pub fn find_duplicate(
 }
 
 /// Candidates for the near-duplicate check: at most `limit` rows of the same
-/// namespace, scope and owner that share the probe words, best BM25 first.
-/// Bounded by the FTS index, never a scan of the namespace.
+/// namespace, scope and owner matching `fts_query` (see
+/// `gate::similar::candidate_query`). Bounded by the FTS index, never a scan
+/// of the namespace; no ranking, as every match is compared anyway.
 ///
 /// # Errors
 /// SQLite errors.
 pub fn near_candidates(
     conn: &Connection,
     m: &NewMemory,
-    probes: &[String],
+    fts_query: &str,
     now: &str,
     limit: u32,
 ) -> Result<Vec<(i64, String)>, StoreError> {
-    if probes.is_empty() {
-        return Ok(Vec::new());
-    }
-    let query = probes
-        .iter()
-        .map(|w| format!("\"{w}\""))
-        .collect::<Vec<_>>()
-        .join(" OR ");
     let sql = format!(
-        "SELECT m.id, m.content FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
-         WHERE memories_fts MATCH ?5 AND {SAME_PLACE} ORDER BY bm25(memories_fts) LIMIT ?6"
+        // CROSS JOIN keeps the FTS index the outer loop: a plain JOIN lets
+        // the planner walk the whole namespace and test MATCH per row.
+        "SELECT m.id, m.content FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid \
+         WHERE memories_fts MATCH ?5 AND {SAME_PLACE} LIMIT ?6"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt
         .query_map(
-            rusqlite::params![m.namespace, m.scope, m.scope_owner, now, query, limit],
+            rusqlite::params![m.namespace, m.scope, m.scope_owner, now, fts_query, limit],
             |r| {
                 Ok((
                     r.get(0)?,
@@ -218,6 +213,27 @@ pub fn near_candidates(
         )?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
+}
+
+/// The content of row `id` if it is still an active row in the same
+/// namespace, scope and owner as `m`.
+///
+/// # Errors
+/// SQLite errors.
+pub fn same_place_content(
+    conn: &Connection,
+    m: &NewMemory,
+    id: i64,
+    now: &str,
+) -> Result<Option<String>, StoreError> {
+    let sql = format!("SELECT m.content FROM memories m WHERE {SAME_PLACE} AND m.id = ?5");
+    Ok(conn
+        .prepare_cached(&sql)?
+        .query_row((&m.namespace, &m.scope, &m.scope_owner, now, id), |r| {
+            r.get::<_, Option<String>>(0)
+        })
+        .optional()?
+        .flatten())
 }
 
 /// Merges an add into an existing row: `observation_count + 1`, tags

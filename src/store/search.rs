@@ -43,9 +43,11 @@ pub fn lexical(
     limit: u32,
 ) -> Result<Vec<Hit>, StoreError> {
     let mut params = vec![Value::Text(fts_query.to_string())];
+    // CROSS JOIN keeps the FTS index the outer loop: a plain JOIN lets the
+    // planner walk the whole namespace and test MATCH per row.
     let mut sql = format!(
         "SELECT {COLUMNS}, bm25(memories_fts, 1.0, 2.0) AS rank \
-         FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
+         FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid \
          WHERE memories_fts MATCH ?1"
     );
     view.push_conditions(&mut sql, &mut params);

@@ -127,6 +127,30 @@ pub fn probe_words(text: &str, n: usize) -> Vec<String> {
     ws
 }
 
+/// The FTS5 query that finds near-duplicate candidates: the probe words in
+/// three AND groups, OR-ed (`(a AND d AND g) OR (b AND e AND h) OR …`). A
+/// near duplicate shares almost every word, so at least one group is whole
+/// in it even when a word or two changed; an AND group is as cheap as its
+/// rarest word, so the lookup stays bounded however common the other words
+/// are.
+pub fn candidate_query(probes: &[String]) -> Option<String> {
+    if probes.is_empty() {
+        return None;
+    }
+    let groups = probes.len().clamp(1, 3);
+    let mut parts = Vec::with_capacity(groups);
+    for g in 0..groups {
+        let words: Vec<String> = probes
+            .iter()
+            .skip(g)
+            .step_by(groups)
+            .map(|w| format!("\"{w}\""))
+            .collect();
+        parts.push(format!("({})", words.join(" AND ")));
+    }
+    Some(parts.join(" OR "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +212,20 @@ mod tests {
         assert_eq!(jaccard(&a, &a), 1.0);
         let b = profile("nine ten eleven twelve thirteen fourteen fifteen sixteen");
         assert_eq!(jaccard(&a, &b), 0.0);
+    }
+
+    #[test]
+    fn candidate_queries_group_probes() {
+        let p: Vec<String> = ["a", "b", "c", "d", "e", "f", "g"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            candidate_query(&p).unwrap(),
+            "(\"a\" AND \"d\" AND \"g\") OR (\"b\" AND \"e\") OR (\"c\" AND \"f\")"
+        );
+        assert_eq!(candidate_query(&p[..1]).unwrap(), "(\"a\")");
+        assert_eq!(candidate_query(&[]), None);
     }
 
     #[test]

@@ -369,6 +369,8 @@ pub struct Config {
     pub drift: DriftConfig,
     /// `[inject]`.
     pub inject: InjectConfig,
+    /// `[search]`: ranking and the fuzzy fallback.
+    pub search: crate::store::search::rank::RankConfig,
     /// `[socket]`.
     pub socket: SocketConfig,
 }

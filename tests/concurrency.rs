@@ -65,6 +65,10 @@ async fn thirty_two_clients_add_and_search_concurrently() {
     let status = client.status().await.unwrap();
     let commits = status["stats"]["commits"].as_u64().unwrap();
     let writes = status["stats"]["writes"].as_u64().unwrap();
-    assert_eq!(writes, (CLIENTS * EACH) as u64);
-    assert!(commits <= writes);
+    // Every add, plus the daemon's batched access-count writes.
+    assert!(writes >= (CLIENTS * EACH) as u64, "{writes}");
+    assert!(
+        commits < writes,
+        "group commit: {commits} commits for {writes} writes"
+    );
 }

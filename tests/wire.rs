@@ -204,7 +204,7 @@ async fn protocol_mismatch_is_reported_with_both_versions() {
     });
     assert_eq!(err.exit_code(), 5);
     assert!(
-        err.to_string().contains("protocol 1, the daemon speaks 99"),
+        err.to_string().contains("protocol 2, the daemon speaks 99"),
         "{err}"
     );
 }

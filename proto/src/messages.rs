@@ -538,6 +538,10 @@ pub struct Filter {
     pub since: Option<String>,
     /// Created before this time (RFC 3339 or a duration ago).
     pub until: Option<String>,
+    /// Changed at or after this time (RFC 3339 or a duration ago).
+    pub updated_since: Option<String>,
+    /// Changed before this time (RFC 3339 or a duration ago).
+    pub updated_until: Option<String>,
     /// Include superseded memories.
     pub include_superseded: bool,
     /// Include archived memories.

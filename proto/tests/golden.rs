@@ -53,6 +53,8 @@ fn filter() -> Filter {
         meta: vec![("port".into(), "5432".into())],
         since: Some("7d".into()),
         until: None,
+        updated_since: Some("2026-01-01T00:00:00Z".into()),
+        updated_until: None,
         include_superseded: true,
         include_archived: false,
         status: None,

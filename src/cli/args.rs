@@ -194,6 +194,12 @@ pub struct FilterArgs {
     /// Created before: 7d (ago) or an RFC 3339 time
     #[arg(long, value_name = "WHEN")]
     pub until: Option<String>,
+    /// Changed at or after: 7d (ago) or an RFC 3339 time
+    #[arg(long, value_name = "WHEN")]
+    pub updated_since: Option<String>,
+    /// Changed before: 7d (ago) or an RFC 3339 time
+    #[arg(long, value_name = "WHEN")]
+    pub updated_until: Option<String>,
     /// Include superseded memories
     #[arg(long)]
     pub include_superseded: bool,

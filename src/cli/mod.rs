@@ -271,6 +271,8 @@ fn filter(f: &FilterArgs) -> Filter {
         meta: f.meta.clone(),
         since: f.since.clone(),
         until: f.until.clone(),
+        updated_since: f.updated_since.clone(),
+        updated_until: f.updated_until.clone(),
         include_superseded: f.include_superseded,
         include_archived: f.include_archived,
         status: f.status.clone(),

@@ -47,6 +47,8 @@ pub struct Shared {
     pub started: Instant,
     /// Drift backups.
     pub backups: crate::drift::backup::Backups,
+    /// Pending access tracking.
+    pub access: crate::store::access::Access,
 }
 
 /// Why the daemon could not start (or stopped abnormally).
@@ -138,8 +140,10 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
         sessions: AtomicUsize::new(0),
         started: Instant::now(),
         backups,
+        access: Default::default(),
     });
     tokio::spawn(watch_signals(shared.clone()));
+    let flusher = tokio::spawn(flush_access(shared.clone()));
     tracing::info!(
         socket = %shared.paths.socket.display(),
         db = %shared.paths.db().display(),
@@ -221,10 +225,29 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
         );
         connections.shutdown().await;
     }
+    flusher.abort();
+    if let Err(e) = shared.access.flush(&shared.store).await {
+        tracing::warn!(error = %e, "cannot write the last access counts");
+    }
     shared.store.close().await;
     socket::remove_if_ours(&bound.path, bound.id);
     tracing::info!("memd stopped");
     Ok(())
+}
+
+/// How often pending access counts are written.
+const ACCESS_FLUSH: Duration = Duration::from_secs(1);
+
+async fn flush_access(shared: Arc<Shared>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(ACCESS_FLUSH) => {}
+            _ = shared.access.wake.notified() => {}
+        }
+        if let Err(e) = shared.access.flush(&shared.store).await {
+            tracing::warn!(error = %e, "cannot write access counts; will retry");
+        }
+    }
 }
 
 fn start_watcher(store: &Store, config: &Config) -> Option<crate::drift::watcher::DataDirWatcher> {

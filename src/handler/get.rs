@@ -29,6 +29,7 @@ pub(super) async fn handle(
         .await?;
     session.seen = read.generation;
     let memory = read.value.ok_or(StoreError::NotFound(id))?;
+    shared.access.record([memory.id]);
     Ok(Response::Memory(Box::new(MemoryReply {
         memory,
         generation: read.generation,

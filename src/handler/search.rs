@@ -1,6 +1,7 @@
-//! `search`: lexical FTS5 search with the list filters.
+//! `search`: lexical and fuzzy search with the list filters, ranked by
+//! relevance, recency and pins (`store::search`).
 
-use memd_proto::{QuerySyntax, Response, SearchMode, SearchRequest, SearchResult};
+use memd_proto::{Response, SearchMode, SearchRequest, SearchResult};
 use time::OffsetDateTime;
 
 use crate::daemon::Shared;
@@ -13,44 +14,45 @@ pub(super) async fn handle(
     session: &mut Session,
     shared: &Shared,
 ) -> Result<Response, StoreError> {
-    match req.mode {
-        SearchMode::Auto | SearchMode::Lexical => {}
-        SearchMode::Fuzzy => {
-            return Err(StoreError::InvalidInput(
-                "fuzzy search is not available in this version of memd; use --mode lexical".into(),
-            ));
-        }
-        SearchMode::Semantic | SearchMode::Hybrid => {
-            return Err(StoreError::InvalidInput(format!(
-                "{} search needs an embedder, and no embedder is configured; \
-                 use --mode lexical",
-                req.mode.as_str()
-            )));
-        }
+    if matches!(req.mode, SearchMode::Semantic | SearchMode::Hybrid) {
+        return Err(StoreError::InvalidInput(format!(
+            "{} search needs an embedder, and no embedder is configured; use --mode lexical \
+             or fuzzy",
+            req.mode.as_str()
+        )));
     }
-    let view = gate::view(&req.filter, &session.who(), OffsetDateTime::now_utc())?;
-    let fts_query = match req.syntax {
-        QuerySyntax::Plain => search::plain_query(&req.query),
-        QuerySyntax::Fts => {
-            if req.query.trim().is_empty() {
-                return Err(StoreError::InvalidInput("the query is empty".into()));
-            }
-            Some(req.query.clone())
-        }
-    };
+    if req.query.trim().is_empty() {
+        return Err(StoreError::InvalidInput("the query is empty".into()));
+    }
+    let now = OffsetDateTime::now_utc();
+    let view = gate::view(&req.filter, &session.who(), now)?;
     let limit = super::page_limit(req.limit, shared);
+    let rank = shared.config.search.clone();
+    let mode = req.mode;
     let read = shared
         .store
         .readers
-        .read(ReadKind::Client, move |conn| match fts_query {
-            Some(q) => search::lexical(conn, &q, &view, limit),
-            None => Ok(Vec::new()),
+        .read(ReadKind::Client, move |conn| {
+            search::run(
+                conn,
+                &search::Query {
+                    text: &req.query,
+                    syntax: req.syntax,
+                    mode: req.mode,
+                    view: &view,
+                    limit,
+                    explain: req.explain,
+                    now,
+                    rank: &rank,
+                },
+            )
         })
         .await?;
     session.seen = read.generation;
+    shared.access.record(read.value.iter().map(|h| h.memory.id));
     Ok(Response::Hits(SearchResult {
         hits: read.value,
         generation: read.generation,
-        mode: SearchMode::Lexical,
+        mode,
     }))
 }

@@ -336,6 +336,10 @@ pub struct View {
     pub since: Option<String>,
     /// Created before (stored time format).
     pub until: Option<String>,
+    /// Updated at or after (stored time format).
+    pub updated_since: Option<String>,
+    /// Updated before (stored time format).
+    pub updated_until: Option<String>,
     /// Include superseded rows.
     pub include_superseded: bool,
     /// Include archived rows.
@@ -370,6 +374,8 @@ impl View {
             meta: Vec::new(),
             since: None,
             until: None,
+            updated_since: None,
+            updated_until: None,
             include_superseded: false,
             include_archived: false,
             status: None,
@@ -465,6 +471,14 @@ impl View {
         if let Some(until) = &self.until {
             let mark = p(Value::Text(until.clone()), params);
             sql.push_str(&format!(" AND m.created_at < {mark}"));
+        }
+        if let Some(since) = &self.updated_since {
+            let mark = p(Value::Text(since.clone()), params);
+            sql.push_str(&format!(" AND m.updated_at >= {mark}"));
+        }
+        if let Some(until) = &self.updated_until {
+            let mark = p(Value::Text(until.clone()), params);
+            sql.push_str(&format!(" AND m.updated_at < {mark}"));
         }
         if !self.include_superseded {
             sql.push_str(" AND m.superseded_by IS NULL");

@@ -6,13 +6,15 @@
 //! - [`writer`]: the one thread that owns the write connection; group commit.
 //! - [`readers`]: read-only connections run on tokio's blocking pool.
 //! - [`memories`]: row mapping, insert/update/delete, visibility and filters.
-//! - [`search`]: FTS5 query building and lexical search.
+//! - [`search`]: lexical and fuzzy search, ranking.
+//! - [`access`]: batched access tracking (use counts), never an edit.
 //! - [`gate`]: validation of what a request may write (pure rules).
 //! - [`inject`]: the read behind a session's memory block.
 //!
 //! No SQLite call runs on a tokio worker thread: writes go to the writer
 //! thread, reads to `spawn_blocking`.
 
+pub mod access;
 pub mod gate;
 pub mod inject;
 pub mod memories;

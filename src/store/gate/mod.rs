@@ -510,6 +510,8 @@ pub fn view(filter: &Filter, who: &Who, now: OffsetDateTime) -> Result<View, Sto
     };
     v.since = past(&filter.since, "since")?;
     v.until = past(&filter.until, "until")?;
+    v.updated_since = past(&filter.updated_since, "updated-since")?;
+    v.updated_until = past(&filter.updated_until, "updated-until")?;
     v.include_superseded = filter.include_superseded;
     v.include_archived = filter.include_archived;
     v.status = filter.status.as_deref().map(status).transpose()?;

@@ -1,0 +1,317 @@
+//! Fuzzy search: typos and substrings, through the FTS index's own
+//! vocabulary (`fts5vocab`), so there is no second index to store or keep in
+//! sync — rows written by a `sqlite3` shell are found like any other.
+//!
+//! For each query word, terms of the vocabulary are candidates when they are
+//! within a small edit distance (Damerau–Levenshtein, so a swapped pair of
+//! letters is one edit; the word's last few letters may be dropped, as the
+//! porter stemmer drops suffixes), or when they start with or contain the
+//! word. Candidate terms are looked up by the word's first two letters (and
+//! those two swapped), and by substring only when that finds nothing. The
+//! hits of the expanded query are re-ranked by how closely their words match
+//! the query's.
+
+use std::collections::HashMap;
+
+use rusqlite::Connection;
+
+use memd_proto::Memory;
+
+use super::super::StoreError;
+use super::super::memories::View;
+use super::words;
+
+/// Candidate terms kept per query word.
+const TERMS_PER_WORD: usize = 6;
+/// Shortest word matched fuzzily.
+const MIN_WORD: usize = 3;
+
+/// The vocabulary view on a connection (a TEMP virtual table: nothing is
+/// stored, and read-only connections may create it).
+fn ensure_vocab(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memd_vocab \
+         USING fts5vocab(main, 'memories_fts', 'row')",
+    )?;
+    Ok(())
+}
+
+/// Optimal-string-alignment distance (Damerau–Levenshtein with adjacent
+/// transpositions).
+pub fn osa(a: &[char], b: &[char]) -> usize {
+    let (n, m) = (a.len(), b.len());
+    let mut d = vec![vec![0usize; m + 1]; n + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=n {
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = v;
+        }
+    }
+    d[n][m]
+}
+
+/// Edits allowed for a word of `len` characters.
+fn allowed(len: usize) -> usize {
+    match len {
+        0..=3 => 0,
+        4..=7 => 1,
+        _ => 2,
+    }
+}
+
+/// Shortest part left after dropping a suffix.
+const MIN_STEM: usize = 4;
+
+/// How close vocabulary term `term` is to query word `word` (1: the same, 0:
+/// unrelated). Up to three final letters of the longer one may be dropped
+/// first, as a stemmer drops suffixes ("networkng" ~ "network", "netwrok" ~
+/// "networking").
+pub fn similarity(word: &str, term: &str) -> f64 {
+    let w: Vec<char> = word.chars().collect();
+    let t: Vec<char> = term.chars().collect();
+    if w.len() < MIN_WORD || t.is_empty() {
+        return if word == term { 1.0 } else { 0.0 };
+    }
+    if word == term {
+        return 1.0;
+    }
+    // The stemmer turns a final y into i ("deploy" → "deploi").
+    let mut t_alt = t.clone();
+    if t_alt.last() == Some(&'i') {
+        *t_alt.last_mut().expect("not empty") = 'y';
+    }
+    let mut best = osa(&w, &t).min(osa(&w, &t_alt));
+    for drop in 1..=3usize {
+        if w.len() > t.len() && w.len() - drop >= MIN_STEM.max(t.len().saturating_sub(1)) {
+            let cut = &w[..w.len() - drop];
+            best = best.min(osa(cut, &t)).min(osa(cut, &t_alt));
+        }
+        if t.len() > w.len() && t.len() - drop >= MIN_STEM.max(w.len().saturating_sub(1)) {
+            best = best
+                .min(osa(&w, &t[..t.len() - drop]))
+                .min(osa(&w, &t_alt[..t_alt.len() - drop]));
+        }
+    }
+    let limit = allowed(w.len());
+    if best <= limit {
+        let longest = w.len().max(t.len()) as f64;
+        return (1.0 - best as f64 / longest).max(0.5);
+    }
+    // Prefix or substring: "deplo" in "deploi", "kube" in "minikub" (the
+    // stemmer dropped the final e).
+    if w.len() >= 4 && contains_stemmed(term, word) {
+        return 0.7;
+    }
+    0.0
+}
+
+/// Whether `term` contains `word`, or `word` without a final `e` or `s`
+/// (which a stemmer drops).
+fn contains_stemmed(term: &str, word: &str) -> bool {
+    term.contains(word)
+        || word
+            .strip_suffix(['e', 's'])
+            .is_some_and(|w| w.chars().count() >= 3 && term.contains(w))
+}
+
+/// Vocabulary terms close to each query word: `(term, similarity)`, best
+/// first, at most a few per word.
+///
+/// # Errors
+/// SQLite errors.
+pub fn expand(conn: &Connection, query_words: &[String]) -> Result<Vec<(String, f64)>, StoreError> {
+    ensure_vocab(conn)?;
+    let mut range =
+        conn.prepare_cached("SELECT term FROM temp.memd_vocab WHERE term >= ?1 AND term < ?2")?;
+    let mut containing = conn
+        .prepare_cached("SELECT term FROM temp.memd_vocab WHERE instr(term, ?1) > 0 LIMIT 200")?;
+    let mut out: HashMap<String, f64> = HashMap::new();
+    for word in query_words {
+        let chars: Vec<char> = word.chars().collect();
+        if chars.len() < MIN_WORD {
+            continue;
+        }
+        let mut prefixes = vec![chars[..2].iter().collect::<String>()];
+        let swapped: String = [chars[1], chars[0]].iter().collect();
+        if swapped != prefixes[0] {
+            prefixes.push(swapped);
+        }
+        let mut found: Vec<(String, f64)> = Vec::new();
+        for p in &prefixes {
+            let upper = next_prefix(p);
+            let terms = range
+                .query_map((p, &upper), |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            for t in terms {
+                let s = similarity(word, &t);
+                if s > 0.0 {
+                    found.push((t, s));
+                }
+            }
+        }
+        if found.is_empty() && chars.len() >= 4 {
+            let needle = word.strip_suffix(['e', 's']).unwrap_or(word);
+            let terms = containing
+                .query_map([needle], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            found.extend(terms.into_iter().map(|t| (t, 0.7)));
+        }
+        found.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        found.truncate(TERMS_PER_WORD);
+        for (t, s) in found {
+            let e = out.entry(t).or_insert(0.0);
+            *e = e.max(s);
+        }
+    }
+    let mut terms: Vec<(String, f64)> = out.into_iter().collect();
+    terms.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok(terms)
+}
+
+/// The smallest string greater than every string starting with `p`.
+fn next_prefix(p: &str) -> String {
+    let mut chars: Vec<char> = p.chars().collect();
+    while let Some(last) = chars.pop() {
+        if let Some(next) = char::from_u32(last as u32 + 1) {
+            chars.push(next);
+            return chars.into_iter().collect();
+        }
+    }
+    String::from(char::MAX)
+}
+
+/// How well a memory's words match the query words: the mean, over query
+/// words, of the best similarity to any of its words.
+pub fn match_quality(query_words: &[String], text: &str) -> f64 {
+    if query_words.is_empty() {
+        return 0.0;
+    }
+    let tokens = words::tokens(text);
+    let total: f64 = query_words
+        .iter()
+        .map(|q| {
+            tokens
+                .iter()
+                .map(|t| {
+                    let s = similarity(q, t);
+                    // A longer word that starts with the query word matches it.
+                    if s == 0.0 && q.chars().count() >= 4 && t.starts_with(q.as_str()) {
+                        0.8
+                    } else {
+                        s
+                    }
+                })
+                .fold(0.0, f64::max)
+        })
+        .sum();
+    total / query_words.len() as f64
+}
+
+/// Fuzzy candidates: rows matching any vocabulary term close to a query
+/// word, each with a raw score blending BM25 of the expanded query and the
+/// match quality of its words.
+///
+/// # Errors
+/// SQLite errors.
+pub fn candidates(
+    conn: &Connection,
+    text: &str,
+    view: &View,
+    fetch: u32,
+) -> Result<Vec<(Memory, f64)>, StoreError> {
+    let query_words = words::query_words(text);
+    let terms = expand(conn, &query_words)?;
+    if terms.is_empty() {
+        return Ok(Vec::new());
+    }
+    let fts = terms
+        .iter()
+        .map(|(t, _)| format!("\"{t}\""))
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    // Stems as query terms: FTS stems them again, which leaves stems alone
+    // in all but rare cases.
+    let rows = super::lexical::candidates(conn, &fts, view, fetch)?;
+    let best_bm25 = rows.iter().map(|(_, s)| *s).fold(0.0, f64::max);
+    Ok(rows
+        .into_iter()
+        .map(|(m, bm25)| {
+            let rel = if best_bm25 > 0.0 {
+                bm25 / best_bm25
+            } else {
+                0.0
+            };
+            let text = match &m.subject {
+                Some(s) => format!("{s} {}", m.content),
+                None => m.content.clone(),
+            };
+            let quality = match_quality(&query_words, &text);
+            (m, 0.3 * rel + 0.7 * quality)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chars(s: &str) -> Vec<char> {
+        s.chars().collect()
+    }
+
+    #[test]
+    fn osa_counts_transpositions_as_one() {
+        assert_eq!(osa(&chars("dokcer"), &chars("docker")), 1);
+        assert_eq!(osa(&chars("netwrok"), &chars("network")), 1);
+        assert_eq!(osa(&chars("kitten"), &chars("sitting")), 3);
+        assert_eq!(osa(&chars(""), &chars("abc")), 3);
+    }
+
+    #[test]
+    fn similarity_of_typos_stems_and_substrings() {
+        assert!(similarity("dokcer", "docker") > 0.8);
+        assert!(similarity("netwrok", "network") > 0.8);
+        // One edit plus a suffix the stemmer removed.
+        assert!(similarity("networkng", "network") > 0.8);
+        assert!(similarity("depoly", "deploi") > 0.5);
+        assert!(similarity("deploying", "deploi") > 0.5);
+        // Two edits in a long word.
+        assert!(similarity("kubernets", "kubernet") > 0.5);
+        assert!(similarity("postgrse", "postgr") > 0.5);
+        // Substrings.
+        assert_eq!(similarity("kube", "minikub"), 0.7);
+        // A raw word with its suffix.
+        assert!(similarity("netwrok", "networking") > 0.5);
+        // Unrelated.
+        assert_eq!(similarity("docker", "garden"), 0.0);
+        assert_eq!(similarity("docker", "doctor"), 0.0);
+        assert_eq!(similarity("cat", "dog"), 0.0);
+    }
+
+    #[test]
+    fn next_prefix_bounds_a_range() {
+        assert_eq!(next_prefix("do"), "dp");
+        assert!("dozzz" < next_prefix("do").as_str());
+    }
+
+    #[test]
+    fn match_quality_prefers_close_words() {
+        let q = vec!["dokcer".to_string(), "netwrok".to_string()];
+        let good = match_quality(&q, "Docker networking between containers");
+        let half = match_quality(&q, "Docker compose files");
+        let none = match_quality(&q, "The garden needs water");
+        assert!(good > half && half > none, "{good} {half} {none}");
+    }
+}

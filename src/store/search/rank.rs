@@ -1,0 +1,174 @@
+//! Ranking: relevance (BM25, normalized to the best hit), recency decay per
+//! category, and a boost for pinned memories. Pure rules over plain values
+//! and an explicit "now", so tests can set the clock.
+//!
+//! `final = relevance × ((1 − w) + w × decay) + pin_boost·pinned`, where
+//! `decay = 0.5^(age_days / half_life)` from the memory's `updated_at`, `w`
+//! is `[search] decay_weight`, and pinned memories and evergreen categories
+//! (preference, convention, identity by default) do not decay.
+
+use std::collections::HashMap;
+
+use serde::Deserialize;
+use serde_json::json;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+/// Ranking settings (`[search]` in the config file).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RankConfig {
+    /// How much recency counts (0: not at all, 1: fully).
+    pub decay_weight: f64,
+    /// Half-life of a memory's weight, in days.
+    pub half_life_days: f64,
+    /// Half-lives of particular categories, in days.
+    pub half_life: HashMap<String, f64>,
+    /// Categories that never decay.
+    pub evergreen: Vec<String>,
+    /// Added to the score of a pinned memory.
+    pub pin_boost: f64,
+    /// `auto` mode falls back to fuzzy matching when lexical search finds
+    /// fewer hits than this.
+    pub fuzzy_below: usize,
+}
+
+impl Default for RankConfig {
+    fn default() -> Self {
+        RankConfig {
+            decay_weight: 0.3,
+            half_life_days: 90.0,
+            half_life: HashMap::from([("episode".to_string(), 14.0), ("task".to_string(), 30.0)]),
+            evergreen: vec!["preference".into(), "convention".into(), "identity".into()],
+            pin_boost: 0.2,
+            fuzzy_below: 3,
+        }
+    }
+}
+
+/// The parts of one hit's score.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Parts {
+    /// Raw match score (BM25, higher is better; fuzzy: its own blend).
+    pub raw: f64,
+    /// `raw` divided by the best `raw` of the result set (0..1).
+    pub relevance: f64,
+    /// Recency factor (1: fresh or evergreen).
+    pub decay: f64,
+    /// Pin boost applied.
+    pub pin: f64,
+    /// The final score.
+    pub score: f64,
+}
+
+impl Parts {
+    /// The `--explain` object.
+    pub fn explain(&self, age_days: f64) -> String {
+        json!({
+            "raw": self.raw,
+            "relevance": self.relevance,
+            "decay": self.decay,
+            "age_days": age_days,
+            "pin_boost": self.pin,
+            "score": self.score,
+        })
+        .to_string()
+    }
+}
+
+/// Days between `updated_at` and `now` (0 when unreadable or in the future).
+pub fn age_days(updated_at: &str, now: OffsetDateTime) -> f64 {
+    OffsetDateTime::parse(updated_at, &Rfc3339)
+        .map(|t| ((now - t).as_seconds_f64() / 86_400.0).max(0.0))
+        .unwrap_or(0.0)
+}
+
+impl RankConfig {
+    /// The recency factor of a memory.
+    pub fn decay(&self, category: &str, age_days: f64) -> f64 {
+        if self.evergreen.iter().any(|c| c == category) {
+            return 1.0;
+        }
+        let half = self
+            .half_life
+            .get(category)
+            .copied()
+            .unwrap_or(self.half_life_days);
+        if half <= 0.0 {
+            return 1.0;
+        }
+        0.5f64.powf(age_days / half)
+    }
+
+    /// Scores a hit whose raw score is `raw` in a result set whose best raw
+    /// score is `best`.
+    pub fn score(&self, raw: f64, best: f64, category: &str, age_days: f64, pinned: bool) -> Parts {
+        let relevance = if best > 0.0 {
+            (raw / best).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        // Pinned memories do not decay.
+        let decay = if pinned {
+            1.0
+        } else {
+            self.decay(category, age_days)
+        };
+        let w = self.decay_weight.clamp(0.0, 1.0);
+        let pin = if pinned { self.pin_boost } else { 0.0 };
+        Parts {
+            raw,
+            relevance,
+            decay,
+            pin,
+            score: relevance * ((1.0 - w) + w * decay) + pin,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn decay_halves_per_half_life_and_skips_evergreen() {
+        let c = RankConfig::default();
+        assert_eq!(c.decay("fact", 0.0), 1.0);
+        assert!((c.decay("fact", 90.0) - 0.5).abs() < 1e-9);
+        assert!((c.decay("fact", 180.0) - 0.25).abs() < 1e-9);
+        assert!((c.decay("episode", 14.0) - 0.5).abs() < 1e-9);
+        assert_eq!(c.decay("preference", 10_000.0), 1.0);
+        assert_eq!(c.decay("convention", 10_000.0), 1.0);
+    }
+
+    #[test]
+    fn ordering_with_an_injected_clock() {
+        let c = RankConfig::default();
+        let now = datetime!(2026-06-01 00:00:00 UTC);
+        let fresh = age_days("2026-05-31T00:00:00.000Z", now);
+        let old = age_days("2025-06-01T00:00:00.000Z", now);
+        assert!((fresh - 1.0).abs() < 1e-9);
+        assert!((old - 365.0).abs() < 1e-9);
+        // Same relevance: the fresh fact ranks above the old fact…
+        let a = c.score(5.0, 5.0, "fact", fresh, false);
+        let b = c.score(5.0, 5.0, "fact", old, false);
+        assert!(a.score > b.score);
+        // …an old preference does not decay…
+        let p = c.score(5.0, 5.0, "preference", old, false);
+        assert!(p.score > a.score);
+        // …a pinned old fact beats an unpinned fresh one.
+        let pinned = c.score(5.0, 5.0, "fact", old, true);
+        assert!(pinned.score > a.score);
+        // Relevance still dominates: a much better match stays first.
+        let weak_fresh = c.score(1.0, 5.0, "fact", fresh, false);
+        assert!(b.score > weak_fresh.score);
+    }
+
+    #[test]
+    fn unreadable_times_do_not_decay() {
+        let now = datetime!(2026-06-01 00:00:00 UTC);
+        assert_eq!(age_days("yesterday", now), 0.0);
+        assert_eq!(age_days("2027-01-01T00:00:00Z", now), 0.0);
+    }
+}

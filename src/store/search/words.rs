@@ -1,0 +1,216 @@
+//! Query words: cut the way the `unicode61` tokenizer cuts, lower-cased,
+//! with a general English stopword list.
+
+/// Common English words that carry no meaning for retrieval (a general list,
+/// not tuned on any data set).
+pub const STOPWORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "d",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "don",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "i",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "ll",
+    "m",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "re",
+    "s",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "t",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "ve",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "would",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+/// Whether `w` (lower case) is a stopword.
+pub fn is_stopword(w: &str) -> bool {
+    STOPWORDS.binary_search(&w).is_ok()
+}
+
+/// The words of a text, lower-cased, in order (duplicates kept).
+pub fn tokens(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// The words a query searches for: stopwords dropped unless nothing else is
+/// left, duplicates dropped, order kept.
+pub fn query_words(text: &str) -> Vec<String> {
+    let all = tokens(text);
+    let mut kept: Vec<String> = all.iter().filter(|w| !is_stopword(w)).cloned().collect();
+    if kept.is_empty() {
+        kept = all;
+    }
+    let mut seen = std::collections::HashSet::new();
+    kept.retain(|w| seen.insert(w.clone()));
+    kept
+}
+
+/// The FTS5 query for plain text: each word quoted (so no character is ever
+/// an operator), OR-ed. `None` when there is no word at all.
+pub fn plain_query(text: &str) -> Option<String> {
+    let words = query_words(text);
+    if words.is_empty() {
+        None
+    } else {
+        Some(
+            words
+                .iter()
+                .map(|w| format!("\"{w}\""))
+                .collect::<Vec<_>>()
+                .join(" OR "),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stopwords_are_sorted_for_binary_search() {
+        let mut sorted = STOPWORDS.to_vec();
+        sorted.sort();
+        assert_eq!(sorted, STOPWORDS);
+    }
+
+    #[test]
+    fn plain_words_are_quoted() {
+        assert_eq!(
+            plain_query("the deploy script").as_deref(),
+            Some("\"deploy\" OR \"script\"")
+        );
+        assert_eq!(
+            plain_query("NEAR(a b) col:x -y \"z*").as_deref(),
+            Some("\"near\" OR \"b\" OR \"col\" OR \"x\" OR \"y\" OR \"z\"")
+        );
+        assert_eq!(plain_query("\"* -- ()"), None);
+        assert_eq!(plain_query("café").as_deref(), Some("\"café\""));
+        // Only stopwords: keep them rather than search for nothing.
+        assert_eq!(
+            plain_query("to be or not").as_deref(),
+            Some("\"to\" OR \"be\" OR \"or\" OR \"not\"")
+        );
+        assert_eq!(plain_query("Deploy deploy").as_deref(), Some("\"deploy\""));
+    }
+}

@@ -2,6 +2,7 @@
 //!
 //! - `perf`: latency and throughput of requests over the socket.
 //! - `drift`: external-change detection latency, the guard's cost.
+//! - `eval`: retrieval quality (recall@k, MRR) on a conversation benchmark.
 //!
 //! The daemon under test is memd's own daemon code, run by this binary in a
 //! child process (`memd-bench daemon`, hidden) on a temp data dir, so the
@@ -10,6 +11,7 @@
 mod corpus;
 mod daemon;
 mod drift;
+mod eval;
 mod perf;
 mod stats;
 
@@ -28,6 +30,8 @@ enum Command {
     Perf(perf::PerfArgs),
     /// External-change detection latency and the drift guard's cost
     Drift(drift::DriftArgs),
+    /// Retrieval quality on a conversation benchmark
+    Eval(eval::EvalArgs),
     /// Run the daemon (used by the other commands)
     #[command(hide = true)]
     Daemon {
@@ -43,6 +47,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Perf(args) => perf::run(args),
         Command::Drift(args) => drift::run(args),
+        Command::Eval(args) => eval::run(args),
         Command::Daemon { data_dir, config } => daemon::run_child(data_dir, config),
     }
 }

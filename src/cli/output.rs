@@ -172,7 +172,27 @@ pub fn hits(r: &SearchResult) -> Output {
     } else {
         r.hits
             .iter()
-            .map(|h| format!("{:>7.3}  {}", h.score, memory_line(&h.memory)))
+            .map(|h| {
+                let mut line = format!("{:>7.3}  {}", h.score, memory_line(&h.memory));
+                if h.matched != memd_client::proto::MatchKind::Lexical {
+                    line.push_str(&format!("  [{}]", h.matched.as_str()));
+                }
+                if let Some(parts) = h
+                    .explain
+                    .as_deref()
+                    .and_then(|e| serde_json::from_str::<Value>(e).ok())
+                {
+                    line.push_str(&format!(
+                        "\n         relevance {:.3} (raw {:.3}) × decay {:.3} (age {:.1} d) + pin {:.2}",
+                        parts["relevance"].as_f64().unwrap_or(0.0),
+                        parts["raw"].as_f64().unwrap_or(0.0),
+                        parts["decay"].as_f64().unwrap_or(0.0),
+                        parts["age_days"].as_f64().unwrap_or(0.0),
+                        parts["pin_boost"].as_f64().unwrap_or(0.0),
+                    ));
+                }
+                line
+            })
             .collect::<Vec<_>>()
             .join("\n")
     };

@@ -302,6 +302,29 @@ pub fn fetch(conn: &Connection, id: i64) -> Result<Option<Memory>, StoreError> {
         .optional()?)
 }
 
+/// Full rows by id (those that exist), for the hits of a search.
+///
+/// # Errors
+/// SQLite errors.
+pub fn by_ids(
+    conn: &Connection,
+    ids: &[i64],
+) -> Result<std::collections::HashMap<i64, Memory>, StoreError> {
+    let mut out = std::collections::HashMap::with_capacity(ids.len());
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!("SELECT {COLUMNS} FROM memories m WHERE m.id IN ({marks})");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map(params_from_iter(ids), row_to_memory)?;
+    for m in rows {
+        let m = m?;
+        out.insert(m.id, m);
+    }
+    Ok(out)
+}
+
 /// Which namespaces a read covers.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Namespaces {

@@ -15,11 +15,9 @@ use std::collections::HashMap;
 
 use rusqlite::Connection;
 
-use memd_proto::Memory;
-
 use super::super::StoreError;
 use super::super::memories::View;
-use super::words;
+use super::{Candidate, words};
 
 /// Candidate terms kept per query word.
 const TERMS_PER_WORD: usize = 6;
@@ -230,7 +228,7 @@ pub fn candidates(
     text: &str,
     view: &View,
     fetch: u32,
-) -> Result<Vec<(Memory, f64)>, StoreError> {
+) -> Result<Vec<Candidate>, StoreError> {
     let query_words = words::query_words(text);
     let terms = expand(conn, &query_words)?;
     if terms.is_empty() {
@@ -243,24 +241,21 @@ pub fn candidates(
         .join(" OR ");
     // Stems as query terms: FTS stems them again, which leaves stems alone
     // in all but rare cases.
-    let rows = super::lexical::candidates(conn, &fts, view, fetch)?;
-    let best_bm25 = rows.iter().map(|(_, s)| *s).fold(0.0, f64::max);
-    Ok(rows
-        .into_iter()
-        .map(|(m, bm25)| {
-            let rel = if best_bm25 > 0.0 {
-                bm25 / best_bm25
-            } else {
-                0.0
-            };
-            let text = match &m.subject {
-                Some(s) => format!("{s} {}", m.content),
-                None => m.content.clone(),
-            };
-            let quality = match_quality(&query_words, &text);
-            (m, 0.3 * rel + 0.7 * quality)
-        })
-        .collect())
+    let mut rows = super::lexical::candidates(conn, &fts, view, fetch)?;
+    let best_bm25 = rows.iter().map(|c| c.raw).fold(0.0, f64::max);
+    for c in &mut rows {
+        let rel = if best_bm25 > 0.0 {
+            c.raw / best_bm25
+        } else {
+            0.0
+        };
+        let text = match &c.subject {
+            Some(s) => format!("{s} {}", c.content),
+            None => c.content.clone(),
+        };
+        c.raw = 0.3 * rel + 0.7 * match_quality(&query_words, &text);
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]

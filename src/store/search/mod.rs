@@ -18,12 +18,12 @@ pub mod words;
 
 use std::collections::HashSet;
 
-use memd_proto::{Hit, MatchKind, Memory, QuerySyntax, SearchMode};
+use memd_proto::{Hit, MatchKind, QuerySyntax, SearchMode};
 use rusqlite::Connection;
 use time::OffsetDateTime;
 
 use super::StoreError;
-use super::memories::View;
+use super::memories::{self, View};
 use rank::RankConfig;
 
 pub use words::plain_query;
@@ -49,35 +49,95 @@ pub struct Query<'a> {
     pub rank: &'a RankConfig,
 }
 
+/// How much the share of query words a memory contains counts next to its
+/// BM25 (a general rule: more of the question matched, better).
+const COVERAGE_WEIGHT: f64 = 0.5;
+
+/// What ranking needs of a matching row (full rows are read only for the
+/// hits that make the cut).
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Row id.
+    pub id: i64,
+    /// Raw match score (higher is better).
+    pub raw: f64,
+    /// Content.
+    pub content: String,
+    /// Subject.
+    pub subject: Option<String>,
+    /// Category.
+    pub category: String,
+    /// Pinned.
+    pub pinned: bool,
+    /// Last meaningful change.
+    pub updated_at: String,
+}
+
+/// Share of the query's words found in `text` (a word matches a token that
+/// equals it or shares its stem-like start).
+fn coverage(query_words: &[String], text: &str) -> f64 {
+    if query_words.is_empty() {
+        return 0.0;
+    }
+    let tokens = words::tokens(text);
+    let hit = query_words
+        .iter()
+        .filter(|w| {
+            tokens.iter().any(|t| {
+                if t == *w {
+                    return true;
+                }
+                let n = w.len().min(t.len());
+                let k = n.saturating_sub(2).max(4);
+                n >= 4 && k <= n && w.get(..k).is_some() && w.get(..k) == t.get(..k)
+            })
+        })
+        .count();
+    hit as f64 / query_words.len() as f64
+}
+
 /// Rows fetched per search before ranking cuts to the limit.
 fn fetch(limit: u32) -> u32 {
     (limit.saturating_mul(3)).clamp(50, 500)
 }
 
-/// Ranks candidates of one kind and turns them into hits.
-fn ranked(q: &Query<'_>, rows: Vec<(Memory, f64)>, kind: MatchKind) -> Vec<Hit> {
-    let best = rows.iter().map(|(_, s)| *s).fold(0.0, f64::max);
-    let mut hits: Vec<Hit> = rows
+/// A ranked candidate.
+struct Scored {
+    candidate: Candidate,
+    parts: rank::Parts,
+    age: f64,
+    kind: MatchKind,
+}
+
+/// Ranks candidates of one kind, best first.
+fn ranked(q: &Query<'_>, rows: Vec<Candidate>, kind: MatchKind) -> Vec<Scored> {
+    let best = rows.iter().map(|c| c.raw).fold(0.0, f64::max);
+    let mut scored: Vec<Scored> = rows
         .into_iter()
-        .map(|(memory, raw)| {
-            let age = rank::age_days(&memory.updated_at, q.now);
-            let parts = q
-                .rank
-                .score(raw, best, &memory.category, age, memory.pinned);
-            Hit {
-                explain: q.explain.then(|| parts.explain(age)),
-                score: parts.score,
-                matched: kind,
-                memory,
+        .map(|candidate| {
+            let age = rank::age_days(&candidate.updated_at, q.now);
+            let parts = q.rank.score(
+                candidate.raw,
+                best,
+                &candidate.category,
+                age,
+                candidate.pinned,
+            );
+            Scored {
+                candidate,
+                parts,
+                age,
+                kind,
             }
         })
         .collect();
-    hits.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| b.memory.id.cmp(&a.memory.id))
+    scored.sort_by(|a, b| {
+        b.parts
+            .score
+            .total_cmp(&a.parts.score)
+            .then_with(|| b.candidate.id.cmp(&a.candidate.id))
     });
-    hits
+    scored
 }
 
 /// Runs a search.
@@ -86,28 +146,32 @@ fn ranked(q: &Query<'_>, rows: Vec<(Memory, f64)>, kind: MatchKind) -> Vec<Hit> 
 /// [`StoreError::InvalidInput`] for an invalid FTS query or a mode that
 /// needs what is not configured; SQLite errors.
 pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
-    let lexical = || -> Result<Vec<Hit>, StoreError> {
+    let lexical = || -> Result<Vec<Scored>, StoreError> {
         let fts = match q.syntax {
             QuerySyntax::Plain => plain_query(q.text),
             QuerySyntax::Fts => Some(q.text.to_string()),
         };
-        Ok(match fts {
-            Some(f) => ranked(
-                q,
-                lexical::candidates(conn, &f, q.view, fetch(q.limit))?,
-                MatchKind::Lexical,
-            ),
-            None => Vec::new(),
-        })
+        let Some(fts) = fts else {
+            return Ok(Vec::new());
+        };
+        let words = words::query_words(q.text);
+        let mut rows = lexical::candidates(conn, &fts, q.view, fetch(q.limit))?;
+        if q.syntax == QuerySyntax::Plain {
+            for c in &mut rows {
+                let cov = coverage(&words, &c.content);
+                c.raw *= 1.0 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * cov;
+            }
+        }
+        Ok(ranked(q, rows, MatchKind::Lexical))
     };
-    let fuzzy = || -> Result<Vec<Hit>, StoreError> {
+    let fuzzy = || -> Result<Vec<Scored>, StoreError> {
         Ok(ranked(
             q,
             fuzzy::candidates(conn, q.text, q.view, fetch(q.limit))?,
             MatchKind::Fuzzy,
         ))
     };
-    let mut hits = match q.mode {
+    let mut scored = match q.mode {
         SearchMode::Lexical => lexical()?,
         SearchMode::Fuzzy => {
             if q.syntax == QuerySyntax::Fts {
@@ -118,16 +182,16 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
             fuzzy()?
         }
         SearchMode::Auto => {
-            let mut hits = lexical()?;
-            if hits.len() < q.rank.fuzzy_below && q.syntax == QuerySyntax::Plain {
-                let seen: HashSet<i64> = hits.iter().map(|h| h.memory.id).collect();
-                hits.extend(
+            let mut scored = lexical()?;
+            if scored.len() < q.rank.fuzzy_below && q.syntax == QuerySyntax::Plain {
+                let seen: HashSet<i64> = scored.iter().map(|s| s.candidate.id).collect();
+                scored.extend(
                     fuzzy()?
                         .into_iter()
-                        .filter(|h| !seen.contains(&h.memory.id)),
+                        .filter(|s| !seen.contains(&s.candidate.id)),
                 );
             }
-            hits
+            scored
         }
         SearchMode::Semantic | SearchMode::Hybrid => {
             return Err(StoreError::InvalidInput(format!(
@@ -137,6 +201,19 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
             )));
         }
     };
-    hits.truncate(q.limit as usize);
-    Ok(hits)
+    scored.truncate(q.limit as usize);
+    let ids: Vec<i64> = scored.iter().map(|s| s.candidate.id).collect();
+    let mut rows = memories::by_ids(conn, &ids)?;
+    Ok(scored
+        .into_iter()
+        .filter_map(|s| {
+            let memory = rows.remove(&s.candidate.id)?;
+            Some(Hit {
+                explain: q.explain.then(|| s.parts.explain(s.age)),
+                score: s.parts.score,
+                matched: s.kind,
+                memory,
+            })
+        })
+        .collect())
 }

@@ -447,14 +447,20 @@ impl View {
                 .iter()
                 .map(|t| p(Value::Text(t.clone()), params))
                 .collect();
-            let matching = format!(
-                "(SELECT count(*) FROM memory_tags t WHERE t.memory_id = m.id AND t.tag IN ({}))",
-                marks.join(", ")
-            );
+            // An IN subquery the planner can drive from the tag index,
+            // instead of a count per row of the namespace.
             if self.tags_any {
-                sql.push_str(&format!(" AND {matching} > 0"));
+                sql.push_str(&format!(
+                    " AND m.id IN (SELECT memory_id FROM memory_tags WHERE tag IN ({}))",
+                    marks.join(", ")
+                ));
             } else {
-                sql.push_str(&format!(" AND {matching} = {}", self.tags.len()));
+                sql.push_str(&format!(
+                    " AND m.id IN (SELECT memory_id FROM memory_tags WHERE tag IN ({}) \
+                     GROUP BY memory_id HAVING count(*) = {})",
+                    marks.join(", "),
+                    self.tags.len()
+                ));
             }
         }
         for MetaMatch { key, value } in &self.meta {

@@ -371,6 +371,10 @@ pub struct Config {
     pub inject: InjectConfig,
     /// `[search]`: ranking and the fuzzy fallback.
     pub search: crate::store::search::rank::RankConfig,
+    /// `[lifecycle]`: sweeps.
+    pub lifecycle: crate::store::lifecycle::rules::LifecycleConfig,
+    /// `[sidecar]`: MEMORY.md files kept up to date.
+    pub sidecar: crate::daemon::sidecar::SidecarConfig,
     /// `[socket]`.
     pub socket: SocketConfig,
 }

@@ -564,6 +564,112 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Runs a lifecycle sweep now (or counts what it would do).
+    ///
+    /// # Errors
+    /// Connection errors; a failed sweep.
+    pub async fn sweep(&mut self, dry_run: bool) -> Result<serde_json::Value> {
+        match self
+            .call(Request::Sweep(memd_proto::SweepRequest { dry_run }))
+            .await?
+        {
+            Response::Report(r) => parse_report(&r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Exports memories into `out` (JSON with every column, or Markdown).
+    /// Returns what the daemon says of the export and the bytes written.
+    ///
+    /// # Errors
+    /// I/O errors writing `out`, [`Error::InvalidInput`] for an unknown
+    /// format.
+    pub async fn export(
+        &mut self,
+        req: memd_proto::ExportRequest,
+        out: impl std::io::Write,
+    ) -> Result<(serde_json::Value, u64)> {
+        match self.call(Request::Export(req)).await? {
+            Response::Download(d) => self.download(d, out).await,
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// A consistent online copy of the database (a SQLite file), written
+    /// into `out` while writes go on.
+    ///
+    /// # Errors
+    /// I/O errors writing `out`.
+    pub async fn backup(&mut self, out: impl std::io::Write) -> Result<(serde_json::Value, u64)> {
+        match self
+            .call(Request::Backup(memd_proto::BackupRequest {}))
+            .await?
+        {
+            Response::Download(d) => self.download(d, out).await,
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    async fn download(
+        &mut self,
+        d: memd_proto::DownloadInfo,
+        mut out: impl std::io::Write,
+    ) -> Result<(serde_json::Value, u64)> {
+        let info = serde_json::from_str(&d.info)
+            .map_err(|e| Error::Protocol(format!("download info is not JSON: {e}")))?;
+        let mut offset = 0u64;
+        loop {
+            let req = memd_proto::FetchRequest {
+                offset,
+                len: memd_proto::UPLOAD_CHUNK as u32,
+            };
+            match self.call(Request::Fetch(req)).await? {
+                Response::Chunk(c) => {
+                    out.write_all(&c.data)?;
+                    offset += c.data.len() as u64;
+                    if c.eof {
+                        break;
+                    }
+                    if c.data.is_empty() {
+                        return Err(Error::Protocol("the download stopped short".into()));
+                    }
+                }
+                other => return Err(unexpected(&other)),
+            }
+        }
+        out.flush()?;
+        if offset != d.size {
+            return Err(Error::Protocol(format!(
+                "downloaded {offset} bytes of {}",
+                d.size
+            )));
+        }
+        Ok((info, offset))
+    }
+
+    /// Imports an export or a drift backup read from `reader`: rows whose
+    /// uid exists are skipped (or, with `replace`, overwritten — a
+    /// destructive write under the drift rules).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a file that is not an export or backup.
+    pub async fn import(
+        &mut self,
+        reader: impl std::io::Read,
+        replace: bool,
+    ) -> Result<serde_json::Value> {
+        self.upload(reader).await?;
+        match self
+            .call(Request::Import(memd_proto::ImportRequest { replace }))
+            .await?
+        {
+            Response::Report(r) => parse_report(&r),
+            other => Err(unexpected(&other)),
+        }
+    }
+}
+
 fn read_full(reader: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {

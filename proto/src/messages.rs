@@ -66,6 +66,16 @@ pub enum Request {
     Prune(PruneRequest),
     /// Move a task to another state.
     Task(TaskRequest),
+    /// Run a lifecycle sweep now.
+    Sweep(SweepRequest),
+    /// Prepare an export for download.
+    Export(ExportRequest),
+    /// Prepare an online backup (a SQLite file) for download.
+    Backup(BackupRequest),
+    /// Read the next bytes of the prepared download.
+    Fetch(FetchRequest),
+    /// Import the uploaded export or drift backup.
+    Import(ImportRequest),
 }
 
 /// Everything the daemon answers. Append only.
@@ -108,6 +118,70 @@ pub enum Response {
     History(History),
     /// Answer to [`Request::Prune`].
     Pruned(PruneResult),
+    /// Answer to [`Request::Export`] and [`Request::Backup`]: a download is
+    /// ready.
+    Download(DownloadInfo),
+    /// Answer to [`Request::Fetch`].
+    Chunk(Chunk),
+}
+
+/// Run a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SweepRequest {
+    /// Only count what would change.
+    pub dry_run: bool,
+}
+
+/// What to export.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ExportRequest {
+    /// `json` (every column, the drift backup's shape) or `markdown`.
+    pub format: String,
+    /// Namespaces to export instead of the session's.
+    pub namespaces: Vec<String>,
+    /// Every namespace.
+    pub all_namespaces: bool,
+    /// Markdown: memories per category per namespace.
+    pub top: u32,
+}
+
+/// Prepare a backup.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct BackupRequest {}
+
+/// A download prepared by the daemon, read with [`Request::Fetch`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DownloadInfo {
+    /// Total size in bytes.
+    pub size: u64,
+    /// What it is, as a JSON object text (counts, generation).
+    pub info: String,
+}
+
+/// Read bytes of the download.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FetchRequest {
+    /// Offset in the download.
+    pub offset: u64,
+    /// At most this many bytes (capped by the daemon).
+    pub len: u32,
+}
+
+/// Bytes of a download.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Chunk {
+    /// The bytes.
+    pub data: Vec<u8>,
+    /// No more bytes after these.
+    pub eof: bool,
+}
+
+/// Import the session's upload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ImportRequest {
+    /// Overwrite rows whose uid exists (destructive, guarded by the drift
+    /// rules); otherwise they are skipped.
+    pub replace: bool,
 }
 
 /// `old` is replaced by `new`.

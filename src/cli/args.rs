@@ -87,6 +87,14 @@ pub enum Command {
     Status,
     /// Check integrity: SQLite, the search index, memd's triggers
     Check,
+    /// Run a lifecycle sweep now (decay, tiers, expiry, scope limits)
+    Sweep(SweepArgs),
+    /// Export memories (JSON with every column, or Markdown)
+    Export(ExportArgs),
+    /// Import an export or a drift backup (idempotent by uid)
+    Import(ImportArgs),
+    /// Write a consistent online copy of the database (a SQLite file)
+    Backup(RestoreArgs),
     /// Replace the database with a SQLite file (e.g. a copy of memory.db)
     Restore(RestoreArgs),
     /// Stop the daemon gracefully (never starts a daemon)
@@ -357,6 +365,44 @@ pub struct TaskMoveArgs {
     /// Refuse unless the task is at this rev
     #[arg(long, value_name = "N")]
     pub expect_rev: Option<i64>,
+}
+
+/// `sweep`.
+#[derive(Debug, Clone, Args)]
+pub struct SweepArgs {
+    /// Count what would change, change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// json (every column; the drift backup's shape) or markdown
+    #[arg(long, default_value = "json")]
+    pub format: String,
+    /// Write to this file instead of stdout (mode 0600)
+    #[arg(long, value_name = "F")]
+    pub out: Option<PathBuf>,
+    /// Export these namespaces instead of the session's (comma-separated)
+    #[arg(long, value_name = "NS,…", value_delimiter = ',')]
+    pub namespaces: Vec<String>,
+    /// Export every namespace
+    #[arg(long)]
+    pub all_namespaces: bool,
+    /// Markdown: memories per category and namespace
+    #[arg(long, default_value_t = 20)]
+    pub top: u32,
+}
+
+/// `import`.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// The export or drift backup (read by this client, streamed to the daemon)
+    pub file: PathBuf,
+    /// Overwrite memories whose uid exists (a destructive write)
+    #[arg(long)]
+    pub replace: bool,
 }
 
 /// `restore`.

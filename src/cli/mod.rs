@@ -99,9 +99,9 @@ pub fn emit(json_mode: bool, result: Result<Output, CliError>) -> i32 {
     let mut stdout = std::io::stdout().lock();
     match result {
         Ok(out) => {
-            if json_mode {
+            if json_mode && !out.json.is_null() {
                 let _ = writeln!(stdout, "{}", out.json);
-            } else if !out.human.is_empty() {
+            } else if !json_mode && !out.human.is_empty() {
                 let _ = writeln!(stdout, "{}", out.human);
             }
             let _ = stdout.flush();
@@ -415,6 +415,43 @@ pub async fn execute(
         }
         Command::Status => Ok(output::status(client.status().await?)),
         Command::Check => output::check(client.check().await?),
+        Command::Sweep(a) => Ok(output::report("sweep", client.sweep(a.dry_run).await?)),
+        Command::Export(a) => {
+            let req = memd_client::proto::ExportRequest {
+                format: a.format.clone(),
+                namespaces: a.namespaces.clone(),
+                all_namespaces: a.all_namespaces,
+                top: a.top,
+            };
+            match &a.out {
+                Some(path) => {
+                    let file = create_out(path)?;
+                    let (info, bytes) = client.export(req, file).await?;
+                    Ok(output::downloaded(info, bytes, path))
+                }
+                None => {
+                    // The export itself is the output.
+                    let (_, _) = client.export(req, std::io::stdout().lock()).await?;
+                    Ok(output::Output {
+                        json: serde_json::Value::Null,
+                        human: String::new(),
+                    })
+                }
+            }
+        }
+        Command::Import(a) => {
+            let file = std::fs::File::open(&a.file)
+                .map_err(|e| CliError::Io(format!("cannot open {}: {e}", a.file.display())))?;
+            Ok(output::report(
+                "import",
+                client.import(file, a.replace).await?,
+            ))
+        }
+        Command::Backup(a) => {
+            let file = create_out(&a.file)?;
+            let (info, bytes) = client.backup(file).await?;
+            Ok(output::downloaded(info, bytes, &a.file))
+        }
         Command::Restore(a) => {
             let file = std::fs::File::open(&a.file)
                 .map_err(|e| CliError::Io(format!("cannot open {}: {e}", a.file.display())))?;
@@ -477,6 +514,20 @@ async fn task(
     };
     let m = client.task(id, status, expect_rev).await?;
     Ok(output::memory(&m, Some(&format!("task {status}:"))))
+}
+
+/// Creates an output file for the client (mode 0600; an existing file is
+/// replaced, a symlink is not followed).
+fn create_out(path: &Path) -> Result<std::fs::File, CliError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
 }
 
 /// After `stop`: waits (up to 15 s) until the daemon has removed its socket,

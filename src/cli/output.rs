@@ -463,6 +463,69 @@ pub fn invalidated() -> Output {
     }
 }
 
+/// A daemon report (sweep, import): its keys as they are.
+pub fn report(what: &str, report: Value) -> Output {
+    let human = match what {
+        "sweep" => {
+            let c = &report["counts"];
+            format!(
+                "sweep{}: {} decayed, {} demoted, {} archived (tier 3), {} promoted, {} archived \
+                 over limits, {} expired deleted, {} session rows archived",
+                if report["dry_run"] == true {
+                    " (dry run)"
+                } else {
+                    ""
+                },
+                c["decayed"],
+                c["demoted"],
+                c["archived"],
+                c["promoted"],
+                c["limited"],
+                c["expired"],
+                c["sessions"]
+            )
+        }
+        _ => format!(
+            "read {}, inserted {}, skipped {} (uid exists), replaced {}, invalid {}, links {} \
+             ({} dangling){}",
+            report["read"],
+            report["inserted"],
+            report["skipped"],
+            report["replaced"],
+            report["invalid"],
+            report["links"],
+            report["dangling_links"],
+            report["errors"]
+                .as_array()
+                .filter(|a| !a.is_empty())
+                .map(|a| format!("\n{}", a.iter().map(text).collect::<Vec<_>>().join("\n")))
+                .unwrap_or_default()
+        ),
+    };
+    let fields = match report {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    Output {
+        json: success(fields),
+        human,
+    }
+}
+
+/// `export --out`, `backup`.
+pub fn downloaded(info: Value, bytes: u64, path: &std::path::Path) -> Output {
+    let mut fields = match info {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    fields.insert("bytes".into(), json!(bytes));
+    fields.insert("path".into(), json!(path));
+    Output {
+        json: success(fields),
+        human: format!("wrote {bytes} bytes to {}", path.display()),
+    }
+}
+
 /// `stop`.
 pub fn stopped() -> Output {
     let mut fields = Map::new();

@@ -240,6 +240,11 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared) {
         return;
     };
     shared.sessions.fetch_add(1, Ordering::Relaxed);
+    shared
+        .live
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(session.id.clone());
     tracing::debug!(session = %session.id, agent = %session.agent, namespace = %session.namespace, "session opened");
     let mut events = shared.store.generations.events.subscribe();
     let mut shutdown = shared.shutdown.subscribe();
@@ -288,6 +293,11 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared) {
         }
     }
     shared.sessions.fetch_sub(1, Ordering::Relaxed);
+    shared
+        .live
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&session.id);
     tracing::debug!(session = %session.id, "session closed");
 }
 

@@ -11,6 +11,7 @@ pub mod connection;
 pub mod lock;
 pub mod notify;
 pub mod shutdown;
+pub mod sidecar;
 pub mod socket;
 
 use std::path::PathBuf;
@@ -49,6 +50,10 @@ pub struct Shared {
     pub backups: crate::drift::backup::Backups,
     /// Pending access tracking.
     pub access: crate::store::access::Access,
+    /// Keys of the sessions now connected.
+    pub live: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Held while a sweep runs (one at a time).
+    pub sweeping: tokio::sync::Mutex<()>,
 }
 
 /// Why the daemon could not start (or stopped abnormally).
@@ -141,9 +146,13 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
         started: Instant::now(),
         backups,
         access: Default::default(),
+        live: Default::default(),
+        sweeping: Default::default(),
     });
     tokio::spawn(watch_signals(shared.clone()));
     let flusher = tokio::spawn(flush_access(shared.clone()));
+    let sweeper = tokio::spawn(schedule_sweeps(shared.clone()));
+    let sidecar = tokio::spawn(sidecar::run(shared.clone()));
     tracing::info!(
         socket = %shared.paths.socket.display(),
         db = %shared.paths.db().display(),
@@ -226,6 +235,8 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
         connections.shutdown().await;
     }
     flusher.abort();
+    sweeper.abort();
+    sidecar.abort();
     if let Err(e) = shared.access.flush(&shared.store).await {
         tracing::warn!(error = %e, "cannot write the last access counts");
     }
@@ -246,6 +257,25 @@ async fn flush_access(shared: Arc<Shared>) {
         }
         if let Err(e) = shared.access.flush(&shared.store).await {
             tracing::warn!(error = %e, "cannot write access counts; will retry");
+        }
+    }
+}
+
+async fn schedule_sweeps(shared: Arc<Shared>) {
+    use crate::store::lifecycle::Trigger;
+    let hours = shared.config.lifecycle.interval_hours;
+    if shared.config.lifecycle.at_start
+        && let Err(e) = crate::handler::run_sweep(&shared, Trigger::Start, false).await
+    {
+        tracing::warn!(error = %e, "sweep at start failed");
+    }
+    if hours <= 0.0 {
+        return;
+    }
+    loop {
+        tokio::time::sleep(Duration::from_secs_f64(hours * 3_600.0)).await;
+        if let Err(e) = crate::handler::run_sweep(&shared, Trigger::Schedule, false).await {
+            tracing::warn!(error = %e, "scheduled sweep failed");
         }
     }
 }

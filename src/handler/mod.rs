@@ -12,6 +12,7 @@ mod forget;
 mod get;
 mod inject;
 mod list;
+mod portability;
 mod restore;
 mod search;
 mod status;
@@ -54,6 +55,11 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::Confirm(r) => confirm::confirm(r, session, shared).await,
         Request::Prune(r) => confirm::prune(r, session, shared).await,
         Request::Task(r) => confirm::task(r, session, shared).await,
+        Request::Sweep(r) => portability::sweep(r, session, shared).await,
+        Request::Export(r) => portability::export(r, session, shared).await,
+        Request::Backup(r) => portability::backup(r, session, shared).await,
+        Request::Fetch(r) => portability::fetch(r, session, shared).await,
+        Request::Import(r) => portability::import(r, session, shared).await,
     };
     match result {
         Ok(resp) => resp,
@@ -94,8 +100,15 @@ pub fn request_kind(req: &Request) -> &'static str {
         Request::Confirm(_) => "confirm",
         Request::Prune(_) => "prune",
         Request::Task(_) => "task",
+        Request::Sweep(_) => "sweep",
+        Request::Export(_) => "export",
+        Request::Backup(_) => "backup",
+        Request::Fetch(_) => "fetch",
+        Request::Import(_) => "import",
     }
 }
+
+pub use portability::run_sweep;
 
 /// Runs a session's write under the drift guard (DESIGN.md "Drift"). The
 /// guard runs first, inside the write transaction, after the writer's

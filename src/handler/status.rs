@@ -30,10 +30,11 @@ pub(super) async fn handle(
                 [],
                 |r| r.get(0),
             )?;
-            Ok((by_status, read_generation(conn)?, db_uuid))
+            let sweeps = crate::store::lifecycle::recent(conn, 5)?;
+            Ok((by_status, read_generation(conn)?, db_uuid, sweeps))
         })
         .await?;
-    let (by_status, generation, db_uuid) = read.value;
+    let (by_status, generation, db_uuid, sweeps) = read.value;
     let backups_kept = {
         let backups = &shared.backups;
         tokio::task::block_in_place(|| backups.count())
@@ -81,7 +82,7 @@ pub(super) async fn handle(
             "commits": stats.commits.load(Ordering::Relaxed),
             "writes": stats.writes.load(Ordering::Relaxed),
         },
-        "sweeps": [],
+        "sweeps": sweeps,
     });
     Ok(Response::Status(StatusReply {
         json: status.to_string(),

@@ -32,6 +32,42 @@ pub struct Session {
     pub upload: Option<Upload>,
     /// The frozen memory block, once built.
     pub snapshot: Option<Injection>,
+    /// A file prepared for the client to fetch (export, backup).
+    pub download: Option<Download>,
+}
+
+/// A file the daemon prepared for a client to fetch (in the data dir, under
+/// a name the daemon chooses); removed when the session ends.
+#[derive(Debug)]
+pub struct Download {
+    /// The temporary file.
+    pub path: std::path::PathBuf,
+    /// Open for reading.
+    pub file: std::fs::File,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+impl Drop for Download {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Creates a file the daemon writes: mode 0600, never through a symlink,
+/// never over an existing file.
+///
+/// # Errors
+/// I/O errors.
+pub fn create_private(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
 }
 
 /// A file a client streams to the daemon, kept in the data dir under a name
@@ -54,14 +90,8 @@ impl Upload {
     /// # Errors
     /// I/O errors.
     pub fn create(dir: &std::path::Path, session: &str) -> std::io::Result<Upload> {
-        use std::os::unix::fs::OpenOptionsExt;
         let path = dir.join(format!(".upload-{session}.tmp"));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)?;
+        let file = create_private(&path)?;
         Ok(Upload { path, file, len: 0 })
     }
 }
@@ -99,6 +129,7 @@ impl Session {
             subscribed: false,
             upload: None,
             snapshot: None,
+            download: None,
         })
     }
 

@@ -8,6 +8,7 @@
 //! - [`memories`]: row mapping, insert/update/delete, visibility and filters.
 //! - [`search`]: lexical and fuzzy search, ranking.
 //! - [`access`]: batched access tracking (use counts), never an edit.
+//! - [`lifecycle`]: decay, tiers, expiry and scope-limit sweeps.
 //! - [`gate`]: validation of what a request may write (pure rules).
 //! - [`inject`]: the read behind a session's memory block.
 //!
@@ -17,6 +18,7 @@
 pub mod access;
 pub mod gate;
 pub mod inject;
+pub mod lifecycle;
 pub mod memories;
 pub mod readers;
 pub mod schema;

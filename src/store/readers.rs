@@ -155,6 +155,40 @@ impl Readers {
         Ok(read)
     }
 
+    /// Runs `f` on a pooled connection outside any transaction (for the
+    /// backup API, which takes its own locks), on a blocking thread.
+    ///
+    /// # Errors
+    /// The closure's error.
+    pub async fn with_connection<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        let pool = self.pool.clone();
+        tokio::task::spawn_blocking(move || {
+            let _gate = pool.gate.read().unwrap_or_else(|e| e.into_inner());
+            let pooled = pool.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let conn = match pooled {
+                Some(c) => c,
+                None => pool.open()?,
+            };
+            let result = f(&conn);
+            pool.idle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(conn);
+            result
+        })
+        .await
+        .map_err(|e| StoreError::Sqlite(format!("read failed: {e}")))?
+    }
+
     /// Closes every idle connection; later reads fail.
     pub fn close(&self) {
         self.permits.close();

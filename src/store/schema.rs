@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "index in inject order",
         sql: include_str!("schema_v2.sql"),
     },
+    Migration {
+        version: 3,
+        name: "sweep log",
+        sql: include_str!("schema_v3.sql"),
+    },
 ];
 
 /// The schema version this binary produces.

@@ -1,0 +1,472 @@
+//! Lifecycle sweeps: access decay, tier moves, expiry, session rows, scope
+//! limits (the rules are in [`rules`]).
+//!
+//! A sweep is a series of small write jobs of the daemon's own (at most
+//! `[lifecycle] chunk` rows each, 250 by default), so a client request never
+//! waits behind it for more than one chunk. Being the daemon's writes, they
+//! never count as drift for anyone and never invalidate a session's memory
+//! block. How the generation moves: decay changes only `access_score`,
+//! which is not an edit (no generation move); tier changes, archiving and
+//! promotion change meaningful columns and move the generation (as the
+//! daemon's own commits); expired rows are deleted (generation moves).
+//! Each sweep is logged in `memory_sweeps` (shown by `status`).
+
+pub mod rules;
+
+use std::collections::HashSet;
+
+use rusqlite::{Connection, OptionalExtension};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
+
+use super::search::rank::age_days;
+use super::{Author, Store, StoreError, memories};
+use rules::{Counts, Facts, LifecycleConfig, Move};
+
+/// Why a sweep runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// The daemon's schedule.
+    Schedule,
+    /// At daemon start.
+    Start,
+    /// `memd sweep`.
+    Manual,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Schedule => "schedule",
+            Trigger::Start => "start",
+            Trigger::Manual => "manual",
+        }
+    }
+}
+
+/// One chunk's progress: the last id seen and whether more rows follow.
+struct Step {
+    last: i64,
+    more: bool,
+}
+
+fn meta_text(conn: &Connection, key: &str) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .query_row("SELECT value FROM memory_meta WHERE key = ?1", [key], |r| {
+            r.get(0)
+        })
+        .optional()?)
+}
+
+/// Runs a sweep (or, with `dry_run`, counts what it would do).
+///
+/// # Errors
+/// A write failed; what was done before stays done (each chunk commits).
+pub async fn sweep(
+    store: &Store,
+    config: &LifecycleConfig,
+    live_sessions: HashSet<String>,
+    trigger: Trigger,
+    dry_run: bool,
+    now: OffsetDateTime,
+) -> Result<Value, StoreError> {
+    let started = crate::clock::format(now);
+    let chunk = config.chunk.clamp(1, 10_000) as i64;
+    let (trigger_name, start) = (trigger.as_str(), started.clone());
+    let log_id: Option<i64> = if dry_run {
+        None
+    } else {
+        Some(
+            store
+                .writer
+                .call(Author::Daemon, move |ctx| {
+                    ctx.conn.execute(
+                        "INSERT INTO memory_sweeps (started_at, trigger) VALUES (?1, ?2)",
+                        (&start, trigger_name),
+                    )?;
+                    Ok(ctx.conn.last_insert_rowid())
+                })
+                .await?,
+        )
+    };
+    let result = run_steps(store, config, live_sessions, dry_run, now, chunk).await;
+    let ended = crate::clock::now();
+    if let Some(id) = log_id {
+        let (counts, error) = match &result {
+            Ok(c) => (c.clone(), None),
+            Err(e) => (Counts::default(), Some(e.to_string())),
+        };
+        let ended2 = ended.clone();
+        store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                ctx.conn.execute(
+                    "UPDATE memory_sweeps SET ended_at = ?1, decayed = ?2, demoted = ?3, \
+                     archived = ?4, promoted = ?5, limited = ?6, expired = ?7, sessions = ?8, \
+                     error = ?9 WHERE id = ?10",
+                    rusqlite::params![
+                        ended2,
+                        counts.decayed as i64,
+                        counts.demoted as i64,
+                        counts.archived as i64,
+                        counts.promoted as i64,
+                        counts.limited as i64,
+                        counts.expired as i64,
+                        counts.sessions as i64,
+                        error,
+                        id
+                    ],
+                )?;
+                Ok(())
+            })
+            .await?;
+    }
+    let counts = result?;
+    tracing::info!(trigger = trigger.as_str(), dry_run, counts = ?counts, "sweep done");
+    Ok(json!({
+        "trigger": trigger.as_str(),
+        "dry_run": dry_run,
+        "started_at": started,
+        "ended_at": ended,
+        "counts": counts.map(),
+    }))
+}
+
+async fn run_steps(
+    store: &Store,
+    config: &LifecycleConfig,
+    live_sessions: HashSet<String>,
+    dry_run: bool,
+    now: OffsetDateTime,
+    chunk: i64,
+) -> Result<Counts, StoreError> {
+    let mut counts = Counts::default();
+    let now_text = crate::clock::format(now);
+
+    // 1. Access decay, by the time since the previous sweep.
+    let last = store
+        .readers
+        .read(super::readers::ReadKind::Internal, |c| {
+            meta_text(c, "last_decay_at")
+        })
+        .await?
+        .value;
+    let days = last.as_deref().map(|l| age_days(l, now)).unwrap_or(0.0);
+    // Under an hour since the last decay: skip it (and keep its time, so the
+    // decay accumulates instead of being rounded away).
+    let decay_now = last.is_none() || days >= 1.0 / 24.0;
+    let factor = if decay_now {
+        config.decay_factor(days)
+    } else {
+        1.0
+    };
+    let evergreen = serde_json::to_string(&config.evergreen).unwrap_or_else(|_| "[]".into());
+    let mut at = 0i64;
+    loop {
+        let (ev, f) = (evergreen.clone(), factor);
+        let step: (Step, u64) = store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                let mut stmt = ctx.conn.prepare_cached(
+                    "SELECT id FROM memories WHERE id > ?1 AND access_score > 0 AND pinned = 0 \
+                     AND category NOT IN (SELECT value FROM json_each(?2)) ORDER BY id LIMIT ?3",
+                )?;
+                let ids = stmt
+                    .query_map((at, &ev, chunk), |r| r.get::<_, i64>(0))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                if !dry_run && f < 1.0 {
+                    let mut up = ctx.conn.prepare_cached(
+                        "UPDATE memories SET access_score = access_score * ?1 WHERE id = ?2",
+                    )?;
+                    for id in &ids {
+                        up.execute((f, id))?;
+                    }
+                }
+                Ok((
+                    Step {
+                        last: ids.last().copied().unwrap_or(at),
+                        more: ids.len() as i64 == chunk,
+                    },
+                    if f < 1.0 { ids.len() as u64 } else { 0 },
+                ))
+            })
+            .await?;
+        counts.decayed += step.1;
+        at = step.0.last;
+        if !step.0.more {
+            break;
+        }
+    }
+    if !dry_run && decay_now {
+        let n = now_text.clone();
+        store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                ctx.conn.execute(
+                    "INSERT OR REPLACE INTO memory_meta (key, value) VALUES ('last_decay_at', ?1)",
+                    [&n],
+                )?;
+                Ok(())
+            })
+            .await?;
+    }
+
+    // 2. Expired rows.
+    loop {
+        if dry_run {
+            break;
+        }
+        let n = now_text.clone();
+        let deleted: u64 = store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                let mut stmt = ctx.conn.prepare_cached(
+                    "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
+                     ORDER BY id LIMIT ?2",
+                )?;
+                let ids = stmt
+                    .query_map((&n, chunk), |r| r.get::<_, i64>(0))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                for id in &ids {
+                    memories::delete(ctx.conn, *id)?;
+                }
+                Ok(ids.len() as u64)
+            })
+            .await?;
+        counts.expired += deleted;
+        if (deleted as i64) < chunk {
+            break;
+        }
+    }
+    if dry_run {
+        let n = now_text.clone();
+        counts.expired = store
+            .readers
+            .read(super::readers::ReadKind::Internal, move |c| {
+                Ok(c.query_row(
+                    "SELECT count(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                    [&n],
+                    |r| r.get::<_, i64>(0),
+                )? as u64)
+            })
+            .await?
+            .value;
+    }
+
+    // 3. Tier moves and promotions.
+    let mut at = 0i64;
+    loop {
+        let cfg = config.clone();
+        let step: (Step, Counts) = store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                let mut stmt = ctx.conn.prepare_cached(
+                    "SELECT id, category, tier, status, pinned, access_score, updated_at, \
+                     confidence, use_count FROM memories \
+                     WHERE id > ?1 AND status <> 'archived' AND superseded_by IS NULL \
+                     ORDER BY id LIMIT ?2",
+                )?;
+                let rows = stmt
+                    .query_map((at, chunk), |r| {
+                        let updated: String = r.get(6)?;
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            Facts {
+                                category: r.get(1)?,
+                                tier: r.get(2)?,
+                                status: r.get(3)?,
+                                pinned: r.get::<_, i64>(4)? != 0,
+                                access_score: r.get(5)?,
+                                idle_days: age_days(&updated, now),
+                                confidence: r.get(7)?,
+                                use_count: r.get(8)?,
+                            },
+                        ))
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut c = Counts::default();
+                for (id, f) in &rows {
+                    let sql = match cfg.tier_move(f) {
+                        Move::Stay => continue,
+                        Move::Demote(t) => {
+                            c.demoted += 1;
+                            format!("UPDATE memories SET tier = {t} WHERE id = ?1")
+                        }
+                        Move::Archive => {
+                            c.archived += 1;
+                            "UPDATE memories SET status = 'archived' WHERE id = ?1".to_string()
+                        }
+                        Move::Promote => {
+                            c.promoted += 1;
+                            "UPDATE memories SET status = 'promoted' WHERE id = ?1".to_string()
+                        }
+                    };
+                    if !dry_run {
+                        ctx.conn.prepare_cached(&sql)?.execute([id])?;
+                    }
+                }
+                Ok((
+                    Step {
+                        last: rows.last().map_or(at, |r| r.0),
+                        more: rows.len() as i64 == chunk,
+                    },
+                    c,
+                ))
+            })
+            .await?;
+        counts.demoted += step.1.demoted;
+        counts.archived += step.1.archived;
+        counts.promoted += step.1.promoted;
+        at = step.0.last;
+        if !step.0.more {
+            break;
+        }
+    }
+
+    // 4. Session-scope rows of sessions that ended long ago.
+    let cutoff = crate::clock::format(
+        now - time::Duration::seconds_f64(config.session_rows_days.max(0.0) * 86_400.0),
+    );
+    let live = serde_json::to_string(&live_sessions.into_iter().collect::<Vec<_>>())
+        .unwrap_or_else(|_| "[]".into());
+    let mut at = 0i64;
+    loop {
+        let (cut, live) = (cutoff.clone(), live.clone());
+        let step: (Step, u64) = store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                let mut stmt = ctx.conn.prepare_cached(
+                    "SELECT id FROM memories WHERE id > ?1 AND scope = 'session' \
+                     AND status <> 'archived' AND created_at < ?2 \
+                     AND scope_owner NOT IN (SELECT value FROM json_each(?3)) \
+                     ORDER BY id LIMIT ?4",
+                )?;
+                let ids = stmt
+                    .query_map((at, &cut, &live, chunk), |r| r.get::<_, i64>(0))?
+                    .collect::<Result<Vec<_>, _>>()?;
+                if !dry_run {
+                    let mut up = ctx
+                        .conn
+                        .prepare_cached("UPDATE memories SET status = 'archived' WHERE id = ?1")?;
+                    for id in &ids {
+                        up.execute([id])?;
+                    }
+                }
+                Ok((
+                    Step {
+                        last: ids.last().copied().unwrap_or(at),
+                        more: ids.len() as i64 == chunk,
+                    },
+                    ids.len() as u64,
+                ))
+            })
+            .await?;
+        counts.sessions += step.1;
+        at = step.0.last;
+        if !step.0.more {
+            break;
+        }
+    }
+
+    // 5. Scope limits.
+    let limits = config.limits.clone();
+    let over = store
+        .readers
+        .read(super::readers::ReadKind::Internal, move |c| {
+            let mut stmt = c.prepare(
+                "SELECT namespace, scope, scope_owner, count(*) FROM memories \
+                 WHERE status <> 'archived' AND superseded_by IS NULL \
+                 GROUP BY namespace, scope, scope_owner",
+            )?;
+            let groups = stmt
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                        r.get::<_, i64>(3)?,
+                    ))
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut archive = Vec::new();
+            for (ns, scope, owner, n) in groups {
+                let limit = limits.of(&scope);
+                if (n as usize) <= limit {
+                    continue;
+                }
+                let mut rows = c.prepare_cached(
+                    "SELECT id, access_score, importance, confirmed_count, tier, pinned \
+                     FROM memories WHERE namespace = ?1 AND scope = ?2 AND scope_owner IS ?3 \
+                     AND status <> 'archived' AND superseded_by IS NULL",
+                )?;
+                let scored = rows
+                    .query_map((&ns, &scope, &owner), |r| {
+                        Ok((
+                            r.get::<_, i64>(0)?,
+                            rules::retention(
+                                r.get(1)?,
+                                &r.get::<_, String>(2)?,
+                                r.get(3)?,
+                                r.get(4)?,
+                            ),
+                            r.get::<_, i64>(5)? != 0,
+                        ))
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?;
+                archive.extend(rules::over_limit(&scored, limit));
+            }
+            Ok(archive)
+        })
+        .await?
+        .value;
+    counts.limited = over.len() as u64;
+    if !dry_run {
+        for ids in over.chunks(chunk as usize) {
+            let ids = ids.to_vec();
+            store
+                .writer
+                .call(Author::Daemon, move |ctx| {
+                    let mut up = ctx
+                        .conn
+                        .prepare_cached("UPDATE memories SET status = 'archived' WHERE id = ?1")?;
+                    for id in &ids {
+                        up.execute([id])?;
+                    }
+                    Ok(())
+                })
+                .await?;
+        }
+    }
+    Ok(counts)
+}
+
+/// The most recent sweeps, newest first, for `status`.
+///
+/// # Errors
+/// SQLite errors.
+pub fn recent(conn: &Connection, n: u32) -> Result<Vec<Value>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT started_at, ended_at, trigger, decayed, demoted, archived, promoted, limited, \
+         expired, sessions, error FROM memory_sweeps ORDER BY id DESC LIMIT ?1",
+    )?;
+    let rows = stmt
+        .query_map([n], |r| {
+            Ok(json!({
+                "started_at": r.get::<_, String>(0)?,
+                "ended_at": r.get::<_, Option<String>>(1)?,
+                "trigger": r.get::<_, String>(2)?,
+                "counts": {
+                    "decayed": r.get::<_, i64>(3)?,
+                    "demoted": r.get::<_, i64>(4)?,
+                    "archived": r.get::<_, i64>(5)?,
+                    "promoted": r.get::<_, i64>(6)?,
+                    "limited": r.get::<_, i64>(7)?,
+                    "expired": r.get::<_, i64>(8)?,
+                    "sessions": r.get::<_, i64>(9)?,
+                },
+                "error": r.get::<_, Option<String>>(10)?,
+            }))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}

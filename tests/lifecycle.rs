@@ -1,0 +1,232 @@
+//! Lifecycle sweeps through the real daemon. The clock is injected through
+//! the data: `updated_at`, `created_at` and the last sweep time are set with
+//! the `sqlite3` shell (none of them is an edit, so nothing else moves).
+
+mod common;
+
+use common::{Daemon, ids, sqlite3};
+use serde_json::Value;
+
+fn sweep(d: &Daemon, args: &[&str]) -> Value {
+    let mut all = vec!["sweep"];
+    all.extend_from_slice(args);
+    let (v, code) = d.json(&all);
+    assert_eq!(code, 0, "{v}");
+    v["counts"].clone()
+}
+
+fn col(d: &Daemon, sql: &str) -> String {
+    sqlite3(&d.db(), sql).trim().to_string()
+}
+
+#[test]
+fn access_scores_decay_except_evergreen_and_pinned() {
+    let d = Daemon::start();
+    d.json(&["add", "a fact that was used", "--category", "fact"]);
+    d.json(&[
+        "add",
+        "a preference that was used",
+        "--category",
+        "preference",
+    ]);
+    d.json(&["add", "a pinned fact", "--category", "fact", "--pin"]);
+    sqlite3(&d.db(), "UPDATE memories SET access_score = 8");
+    // The previous sweep was 30 days ago: one half-life.
+    sqlite3(
+        &d.db(),
+        "INSERT OR REPLACE INTO memory_meta (key, value) VALUES ('last_decay_at', \
+         strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-30 days'))",
+    );
+    let g = d.status()["generation"].as_u64().unwrap();
+    let counts = sweep(&d, &[]);
+    assert_eq!(counts["decayed"], 1);
+    assert_eq!(
+        col(
+            &d,
+            "SELECT round(access_score, 3) FROM memories ORDER BY id"
+        ),
+        "4.0\n8.0\n8.0"
+    );
+    assert_eq!(
+        d.status()["generation"].as_u64().unwrap(),
+        g,
+        "decay is not an edit"
+    );
+    // Right after, no time has passed: nothing decays.
+    let counts = sweep(&d, &[]);
+    assert_eq!(counts["decayed"], 0);
+}
+
+#[test]
+fn tiers_move_down_then_archive_and_candidates_are_promoted() {
+    let d = Daemon::start();
+    d.json(&["add", "an idle fact", "--category", "fact", "--tier", "1"]);
+    d.json(&["add", "a busy fact", "--category", "fact", "--tier", "1"]);
+    d.json(&["add", "an idle convention", "--category", "convention"]);
+    d.json(&[
+        "add",
+        "a likely episode",
+        "--category",
+        "episode",
+        "--confidence",
+        "0.9",
+    ]);
+    sqlite3(&d.db(), "UPDATE memories SET access_score = 5 WHERE id = 2");
+    sqlite3(&d.db(), "UPDATE memories SET use_count = 3 WHERE id = 4");
+    let age = |d: &Daemon| {
+        sqlite3(
+            &d.db(),
+            "UPDATE memories SET updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-60 days')",
+        )
+    };
+    age(&d);
+    let counts = sweep(&d, &[]);
+    assert_eq!(counts["demoted"], 1, "{counts}");
+    assert_eq!(counts["promoted"], 1, "{counts}");
+    assert_eq!(
+        col(&d, "SELECT tier, status FROM memories ORDER BY id"),
+        "2|promoted\n1|promoted\n2|promoted\n2|promoted"
+    );
+    // The move itself was a change: no second step until it idles again.
+    let counts = sweep(&d, &[]);
+    assert_eq!(counts["demoted"], 0, "{counts}");
+    age(&d);
+    sweep(&d, &[]);
+    age(&d);
+    let counts = sweep(&d, &[]);
+    // The idle fact went 1 → 2 → 3 → archived; the promoted episode, idle
+    // too, followed from tier 2.
+    assert_eq!(counts["archived"], 2, "{counts}");
+    assert_eq!(
+        col(
+            &d,
+            "SELECT group_concat(id) FROM memories WHERE status = 'archived'"
+        ),
+        "1,4"
+    );
+    assert_eq!(
+        col(&d, "SELECT tier, status FROM memories WHERE id = 3"),
+        "2|promoted",
+        "evergreen"
+    );
+    // Archived rows leave reads, but are not deleted.
+    let (l, _) = d.json(&["list"]);
+    assert!(!ids(&l, "memories").contains(&1));
+    let (l, _) = d.json(&["list", "--include-archived"]);
+    assert!(ids(&l, "memories").contains(&1));
+}
+
+#[test]
+fn scope_limits_archive_the_lowest_scores() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "[lifecycle.limits]\nproject = 5\n").unwrap();
+    let d = Daemon::start_with(&["--config", config.to_str().unwrap()]);
+    for i in 1..=8 {
+        let pin = if i == 1 { "--pin" } else { "--tier" };
+        let val = if i == 1 { "--pin" } else { "2" };
+        let mut args = vec!["add".to_string(), format!("memory number {i} of eight")];
+        args.push(pin.into());
+        if pin != "--pin" {
+            args.push(val.into());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        d.json(&args);
+    }
+    // Scores: id 1 is pinned with nothing; ids 2..8 get 2..8.
+    sqlite3(
+        &d.db(),
+        "UPDATE memories SET access_score = id WHERE id > 1",
+    );
+    let dry = sweep(&d, &["--dry-run"]);
+    assert_eq!(dry["limited"], 3);
+    assert_eq!(
+        col(
+            &d,
+            "SELECT count(*) FROM memories WHERE status = 'archived'"
+        ),
+        "0"
+    );
+    let counts = sweep(&d, &[]);
+    assert_eq!(counts["limited"], 3);
+    assert_eq!(
+        col(
+            &d,
+            "SELECT group_concat(id) FROM memories WHERE status = 'archived'"
+        ),
+        "2,3,4",
+        "the lowest scores go, the pinned one stays"
+    );
+    assert_eq!(
+        col(&d, "SELECT count(*) FROM memories"),
+        "8",
+        "archived, not deleted"
+    );
+}
+
+#[test]
+fn expired_rows_and_rows_of_ended_sessions() {
+    let d = Daemon::start();
+    d.json(&["add", "expires at once", "--expires", "1s"]);
+    let out = d.cli_stdin(
+        &["--json", "shell"],
+        Some(b"add \"a note for this session only\" --scope session\n"),
+    );
+    assert_eq!(out.code, 0);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    sqlite3(
+        &d.db(),
+        "UPDATE memories SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-30 days') \
+         WHERE scope = 'session'",
+    );
+    let counts = sweep(&d, &[]);
+    assert_eq!(counts["expired"], 1, "{counts}");
+    assert_eq!(counts["sessions"], 1, "{counts}");
+    assert_eq!(col(&d, "SELECT count(*) FROM memories"), "1");
+    assert_eq!(col(&d, "SELECT status FROM memories"), "archived");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sweeps_do_not_trip_drift_or_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "[lifecycle.limits]\nproject = 2\n").unwrap();
+    let d = Daemon::start_with(&["--config", config.to_str().unwrap()]);
+    let mut strict = memd_client::Client::connect({
+        let mut o = d.opts();
+        o.policy = Some(memd_client::DriftPolicy::Strict);
+        o
+    })
+    .await
+    .unwrap();
+    for i in 0..4 {
+        strict
+            .add(memd_client::AddRequest {
+                content: format!("memory {i} for the sweep test"),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    let block = strict.inject().await.unwrap();
+    let counts = sweep(&d, &[]);
+    assert_eq!(counts["limited"], 2);
+    // The daemon's writes: the block stays frozen, nothing is refused.
+    let again = strict.inject().await.unwrap();
+    assert!(again.stats.cached);
+    assert_eq!(again.block, block.block);
+    strict
+        .update(memd_client::UpdateRequest {
+            id: 4,
+            content: Some("changed after the sweep".into()),
+            ..Default::default()
+        })
+        .await
+        .expect("a sweep is not drift, even under strict");
+    let status = d.status();
+    assert_eq!(status["drift"]["external_epoch"], Value::Null);
+    let last = &status["sweeps"][0];
+    assert_eq!(last["trigger"], "manual");
+    assert_eq!(last["counts"]["limited"], 2);
+    assert!(last["ended_at"].is_string());
+}

@@ -1,37 +1,99 @@
-//! `perf`: request latency and throughput over the real socket.
+//! `perf`: latency, throughput and scale of the real daemon over its real
+//! socket, each figure next to an in-process floor measured in the same run.
+//!
+//! The floor runs memd's own store code (schema, the same queries and
+//! ranking) on a plain SQLite connection in this process: no socket, no
+//! daemon, no writer thread. The ratio of a daemon figure to its floor is
+//! what running memd as a separate daemon costs.
 
-use std::time::Instant;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
-use memd_client::{AddRequest, Client, ConnectOptions, Filter, ListRequest};
-use serde_json::json;
+use anyhow::Context;
+use memd::store::memories::{self, View};
+use memd::store::search::{self, rank::RankConfig};
+use memd_client::{
+    AddRequest, Client, ConnectOptions, Filter, ListRequest, QuerySyntax, SearchMode,
+    SearchRequest,
+};
+use rusqlite::Connection;
+use serde_json::{Value, json};
 
-use crate::corpus;
+use crate::corpus::{self, Item};
 use crate::daemon::{BenchDaemon, file_mb};
 use crate::stats::{Summary, summarize};
 
 /// Flags of `perf`.
 #[derive(Debug, clap::Args)]
 pub struct PerfArgs {
-    /// Memories to load
-    #[arg(long, default_value_t = 1_000)]
+    /// Memories to load (search is also measured at 1K and 10K on the way)
+    #[arg(long, default_value_t = 10_000)]
     pub memories: usize,
-    /// Queries to run
+    /// Queries per search measurement
     #[arg(long, default_value_t = 1_000)]
     pub queries: usize,
-    /// A config file for the daemon under test (TOML)
+    /// A config file for the daemon under test (TOML, appended to the
+    /// benchmark's own)
     #[arg(long)]
     pub config: Option<std::path::PathBuf>,
-    /// Concurrent sessions for the load
-    #[arg(long, default_value_t = 16)]
-    pub load_sessions: usize,
     /// Print one JSON object instead of a table
     #[arg(long)]
     pub json: bool,
 }
 
+/// The daemon's configuration for a perf run: the default write gate and
+/// durability, scope limits lifted, no scheduled sweep.
+const PERF_CONFIG: &str = "[lifecycle]\ninterval_hours = 0\n\
+    [lifecycle.limits]\nproject = 100000000\nagent = 100000000\nsession = 100000000\n";
+
 struct Row {
-    op: &'static str,
-    s: Summary,
+    op: String,
+    s: Option<Summary>,
+    floor: Option<Summary>,
+    note: String,
+}
+
+impl Row {
+    fn new(op: impl Into<String>, s: Summary) -> Row {
+        Row {
+            op: op.into(),
+            s: Some(s),
+            floor: None,
+            note: String::new(),
+        }
+    }
+
+    fn floor(mut self, f: Summary) -> Row {
+        self.floor = Some(f);
+        self
+    }
+
+    fn note(mut self, n: impl Into<String>) -> Row {
+        self.note = n.into();
+        self
+    }
+
+    fn ratio(&self) -> Option<f64> {
+        match (self.s, self.floor) {
+            (Some(s), Some(f)) if f.p50_us > 0.0 => Some(s.p50_us / f.p50_us),
+            _ => None,
+        }
+    }
+
+    fn json(&self) -> Value {
+        let s = self.s;
+        json!({
+            "op": self.op,
+            "n": s.map(|s| s.n),
+            "p50_us": s.map(|s| s.p50_us),
+            "p95_us": s.map(|s| s.p95_us),
+            "p99_us": s.map(|s| s.p99_us),
+            "per_sec": s.map(|s| s.per_sec),
+            "floor_p50_us": self.floor.map(|f| f.p50_us),
+            "ratio_to_floor": self.ratio(),
+            "note": if self.note.is_empty() { Value::Null } else { json!(self.note) },
+        })
+    }
 }
 
 pub fn run(args: PerfArgs) -> anyhow::Result<()> {
@@ -41,38 +103,173 @@ pub fn run(args: PerfArgs) -> anyhow::Result<()> {
     runtime.block_on(run_async(args))
 }
 
-async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
-    let vocab = corpus::vocabulary(20_000);
-    let items = corpus::memories(args.memories, &vocab, 42);
-    let queries = corpus::queries(args.queries, &vocab, 7);
-    let config = match &args.config {
-        Some(path) => Some(std::fs::read_to_string(path)?),
-        None => None,
-    };
-    let mut daemon = BenchDaemon::start(config.as_deref())?;
-    let mut client = Client::connect(ConnectOptions::new(daemon.socket())).await?;
-    let mut rows = Vec::new();
+/// Times a body run `n` times (`i` is the iteration).
+macro_rules! timed {
+    ($n:expr, $i:ident => $body:expr) => {{
+        let n = $n;
+        let mut samples = Vec::with_capacity(n);
+        let wall = Instant::now();
+        for $i in 0..n {
+            let t = Instant::now();
+            $body;
+            samples.push(t.elapsed());
+        }
+        summarize(&mut samples, wall.elapsed())
+    }};
+}
 
-    // Load through concurrent sessions (group commit): every add is
-    // acknowledged only once committed (synchronous = FULL).
+fn timed_sync(n: usize, mut f: impl FnMut(usize) -> anyhow::Result<()>) -> anyhow::Result<Summary> {
+    let mut samples = Vec::with_capacity(n);
     let wall = Instant::now();
-    let per = items.len().div_ceil(args.load_sessions.max(1));
+    for i in 0..n {
+        let t = Instant::now();
+        f(i)?;
+        samples.push(t.elapsed());
+    }
+    Ok(summarize(&mut samples, wall.elapsed()))
+}
+
+/// The export document of `items[from..to]` (what `memd import` reads).
+fn export_doc(items: &[Item], from: usize) -> Vec<u8> {
+    let entries: Vec<Value> = items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| {
+            json!({
+                "uid": format!("{:032x}", from + i),
+                "content": it.content,
+                "category": it.category,
+                "tags": it.tags,
+                "namespace": "default",
+                "source": "agent",
+            })
+        })
+        .collect();
+    serde_json::to_vec(&json!({"entries": entries})).unwrap_or_default()
+}
+
+/// The in-process floor: memd's schema and store code on a plain
+/// connection, `synchronous = FULL`, WAL.
+struct Floor {
+    conn: Connection,
+    _dir: tempfile::TempDir,
+}
+
+impl Floor {
+    fn new() -> anyhow::Result<Floor> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("floor.db");
+        let config = memd::config::Config::default();
+        let mut conn = memd::store::open_write_connection(&path, &config)?;
+        memd::store::schema::migrate(&mut conn, dir.path())?;
+        Ok(Floor { conn, _dir: dir })
+    }
+
+    fn new_memory(item: &Item) -> memories::NewMemory {
+        memories::NewMemory {
+            namespace: "default".into(),
+            scope: "project".into(),
+            scope_owner: None,
+            content: item.content.clone(),
+            subject: None,
+            category: item.category.to_string(),
+            tier: 2,
+            importance: "medium".into(),
+            confidence: 1.0,
+            pinned: false,
+            status: "promoted".into(),
+            metadata: "{}".into(),
+            tags: item.tags.clone(),
+            dedupe_key: memd::store::gate::dedupe_key(&item.content),
+            source: "agent".into(),
+            created_by: None,
+            expires_at: None,
+            redacted: false,
+        }
+    }
+
+    /// One committed insert per item (the add floor).
+    fn add_each(&self, items: &[Item]) -> anyhow::Result<Summary> {
+        timed_sync(items.len(), |i| {
+            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            memories::insert(&self.conn, &Self::new_memory(&items[i]))?;
+            self.conn.execute_batch("COMMIT")?;
+            Ok(())
+        })
+    }
+
+    /// Bulk insert in large transactions.
+    fn load(&self, items: &[Item]) -> anyhow::Result<()> {
+        for chunk in items.chunks(5_000) {
+            self.conn.execute_batch("BEGIN IMMEDIATE")?;
+            for it in chunk {
+                memories::insert(&self.conn, &Self::new_memory(it))?;
+            }
+            self.conn.execute_batch("COMMIT")?;
+        }
+        Ok(())
+    }
+
+    fn view() -> View {
+        View::namespace("default", "memd-bench", "floor")
+    }
+
+    fn search(&self, queries: &[String], mode: SearchMode) -> anyhow::Result<Summary> {
+        let view = Self::view();
+        let rank = RankConfig::default();
+        timed_sync(queries.len(), |i| {
+            search::run(
+                &self.conn,
+                &search::Query {
+                    text: &queries[i],
+                    syntax: QuerySyntax::Plain,
+                    mode,
+                    view: &view,
+                    limit: 10,
+                    explain: false,
+                    now: time::OffsetDateTime::now_utc(),
+                    rank: &rank,
+                },
+            )?;
+            Ok(())
+        })
+    }
+}
+
+fn search_req(q: &str, mode: SearchMode) -> SearchRequest {
+    SearchRequest {
+        query: q.to_string(),
+        filter: Filter::default(),
+        limit: 10,
+        mode,
+        syntax: QuerySyntax::Plain,
+        explain: false,
+    }
+}
+
+async fn connect(daemon: &BenchDaemon) -> anyhow::Result<Client> {
+    let mut o = ConnectOptions::new(daemon.socket());
+    o.agent_id = "memd-bench".into();
+    Ok(Client::connect(o).await?)
+}
+
+/// Adds through `sessions` concurrent sessions; summary over every add.
+async fn adds(daemon: &BenchDaemon, sessions: usize, total: usize, tag: &str) -> anyhow::Result<Summary> {
+    let per = total.div_ceil(sessions);
+    let wall = Instant::now();
     let mut tasks = Vec::new();
-    for chunk in items.chunks(per.max(1)) {
-        let chunk: Vec<(String, &'static str, Vec<String>)> = chunk
-            .iter()
-            .map(|i| (i.content.clone(), i.category, i.tags.clone()))
-            .collect();
-        let socket = daemon.socket();
+    for s in 0..sessions {
+        let mut c = connect(daemon).await?;
+        let tag = tag.to_string();
         tasks.push(tokio::spawn(async move {
-            let mut c = Client::connect(ConnectOptions::new(socket)).await?;
-            let mut samples = Vec::with_capacity(chunk.len());
-            for (content, category, tags) in chunk {
+            let mut samples = Vec::with_capacity(per);
+            for i in 0..per {
                 let t = Instant::now();
                 c.add(AddRequest {
-                    content,
-                    category: Some(category.to_string()),
-                    tags,
+                    content: format!(
+                        "{tag} session {s} wrote note {i} about {} things",
+                        corpus::Rng::new((s * 100_000 + i) as u64).next_u64() % 1_000_000
+                    ),
                     ..Default::default()
                 })
                 .await?;
@@ -81,151 +278,304 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
             Ok::<_, memd_client::Error>(samples)
         }));
     }
-    let mut samples = Vec::with_capacity(items.len());
+    let mut samples = Vec::with_capacity(total);
     for t in tasks {
         samples.extend(t.await??);
     }
-    rows.push(Row {
-        op: "add_load_sessions",
-        s: summarize(&mut samples, wall.elapsed()),
-    });
+    Ok(summarize(&mut samples, wall.elapsed()))
+}
+
+/// Sizes in MiB of the database's tables and indexes (dbstat).
+fn sizes(db: &Path) -> anyhow::Result<Value> {
+    let conn = Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut stmt = conn.prepare(
+        "SELECT CASE WHEN name LIKE 'memories_fts%' THEN 'fts index' \
+         WHEN name IN ('memories') THEN 'memories' \
+         WHEN name LIKE 'memories_%' OR name LIKE 'sqlite_autoindex_memories%' THEN 'memories indexes' \
+         WHEN name LIKE 'memory_tags%' THEN 'tags' \
+         WHEN name LIKE 'memory_revisions%' THEN 'revisions' ELSE 'other' END AS part, \
+         sum(pgsize) FROM dbstat GROUP BY part ORDER BY part",
+    )?;
+    let parts = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    let map: serde_json::Map<String, Value> = parts
+        .into_iter()
+        .map(|(k, v)| (k, json!((v as f64 / 1_048_576.0 * 100.0).round() / 100.0)))
+        .collect();
+    Ok(Value::Object(map))
+}
+
+/// Writes straight into the database file from this process: an external
+/// change, as a tool would make it.
+fn external(db: &Path, sql: &str) -> anyhow::Result<()> {
+    let conn = Connection::open(db)?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.execute_batch(sql)?;
+    Ok(())
+}
+
+async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
+    let total = args.memories.max(100);
+    let vocab = corpus::vocabulary(20_000);
+    let items = corpus::memories(total, &vocab, 42);
+    let queries = corpus::queries(args.queries.max(10), &vocab, 7);
+    let fuzzy_queries: Vec<String> = queries.iter().take(200).cloned().collect();
+    let mut config = PERF_CONFIG.to_string();
+    if let Some(path) = &args.config {
+        config.push_str(&std::fs::read_to_string(path).context("reading --config")?);
+    }
+    let mut daemon = BenchDaemon::start(Some(&config))?;
+    let db = daemon.data_dir().join("memory.db");
+    let mut client = connect(&daemon).await?;
+    let floor = Floor::new()?;
+    let mut rows: Vec<Row> = Vec::new();
+
+    // Load in stages through the import path; measure search at each scale.
+    let mut scales: Vec<usize> = [1_000, 10_000, 100_000]
+        .into_iter()
+        .filter(|s| *s < total)
+        .collect();
+    scales.push(total);
+    let mut loaded = 0;
+    let mut load_time = Duration::ZERO;
+    for scale in &scales {
+        let part = &items[loaded..*scale];
+        let doc = export_doc(part, loaded);
+        let t = Instant::now();
+        let report = client.import(&doc[..], false).await?;
+        load_time += t.elapsed();
+        anyhow::ensure!(
+            report["inserted"].as_u64() == Some(part.len() as u64),
+            "import inserted {report}"
+        );
+        floor.load(part)?;
+        loaded = *scale;
+        let label = if *scale >= 1_000 {
+            format!("{}K", scale / 1_000)
+        } else {
+            scale.to_string()
+        };
+        let q = &queries;
+        let s = timed!(q.len(), i => client.search(search_req(&q[i], SearchMode::Lexical)).await?);
+        let f = floor.search(q, SearchMode::Lexical)?;
+        rows.push(Row::new(format!("search_lexical_{label}"), s).floor(f));
+        let fq = &fuzzy_queries;
+        let s = timed!(fq.len(), i => client.search(search_req(&fq[i], SearchMode::Fuzzy)).await?);
+        let f = floor.search(fq, SearchMode::Fuzzy)?;
+        rows.push(Row::new(format!("search_fuzzy_{label}"), s).floor(f));
+    }
+    let load = Summary {
+        n: total,
+        p50_us: 0.0,
+        p95_us: 0.0,
+        p99_us: 0.0,
+        per_sec: total as f64 / load_time.as_secs_f64().max(1e-9),
+    };
+    rows.insert(
+        0,
+        Row::new("bulk_load_import", load).note(format!(
+            "{total} memories in {:.1} s",
+            load_time.as_secs_f64()
+        )),
+    );
     let rss_after_load = daemon.rss_mb();
 
-    let mut samples = Vec::new();
-    let wall = Instant::now();
-    for i in 0..args.queries.min(1000) {
+    // Adds with the full write gate, acknowledged when durable.
+    let floor_add = floor.add_each(&items[..500.min(total)])?;
+    for sessions in [1usize, 4, 16] {
+        let n = (sessions * 250).max(1_000);
+        let s = adds(&daemon, sessions, n, &format!("a{sessions}")).await?;
+        rows.push(Row::new(format!("add_{sessions}_sessions"), s).floor(floor_add));
+    }
+
+    // Reads.
+    let mut rng = corpus::Rng::new(3);
+    let picks: Vec<i64> = (0..1_000).map(|_| 1 + rng.below(total) as i64).collect();
+    let p = &picks;
+    let s = timed!(p.len(), i => client.get(p[i]).await?);
+    let view = Floor::view();
+    let f = timed_sync(p.len(), |i| {
+        memories::get_visible(&floor.conn, p[i], &view)?;
+        Ok(())
+    })?;
+    rows.push(Row::new("get", s).floor(f));
+    let filters: Vec<Filter> = (0..300)
+        .map(|i| Filter {
+            category: Some(corpus::CATEGORIES[i % corpus::CATEGORIES.len()].into()),
+            tags: vec![format!("t{}", i % 50)],
+            ..Default::default()
+        })
+        .collect();
+    let fl = &filters;
+    let s = timed!(fl.len(), i => client
+        .list(ListRequest {
+            filter: fl[i].clone(),
+            limit: 20,
+            offset: 0,
+        })
+        .await?);
+    let f = timed_sync(fl.len(), |i| {
+        let mut v = Floor::view();
+        v.category = fl[i].category.clone();
+        v.tags = fl[i].tags.clone();
+        memories::list(&floor.conn, &v, 20, 0)?;
+        Ok(())
+    })?;
+    rows.push(Row::new("list_filtered", s).floor(f));
+
+    // Inject: a session's first inject builds its block, later ones are
+    // served from the snapshot.
+    let mut cold = Vec::new();
+    for _ in 0..20 {
+        let mut c = connect(&daemon).await?;
         let t = Instant::now();
-        client
+        c.inject().await?;
+        cold.push(t.elapsed());
+    }
+    let s = summarize(&mut cold, Duration::ZERO);
+    let f = timed_sync(20, |_| {
+        let now = memd::clock::now();
+        let who = memd::store::inject::For {
+            namespace: "default",
+            agent: "memd-bench",
+            session: "floor",
+            now: &now,
+        };
+        memd::store::inject::build(
+            &floor.conn,
+            &who,
+            memd::session::snapshot::Builder::new(4_000),
+        )?;
+        Ok(())
+    })?;
+    rows.push(Row::new("inject_cold", s).floor(f));
+    client.inject().await?;
+    let s = timed!(args.queries.max(1_000), _i => client.inject().await?);
+    let chars = client.inject().await?.stats.chars;
+    rows.push(Row::new("inject_warm", s).note(format!("{chars}-char block, no SQLite read")));
+
+    // Drift detection: an external commit → the external epoch in status.
+    let mut detect = Vec::new();
+    for i in 0..20 {
+        let before = client.status().await?["drift"]["external_epoch"]
+            .as_u64()
+            .unwrap_or(0);
+        external(
+            &db,
+            &format!("INSERT INTO memories(content) VALUES ('external write {i}')"),
+        )?;
+        let t = Instant::now();
+        loop {
+            let e = client.status().await?["drift"]["external_epoch"]
+                .as_u64()
+                .unwrap_or(0);
+            if e > before {
+                detect.push(t.elapsed());
+                break;
+            }
+            anyhow::ensure!(t.elapsed() < Duration::from_secs(10), "not detected");
+        }
+    }
+    rows.push(Row::new("drift_detect", summarize(&mut detect, Duration::ZERO)));
+
+    // A sweep that decays every row, with a client adding meanwhile.
+    external(
+        &db,
+        "UPDATE memories SET access_score = 1; INSERT OR REPLACE INTO memory_meta (key, value) \
+         VALUES ('last_decay_at', strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-30 days'));",
+    )?;
+    let mut sweeper = connect(&daemon).await?;
+    let sweep = tokio::spawn(async move {
+        let t = Instant::now();
+        let r = sweeper.sweep(false).await;
+        (r, t.elapsed())
+    });
+    let mut during = Vec::new();
+    let mut writer = connect(&daemon).await?;
+    let mut i = 0;
+    while !sweep.is_finished() {
+        let t = Instant::now();
+        writer
             .add(AddRequest {
-                content: format!("single session add number {i} for latency"),
+                content: format!("added during the sweep, number {i}"),
                 ..Default::default()
             })
             .await?;
-        samples.push(t.elapsed());
+        during.push(t.elapsed());
+        i += 1;
     }
-    rows.push(Row {
-        op: "add_1_session",
-        s: summarize(&mut samples, wall.elapsed()),
-    });
-
-    let mut samples = Vec::with_capacity(queries.len());
-    let wall = Instant::now();
-    for q in &queries {
-        let t = Instant::now();
-        client.search_text(q, 10).await?;
-        samples.push(t.elapsed());
-    }
-    rows.push(Row {
-        op: "search_lexical",
-        s: summarize(&mut samples, wall.elapsed()),
-    });
-
-    let mut rng = corpus::Rng::new(3);
-    let mut samples = Vec::new();
-    let wall = Instant::now();
-    for _ in 0..args.queries {
-        let id = 1 + rng.below(items.len()) as i64;
-        let t = Instant::now();
-        client.get(id).await?;
-        samples.push(t.elapsed());
-    }
-    rows.push(Row {
-        op: "get",
-        s: summarize(&mut samples, wall.elapsed()),
-    });
-
-    let mut samples = Vec::new();
-    let wall = Instant::now();
-    for i in 0..args.queries.min(500) {
-        let t = Instant::now();
-        client
-            .list(ListRequest {
-                filter: Filter {
-                    category: Some(corpus::CATEGORIES[i % corpus::CATEGORIES.len()].into()),
-                    tags: vec![format!("t{}", i % 50)],
-                    ..Default::default()
-                },
-                limit: 20,
-                offset: 0,
-            })
-            .await?;
-        samples.push(t.elapsed());
-    }
-    rows.push(Row {
-        op: "list_filtered",
-        s: summarize(&mut samples, wall.elapsed()),
-    });
-    // Inject: a session's first inject builds its block (cold), later
-    // ones are served from the snapshot (warm).
-    let mut samples = Vec::new();
-    let wall = Instant::now();
-    for _ in 0..20 {
-        let mut c = Client::connect(ConnectOptions::new(daemon.socket())).await?;
-        let t = Instant::now();
-        c.inject().await?;
-        samples.push(t.elapsed());
-    }
-    rows.push(Row {
-        op: "inject_cold",
-        s: summarize(&mut samples, wall.elapsed()),
-    });
-    let mut samples = Vec::new();
-    client.inject().await?;
-    let wall = Instant::now();
-    for _ in 0..args.queries.max(1000) {
-        let t = Instant::now();
-        client.inject().await?;
-        samples.push(t.elapsed());
-    }
-    rows.push(Row {
-        op: "inject_warm",
-        s: summarize(&mut samples, wall.elapsed()),
-    });
-    let block_chars = client.inject().await?.stats.chars;
+    let (report, took) = sweep.await?;
+    let report = report?;
+    rows.push(
+        Row::new("add_during_sweep", summarize(&mut during, Duration::ZERO)).note(format!(
+            "sweep of {} rows took {:.1} s",
+            report["counts"]["decayed"],
+            took.as_secs_f64()
+        )),
+    );
     let rss_after_queries = daemon.rss_mb();
-    let db_mb = file_mb(&daemon.data_dir().join("memory.db"))
-        + file_mb(&daemon.data_dir().join("memory.db-wal"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss_idle = daemon.rss_mb();
+    let db_mb = file_mb(&db) + file_mb(&daemon.data_dir().join("memory.db-wal"));
     drop(client);
+    drop(writer);
+
+    // Cold start on the loaded database.
     daemon.stop()?;
+    let size = sizes(&db)?;
+    let mut starts = Vec::new();
+    for _ in 0..3 {
+        starts.push(daemon.spawn()?);
+        daemon.stop()?;
+    }
+    let start = summarize(&mut starts, Duration::ZERO);
+    rows.push(Row::new("cold_start", start).note("daemon start to READY=1 on the loaded database"));
 
     let machine = machine_facts();
+    let report = json!({
+        "memories": total,
+        "results": rows.iter().map(Row::json).collect::<Vec<_>>(),
+        "rss_mb": rss_idle,
+        "rss_after_load_mb": rss_after_load,
+        "rss_after_queries_mb": rss_after_queries,
+        "db_mb": db_mb,
+        "db_parts_mb": size,
+        "machine": machine,
+        "date": memd::clock::now(),
+    });
     if args.json {
-        let results: Vec<_> = rows
-            .iter()
-            .map(|r| {
-                json!({"op": r.op, "n": r.s.n, "p50_us": r.s.p50_us, "p95_us": r.s.p95_us,
-                       "p99_us": r.s.p99_us, "per_sec": r.s.per_sec})
-            })
-            .collect();
+        println!("{report}");
+        return Ok(());
+    }
+    println!("memd perf: {total} memories, {} queries; {machine}", queries.len());
+    println!();
+    println!("| op | n | p50 µs | p95 µs | p99 µs | per s | floor p50 µs | × floor | note |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let num = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
+    for r in &rows {
         println!(
-            "{}",
-            json!({"memories": args.memories, "results": results,
-                   "rss_mb": rss_after_queries, "rss_after_load_mb": rss_after_load,
-                   "db_mb": db_mb, "machine": machine})
-        );
-    } else {
-        println!(
-            "memd perf: {} memories, {} queries; {}",
-            args.memories, args.queries, machine
-        );
-        println!();
-        println!("| op | n | p50 µs | p95 µs | p99 µs | per s |");
-        println!("|---|---|---|---|---|---|");
-        for r in &rows {
-            println!(
-                "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} |",
-                r.op, r.s.n, r.s.p50_us, r.s.p95_us, r.s.p99_us, r.s.per_sec
-            );
-        }
-        println!();
-        println!(
-            "daemon RSS {:.1} MiB after load, {:.1} MiB after queries; database {:.1} MiB; \
-             inject block {block_chars} chars",
-            rss_after_load.unwrap_or(0.0),
-            rss_after_queries.unwrap_or(0.0),
-            db_mb
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.op,
+            r.s.map_or(0, |s| s.n),
+            num(r.s.map(|s| s.p50_us).filter(|v| *v > 0.0)),
+            num(r.s.map(|s| s.p95_us).filter(|v| *v > 0.0)),
+            num(r.s.map(|s| s.p99_us).filter(|v| *v > 0.0)),
+            num(r.s.map(|s| s.per_sec)),
+            num(r.floor.map(|f| f.p50_us)),
+            r.ratio().map_or("-".into(), |x| format!("{x:.1}")),
+            r.note
         );
     }
+    println!();
+    println!(
+        "daemon RSS: {:.1} MiB after load, {:.1} MiB after the run, {:.1} MiB idle; database {:.1} MiB {}",
+        rss_after_load.unwrap_or(0.0),
+        rss_after_queries.unwrap_or(0.0),
+        rss_idle.unwrap_or(0.0),
+        db_mb,
+        size
+    );
     Ok(())
 }
 
@@ -236,5 +586,14 @@ pub fn machine_facts() -> String {
         .ok()
         .and_then(|l| l.split_whitespace().next().map(str::to_string))
         .unwrap_or_else(|| "?".into());
-    format!("{cores} cores, load {load}")
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "?".into());
+    format!("{cores} cores ({cpu}), load {load}")
 }

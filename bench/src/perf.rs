@@ -13,8 +13,7 @@ use anyhow::Context;
 use memd::store::memories::{self, View};
 use memd::store::search::{self, rank::RankConfig};
 use memd_client::{
-    AddRequest, Client, ConnectOptions, Filter, ListRequest, QuerySyntax, SearchMode,
-    SearchRequest,
+    AddRequest, Client, ConnectOptions, Filter, ListRequest, QuerySyntax, SearchMode, SearchRequest,
 };
 use rusqlite::Connection;
 use serde_json::{Value, json};
@@ -254,7 +253,12 @@ async fn connect(daemon: &BenchDaemon) -> anyhow::Result<Client> {
 }
 
 /// Adds through `sessions` concurrent sessions; summary over every add.
-async fn adds(daemon: &BenchDaemon, sessions: usize, total: usize, tag: &str) -> anyhow::Result<Summary> {
+async fn adds(
+    daemon: &BenchDaemon,
+    sessions: usize,
+    total: usize,
+    tag: &str,
+) -> anyhow::Result<Summary> {
     let per = total.div_ceil(sessions);
     let wall = Instant::now();
     let mut tasks = Vec::new();
@@ -477,7 +481,10 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
             anyhow::ensure!(t.elapsed() < Duration::from_secs(10), "not detected");
         }
     }
-    rows.push(Row::new("drift_detect", summarize(&mut detect, Duration::ZERO)));
+    rows.push(Row::new(
+        "drift_detect",
+        summarize(&mut detect, Duration::ZERO),
+    ));
 
     // A sweep that decays every row, with a client adding meanwhile.
     external(
@@ -548,7 +555,10 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         println!("{report}");
         return Ok(());
     }
-    println!("memd perf: {total} memories, {} queries; {machine}", queries.len());
+    println!(
+        "memd perf: {total} memories, {} queries; {machine}",
+        queries.len()
+    );
     println!();
     println!("| op | n | p50 µs | p95 µs | p99 µs | per s | floor p50 µs | × floor | note |");
     println!("|---|---|---|---|---|---|---|---|---|");

@@ -153,6 +153,16 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
     let flusher = tokio::spawn(flush_access(shared.clone()));
     let sweeper = tokio::spawn(schedule_sweeps(shared.clone()));
     let sidecar = tokio::spawn(sidecar::run(shared.clone()));
+    let backfill = tokio::spawn({
+        let shared = shared.clone();
+        async move {
+            match crate::store::lifecycle::backfill_sketches(&shared.store, 250).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(rows = n, "sketched rows for the near-duplicate check"),
+                Err(e) => tracing::warn!(error = %e, "cannot sketch rows"),
+            }
+        }
+    });
     tracing::info!(
         socket = %shared.paths.socket.display(),
         db = %shared.paths.db().display(),
@@ -237,6 +247,7 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
     flusher.abort();
     sweeper.abort();
     sidecar.abort();
+    backfill.abort();
     if let Err(e) = shared.access.flush(&shared.store).await {
         tracing::warn!(error = %e, "cannot write the last access counts");
     }

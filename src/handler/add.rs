@@ -1,60 +1,27 @@
 //! `add`: the write gate, then insert (and supersede, when asked).
 //!
 //! The gate's steps that need no database ran in `store::gate::check_add`.
-//! The near-duplicate search (candidates from the FTS index — never a scan
-//! of the namespace — compared by shingle similarity) runs on a reader
-//! before the write, so it does not hold up the writer thread; inside the
-//! write transaction come exact dedup (authoritative), a re-check of the
-//! near-duplicate found, and the insert. Two near duplicates added at the
-//! same instant by two sessions can both be stored; exact duplicates never.
+//! Inside the write transaction come exact dedup, then the near-duplicate
+//! check — candidates are the rows sharing a MinHash sketch hash (a few
+//! index lookups, never a scan of the namespace), compared by shingle
+//! similarity — then the insert.
 //!
 //! An add cannot discard anything, so under the `external` policy it goes
 //! through on a stale view and says so in `drift`; an add that supersedes
 //! another memory changes that memory and is guarded as destructive.
 
 use memd_proto::{AddRequest, AddResult, Response};
-use rusqlite::Connection;
 use time::OffsetDateTime;
 
 use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
 use crate::store::gate::similar::{self, Verdict};
-use crate::store::memories::{self, NewMemory, View};
-use crate::store::readers::ReadKind;
+use crate::store::memories::{self, View};
 use crate::store::{StoreError, gate};
 
-/// Probe words used to find near-duplicate candidates.
-const PROBES: usize = 6;
 /// Candidates compared per add.
 const CANDIDATES: u32 = 24;
-
-/// The most similar candidate: a merge beats a mere similarity.
-fn best_match(
-    conn: &Connection,
-    new: &NewMemory,
-    now: &str,
-    threshold: f64,
-) -> Result<Option<(Verdict, i64)>, StoreError> {
-    let probes = similar::probe_words(&new.content, PROBES);
-    let Some(query) = similar::candidate_query(&probes) else {
-        return Ok(None);
-    };
-    let mine = similar::profile(&new.content);
-    let score = |v: &Verdict| match v {
-        Verdict::Merge(j) => 2.0 + j,
-        Verdict::Similar(j) => 1.0 + j,
-        Verdict::Different => 0.0,
-    };
-    let mut best: Option<(Verdict, i64)> = None;
-    for (id, content) in memories::near_candidates(conn, new, &query, now, CANDIDATES)? {
-        let verdict = similar::compare(&mine, &similar::profile(&content), threshold);
-        if score(&verdict) > best.as_ref().map_or(0.0, |(v, _)| score(v)) {
-            best = Some((verdict, id));
-        }
-    }
-    Ok(best)
-}
 
 pub(super) async fn handle(
     req: AddRequest,
@@ -76,19 +43,8 @@ pub(super) async fn handle(
     let dedup = shared.config.gate.dedup && supersedes.is_none();
     let threshold = shared.config.gate.near_duplicate_threshold;
     let now = crate::clock::format(now);
-    let near = if dedup && threshold <= 1.0 {
-        let (probe, now) = (new.clone(), now.clone());
-        shared
-            .store
-            .readers
-            .read(ReadKind::Client, move |conn| {
-                best_match(conn, &probe, &now, threshold)
-            })
-            .await?
-            .value
-    } else {
-        None
-    };
+    // The shingles are computed here, off the writer thread.
+    let mine = (dedup && threshold <= 1.0).then(|| similar::profile(&new.content));
     let result = super::guarded(shared, session, kind, move |ctx, drift| {
         let mut result = AddResult {
             accepted: true,
@@ -118,17 +74,24 @@ pub(super) async fn handle(
             result.generation = ctx.generation()?;
             return Ok(result);
         }
-        // The near duplicate found before the write, checked again: it may
-        // have changed or gone since.
-        if let Some((_, id)) = near
-            && let Some(content) = memories::same_place_content(ctx.conn, &new, id, &now)?
-        {
-            match similar::compare(
-                &similar::profile(&new.content),
-                &similar::profile(&content),
-                threshold,
-            ) {
-                Verdict::Merge(_) => {
+        if let Some(mine) = &mine {
+            let score = |v: &Verdict| match v {
+                Verdict::Merge(j) => 2.0 + j,
+                Verdict::Similar(j) => 1.0 + j,
+                Verdict::Different => 0.0,
+            };
+            let mut best: Option<(Verdict, i64)> = None;
+            let sketch = similar::sketch(mine);
+            for (id, content) in
+                memories::sketch_candidates(ctx.conn, &new, &sketch, &now, CANDIDATES)?
+            {
+                let verdict = similar::compare(mine, &similar::profile(&content), threshold);
+                if score(&verdict) > best.as_ref().map_or(0.0, |(v, _)| score(v)) {
+                    best = Some((verdict, id));
+                }
+            }
+            match best {
+                Some((Verdict::Merge(_), id)) => {
                     memories::merge_into(ctx.conn, id, &new.tags)?;
                     result.id = Some(id);
                     result.merged_into = Some(id);
@@ -136,11 +99,11 @@ pub(super) async fn handle(
                     result.generation = ctx.generation()?;
                     return Ok(result);
                 }
-                Verdict::Similar(_) => {
+                Some((Verdict::Similar(_), id)) => {
                     result.similar_to = Some(id);
                     result.reason.get_or_insert_with(|| "similar".into());
                 }
-                Verdict::Different => {}
+                _ => {}
             }
         }
         let id = memories::insert(ctx.conn, &new)?;

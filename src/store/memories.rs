@@ -148,7 +148,46 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
     ])?;
     let id = conn.last_insert_rowid();
     add_tags(conn, id, &m.tags)?;
+    set_sketch(conn, id, &m.content)?;
     Ok(id)
+}
+
+/// Stores the near-duplicate sketch of a row's content (see schema v4).
+///
+/// # Errors
+/// SQLite errors.
+pub fn set_sketch(conn: &Connection, id: i64, content: &str) -> Result<(), StoreError> {
+    let sketch = super::gate::similar::sketch(&super::gate::similar::profile(content));
+    let mut stmt = conn
+        .prepare_cached("INSERT OR IGNORE INTO memory_sketch (hash, memory_id) VALUES (?1, ?2)")?;
+    for h in sketch {
+        stmt.execute((h, id))?;
+    }
+    Ok(())
+}
+
+/// Sketches rows that have none (written by other tools, or before the
+/// sketches existed): at most `limit`; returns how many.
+///
+/// # Errors
+/// SQLite errors.
+pub fn backfill_sketches(conn: &Connection, limit: i64) -> Result<usize, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.id, m.content FROM memories m WHERE NOT EXISTS \
+         (SELECT 1 FROM memory_sketch s WHERE s.memory_id = m.id) ORDER BY m.id LIMIT ?1",
+    )?;
+    let rows = stmt
+        .query_map([limit], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    for (id, content) in &rows {
+        set_sketch(conn, *id, content)?;
+    }
+    Ok(rows.len())
 }
 
 /// Rows that count for dedup: active (not superseded, not archived, not
@@ -180,37 +219,44 @@ pub fn find_duplicate(
         .optional()?)
 }
 
-/// Candidates for the near-duplicate check: at most `limit` rows of the same
-/// namespace, scope and owner matching `fts_query` (see
-/// `gate::similar::candidate_query`). Bounded by the FTS index, never a scan
-/// of the namespace; no ranking, as every match is compared anyway.
+/// Candidates for the near-duplicate check: at most `limit` active rows of
+/// the same namespace, scope and owner sharing a sketch hash — a few index
+/// lookups, never a scan of the namespace.
 ///
 /// # Errors
 /// SQLite errors.
-pub fn near_candidates(
+pub fn sketch_candidates(
     conn: &Connection,
     m: &NewMemory,
-    fts_query: &str,
+    sketch: &[i64],
     now: &str,
     limit: u32,
 ) -> Result<Vec<(i64, String)>, StoreError> {
+    if sketch.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks: Vec<String> = (0..sketch.len()).map(|i| format!("?{}", i + 6)).collect();
     let sql = format!(
-        // CROSS JOIN keeps the FTS index the outer loop: a plain JOIN lets
-        // the planner walk the whole namespace and test MATCH per row.
-        "SELECT m.id, m.content FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid \
-         WHERE memories_fts MATCH ?5 AND {SAME_PLACE} LIMIT ?6"
+        "SELECT m.id, m.content FROM memories m WHERE m.id IN \
+         (SELECT memory_id FROM memory_sketch WHERE hash IN ({})) AND {SAME_PLACE} LIMIT ?5",
+        marks.join(", ")
     );
+    let mut params: Vec<Value> = vec![
+        Value::Text(m.namespace.clone()),
+        Value::Text(m.scope.clone()),
+        m.scope_owner.clone().map_or(Value::Null, Value::Text),
+        Value::Text(now.to_string()),
+        Value::Integer(i64::from(limit)),
+    ];
+    params.extend(sketch.iter().map(|h| Value::Integer(*h)));
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt
-        .query_map(
-            rusqlite::params![m.namespace, m.scope, m.scope_owner, now, fts_query, limit],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-                ))
-            },
-        )?
+        .query_map(params_from_iter(params), |r| {
+            Ok((
+                r.get(0)?,
+                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+            ))
+        })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
 }
@@ -684,6 +730,11 @@ pub fn apply(conn: &Connection, current: &Memory, c: &Changes) -> Result<(), Sto
     }
     if let Some(tags) = &c.tags {
         set_tags(conn, current.id, tags)?;
+    }
+    if let Some((content, _)) = &c.content
+        && content != &current.content
+    {
+        set_sketch(conn, current.id, content)?;
     }
     Ok(())
 }

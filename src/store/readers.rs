@@ -52,6 +52,7 @@ impl Pool {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(self.busy_timeout)?;
+        super::stable_plans(&conn)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
     }

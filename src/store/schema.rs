@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "sweep log",
         sql: include_str!("schema_v3.sql"),
     },
+    Migration {
+        version: 4,
+        name: "near-duplicate sketches",
+        sql: include_str!("schema_v4.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -62,6 +67,9 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("trigger", "memory_tags_ai"),
     ("trigger", "memory_tags_au"),
     ("trigger", "memory_tags_ad"),
+    ("table", "memory_sketch"),
+    ("trigger", "memories_ad_sketch"),
+    ("trigger", "memories_au_sketch"),
 ];
 
 /// The on-disk schema version: 0 for an empty database.

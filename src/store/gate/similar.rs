@@ -74,6 +74,20 @@ pub fn profile(text: &str) -> Profile {
     }
 }
 
+/// Hashes kept in a sketch.
+pub const SKETCH: usize = 4;
+
+/// The bottom-k MinHash sketch of a profile: its [`SKETCH`] smallest
+/// shingle hashes (as SQLite integers). Two texts with Jaccard similarity
+/// `J` share their smallest hash overall with probability `J`, so near
+/// duplicates share a sketch hash with near certainty.
+pub fn sketch(p: &Profile) -> Vec<i64> {
+    let mut hashes: Vec<u64> = p.shingles.iter().copied().collect();
+    hashes.sort_unstable();
+    hashes.truncate(SKETCH);
+    hashes.into_iter().map(|h| h as i64).collect()
+}
+
 /// Jaccard similarity of two shingle sets.
 pub fn jaccard(a: &Profile, b: &Profile) -> f64 {
     if a.shingles.is_empty() && b.shingles.is_empty() {
@@ -105,50 +119,6 @@ pub fn compare(new: &Profile, old: &Profile, threshold: f64) -> Verdict {
     } else {
         Verdict::Merge(j)
     }
-}
-
-/// Up to `n` distinct words of the text to look for candidates with: the
-/// longest ones (long words are the rare ones) and every word with a digit.
-pub fn probe_words(text: &str, n: usize) -> Vec<String> {
-    let mut ws: Vec<String> = words(text)
-        .into_iter()
-        .flat_map(|w| {
-            // Split the way the FTS tokenizer does, so each probe is a term.
-            w.split(|c: char| !c.is_alphanumeric())
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    ws.sort();
-    ws.dedup();
-    ws.sort_by(|a, b| b.chars().count().cmp(&a.chars().count()).then(a.cmp(b)));
-    ws.truncate(n);
-    ws
-}
-
-/// The FTS5 query that finds near-duplicate candidates: the probe words in
-/// three AND groups, OR-ed (`(a AND d AND g) OR (b AND e AND h) OR …`). A
-/// near duplicate shares almost every word, so at least one group is whole
-/// in it even when a word or two changed; an AND group is as cheap as its
-/// rarest word, so the lookup stays bounded however common the other words
-/// are.
-pub fn candidate_query(probes: &[String]) -> Option<String> {
-    if probes.is_empty() {
-        return None;
-    }
-    let groups = probes.len().clamp(1, 3);
-    let mut parts = Vec::with_capacity(groups);
-    for g in 0..groups {
-        let words: Vec<String> = probes
-            .iter()
-            .skip(g)
-            .step_by(groups)
-            .map(|w| format!("\"{w}\""))
-            .collect();
-        parts.push(format!("({})", words.join(" AND ")));
-    }
-    Some(parts.join(" OR "))
 }
 
 #[cfg(test)]
@@ -215,22 +185,18 @@ mod tests {
     }
 
     #[test]
-    fn candidate_queries_group_probes() {
-        let p: Vec<String> = ["a", "b", "c", "d", "e", "f", "g"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        assert_eq!(
-            candidate_query(&p).unwrap(),
-            "(\"a\" AND \"d\" AND \"g\") OR (\"b\" AND \"e\") OR (\"c\" AND \"f\")"
-        );
-        assert_eq!(candidate_query(&p[..1]).unwrap(), "(\"a\")");
-        assert_eq!(candidate_query(&[]), None);
-    }
-
-    #[test]
-    fn probes_prefer_long_and_numeric_words() {
-        let p = probe_words("the configuration of ops/deploy.sh uses port 5432", 4);
-        assert_eq!(p, vec!["configuration", "deploy", "5432", "port"]);
+    fn near_duplicates_share_a_sketch_hash() {
+        let base = "the staging database runs on the big host in the second rack of the old \
+                    data center and listens on port 5432 for the app and the nightly reports";
+        let near = format!("{base} today");
+        let a = sketch(&profile(base));
+        let b = sketch(&profile(&near));
+        assert_eq!(a.len(), SKETCH);
+        assert!(a.iter().any(|h| b.contains(h)), "{a:?} {b:?}");
+        let other = sketch(&profile(
+            "the frontend is built with vite and deployed daily",
+        ));
+        assert!(!a.iter().any(|h| other.contains(h)));
+        assert_eq!(sketch(&profile("hi")).len(), 1);
     }
 }

@@ -143,6 +143,11 @@ async fn run_steps(
     let mut counts = Counts::default();
     let now_text = crate::clock::format(now);
 
+    // 0. Near-duplicate sketches of rows other tools wrote.
+    if !dry_run {
+        backfill_sketches(store, chunk).await?;
+    }
+
     // 1. Access decay, by the time since the previous sweep.
     let last = store
         .readers
@@ -438,6 +443,27 @@ async fn run_steps(
         }
     }
     Ok(counts)
+}
+
+/// Sketches every row that has none, in chunks of the daemon's own writes
+/// (not edits: no generation move). Returns how many.
+///
+/// # Errors
+/// SQLite errors.
+pub async fn backfill_sketches(store: &Store, chunk: i64) -> Result<usize, StoreError> {
+    let mut total = 0;
+    loop {
+        let n = store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                memories::backfill_sketches(ctx.conn, chunk)
+            })
+            .await?;
+        total += n;
+        if (n as i64) < chunk {
+            return Ok(total);
+        }
+    }
 }
 
 /// The most recent sweeps, newest first, for `status`.

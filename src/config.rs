@@ -276,8 +276,11 @@ pub struct DriftConfig {
     /// How long file events are collected before one check, in ms.
     pub debounce_ms: u64,
     /// Watch the data dir for external changes (otherwise they are seen at
-    /// the next write).
+    /// the next write or poll).
     pub watch: bool,
+    /// While idle, look for external commits this often, in ms (0: never;
+    /// catches writers that keep their connection open).
+    pub poll_ms: u64,
 }
 
 impl Default for DriftConfig {
@@ -286,8 +289,9 @@ impl Default for DriftConfig {
             policy: DriftPolicy::External,
             backups_keep: 20,
             backups_max_bytes: 1 << 30,
-            debounce_ms: 10,
+            debounce_ms: 5,
             watch: true,
+            poll_ms: 50,
         }
     }
 }

@@ -297,7 +297,7 @@ fn start_watcher(store: &Store, config: &Config) -> Option<crate::drift::watcher
     match crate::drift::watcher::spawn(&store.path, handle, debounce) {
         Ok(w) => Some(w),
         Err(e) => {
-            tracing::warn!(error = %e, "cannot watch the data dir; external changes will be seen at the next write");
+            tracing::warn!(error = %e, "cannot watch the data dir; external changes will be seen by polling or at the next write");
             None
         }
     }

@@ -319,10 +319,13 @@ pub fn open_write_connection(path: &Path, config: &Config) -> Result<Connection,
         Synchronous::Full => "FULL",
         Synchronous::Normal => "NORMAL",
     };
+    // Savepoint journals (one savepoint per request in a batch) stay in
+    // memory rather than in temporary files.
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {sync};
          PRAGMA foreign_keys = ON;
-         PRAGMA recursive_triggers = OFF;"
+         PRAGMA recursive_triggers = OFF;
+         PRAGMA temp_store = MEMORY;"
     ))?;
     stable_plans(&conn)?;
     conn.set_prepared_statement_cache_capacity(64);

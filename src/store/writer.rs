@@ -314,6 +314,14 @@ fn file_id(path: &Path) -> Result<(u64, u64), StoreError> {
     Ok((meta.dev(), meta.ino()))
 }
 
+/// Runs a parameterless statement from the statement cache (no re-parse per
+/// request); `false` on failure.
+fn run_cached(conn: &Connection, sql: &str) -> bool {
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.execute([]))
+        .is_ok()
+}
+
 fn data_version(conn: &Connection) -> Result<i64, StoreError> {
     Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
 }
@@ -354,8 +362,25 @@ struct Thread {
 impl Thread {
     fn run(mut self, rx: mpsc::Receiver<Msg>) {
         let mut stop = None;
+        let poll = std::time::Duration::from_millis(self.config.drift.poll_ms);
         while stop.is_none() {
-            let Ok(first) = rx.recv() else { break };
+            // Idle: look for external commits every `poll_ms` (a writer
+            // that keeps its connection open sends no file event).
+            let first = if poll.is_zero() {
+                match rx.recv() {
+                    Ok(m) => m,
+                    Err(_) => break,
+                }
+            } else {
+                match rx.recv_timeout(poll) {
+                    Ok(m) => m,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        self.watcher_check();
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            };
             let mut batch: Vec<Box<dyn Job>> = Vec::new();
             let mut check = false;
             let mut restores = Vec::new();
@@ -491,7 +516,7 @@ impl Thread {
         let mut logged = 0;
         for job in batch.iter_mut() {
             let before = read_generation(&self.conn).unwrap_or(0);
-            let ok = self.conn.execute_batch("SAVEPOINT job").is_ok() && {
+            let ok = run_cached(&self.conn, "SAVEPOINT job") && {
                 let author = job.author().clone();
                 let mut ctx = WriteCtx {
                     conn: &self.conn,
@@ -502,7 +527,7 @@ impl Thread {
                 job.run(&mut ctx)
             };
             if ok {
-                let _ = self.conn.execute_batch("RELEASE job");
+                run_cached(&self.conn, "RELEASE job");
                 let after = read_generation(&self.conn).unwrap_or(before);
                 if let (Author::Session { id, namespace }, true) = (job.author(), after > before) {
                     // Logged at once: a later job of this batch must see it.
@@ -514,7 +539,8 @@ impl Thread {
                     logged += 1;
                 }
             } else {
-                let _ = self.conn.execute_batch("ROLLBACK TO job; RELEASE job");
+                run_cached(&self.conn, "ROLLBACK TO job");
+                run_cached(&self.conn, "RELEASE job");
             }
         }
         let committed = read_generation(&self.conn).and_then(|g| {

@@ -236,9 +236,11 @@ pub fn sketch_candidates(
         return Ok(Vec::new());
     }
     let marks: Vec<String> = (0..sketch.len()).map(|i| format!("?{}", i + 6)).collect();
+    // Sketch-first, streaming: stops at `limit` candidates even when a
+    // common shingle is shared by thousands of rows.
     let sql = format!(
-        "SELECT m.id, m.content FROM memories m WHERE m.id IN \
-         (SELECT memory_id FROM memory_sketch WHERE hash IN ({})) AND {SAME_PLACE} LIMIT ?5",
+        "SELECT DISTINCT m.id, m.content FROM memory_sketch s CROSS JOIN memories m \
+         ON m.id = s.memory_id WHERE s.hash IN ({}) AND {SAME_PLACE} LIMIT ?5",
         marks.join(", ")
     );
     let mut params: Vec<Value> = vec![

@@ -35,7 +35,45 @@ fn ensure_vocab(conn: &Connection) -> Result<(), StoreError> {
 }
 
 /// Optimal-string-alignment distance (Damerau–Levenshtein with adjacent
-/// transpositions).
+/// transpositions), giving up (returning `limit + 1`) as soon as the
+/// distance must exceed `limit`. Three rolling rows, no allocation for words
+/// of up to 63 characters.
+pub fn osa_within(a: &[char], b: &[char], limit: usize) -> usize {
+    let (n, m) = (a.len(), b.len());
+    if n.abs_diff(m) > limit {
+        return limit + 1;
+    }
+    if m >= 64 {
+        return osa(a, b).min(limit + 1);
+    }
+    let mut prev2 = [0usize; 64];
+    let mut prev = [0usize; 64];
+    let mut cur = [0usize; 64];
+    for (j, cell) in prev.iter_mut().enumerate().take(m + 1) {
+        *cell = j;
+    }
+    for i in 1..=n {
+        cur[0] = i;
+        let mut row_min = cur[0];
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(prev2[j - 2] + 1);
+            }
+            cur[j] = v;
+            row_min = row_min.min(v);
+        }
+        if row_min > limit {
+            return limit + 1;
+        }
+        prev2[..=m].copy_from_slice(&prev[..=m]);
+        prev[..=m].copy_from_slice(&cur[..=m]);
+    }
+    prev[m].min(limit + 1)
+}
+
+/// Optimal-string-alignment distance, unbounded.
 pub fn osa(a: &[char], b: &[char]) -> usize {
     let (n, m) = (a.len(), b.len());
     let mut d = vec![vec![0usize; m + 1]; n + 1];
@@ -78,34 +116,49 @@ const MIN_STEM: usize = 4;
 /// "networking").
 pub fn similarity(word: &str, term: &str) -> f64 {
     let w: Vec<char> = word.chars().collect();
-    let t: Vec<char> = term.chars().collect();
-    if w.len() < MIN_WORD || t.is_empty() {
-        return if word == term { 1.0 } else { 0.0 };
-    }
+    similarity_chars(&w, word, term)
+}
+
+/// [`similarity`] with the word's characters already split out.
+pub fn similarity_chars(w: &[char], word: &str, term: &str) -> f64 {
     if word == term {
         return 1.0;
     }
-    // The stemmer turns a final y into i ("deploy" → "deploi").
-    let mut t_alt = t.clone();
-    if t_alt.last() == Some(&'i') {
-        *t_alt.last_mut().expect("not empty") = 'y';
-    }
-    let mut best = osa(&w, &t).min(osa(&w, &t_alt));
-    for drop in 1..=3usize {
-        if w.len() > t.len() && w.len() - drop >= MIN_STEM.max(t.len().saturating_sub(1)) {
-            let cut = &w[..w.len() - drop];
-            best = best.min(osa(cut, &t)).min(osa(cut, &t_alt));
-        }
-        if t.len() > w.len() && t.len() - drop >= MIN_STEM.max(w.len().saturating_sub(1)) {
-            best = best
-                .min(osa(&w, &t[..t.len() - drop]))
-                .min(osa(&w, &t_alt[..t_alt.len() - drop]));
-        }
+    let t_len = term.chars().count();
+    if w.len() < MIN_WORD || t_len == 0 {
+        return 0.0;
     }
     let limit = allowed(w.len());
-    if best <= limit {
-        let longest = w.len().max(t.len()) as f64;
-        return (1.0 - best as f64 / longest).max(0.5);
+    // Lengths too far apart for a typo plus a dropped suffix: only a
+    // substring can match.
+    if w.len().abs_diff(t_len) <= limit + 3 {
+        let t: Vec<char> = term.chars().collect();
+        // The stemmer turns a final y into i ("deploy" → "deploi").
+        let mut t_alt = t.clone();
+        if t_alt.last() == Some(&'i') {
+            *t_alt.last_mut().expect("not empty") = 'y';
+        }
+        let mut best = osa_within(w, &t, limit).min(osa_within(w, &t_alt, limit));
+        for drop in 1..=3usize {
+            if best == 0 {
+                break;
+            }
+            if w.len() > t.len() && w.len() - drop >= MIN_STEM.max(t.len().saturating_sub(1)) {
+                let cut = &w[..w.len() - drop];
+                best = best
+                    .min(osa_within(cut, &t, limit))
+                    .min(osa_within(cut, &t_alt, limit));
+            }
+            if t.len() > w.len() && t.len() - drop >= MIN_STEM.max(w.len().saturating_sub(1)) {
+                best = best
+                    .min(osa_within(w, &t[..t.len() - drop], limit))
+                    .min(osa_within(w, &t_alt[..t_alt.len() - drop], limit));
+            }
+        }
+        if best <= limit {
+            let longest = w.len().max(t.len()) as f64;
+            return (1.0 - best as f64 / longest).max(0.5);
+        }
     }
     // Prefix or substring: "deplo" in "deploi", "kube" in "minikub" (the
     // stemmer dropped the final e).
@@ -153,7 +206,7 @@ pub fn expand(conn: &Connection, query_words: &[String]) -> Result<Vec<(String, 
                 .query_map((p, &upper), |r| r.get::<_, String>(0))?
                 .collect::<Result<Vec<_>, _>>()?;
             for t in terms {
-                let s = similarity(word, &t);
+                let s = similarity_chars(&chars, word, &t);
                 if s > 0.0 {
                     found.push((t, s));
                 }
@@ -200,10 +253,11 @@ pub fn match_quality(query_words: &[String], text: &str) -> f64 {
     let total: f64 = query_words
         .iter()
         .map(|q| {
+            let qc: Vec<char> = q.chars().collect();
             tokens
                 .iter()
                 .map(|t| {
-                    let s = similarity(q, t);
+                    let s = similarity_chars(&qc, q, t);
                     // A longer word that starts with the query word matches it.
                     if s == 0.0 && q.chars().count() >= 4 && t.starts_with(q.as_str()) {
                         0.8
@@ -264,6 +318,35 @@ mod tests {
 
     fn chars(s: &str) -> Vec<char> {
         s.chars().collect()
+    }
+
+    #[test]
+    fn bounded_osa_agrees_with_the_full_one() {
+        let words = [
+            "docker",
+            "dokcer",
+            "network",
+            "netwrok",
+            "kitten",
+            "sitting",
+            "a",
+            "",
+            "networking",
+            "kubernetes",
+        ];
+        for a in words {
+            for b in words {
+                let (x, y) = (chars(a), chars(b));
+                let full = osa(&x, &y);
+                for limit in 0..4 {
+                    assert_eq!(
+                        osa_within(&x, &y, limit),
+                        full.min(limit + 1),
+                        "{a} {b} {limit}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

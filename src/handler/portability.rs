@@ -459,31 +459,75 @@ fn entry(v: &Value) -> Result<Entry, String> {
     })
 }
 
-/// Orders entries so that a superseding memory comes before the ones it
-/// supersedes: each row can then be inserted with its final link, and its
-/// timestamps and rev stay as they were.
-fn link_order(entries: Vec<Entry>) -> Vec<Entry> {
-    let by_source: HashMap<i64, usize> = entries
+/// Where each entry of an import document is, and what its links need.
+struct Layout {
+    /// Byte ranges of the entries in the document, in the order to insert.
+    order: Vec<std::ops::Range<usize>>,
+    /// Source id → uid, to turn the file's links into the new ids.
+    links: HashMap<i64, String>,
+}
+
+/// First pass over an import document: finds the entries without building
+/// them (an export of 100K memories stays a string plus small arrays), and
+/// orders them so that a superseding memory comes before the ones it
+/// supersedes.
+fn layout(doc: &str) -> Result<Layout, StoreError> {
+    #[derive(serde::Deserialize)]
+    struct Raw<'a> {
+        #[serde(borrow)]
+        entries: Option<Vec<&'a serde_json::value::RawValue>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Head {
+        id: Option<i64>,
+        uid: Option<String>,
+        superseded_by: Option<i64>,
+    }
+    let raw: Raw<'_> = serde_json::from_str(doc)
+        .map_err(|e| StoreError::InvalidInput(format!("the file is not JSON: {e}")))?;
+    let entries = raw.entries.ok_or_else(|| {
+        StoreError::InvalidInput(
+            "not an export or drift backup: there is no `entries` array".into(),
+        )
+    })?;
+    let base = doc.as_ptr() as usize;
+    let mut ranges = Vec::with_capacity(entries.len());
+    let mut heads = Vec::with_capacity(entries.len());
+    for e in &entries {
+        let text = e.get();
+        let start = text.as_ptr() as usize - base;
+        ranges.push(start..start + text.len());
+        heads.push(serde_json::from_str::<Head>(text).ok());
+    }
+    let links: HashMap<i64, String> = heads
+        .iter()
+        .flatten()
+        .filter_map(|h| Some((h.id?, h.uid.clone()?)))
+        .collect();
+    let by_source: HashMap<i64, usize> = heads
         .iter()
         .enumerate()
-        .filter_map(|(i, e)| e.source_id.map(|s| (s, i)))
+        .filter_map(|(i, h)| Some((h.as_ref()?.id?, i)))
         .collect();
-    let mut depth = vec![0usize; entries.len()];
-    for (i, e) in entries.iter().enumerate() {
-        let mut at = e.superseded_by;
-        let mut seen = 0;
+    let depth = |i: usize| {
+        let mut at = heads[i].as_ref().and_then(|h| h.superseded_by);
+        let mut n = 0;
         while let Some(target) = at.and_then(|t| by_source.get(&t)) {
-            seen += 1;
-            if seen > entries.len() {
+            n += 1;
+            if n > heads.len() {
                 break; // a cycle in the file
             }
-            at = entries[*target].superseded_by;
+            at = heads[*target].as_ref().and_then(|h| h.superseded_by);
         }
-        depth[i] = seen;
-    }
-    let mut indexed: Vec<(usize, Entry)> = entries.into_iter().enumerate().collect();
-    indexed.sort_by_key(|(i, _)| (depth[*i], *i));
-    indexed.into_iter().map(|(_, e)| e).collect()
+        n
+    };
+    let mut idx: Vec<usize> = (0..ranges.len()).collect();
+    let depths: Vec<usize> = idx.iter().map(|i| depth(*i)).collect();
+    idx.sort_by_key(|i| (depths[*i], *i));
+    Ok(Layout {
+        order: idx.into_iter().map(|i| ranges[i].clone()).collect(),
+        links,
+    })
 }
 
 pub(super) async fn import(
@@ -496,53 +540,42 @@ pub(super) async fn import(
         .take()
         .ok_or_else(|| StoreError::InvalidInput("nothing was uploaded to import".into()))?;
     let path = upload.path.clone();
-    let doc: Value = tokio::task::spawn_blocking(move || {
-        let file = std::fs::File::open(&path)?;
-        serde_json::from_reader(std::io::BufReader::new(file))
-            .map_err(|e| StoreError::InvalidInput(format!("the file is not JSON: {e}")))
+    let (doc, layout) = tokio::task::spawn_blocking(move || {
+        let doc = std::fs::read_to_string(&path)
+            .map_err(|e| StoreError::InvalidInput(format!("the file is not UTF-8 text: {e}")))?;
+        let layout = layout(&doc)?;
+        Ok::<_, StoreError>((doc, layout))
     })
     .await
     .map_err(|e| StoreError::Io(e.to_string()))??;
     drop(upload);
-    let list = doc
-        .get("entries")
-        .and_then(Value::as_array)
-        .ok_or_else(|| {
-            StoreError::InvalidInput(
-                "not an export or drift backup: there is no `entries` array".into(),
-            )
-        })?;
-    let mut invalid = 0u64;
-    let mut errors: Vec<String> = Vec::new();
-    let mut entries = Vec::with_capacity(list.len());
-    for (i, v) in list.iter().enumerate() {
-        match entry(v) {
-            Ok(e) => entries.push(e),
-            Err(msg) => {
-                invalid += 1;
-                if errors.len() < 5 {
-                    errors.push(format!("entry {i}: {msg}"));
-                }
-            }
-        }
-    }
-    let read = list.len() as u64;
-    // Source id → uid, to turn the file's links into the new ids.
-    let links: HashMap<i64, String> = entries
-        .iter()
-        .filter_map(|e| e.source_id.map(|s| (s, e.uid.clone())))
-        .collect();
-    let entries = link_order(entries);
     let kind = if req.replace {
         WriteKind::Destructive
     } else {
         WriteKind::Append
     };
+    let links = std::sync::Arc::new(layout.links);
+    let read = layout.order.len() as u64;
+    let mut invalid = 0u64;
+    let mut errors: Vec<String> = Vec::new();
     let mut totals = [0u64; 5]; // inserted, skipped, replaced, linked, dangling
-    let mut remaining = entries;
-    while !remaining.is_empty() {
-        let rest = remaining.split_off(remaining.len().min(IMPORT_CHUNK));
-        let batch = std::mem::replace(&mut remaining, rest);
+    for chunk in layout.order.chunks(IMPORT_CHUNK) {
+        // Second pass: build only this chunk's entries.
+        let mut batch = Vec::with_capacity(chunk.len());
+        for range in chunk {
+            let parsed = serde_json::from_str::<Value>(&doc[range.clone()])
+                .map_err(|e| e.to_string())
+                .and_then(|v| entry(&v));
+            match parsed {
+                Ok(e) => batch.push(e),
+                Err(msg) => {
+                    invalid += 1;
+                    if errors.len() < 5 {
+                        errors.push(format!("entry at byte {}: {msg}", range.start));
+                    }
+                }
+            }
+        }
         let (links, replace) = (links.clone(), req.replace);
         let counts = super::guarded(shared, session, kind, move |ctx, _| {
             import_chunk(ctx.conn, batch, &links, replace)

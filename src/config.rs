@@ -157,6 +157,13 @@ pub struct LimitsConfig {
     pub max_connections: usize,
     /// Largest file a client may upload (restore, import), in bytes.
     pub max_upload_bytes: u64,
+    /// How long a new connection may take to send its preamble and `Hello`, in ms.
+    pub handshake_timeout_ms: u64,
+    /// How long the rest of a frame may take once its first byte arrived, in ms.
+    pub frame_timeout_ms: u64,
+    /// How long one response may take to be written, in ms: a client that
+    /// stops reading its responses is disconnected after it.
+    pub write_timeout_ms: u64,
 }
 
 impl Default for LimitsConfig {
@@ -169,6 +176,9 @@ impl Default for LimitsConfig {
             max_results: 1_000,
             max_connections: 1_024,
             max_upload_bytes: 4 << 30,
+            handshake_timeout_ms: 10_000,
+            frame_timeout_ms: 30_000,
+            write_timeout_ms: 30_000,
         }
     }
 }
@@ -489,6 +499,18 @@ impl Config {
         }
         if self.limits.max_content_bytes == 0 {
             return Err("limits.max_content_bytes must be at least 1".into());
+        }
+        if self.limits.max_connections == 0 {
+            return Err("limits.max_connections must be at least 1".into());
+        }
+        for (key, ms) in [
+            ("handshake_timeout_ms", self.limits.handshake_timeout_ms),
+            ("frame_timeout_ms", self.limits.frame_timeout_ms),
+            ("write_timeout_ms", self.limits.write_timeout_ms),
+        ] {
+            if ms == 0 {
+                return Err(format!("limits.{key} must be at least 1"));
+            }
         }
         Ok(())
     }

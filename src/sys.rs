@@ -38,3 +38,30 @@ pub fn random_bytes() -> [u8; 16] {
     buf[12..].copy_from_slice(&(n as u32).to_le_bytes());
     buf
 }
+
+/// Raises the soft limit on open files to the hard limit, so that
+/// `limits.max_connections` sessions fit even where the default soft limit
+/// is 1,024. Returns the limit in force afterwards.
+pub fn raise_open_file_limit() -> std::io::Result<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) writes one rlimit into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if lim.rlim_cur < lim.rlim_max {
+        let wanted = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit(2) only reads the struct; raising the soft limit
+        // up to the hard one needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        lim = wanted;
+    }
+    Ok(lim.rlim_cur)
+}

@@ -158,7 +158,21 @@ impl Client {
         let id = self.next_id;
         self.next_id += 1;
         let bytes = memd_proto::encode(&Frame { id, body: req })?;
-        self.stream.get_mut().write_all(&bytes).await?;
+        if let Err(e) = self.stream.get_mut().write_all(&bytes).await {
+            // A daemon that refuses a connection (busy, another user) sends
+            // its reason and closes: the reason is still ours to read.
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+            ) && let Ok(Frame {
+                body: Response::Error(body),
+                ..
+            }) = self.read_frame().await
+            {
+                return Err(body.into());
+            }
+            return Err(e.into());
+        }
         loop {
             let frame = self.read_frame().await?;
             match frame.body {

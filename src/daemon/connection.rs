@@ -31,13 +31,26 @@ use super::shutdown::triggered;
 use crate::handler;
 use crate::session::Session;
 
-/// How long a new connection may take to send its preamble and `Hello`.
-pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long the rest of a frame may take once its first byte has arrived.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long one response may take to be written (a client that stops
-/// reading is disconnected after this).
-pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a connection may take for each step: its preamble and `Hello`,
+/// the rest of a frame once its first byte has arrived, and the write of
+/// one response (a client that stops reading is disconnected after it).
+/// From `[limits]` in the config.
+#[derive(Debug, Clone, Copy)]
+struct Timeouts {
+    handshake: Duration,
+    frame: Duration,
+    write: Duration,
+}
+
+impl Timeouts {
+    fn from(limits: &crate::config::LimitsConfig) -> Timeouts {
+        Timeouts {
+            handshake: Duration::from_millis(limits.handshake_timeout_ms),
+            frame: Duration::from_millis(limits.frame_timeout_ms),
+            write: Duration::from_millis(limits.write_timeout_ms),
+        }
+    }
+}
 /// Bytes read from the socket at a time.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -48,8 +61,8 @@ enum ReadError {
     Closed,
     /// The header announced too much, or nothing.
     Header(CodecError),
-    /// The rest of a frame did not arrive in time.
-    Stalled,
+    /// The rest of a frame did not arrive within this time.
+    Stalled(Duration),
     /// The peer closed mid-frame, or another I/O error.
     Io(std::io::Error),
 }
@@ -61,14 +74,17 @@ struct FrameReader {
     buf: Vec<u8>,
     /// When the frame that has started arriving must be complete.
     deadline: Option<Instant>,
+    /// How long a started frame may take.
+    frame_timeout: Duration,
 }
 
 impl FrameReader {
-    fn new(rd: OwnedReadHalf) -> FrameReader {
+    fn new(rd: OwnedReadHalf, frame_timeout: Duration) -> FrameReader {
         FrameReader {
             rd,
             buf: Vec::new(),
             deadline: None,
+            frame_timeout,
         }
     }
 
@@ -104,7 +120,7 @@ impl FrameReader {
         let read = match self.deadline {
             Some(deadline) => timeout_at(deadline, self.rd.read_buf(&mut self.buf))
                 .await
-                .map_err(|_| ReadError::Stalled)?,
+                .map_err(|_| ReadError::Stalled(self.frame_timeout))?,
             None => self.rd.read_buf(&mut self.buf).await,
         };
         match read {
@@ -112,7 +128,7 @@ impl FrameReader {
             Ok(0) => Err(ReadError::Io(std::io::ErrorKind::UnexpectedEof.into())),
             Ok(_) => {
                 if self.deadline.is_none() {
-                    self.deadline = Some(Instant::now() + BODY_TIMEOUT);
+                    self.deadline = Some(Instant::now() + self.frame_timeout);
                 }
                 Ok(())
             }
@@ -125,7 +141,7 @@ impl FrameReader {
         loop {
             if let Some(body) = self.parse()? {
                 // The clock for the next frame starts with its first byte.
-                self.deadline = (!self.buf.is_empty()).then(|| Instant::now() + BODY_TIMEOUT);
+                self.deadline = (!self.buf.is_empty()).then(|| Instant::now() + self.frame_timeout);
                 return Ok(body);
             }
             self.read_some().await?;
@@ -138,7 +154,7 @@ impl FrameReader {
         let mut p = [0u8; PREAMBLE_LEN];
         p.copy_from_slice(&self.buf[..PREAMBLE_LEN]);
         self.buf.drain(..PREAMBLE_LEN);
-        self.deadline = (!self.buf.is_empty()).then(|| Instant::now() + BODY_TIMEOUT);
+        self.deadline = (!self.buf.is_empty()).then(|| Instant::now() + self.frame_timeout);
         Ok(p)
     }
 }
@@ -146,6 +162,8 @@ impl FrameReader {
 /// Outgoing side of a connection.
 struct Out {
     wr: OwnedWriteHalf,
+    /// How long one write may take.
+    write_timeout: Duration,
     /// Set once a write failed or timed out: nothing more is sent.
     dead: bool,
 }
@@ -155,7 +173,7 @@ impl Out {
         if self.dead {
             return false;
         }
-        match timeout(WRITE_TIMEOUT, self.wr.write_all(bytes)).await {
+        match timeout(self.write_timeout, self.wr.write_all(bytes)).await {
             Ok(Ok(())) => true,
             Ok(Err(e)) => {
                 tracing::debug!(error = %e, "client went away");
@@ -210,9 +228,15 @@ impl Out {
 /// Serves one accepted connection to its end.
 pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     let (rd, wr) = stream.into_split();
-    let mut out = Out { wr, dead: false };
+    let timeouts = Timeouts::from(&shared.config.limits);
+    let mut out = Out {
+        wr,
+        write_timeout: timeouts.write,
+        dead: false,
+    };
     if out.write(&memd_proto::preamble()).await {
-        run(FrameReader::new(rd), &mut out, &shared).await;
+        let reader = FrameReader::new(rd, timeouts.frame);
+        run(reader, &mut out, &shared, timeouts.handshake).await;
     }
     out.close().await;
 }
@@ -235,8 +259,8 @@ pub async fn refuse(mut stream: UnixStream, code: ErrorCode, message: String) {
     let _ = timeout(Duration::from_secs(2), write).await;
 }
 
-async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared) {
-    let Some(mut session) = handshake(&mut reader, out, shared).await else {
+async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_timeout: Duration) {
+    let Some(mut session) = handshake(&mut reader, out, shared, handshake_timeout).await else {
         return;
     };
     shared.sessions.fetch_add(1, Ordering::Relaxed);
@@ -327,14 +351,14 @@ async fn report_read_error(e: ReadError, out: &mut Out) {
             )
             .await;
         }
-        ReadError::Stalled => {
+        ReadError::Stalled(after) => {
             tracing::warn!("a frame stopped arriving halfway; closing the connection");
             out.error(
                 memd_proto::PUSH_ID,
                 ErrorCode::MalformedFrame,
                 format!(
-                    "frame incomplete after {}s; closing the connection",
-                    BODY_TIMEOUT.as_secs()
+                    "frame incomplete after {} ms (limits.frame_timeout_ms); closing the connection",
+                    after.as_millis()
                 ),
             )
             .await;
@@ -347,8 +371,13 @@ async fn report_read_error(e: ReadError, out: &mut Out) {
 
 /// Reads the preamble and `Hello`, answers `Welcome`. `None` ends the
 /// connection (the reason was logged and, when possible, sent).
-async fn handshake(reader: &mut FrameReader, out: &mut Out, shared: &Shared) -> Option<Session> {
-    let preamble = match timeout(HANDSHAKE_TIMEOUT, reader.preamble()).await {
+async fn handshake(
+    reader: &mut FrameReader,
+    out: &mut Out,
+    shared: &Shared,
+    limit: Duration,
+) -> Option<Session> {
+    let preamble = match timeout(limit, reader.preamble()).await {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
             tracing::debug!(error = ?e, "connection closed before its preamble");
@@ -379,7 +408,7 @@ async fn handshake(reader: &mut FrameReader, out: &mut Out, shared: &Shared) -> 
         tracing::warn!(error = %e, "client speaks another protocol version; closing");
         return None;
     }
-    let first = match timeout(HANDSHAKE_TIMEOUT, reader.next()).await {
+    let first = match timeout(limit, reader.next()).await {
         Ok(Ok(body)) => body,
         Ok(Err(e)) => {
             report_read_error(e, out).await;

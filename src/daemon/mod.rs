@@ -89,12 +89,32 @@ pub enum DaemonError {
     Io(String),
 }
 
+/// File descriptors the daemon needs besides its connections: SQLite files
+/// of the writer and readers, the watcher, the lock, logs, uploads.
+const SPARE_FDS: u64 = 64;
+
+/// Raises the open-file limit as far as allowed and warns when it still
+/// cannot hold `max_connections` sessions (each is one descriptor).
+fn check_open_file_limit(max_connections: usize) {
+    match crate::sys::raise_open_file_limit() {
+        Ok(limit) if limit < max_connections as u64 + SPARE_FDS => tracing::warn!(
+            limit,
+            max_connections,
+            "the open-file limit is below limits.max_connections; clients past it will be refused \
+             (raise it with `ulimit -n` or LimitNOFILE=, or lower limits.max_connections)"
+        ),
+        Ok(limit) => tracing::debug!(limit, "open-file limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot read the open-file limit"),
+    }
+}
+
 /// Runs the daemon in the foreground until it is told to stop.
 ///
 /// # Errors
 /// [`DaemonError`] when it cannot start; a clean stop is `Ok`.
 pub fn run(paths: Paths, config: Config) -> Result<(), DaemonError> {
     crate::sys::set_umask(0o077);
+    check_open_file_limit(config.limits.max_connections);
     socket::ensure_private_dir(&paths.data_dir)?;
     socket::check_path(&paths.socket)?;
     let lock = lock::acquire(&paths.lock(), &paths.socket)?;

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod wire;
+
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -92,6 +94,17 @@ impl Daemon {
         let dir = tempfile::Builder::new().prefix("memd").tempdir().unwrap();
         let mut d = Self::prepare(dir);
         d.extra = extra.iter().map(|s| s.to_string()).collect();
+        d.spawn();
+        d
+    }
+
+    /// Starts a daemon with `toml` as its config file.
+    pub fn with_config(toml: &str) -> Daemon {
+        let dir = tempfile::Builder::new().prefix("memd").tempdir().unwrap();
+        let config = dir.path().join("config.toml");
+        std::fs::write(&config, toml).unwrap();
+        let mut d = Self::prepare(dir);
+        d.extra = vec!["--config".into(), config.to_string_lossy().into_owned()];
         d.spawn();
         d
     }

@@ -1,0 +1,222 @@
+//! External edits under load: `sqlite3` shell processes insert, update and
+//! delete rows at random while sessions read and then update or forget
+//! them. No session write made on a view older than an external change may
+//! go through: every external commit's generation is recorded, and an
+//! accepted update or forget whose read came before an external commit that
+//! committed before it is a lost change. Each refusal must come with a
+//! backup file that holds every row.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::Daemon;
+use memd_client::error::Error;
+use memd_client::{AddRequest, Client, GetRequest, UpdateRequest};
+
+/// Rows the sessions and the external writer fight over.
+const ROWS: i64 = 24;
+/// Sessions reading and writing at once.
+const SESSIONS: u64 = 4;
+/// How long the load runs.
+const RUN: Duration = Duration::from_secs(3);
+
+/// xorshift64*.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n
+    }
+}
+
+/// A destructive session write that went through.
+struct Accepted {
+    id: i64,
+    /// Generation of the read the write was based on.
+    seen: u64,
+    /// Generation right after the write.
+    committed: u64,
+}
+
+#[derive(Default)]
+struct Outcome {
+    accepted: Vec<Accepted>,
+    refused: usize,
+    vanished: usize,
+    backups: HashSet<String>,
+}
+
+/// One external commit through the `sqlite3` shell: the statement, then
+/// the number of rows it changed and the generation inside the same
+/// transaction, so the generation is exactly this commit's.
+fn external(db: &std::path::Path, statement: &str) -> Option<u64> {
+    let sql = format!(
+        "BEGIN IMMEDIATE; {statement}; \
+         SELECT changes(), (SELECT value FROM memory_meta WHERE key = 'generation'); COMMIT;"
+    );
+    let out = common::sqlite3(db, &sql);
+    let (changed, generation) = out.trim().split_once('|').unwrap();
+    (changed != "0").then(|| generation.parse().unwrap())
+}
+
+async fn session(d_opts: memd_client::ConnectOptions, n: u64, stop: Instant) -> Outcome {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (n + 1));
+    let mut client = Client::connect(d_opts).await.unwrap();
+    let mut out = Outcome::default();
+    let mut op = 0;
+    while Instant::now() < stop {
+        op += 1;
+        let id = 1 + rng.below(ROWS as u64) as i64;
+        let seen = match client
+            .get_with(GetRequest {
+                id,
+                include_inactive: false,
+            })
+            .await
+        {
+            Ok(r) => r.generation,
+            Err(Error::NotFound(_)) => continue,
+            Err(e) => panic!("get {id}: {e}"),
+        };
+        // A think time, in which the external writer may strike.
+        tokio::time::sleep(Duration::from_millis(rng.below(15))).await;
+        let result = if rng.below(10) == 0 {
+            client.forget(id, None).await.map(|r| r.generation)
+        } else {
+            client
+                .update(UpdateRequest {
+                    id,
+                    content: Some(format!("session {n} write {op} to row {id}")),
+                    ..Default::default()
+                })
+                .await
+                .map(|r| r.generation)
+        };
+        match result {
+            Ok(committed) => out.accepted.push(Accepted {
+                id,
+                seen,
+                committed,
+            }),
+            Err(Error::Drift(body)) => {
+                let drift = body.drift.expect("drift details");
+                let path = std::path::Path::new(&drift.drift_backup);
+                let backup: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+                assert!(backup["entries"].is_array(), "{backup}");
+                assert_eq!(drift.generation_observed, seen);
+                out.refused += 1;
+                out.backups.insert(drift.drift_backup);
+            }
+            // Deleted by the other side after our read: nothing to lose.
+            Err(Error::NotFound(_)) => out.vanished += 1,
+            Err(e) => panic!("write to {id}: {e}"),
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_stale_write_discards_an_external_change() {
+    let d = Daemon::with_config("[drift]\nbackups_keep = 100000\n");
+    let mut seed = d.client().await;
+    for i in 0..ROWS {
+        seed.add(AddRequest {
+            content: format!("shared row {i} about topic {i}"),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    }
+    let stop = Instant::now() + RUN;
+
+    // The external writer: a new sqlite3 process per commit.
+    let external_generations = Arc::new(Mutex::new(Vec::new()));
+    let writer = {
+        let db = d.db();
+        let generations = external_generations.clone();
+        std::thread::spawn(move || {
+            let mut rng = Rng(0xD1B5_4A32_D192_ED03);
+            let mut counts = [0usize; 3];
+            let mut n = 0;
+            while Instant::now() < stop {
+                n += 1;
+                let id = 1 + rng.below(ROWS as u64);
+                let (kind, statement) = match rng.below(10) {
+                    0 => (2, format!("DELETE FROM memories WHERE id = {id}")),
+                    1 | 2 => (
+                        1,
+                        format!(
+                            "INSERT INTO memories(content, category) VALUES ('external insert {n}', 'fact')"
+                        ),
+                    ),
+                    _ => (
+                        0,
+                        format!(
+                            "UPDATE memories SET content = 'external edit {n} of row {id}' WHERE id = {id}"
+                        ),
+                    ),
+                };
+                if let Some(g) = external(&db, &statement) {
+                    counts[kind] += 1;
+                    generations.lock().unwrap().push(g);
+                }
+                std::thread::sleep(Duration::from_millis(5 + rng.below(20)));
+            }
+            counts
+        })
+    };
+    let sessions: Vec<_> = (0..SESSIONS)
+        .map(|n| tokio::spawn(session(d.opts(), n, stop)))
+        .collect();
+    let mut all = Outcome::default();
+    for s in sessions {
+        let o = s.await.unwrap();
+        all.accepted.extend(o.accepted);
+        all.refused += o.refused;
+        all.vanished += o.vanished;
+        all.backups.extend(o.backups);
+    }
+    let [updates, inserts, deletes] = writer.join().unwrap();
+    let externals = external_generations.lock().unwrap().clone();
+
+    // The guarantee: no accepted write was based on a read older than an
+    // external commit that landed before it.
+    for a in &all.accepted {
+        if let Some(e) = externals.iter().find(|&&e| a.seen < e && e < a.committed) {
+            panic!(
+                "a stale write to row {} went through: read at generation {}, an external commit at {e}, \
+                 the write at {}",
+                a.id, a.seen, a.committed
+            );
+        }
+    }
+    eprintln!(
+        "external edits under load: {} external commits ({updates} updates, {inserts} inserts, {deletes} deletes); \
+         session writes: {} accepted, {} refused for drift ({} backup files), {} found deleted",
+        externals.len(),
+        all.accepted.len(),
+        all.refused,
+        all.backups.len(),
+        all.vanished
+    );
+    // The run must have exercised both sides.
+    assert!(externals.len() >= 20, "too few external commits");
+    assert!(all.refused > 0, "no refusal: the run proved nothing");
+    assert!(!all.accepted.is_empty(), "no session write went through");
+    // Sessions touch only the seeded rows: every external insert is still
+    // there, and the database is intact.
+    let check = d.client().await.check().await.unwrap();
+    assert_eq!(check["ok"], true, "{check}");
+    let kept = common::sqlite3(
+        &d.db(),
+        "SELECT count(*) FROM memories WHERE content LIKE 'external insert %'",
+    );
+    assert_eq!(kept.trim().parse::<usize>().unwrap(), inserts);
+}

@@ -201,7 +201,7 @@ pub fn tags(tags: &[String], config: &Config) -> Result<Vec<String>, StoreError>
         }
         if t.chars().count() > config.limits.max_tag_chars {
             return Err(StoreError::InvalidInput(format!(
-                "tag `{}…` is longer than {} characters",
+                "tag `{}…` is longer than {} characters (limits.max_tag_chars)",
                 t.chars().take(20).collect::<String>(),
                 config.limits.max_tag_chars
             )));

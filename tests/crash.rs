@@ -11,6 +11,8 @@
 mod common;
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::Daemon;
@@ -71,6 +73,7 @@ async fn write_until_killed(
     round: usize,
     session: usize,
     seed: u64,
+    acks: Arc<AtomicUsize>,
 ) -> Log {
     let mut rng = Rng(seed | 1);
     let mut log = Log::default();
@@ -91,6 +94,7 @@ async fn write_until_killed(
                 Ok(r) => {
                     assert!(r.accepted && r.merged_into.is_none(), "{r:?}");
                     log.added.push((r.id.unwrap(), content));
+                    acks.fetch_add(1, Ordering::Relaxed);
                     log.generation = log.generation.max(r.generation);
                 }
                 Err(_) => break,
@@ -155,11 +159,24 @@ async fn acknowledged_writes_survive_kill_9() {
     let mut highest_generation = 0u64;
     let mut acknowledged = 0usize;
     for round in 0..rounds {
+        let acks = Arc::new(AtomicUsize::new(0));
         let writers: Vec<_> = (0..SESSIONS)
-            .map(|s| tokio::spawn(write_until_killed(d.opts(), round, s, rng.next())))
+            .map(|s| {
+                let seed = rng.next();
+                tokio::spawn(write_until_killed(d.opts(), round, s, seed, acks.clone()))
+            })
             .collect();
-        // Kill at a random moment of the load: 50 to 450 ms in.
-        tokio::time::sleep(Duration::from_millis(50 + rng.below(400))).await;
+        // Kill at a random moment of the load: 0 to 400 ms after the first
+        // acknowledged write (a busy machine may take a while to get there).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while acks.load(Ordering::Relaxed) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "round {round}: no write acknowledged"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
         d.kill();
         let mut logs = Vec::new();
         for w in writers {
@@ -181,10 +198,6 @@ async fn acknowledged_writes_survive_kill_9() {
                 expected.get_mut(id).unwrap().1 = Some(content.clone());
             }
         }
-        assert!(
-            logs.iter().map(|l| l.added.len()).sum::<usize>() > 0,
-            "round {round}: nothing was acknowledged before the kill"
-        );
 
         // The new daemon takes over the stale socket and the lock.
         d.spawn();

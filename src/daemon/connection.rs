@@ -251,10 +251,22 @@ pub async fn refuse(mut stream: UnixStream, code: ErrorCode, message: String) {
     let Ok(bytes) = memd_proto::encode(&frame) else {
         return;
     };
+    // Then wait (briefly) for the peer to hang up: closing first would make
+    // the client's own preamble or Hello fail with a broken pipe before it
+    // reads the reason.
     let write = async {
         stream.write_all(&memd_proto::preamble()).await?;
         stream.write_all(&bytes).await?;
-        stream.shutdown().await
+        stream.shutdown().await?;
+        let mut sink = [0u8; 1024];
+        let mut left: usize = 64 * 1024;
+        while left > 0 {
+            match stream.read(&mut sink).await? {
+                0 => break,
+                n => left = left.saturating_sub(n),
+            }
+        }
+        Ok::<_, std::io::Error>(())
     };
     let _ = timeout(Duration::from_secs(2), write).await;
 }

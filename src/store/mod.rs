@@ -63,10 +63,16 @@ pub enum StoreError {
     #[error("{0}")]
     InvalidInput(String),
     /// The disk is full.
-    #[error("the disk holding the database is full: {0}")]
+    #[error(
+        "the disk holding the database is full ({0}); nothing was written, reads keep working; \
+         free some space and retry"
+    )]
     StorageFull(String),
     /// The database cannot be written.
-    #[error("the database is read-only: {0}")]
+    #[error(
+        "the database is read-only ({0}); nothing was written, reads keep working; check the \
+         permissions of memory.db and its directory, and that the file system is writable"
+    )]
     ReadOnly(String),
     /// Another process holds the database lock for too long.
     #[error("the database is locked by another process: {0}")]

@@ -13,6 +13,8 @@
 //!   queries, search, the write gate.
 //! - [`cli`]: the `memd` command line and `memd shell`.
 //! - [`clock`]: the stored time format.
+//! - [`fuzzing`]: the bodies of the fuzz targets (`fuzz/`), replayed by a
+//!   stable test.
 //! - `sys`: the few libc calls std does not wrap.
 
 pub mod cli;
@@ -20,6 +22,7 @@ pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod drift;
+pub mod fuzzing;
 pub mod handler;
 pub mod session;
 pub mod store;

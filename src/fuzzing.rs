@@ -1,0 +1,136 @@
+//! The bodies of memd's fuzz targets, shared by the `cargo fuzz` targets in
+//! `fuzz/` and the stable test that replays their corpora
+//! (`tests/fuzz_corpus.rs`). Each takes arbitrary bytes, must never panic,
+//! and asserts the property its input surface promises.
+
+use memd_proto::{Frame, Request, Response};
+
+/// Frame decoding: a header and a body as a peer could send them. A body
+/// that decodes as a request or a response re-encodes to bytes that decode
+/// to the same message; nothing panics or allocates past the frame limit.
+pub fn frame(data: &[u8]) {
+    if data.len() >= memd_proto::PREAMBLE_LEN {
+        let mut pre = [0u8; memd_proto::PREAMBLE_LEN];
+        pre.copy_from_slice(&data[..memd_proto::PREAMBLE_LEN]);
+        let _ = memd_proto::parse_preamble(&pre);
+    }
+    if data.len() >= memd_proto::HEADER_LEN {
+        let header = [data[0], data[1], data[2], data[3]];
+        if let Ok(len) = memd_proto::frame_len(header) {
+            let body = &data[memd_proto::HEADER_LEN..];
+            let _ = memd_proto::decode::<Request>(&body[..len.min(body.len())]);
+        }
+    }
+    request(data);
+    if let Ok(f) = memd_proto::decode::<Response>(data) {
+        round_trip(f);
+    }
+}
+
+/// A decoded message, encoded and decoded again, encodes to the same bytes.
+/// (Bytes are compared, not values: a NaN is not equal to itself.)
+fn round_trip<B>(f: Frame<B>)
+where
+    B: serde::Serialize + serde::de::DeserializeOwned,
+{
+    let once = memd_proto::encode(&f).expect("a decoded message encodes");
+    let back: Frame<B> =
+        memd_proto::decode(&once[memd_proto::HEADER_LEN..]).expect("an encoded message decodes");
+    let twice = memd_proto::encode(&back).expect("a decoded message encodes");
+    assert_eq!(once, twice, "round trip");
+}
+
+/// Request decoding: a frame body. A request that decodes survives a round
+/// trip, and `peek_id` agrees with the decoded id.
+pub fn request(data: &[u8]) {
+    let _ = memd_proto::peek_id(data);
+    if let Ok(f) = memd_proto::decode::<Request>(data) {
+        assert_eq!(memd_proto::peek_id(data), Some(f.id));
+        round_trip(f);
+    }
+}
+
+thread_local! {
+    static FTS: rusqlite::Connection = {
+        let conn = rusqlite::Connection::open_in_memory().expect("in-memory database");
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE t USING fts5(content, subject, \
+             tokenize = 'porter unicode61 remove_diacritics 2');
+             INSERT INTO t VALUES ('the deploy script lives in ops', 'deploy');",
+        )
+        .expect("FTS5 table");
+        conn
+    };
+}
+
+/// The search query builder: whatever a user types, the plain-syntax query
+/// is valid FTS5 (no character of the input acts as an operator), and the
+/// fuzzy edit distances agree with each other.
+pub fn query(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    if let Some(q) = crate::store::search::words::plain_query(&text) {
+        FTS.with(|conn| {
+            let n: Result<i64, _> =
+                conn.query_row("SELECT count(*) FROM t WHERE t MATCH ?1", [&q], |r| {
+                    r.get(0)
+                });
+            if let Err(e) = n {
+                panic!("plain query {q:?} from {text:?} is not valid FTS5: {e}");
+            }
+        });
+    }
+    let words = crate::store::search::words::query_words(&text);
+    if let [a, b, ..] = words.as_slice() {
+        let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+        let full = crate::store::search::fuzzy::osa(&a, &b);
+        for limit in 0..3 {
+            let bounded = crate::store::search::fuzzy::osa_within(&a, &b, limit);
+            assert_eq!(
+                bounded.min(limit + 1),
+                full.min(limit + 1),
+                "{a:?} {b:?} {limit}"
+            );
+        }
+        let s = crate::store::search::fuzzy::similarity(&words[0], &words[1]);
+        assert!((0.0..=1.0).contains(&s), "similarity {s}");
+    }
+    let _ = crate::store::search::fuzzy::match_quality(&words, &text);
+}
+
+/// The write gate's detectors on arbitrary text: code-derivable and secret
+/// detection never panic, redacted text holds no secret the detector finds
+/// (other than around the `[REDACTED]` marker itself), and near-duplicate
+/// profiles compare a text as identical to itself.
+pub fn gate(data: &[u8]) {
+    use crate::store::gate::{code, dedupe_key, secrets, similar};
+    let text = String::from_utf8_lossy(data);
+    let _ = code::detect(&text);
+    let found = secrets::find(&text);
+    let redacted = secrets::redact(&text, &found);
+    for f in secrets::find(&redacted) {
+        let left = &redacted[f.span.clone()];
+        assert!(
+            left.contains("[REDACTED]") || left.contains("REDACTED"),
+            "{left:?} is still a secret after redaction of {text:?}"
+        );
+    }
+    let _ = dedupe_key(&text);
+    let p = similar::profile(&text);
+    let j = similar::jaccard(&p, &p);
+    assert!(
+        j == 1.0 || similar::words(&text).len() < 3,
+        "self-similarity {j}"
+    );
+    let _ = similar::sketch(&p);
+    let config = crate::config::Config::default();
+    let who = crate::store::gate::Who {
+        namespace: "default".into(),
+        agent: "fuzz".into(),
+        session: "fuzz".into(),
+    };
+    let req = memd_proto::AddRequest {
+        content: text.into_owned(),
+        ..Default::default()
+    };
+    let _ = crate::store::gate::check_add(&req, &who, &config, time::OffsetDateTime::UNIX_EPOCH);
+}

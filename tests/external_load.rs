@@ -5,6 +5,9 @@
 //! accepted update or forget whose read came before an external commit that
 //! committed before it is a lost change. Each refusal must come with a
 //! backup file that holds every row.
+//!
+//! `MEMD_EXTERNAL_LOAD_SECS=60 cargo test --release --test external_load --
+//! --nocapture` runs it longer and prints the counts.
 
 mod common;
 
@@ -20,8 +23,17 @@ use memd_client::{AddRequest, Client, GetRequest, UpdateRequest};
 const ROWS: i64 = 24;
 /// Sessions reading and writing at once.
 const SESSIONS: u64 = 4;
-/// How long the load runs.
-const RUN: Duration = Duration::from_secs(3);
+/// How long the load runs: `MEMD_EXTERNAL_LOAD_SECS`, 3 s by default.
+fn run_time() -> Duration {
+    let secs = std::env::var("MEMD_EXTERNAL_LOAD_SECS")
+        .ok()
+        .map(|v| {
+            v.parse()
+                .expect("MEMD_EXTERNAL_LOAD_SECS is a number of seconds")
+        })
+        .unwrap_or(3);
+    Duration::from_secs(secs)
+}
 
 /// xorshift64*.
 struct Rng(u64);
@@ -134,7 +146,7 @@ async fn no_stale_write_discards_an_external_change() {
         .await
         .unwrap();
     }
-    let stop = Instant::now() + RUN;
+    let stop = Instant::now() + run_time();
 
     // The external writer: a new sqlite3 process per commit.
     let external_generations = Arc::new(Mutex::new(Vec::new()));

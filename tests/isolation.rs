@@ -56,7 +56,11 @@ fn namespaces_never_leak() {
     // carries over, which the model accounts for.
     let state = std::cell::RefCell::new((clients, HashMap::<i64, usize>::new(), 0u64));
     let mut runner = TestRunner::new(Config {
-        cases: 24,
+        // PROPTEST_CASES runs more.
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(24),
         failure_persistence: None,
         ..Config::default()
     });

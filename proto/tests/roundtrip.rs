@@ -218,7 +218,10 @@ where
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    // PROPTEST_CASES runs more.
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(300)
+    ))]
 
     #[test]
     fn requests_round_trip(id in any::<u64>(), req in request()) {

@@ -38,3 +38,79 @@ pub fn random_bytes() -> [u8; 16] {
     buf[12..].copy_from_slice(&(n as u32).to_le_bytes());
     buf
 }
+
+/// Takes over a listening socket inherited from the service manager (socket
+/// activation): checks that `fd` is an open stream socket in the listening
+/// state, marks it close-on-exec and wraps it.
+///
+/// # Errors
+/// `InvalidInput` when `fd` is not open, not a socket, not a stream socket
+/// or not listening; the OS error otherwise.
+pub fn adopt_listener(fd: i32) -> std::io::Result<std::os::unix::net::UnixListener> {
+    use std::io::{Error, ErrorKind};
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: fcntl(F_GETFD) only reads the descriptor flags; an invalid fd
+    // is reported as -1/EBADF.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    if flags < 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("descriptor {fd} is not open"),
+        ));
+    }
+    let sock_type = getsockopt_int(fd, libc::SO_TYPE)
+        .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("descriptor {fd}: {e}")))?;
+    if sock_type != libc::SOCK_STREAM {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("descriptor {fd} is not a stream socket"),
+        ));
+    }
+    if getsockopt_int(fd, libc::SO_ACCEPTCONN)? != 1 {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("descriptor {fd} is not a listening socket"),
+        ));
+    }
+    // SAFETY: as above; setting FD_CLOEXEC keeps the listener out of any
+    // process this one might start.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } < 0 {
+        return Err(Error::last_os_error());
+    }
+    // SAFETY: the service manager handed this descriptor to this process
+    // (LISTEN_PID is our pid) and nothing else in memd owns or closes it:
+    // ownership moves into the listener here, exactly once.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok(std::os::unix::net::UnixListener::from(owned))
+}
+
+fn getsockopt_int(fd: i32, opt: libc::c_int) -> std::io::Result<i32> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: value and len point to live locals of the sizes given.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(value)
+}
+
+/// CLOCK_MONOTONIC in microseconds (for `MONOTONIC_USEC=` in a reload
+/// notification).
+pub fn monotonic_usec() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a live timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000 + (ts.tv_nsec as u64) / 1_000
+}

@@ -41,9 +41,11 @@ impl StartSpec {
 }
 
 /// Whether a connect error means "nobody is there" (as opposed to a daemon
-/// that refused us).
+/// that refused us). A socket we may not open (`EACCES`: another user's
+/// daemon) is somebody: starting a second daemon would not help.
 fn nobody_there(e: &Error) -> bool {
-    matches!(e, Error::Unreachable { .. })
+    matches!(e, Error::Unreachable { source, .. }
+        if source.kind() != std::io::ErrorKind::PermissionDenied)
 }
 
 /// Connects; when nothing answers and `start` is given, starts a daemon and

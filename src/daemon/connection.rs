@@ -425,11 +425,12 @@ async fn handshake(reader: &mut FrameReader, out: &mut Out, shared: &Shared) -> 
         return None;
     }
     let generation = shared.store.generations.current();
+    let config = shared.config();
     let session = match Session::open(
         &hello,
         generation,
-        shared.config.drift.policy,
-        shared.config.inject.budget_chars,
+        config.drift.policy,
+        config.inject.budget_chars,
     ) {
         Ok(s) => s,
         Err(message) => {

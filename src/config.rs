@@ -337,8 +337,9 @@ pub struct SocketConfig {
     pub mode: u32,
     /// Other users served besides the daemon's own uid.
     pub allow_uids: Vec<u32>,
-    /// Groups whose members are served: a peer whose (primary) gid, as the
-    /// kernel reports it for the connection, is in this list.
+    /// Groups whose members are served: a peer whose gid or one of whose
+    /// supplementary groups, as the kernel reports them for the connection,
+    /// is in this list.
     pub allow_gids: Vec<u32>,
 }
 

@@ -114,3 +114,65 @@ pub fn monotonic_usec() -> u64 {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     (ts.tv_sec as u64) * 1_000_000 + (ts.tv_nsec as u64) / 1_000
 }
+
+/// The supplementary groups of the peer of a connected Unix socket, as the
+/// kernel recorded them at connect time (`SO_PEERGROUPS`, Linux 4.13+).
+/// Elsewhere, or on an older kernel, the list is empty.
+#[cfg(target_os = "linux")]
+pub fn peer_groups(fd: i32) -> Vec<u32> {
+    let mut groups: Vec<libc::gid_t> = vec![0; 64];
+    loop {
+        let mut len = (groups.len() * std::mem::size_of::<libc::gid_t>()) as libc::socklen_t;
+        // SAFETY: the buffer and len describe the same live allocation.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PEERGROUPS,
+                groups.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        let n = len as usize / std::mem::size_of::<libc::gid_t>();
+        if rc == 0 {
+            groups.truncate(n);
+            return groups;
+        }
+        // ERANGE: len now says how much is needed.
+        if std::io::Error::last_os_error().raw_os_error() == Some(libc::ERANGE) && n > groups.len()
+        {
+            groups.resize(n, 0);
+            continue;
+        }
+        return Vec::new();
+    }
+}
+
+/// See the Linux version: no supplementary groups are known here.
+#[cfg(not(target_os = "linux"))]
+pub fn peer_groups(_fd: i32) -> Vec<u32> {
+    Vec::new()
+}
+
+/// Whether a process is running (signal 0: nothing is sent). A zombie (an
+/// exited process its parent has not reaped yet) is not running.
+pub fn alive(pid: u32) -> bool {
+    let Ok(raw) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(raw, 0) };
+    let exists = rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    if !exists {
+        return false;
+    }
+    // /proc/<pid>/stat: "pid (comm) S ...", the state after the last ')'.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !matches!(
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().chars().next()),
+            Some(Some('Z' | 'X'))
+        ),
+        Err(_) => true,
+    }
+}

@@ -200,8 +200,16 @@ fn socket_activation_serves_through_the_inherited_socket_and_leaves_it() {
             .contains("serving on the socket passed by the service manager")
     );
 
-    // SIGTERM: a clean stop that leaves the manager's socket in place.
-    common::signal(activator.id(), "TERM");
+    // `memd stop`: returns once the daemon is gone (not waiting for the
+    // socket file, which stays), a clean exit that leaves the manager's
+    // socket in place.
+    let started = Instant::now();
+    let out = cli(&["stop"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "stop waited for a socket that stays"
+    );
     let status = activator.wait().unwrap();
     assert!(status.success(), "exit {status}:\n{}", d.log());
     assert!(

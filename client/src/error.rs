@@ -19,8 +19,9 @@ pub enum Error {
     /// The daemon speaks another protocol version.
     #[error(
         "protocol mismatch: this client speaks memd protocol {client}, the daemon speaks {daemon}; \
-         restart the daemon with the same memd version as the client (`memd stop`, then any \
-         command starts the new one)"
+         restart the daemon with the same memd version as the client: `memd stop` (the next \
+         command starts the new one), or `systemctl --user restart memd` when it runs as a \
+         service"
     )]
     ProtocolMismatch {
         /// Our version.

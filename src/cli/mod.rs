@@ -470,8 +470,21 @@ pub async fn execute(
             Ok(output::restored(client.restore(file).await?))
         }
         Command::Stop => {
+            // A socket inherited from systemd stays after the daemon exits
+            // (and a connection to it starts the daemon again): wait for
+            // the process instead.
+            let inherited_pid = client
+                .status()
+                .await
+                .ok()
+                .filter(|s| s["socket_inherited"] == true)
+                .and_then(|s| s["pid"].as_u64())
+                .and_then(|pid| u32::try_from(pid).ok());
             client.stop().await?;
-            wait_gone(&paths.socket).await;
+            match inherited_pid {
+                Some(pid) => wait_exit(pid).await,
+                None => wait_gone(&paths.socket).await,
+            }
             Ok(output::stopped())
         }
         Command::Shell
@@ -558,6 +571,15 @@ fn create_out(path: &Path) -> Result<std::fs::File, CliError> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
+}
+
+/// After `stop` of a socket-activated daemon: waits (up to 15 s) until its
+/// process is gone.
+async fn wait_exit(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && crate::sys::alive(pid) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// After `stop`: waits (up to 15 s) until the daemon has removed its socket,

@@ -227,12 +227,18 @@ pub async fn refuse(mut stream: UnixStream, code: ErrorCode, message: String) {
     let Ok(bytes) = memd_proto::encode(&frame) else {
         return;
     };
-    let write = async {
+    let exchange = async {
         stream.write_all(&memd_proto::preamble()).await?;
         stream.write_all(&bytes).await?;
-        stream.shutdown().await
+        stream.shutdown().await?;
+        // Keep reading (and dropping) what the client sends until it hangs
+        // up: closing now would make its Hello fail with a broken pipe
+        // before it reads the error frame that says why.
+        let mut sink = [0u8; 1024];
+        while stream.read(&mut sink).await? > 0 {}
+        Ok::<_, std::io::Error>(())
     };
-    let _ = timeout(Duration::from_secs(2), write).await;
+    let _ = timeout(Duration::from_secs(2), exchange).await;
 }
 
 async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared) {

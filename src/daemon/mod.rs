@@ -235,7 +235,11 @@ async fn serve(
                 };
                 match stream.peer_cred() {
                     Ok(cred) => {
-                        let admitted = peer::admit(own_uid, cred.uid(), cred.gid(), &shared.config().socket);
+                        let groups = {
+                            use std::os::fd::AsRawFd;
+                            crate::sys::peer_groups(stream.as_raw_fd())
+                        };
+                        let admitted = peer::admit(own_uid, cred.uid(), cred.gid(), &groups, &shared.config().socket);
                         if let Err(message) = admitted {
                             tracing::warn!(uid = cred.uid(), gid = cred.gid(), pid = ?cred.pid(), "refused a client: its user is not the daemon's and not in [socket] allow_uids / allow_gids");
                             connections.spawn(connection::refuse(

@@ -9,8 +9,11 @@ handshake most hosts use), lists the tools, calls every tool, reads
 memory://inject twice (identical bytes), checks that a write by another
 session leaves the block frozen until memory_compacted, and that a change
 made by the sqlite3 shell arrives as notifications/resources/updated and
-makes memory_update fail with a tool error carrying the drift JSON. Any
-failed check raises; the last line printed is "mcp client: N checks passed".
+makes memory_update fail with a tool error carrying the drift JSON. Then
+it connects again with the 2026-07-28 protocol (`server/discover`, no
+`initialize`) and checks the same frozen block and drift refusal, with the
+change announced on a `subscriptions/listen` stream. Any failed check
+raises; the last line printed is "mcp client: N checks passed".
 """
 
 import json
@@ -19,6 +22,7 @@ import sys
 
 import anyio
 import mcp_types as types
+from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -189,7 +193,41 @@ async def main(memd, data_dir):
                 "id": id_b, "content": "Releases are cut on Mondays",
                 "expect_rev": reread["memory"]["rev"]})
             check(retry["memory"]["content"] == "Releases are cut on Mondays", "retry after reading")
+    await modern(memd, data_dir)
     print(f"mcp client: {checks} checks passed")
+
+
+async def modern(memd, data_dir):
+    """The same session rules over the 2026-07-28 protocol."""
+    db = f"{data_dir}/memory.db"
+    params = StdioServerParameters(
+        command=memd,
+        args=["--data-dir", data_dir, "--no-autostart", "mcp"],
+        env={"MEMD_LOG": "warn"},
+    )
+    async with Client(params, mode="auto") as client:
+        check(client.protocol_version == "2026-07-28", f"modern protocol: {client.protocol_version}")
+        stored = await client.call_tool("memory_store", {"content": "The modern protocol works too"})
+        check(not stored.is_error, f"store: {stored}")
+        mid = stored.structured_content["id"]
+        first = (await client.read_resource("memory://inject")).contents[0].text
+        again = (await client.read_resource("memory://inject")).contents[0].text
+        check(first == again and "The modern protocol works too" in first, "frozen block")
+        got = await client.call_tool("memory_get", {"id": mid})
+        check(not got.is_error, f"get: {got}")
+        async with client.listen(resource_subscriptions=["memory://drift"]) as sub:
+            check(sub.honored.resource_subscriptions == ["memory://drift"], f"honored: {sub.honored}")
+            subprocess.run(
+                ["sqlite3", "-batch", "-cmd", ".timeout 5000", db,
+                 f"UPDATE memories SET content = 'Edited by the shell' WHERE id = {mid}"],
+                check=True)
+            with anyio.fail_after(15):
+                async for event in sub:
+                    check(event.uri == "memory://drift", f"event: {event}")
+                    break
+        refused = await client.call_tool("memory_forget", {"id": mid})
+        check(refused.is_error and refused.structured_content["code"] == "drift",
+              f"drift refusal: {refused}")
 
 
 if __name__ == "__main__":

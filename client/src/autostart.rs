@@ -138,3 +138,24 @@ fn tail(path: &Path, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::ErrorKind;
+
+    #[test]
+    fn only_an_absent_or_dead_socket_means_nobody_is_there() {
+        let unreachable = |kind: ErrorKind| Error::Unreachable {
+            socket: "/run/memd.sock".into(),
+            source: kind.into(),
+        };
+        assert!(nobody_there(&unreachable(ErrorKind::NotFound)));
+        assert!(nobody_there(&unreachable(ErrorKind::ConnectionRefused)));
+        // Another user's daemon: starting our own would not help.
+        assert!(!nobody_there(&unreachable(ErrorKind::PermissionDenied)));
+        assert!(!nobody_there(&Error::Closed));
+        let message = unreachable(ErrorKind::PermissionDenied).to_string();
+        assert!(message.contains("another user's daemon"), "{message}");
+    }
+}

@@ -53,8 +53,15 @@ struct Session {
     paths: Paths,
     events: broadcast::Sender<DriftEvent>,
     last_drift: Mutex<Option<(DriftEvent, u64)>>,
-    /// Legacy subscriptions: the host's peer and the URIs it subscribed to.
-    subscribers: Mutex<(Option<Peer<RoleServer>>, BTreeSet<String>)>,
+    /// Legacy `resources/subscribe` subscriptions.
+    subscribers: Mutex<Subscribers>,
+}
+
+/// The host's peer and the URIs it subscribed to.
+#[derive(Default)]
+struct Subscribers {
+    peer: Option<Peer<RoleServer>>,
+    uris: BTreeSet<String>,
 }
 
 impl Session {
@@ -154,7 +161,7 @@ async fn notify_subscribers(session: Arc<Session>) {
                 .subscribers
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            (subs.0.clone(), subs.1.clone())
+            (subs.peer.clone(), subs.uris.clone())
         };
         let Some(peer) = peer else { continue };
         for uri in uris {
@@ -187,7 +194,7 @@ pub async fn serve(mut client: Client, paths: Paths) -> Result<(), String> {
         paths,
         events,
         last_drift: Mutex::new(None),
-        subscribers: Mutex::new((None, BTreeSet::new())),
+        subscribers: Mutex::default(),
     });
     let pump = tokio::spawn(pump(session.clone()));
     let notifier = tokio::spawn(notify_subscribers(session.clone()));
@@ -395,8 +402,8 @@ impl ServerHandler for Memd {
                 .subscribers
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            subs.0 = Some(context.peer.clone());
-            subs.1.insert(request.uri);
+            subs.peer = Some(context.peer.clone());
+            subs.uris.insert(request.uri);
             Ok(())
         } else {
             Err(ErrorData::resource_not_found(
@@ -417,7 +424,7 @@ impl ServerHandler for Memd {
             .subscribers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .1
+            .uris
             .remove(&request.uri);
         std::future::ready(Ok(()))
     }

@@ -5,10 +5,11 @@
 //! XDG default. The config file is TOML; every key is optional and unknown
 //! keys are an error (a typo must not silently fall back to a default).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use memd_proto::DriftPolicy;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// Longest socket path that fits `sockaddr_un.sun_path` with its NUL.
 pub const MAX_SOCKET_PATH: usize = 107;
@@ -104,7 +105,7 @@ fn absolute(p: PathBuf) -> PathBuf {
 }
 
 /// Durability of a commit (`PRAGMA synchronous`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Synchronous {
     /// fsync on every commit: an acknowledged write survives power loss.
@@ -115,7 +116,7 @@ pub enum Synchronous {
 }
 
 /// Storage settings.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageConfig {
     /// `full` (default) or `normal`.
@@ -140,7 +141,7 @@ impl Default for StorageConfig {
 }
 
 /// Limits on what a request may carry.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
     /// Largest memory content, in bytes.
@@ -200,7 +201,7 @@ pub const DEFAULT_CATEGORIES: &[&str] = &[
 ];
 
 /// Memory model settings.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MemoryConfig {
     /// Allowed categories.
@@ -234,7 +235,7 @@ impl Default for MemoryConfig {
 }
 
 /// What the gate does with content that looks like a secret.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum SecretPolicy {
     /// Refuse the write (reason `secret`).
@@ -247,7 +248,7 @@ pub enum SecretPolicy {
 }
 
 /// Write gate settings.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GateConfig {
     /// Refuse diffs, stack traces, git log output, path dumps and blobs.
@@ -273,11 +274,11 @@ impl Default for GateConfig {
 }
 
 /// Drift guard settings.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DriftConfig {
     /// Default policy of sessions that do not name one.
-    #[serde(deserialize_with = "de_policy")]
+    #[serde(deserialize_with = "de_policy", serialize_with = "ser_policy")]
     pub policy: DriftPolicy,
     /// Most drift backups kept.
     pub backups_keep: usize,
@@ -306,6 +307,10 @@ impl Default for DriftConfig {
     }
 }
 
+fn ser_policy<S: serde::Serializer>(p: &DriftPolicy, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(p.as_str())
+}
+
 fn de_policy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DriftPolicy, D::Error> {
     let s = String::deserialize(d)?;
     DriftPolicy::parse(&s).ok_or_else(|| {
@@ -316,7 +321,7 @@ fn de_policy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DriftPolicy, D::E
 }
 
 /// Memory injection settings.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct InjectConfig {
     /// Character budget of a session's memory block.
@@ -332,19 +337,34 @@ impl Default for InjectConfig {
 }
 
 /// Socket settings.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SocketConfig {
     /// Permission bits of the socket file (octal in the file: `0o600`, or
-    /// the string `"0600"`).
-    #[serde(deserialize_with = "de_mode")]
+    /// the string `"0600"`). A socket inherited from the service manager
+    /// keeps the mode the manager gave it.
+    #[serde(deserialize_with = "de_mode", serialize_with = "ser_mode")]
     pub mode: u32,
+    /// Other users served besides the daemon's own uid.
+    pub allow_uids: Vec<u32>,
+    /// Groups whose members are served: a peer whose gid or one of whose
+    /// supplementary groups, as the kernel reports them for the connection,
+    /// is in this list.
+    pub allow_gids: Vec<u32>,
 }
 
 impl Default for SocketConfig {
     fn default() -> Self {
-        SocketConfig { mode: 0o600 }
+        SocketConfig {
+            mode: 0o600,
+            allow_uids: Vec::new(),
+            allow_gids: Vec::new(),
+        }
     }
+}
+
+fn ser_mode<S: serde::Serializer>(mode: &u32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{mode:04o}"))
 }
 
 fn de_mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
@@ -368,7 +388,7 @@ fn de_mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 }
 
 /// Every setting of the daemon.
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// `[storage]`.
@@ -452,18 +472,54 @@ impl Config {
                 message: e.message().to_string(),
             }
         })?;
-        config.validate().map_err(|message| ConfigError::Invalid {
-            path: path.to_path_buf(),
-            line: 1,
-            column: 1,
-            message,
+        config.validate().map_err(|(key, message)| {
+            let (line, column) = file_keys(text)
+                .ok()
+                .and_then(|keys| keys.get(key).copied())
+                .unwrap_or((1, 1));
+            ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message,
+            }
         })?;
         Ok(config)
     }
 
-    fn validate(&self) -> Result<(), String> {
+    /// The file's text, or `None` when it does not exist.
+    ///
+    /// # Errors
+    /// [`ConfigError::Read`] when it exists but cannot be read.
+    pub fn read_text(path: &Path) -> Result<Option<String>, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    /// Every setting as a dotted key (`storage.readers`) and its value,
+    /// sorted by key. Tables (including maps such as `search.half_life`)
+    /// are walked; arrays and unset options (`null`) are values.
+    pub fn flatten(&self) -> BTreeMap<String, serde_json::Value> {
+        let mut out = BTreeMap::new();
+        // Serializing plain data into a JSON value cannot fail.
+        if let Ok(value) = serde_json::to_value(self) {
+            flatten_into(String::new(), &value, &mut out);
+        }
+        out
+    }
+
+    fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.memory.categories.is_empty() {
-            return Err("memory.categories must not be empty".into());
+            return Err((
+                "memory.categories",
+                "memory.categories must not be empty".into(),
+            ));
         }
         if !self
             .memory
@@ -471,9 +527,12 @@ impl Config {
             .iter()
             .any(|c| c == &self.memory.default_category)
         {
-            return Err(format!(
-                "memory.default_category `{}` is not in memory.categories",
-                self.memory.default_category
+            return Err((
+                "memory.default_category",
+                format!(
+                    "memory.default_category `{}` is not in memory.categories",
+                    self.memory.default_category
+                ),
             ));
         }
         if let Some(c) = self
@@ -483,36 +542,105 @@ impl Config {
             .flatten()
             .find(|c| !self.memory.categories.contains(c))
         {
-            return Err(format!(
-                "memory.promote_on_write names `{c}`, which is not in memory.categories"
+            return Err((
+                "memory.promote_on_write",
+                format!("memory.promote_on_write names `{c}`, which is not in memory.categories"),
             ));
         }
         let t = self.gate.near_duplicate_threshold;
         if t.is_nan() || t <= 0.0 {
-            return Err("gate.near_duplicate_threshold must be above 0".into());
+            return Err((
+                "gate.near_duplicate_threshold",
+                "gate.near_duplicate_threshold must be above 0".into(),
+            ));
         }
         if self.storage.readers == 0 {
-            return Err("storage.readers must be at least 1".into());
+            return Err((
+                "storage.readers",
+                "storage.readers must be at least 1".into(),
+            ));
         }
         if self.storage.max_batch == 0 {
-            return Err("storage.max_batch must be at least 1".into());
+            return Err((
+                "storage.max_batch",
+                "storage.max_batch must be at least 1".into(),
+            ));
         }
         if self.limits.max_content_bytes == 0 {
-            return Err("limits.max_content_bytes must be at least 1".into());
+            return Err((
+                "limits.max_content_bytes",
+                "limits.max_content_bytes must be at least 1".into(),
+            ));
         }
-        if self.limits.max_connections == 0 {
-            return Err("limits.max_connections must be at least 1".into());
-        }
-        for (key, ms) in [
-            ("handshake_timeout_ms", self.limits.handshake_timeout_ms),
-            ("frame_timeout_ms", self.limits.frame_timeout_ms),
-            ("write_timeout_ms", self.limits.write_timeout_ms),
+        for (key, value) in [
+            ("limits.max_connections", self.limits.max_connections as u64),
+            (
+                "limits.handshake_timeout_ms",
+                self.limits.handshake_timeout_ms,
+            ),
+            ("limits.frame_timeout_ms", self.limits.frame_timeout_ms),
+            ("limits.write_timeout_ms", self.limits.write_timeout_ms),
         ] {
-            if ms == 0 {
-                return Err(format!("limits.{key} must be at least 1"));
+            if value == 0 {
+                return Err((key, format!("{key} must be at least 1")));
             }
         }
         Ok(())
+    }
+}
+
+fn flatten_into(
+    prefix: String,
+    value: &serde_json::Value,
+    out: &mut BTreeMap<String, serde_json::Value>,
+) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten_into(key, v, out);
+            }
+        }
+        other => {
+            out.insert(prefix, other.clone());
+        }
+    }
+}
+
+/// The dotted keys a config file sets, each with the 1-based line and
+/// column where it is written.
+///
+/// # Errors
+/// The TOML parser's message when the text is not TOML.
+pub fn file_keys(text: &str) -> Result<BTreeMap<String, (usize, usize)>, String> {
+    let table = toml::de::DeTable::parse(text).map_err(|e| e.message().to_string())?;
+    let mut out = BTreeMap::new();
+    walk_keys(text, String::new(), table.get_ref(), &mut out);
+    Ok(out)
+}
+
+fn walk_keys(
+    text: &str,
+    prefix: String,
+    table: &toml::de::DeTable<'_>,
+    out: &mut BTreeMap<String, (usize, usize)>,
+) {
+    for (k, v) in table.iter() {
+        let key = if prefix.is_empty() {
+            k.get_ref().to_string()
+        } else {
+            format!("{prefix}.{}", k.get_ref())
+        };
+        match v.get_ref() {
+            toml::de::DeValue::Table(inner) => walk_keys(text, key, inner, out),
+            _ => {
+                out.insert(key, line_col(text, k.span().start));
+            }
+        }
     }
 }
 

@@ -11,7 +11,9 @@
 //! - [`session`]: a connection's identity and view.
 //! - [`store`]: schema and migrations, the writer thread, the reader pool,
 //!   queries, search, the write gate.
-//! - [`cli`]: the `memd` command line and `memd shell`.
+//! - [`cli`]: the `memd` command line, `memd shell`, `config show` and
+//!   `service install|uninstall|status`.
+//! - [`mcp`]: `memd mcp`, a stdio MCP server that is one session.
 //! - [`clock`]: the stored time format.
 //! - [`fuzzing`]: the bodies of the fuzz targets (`fuzz/`), replayed by a
 //!   stable test.
@@ -24,6 +26,7 @@ pub mod daemon;
 pub mod drift;
 pub mod fuzzing;
 pub mod handler;
+pub mod mcp;
 pub mod session;
 pub mod store;
 mod sys;

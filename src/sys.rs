@@ -65,3 +65,141 @@ pub fn raise_open_file_limit() -> std::io::Result<u64> {
     }
     Ok(lim.rlim_cur)
 }
+
+/// Takes over a listening socket inherited from the service manager (socket
+/// activation): checks that `fd` is an open stream socket in the listening
+/// state, marks it close-on-exec and wraps it.
+///
+/// # Errors
+/// `InvalidInput` when `fd` is not open, not a socket, not a stream socket
+/// or not listening; the OS error otherwise.
+pub fn adopt_listener(fd: i32) -> std::io::Result<std::os::unix::net::UnixListener> {
+    use std::io::{Error, ErrorKind};
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: fcntl(F_GETFD) only reads the descriptor flags; an invalid fd
+    // is reported as -1/EBADF.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    if flags < 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("descriptor {fd} is not open"),
+        ));
+    }
+    let sock_type = getsockopt_int(fd, libc::SO_TYPE)
+        .map_err(|e| Error::new(ErrorKind::InvalidInput, format!("descriptor {fd}: {e}")))?;
+    if sock_type != libc::SOCK_STREAM {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("descriptor {fd} is not a stream socket"),
+        ));
+    }
+    if getsockopt_int(fd, libc::SO_ACCEPTCONN)? != 1 {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("descriptor {fd} is not a listening socket"),
+        ));
+    }
+    // SAFETY: as above; setting FD_CLOEXEC keeps the listener out of any
+    // process this one might start.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC) } < 0 {
+        return Err(Error::last_os_error());
+    }
+    // SAFETY: the service manager handed this descriptor to this process
+    // (LISTEN_PID is our pid) and nothing else in memd owns or closes it:
+    // ownership moves into the listener here, exactly once.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    Ok(std::os::unix::net::UnixListener::from(owned))
+}
+
+fn getsockopt_int(fd: i32, opt: libc::c_int) -> std::io::Result<i32> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: value and len point to live locals of the sizes given.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(value)
+}
+
+/// CLOCK_MONOTONIC in microseconds (for `MONOTONIC_USEC=` in a reload
+/// notification).
+pub fn monotonic_usec() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a live timespec; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000 + (ts.tv_nsec as u64) / 1_000
+}
+
+/// The supplementary groups of the peer of a connected Unix socket, as the
+/// kernel recorded them at connect time (`SO_PEERGROUPS`, Linux 4.13+).
+/// Elsewhere, or on an older kernel, the list is empty.
+#[cfg(target_os = "linux")]
+pub fn peer_groups(fd: i32) -> Vec<u32> {
+    let mut groups: Vec<libc::gid_t> = vec![0; 64];
+    loop {
+        let mut len = (groups.len() * std::mem::size_of::<libc::gid_t>()) as libc::socklen_t;
+        // SAFETY: the buffer and len describe the same live allocation.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_PEERGROUPS,
+                groups.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        let n = len as usize / std::mem::size_of::<libc::gid_t>();
+        if rc == 0 {
+            groups.truncate(n);
+            return groups;
+        }
+        // ERANGE: len now says how much is needed.
+        if std::io::Error::last_os_error().raw_os_error() == Some(libc::ERANGE) && n > groups.len()
+        {
+            groups.resize(n, 0);
+            continue;
+        }
+        return Vec::new();
+    }
+}
+
+/// See the Linux version: no supplementary groups are known here.
+#[cfg(not(target_os = "linux"))]
+pub fn peer_groups(_fd: i32) -> Vec<u32> {
+    Vec::new()
+}
+
+/// Whether a process is running (signal 0: nothing is sent). A zombie (an
+/// exited process its parent has not reaped yet) is not running.
+pub fn alive(pid: u32) -> bool {
+    let Ok(raw) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(raw, 0) };
+    let exists = rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    if !exists {
+        return false;
+    }
+    // /proc/<pid>/stat: "pid (comm) S ...", the state after the last ')'.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !matches!(
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().chars().next()),
+            Some(Some('Z' | 'X'))
+        ),
+        Err(_) => true,
+    }
+}

@@ -41,9 +41,11 @@ impl StartSpec {
 }
 
 /// Whether a connect error means "nobody is there" (as opposed to a daemon
-/// that refused us).
+/// that refused us). A socket we may not open (`EACCES`: another user's
+/// daemon) is somebody: starting a second daemon would not help.
 fn nobody_there(e: &Error) -> bool {
-    matches!(e, Error::Unreachable { .. })
+    matches!(e, Error::Unreachable { source, .. }
+        if source.kind() != std::io::ErrorKind::PermissionDenied)
 }
 
 /// Connects; when nothing answers and `start` is given, starts a daemon and
@@ -135,4 +137,25 @@ fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::ErrorKind;
+
+    #[test]
+    fn only_an_absent_or_dead_socket_means_nobody_is_there() {
+        let unreachable = |kind: ErrorKind| Error::Unreachable {
+            socket: "/run/memd.sock".into(),
+            source: kind.into(),
+        };
+        assert!(nobody_there(&unreachable(ErrorKind::NotFound)));
+        assert!(nobody_there(&unreachable(ErrorKind::ConnectionRefused)));
+        // Another user's daemon: starting our own would not help.
+        assert!(!nobody_there(&unreachable(ErrorKind::PermissionDenied)));
+        assert!(!nobody_there(&Error::Closed));
+        let message = unreachable(ErrorKind::PermissionDenied).to_string();
+        assert!(message.contains("another user's daemon"), "{message}");
+    }
 }

@@ -7,8 +7,9 @@ use memd_proto::{CodecError, ErrorBody, ErrorCode};
 /// Everything a client call can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// No daemon answers on the socket.
-    #[error("no memd daemon answers on {socket}: {source}")]
+    /// No daemon answers on the socket (or it may not be opened: then the
+    /// message says whose it is likely to be).
+    #[error("{}", unreachable_message(socket, source))]
     Unreachable {
         /// The socket tried.
         socket: PathBuf,
@@ -18,8 +19,9 @@ pub enum Error {
     /// The daemon speaks another protocol version.
     #[error(
         "protocol mismatch: this client speaks memd protocol {client}, the daemon speaks {daemon}; \
-         restart the daemon with the same memd version as the client (`memd stop`, then any \
-         command starts the new one)"
+         restart the daemon with the same memd version as the client: `memd stop` (the next \
+         command starts the new one), or `systemctl --user restart memd` when it runs as a \
+         service"
     )]
     ProtocolMismatch {
         /// Our version.
@@ -57,6 +59,19 @@ pub enum Error {
     /// The daemon could not be started.
     #[error("cannot start the memd daemon: {0}")]
     Autostart(String),
+}
+
+fn unreachable_message(socket: &std::path::Path, source: &std::io::Error) -> String {
+    if source.kind() == std::io::ErrorKind::PermissionDenied {
+        format!(
+            "cannot open the memd socket {}: {source}; it belongs to another user's daemon \
+             (its owner can allow you with `[socket] allow_uids` and `mode`), or use your own \
+             with --socket / --data-dir",
+            socket.display()
+        )
+    } else {
+        format!("no memd daemon answers on {}: {source}", socket.display())
+    }
 }
 
 impl From<ErrorBody> for Error {

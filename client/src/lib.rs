@@ -38,6 +38,9 @@ pub use memd_proto::{
 };
 use memd_proto::{Frame, HEADER_LEN, Hello, PREAMBLE_LEN, Request, Response};
 
+/// Bytes asked of the socket at a time when no frame size is known yet.
+const READ_CHUNK: usize = 16 * 1024;
+
 /// How to reach the daemon and what session to open.
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
@@ -80,6 +83,9 @@ pub struct Client {
     welcome: Welcome,
     /// Pushes (frame id 0) received while waiting for a response.
     pushes: VecDeque<Response>,
+    /// Bytes of frames received but not yet decoded: reading into it is
+    /// cancel safe, so [`Client::next_event`] can sit in a `select!`.
+    rbuf: Vec<u8>,
 }
 
 impl Client {
@@ -126,6 +132,7 @@ impl Client {
                 protocol: version,
             },
             pushes: VecDeque::new(),
+            rbuf: Vec::new(),
         };
         let hello = Hello {
             protocol: memd_proto::PROTOCOL_VERSION,
@@ -191,25 +198,35 @@ impl Client {
         }
     }
 
+    /// The next frame. Cancel safe: bytes already read stay in `rbuf`
+    /// (`read_buf` either reads or does nothing), so a dropped call loses
+    /// nothing and the next one resumes the same frame.
     async fn read_frame(&mut self) -> Result<Frame<Response>> {
-        let mut header = [0u8; HEADER_LEN];
-        self.stream
-            .read_exact(&mut header)
-            .await
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::UnexpectedEof => Error::Closed,
-                _ => Error::Io(e),
-            })?;
-        let len = memd_proto::frame_len(header)?;
-        let mut body = vec![0u8; len];
-        self.stream
-            .read_exact(&mut body)
-            .await
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::UnexpectedEof => Error::Closed,
-                _ => Error::Io(e),
-            })?;
-        Ok(memd_proto::decode(&body)?)
+        loop {
+            if self.rbuf.len() >= HEADER_LEN {
+                let header = [self.rbuf[0], self.rbuf[1], self.rbuf[2], self.rbuf[3]];
+                let len = memd_proto::frame_len(header)?;
+                if self.rbuf.len() >= HEADER_LEN + len {
+                    let frame = memd_proto::decode(&self.rbuf[HEADER_LEN..HEADER_LEN + len]);
+                    self.rbuf.drain(..HEADER_LEN + len);
+                    return Ok(frame?);
+                }
+                self.rbuf.reserve(HEADER_LEN + len - self.rbuf.len());
+            } else {
+                self.rbuf.reserve(READ_CHUNK);
+            }
+            let n = self
+                .stream
+                .read_buf(&mut self.rbuf)
+                .await
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::UnexpectedEof => Error::Closed,
+                    _ => Error::Io(e),
+                })?;
+            if n == 0 {
+                return Err(Error::Closed);
+            }
+        }
     }
 
     /// Pushes received so far (drift events), oldest first.
@@ -361,7 +378,9 @@ impl Client {
         }
     }
 
-    /// Waits for the next push (after [`Client::subscribe`]).
+    /// Waits for the next push (after [`Client::subscribe`]). Cancel safe:
+    /// it can wait in a `select!` next to other work, and a frame that was
+    /// half read when it was dropped is completed by the next read.
     ///
     /// # Errors
     /// Connection errors, or a daemon error pushed before closing.

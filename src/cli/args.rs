@@ -103,6 +103,43 @@ pub enum Command {
     Shell,
     /// Run the daemon in the foreground
     Daemon,
+    /// Show the effective config (every setting, its value and where it came from)
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Install, remove or inspect the user service (systemd, launchd)
+    #[command(subcommand)]
+    Service(ServiceCommand),
+    /// Serve one session to an MCP host over stdin/stdout
+    Mcp,
+}
+
+/// `config …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ConfigCommand {
+    /// Every setting with its effective value and source (default or file)
+    Show,
+}
+
+/// `service …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ServiceCommand {
+    /// Write the user units (systemd: memd.socket + memd.service; launchd: a plist) and start them
+    Install(ServiceArgs),
+    /// Stop and remove the user units
+    Uninstall(ServiceArgs),
+    /// Whether the units are installed and active, and whether a daemon answers
+    Status(ServiceArgs),
+}
+
+/// Options of `service …`.
+#[derive(Debug, Clone, Args)]
+pub struct ServiceArgs {
+    /// Service manager: systemd or launchd [default: launchd on macOS, systemd elsewhere]
+    #[arg(long, value_name = "NAME")]
+    pub manager: Option<String>,
+    /// Only write (or remove) the files; do not call systemctl / launchctl
+    #[arg(long)]
+    pub no_start: bool,
 }
 
 /// Fields a memory can be given on add and update.

@@ -5,9 +5,13 @@
 //! - [`args`]: the clap definitions (the CLI contract).
 //! - [`output`]: JSON and human renderings.
 //! - [`shell`]: `memd shell`, many commands over one session.
+//! - [`settings`]: `memd config show`.
+//! - [`service`]: `memd service install|uninstall|status`.
 
 pub mod args;
 pub mod output;
+pub mod service;
+pub mod settings;
 pub mod shell;
 
 use std::io::Read;
@@ -169,6 +173,9 @@ pub fn run(cli: args::Cli) -> i32 {
     match cli.command {
         Command::Daemon => daemon(&g),
         Command::Shell => shell::run(&g),
+        Command::Mcp => crate::mcp::run(&g),
+        Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
+        Command::Service(s) => emit(g.json, service::run(&g, s)),
         command => {
             let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -208,8 +215,13 @@ fn daemon(g: &Global) -> i32 {
 
 /// Logs to stderr, filtered by `MEMD_LOG` (default `info`).
 pub fn init_logging() {
+    init_logging_with("info");
+}
+
+/// Logs to stderr, filtered by `MEMD_LOG` (default `default`).
+pub fn init_logging_with(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("MEMD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -431,7 +443,7 @@ pub async fn execute(
                 }
                 None => {
                     // The export itself is the output.
-                    let (_, _) = client.export(req, std::io::stdout().lock()).await?;
+                    let (_, _) = client.export(req, Stdout).await?;
                     Ok(output::Output {
                         json: serde_json::Value::Null,
                         human: String::new(),
@@ -458,12 +470,29 @@ pub async fn execute(
             Ok(output::restored(client.restore(file).await?))
         }
         Command::Stop => {
+            // A socket inherited from systemd stays after the daemon exits
+            // (and a connection to it starts the daemon again): wait for
+            // the process instead.
+            let inherited_pid = client
+                .status()
+                .await
+                .ok()
+                .filter(|s| s["socket_inherited"] == true)
+                .and_then(|s| s["pid"].as_u64())
+                .and_then(|pid| u32::try_from(pid).ok());
             client.stop().await?;
-            wait_gone(&paths.socket).await;
+            match inherited_pid {
+                Some(pid) => wait_exit(pid).await,
+                None => wait_gone(&paths.socket).await,
+            }
             Ok(output::stopped())
         }
-        Command::Shell | Command::Daemon => Err(CliError::Usage(
-            "shell and daemon cannot run inside a session".into(),
+        Command::Shell
+        | Command::Daemon
+        | Command::Mcp
+        | Command::Config(_)
+        | Command::Service(_) => Err(CliError::Usage(
+            "shell, daemon, mcp, config and service cannot run inside a session".into(),
         )),
     }
 }
@@ -516,6 +545,20 @@ async fn task(
     Ok(output::memory(&m, Some(&format!("task {status}:"))))
 }
 
+/// Standard output as a `Send` writer (the standard lock is not `Send`,
+/// and a command's future may move between threads).
+struct Stdout;
+
+impl std::io::Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::io::stdout().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stdout().flush()
+    }
+}
+
 /// Creates an output file for the client (mode 0600; an existing file is
 /// replaced, a symlink is not followed).
 fn create_out(path: &Path) -> Result<std::fs::File, CliError> {
@@ -528,6 +571,15 @@ fn create_out(path: &Path) -> Result<std::fs::File, CliError> {
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
         .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
+}
+
+/// After `stop` of a socket-activated daemon: waits (up to 15 s) until its
+/// process is gone.
+async fn wait_exit(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && crate::sys::alive(pid) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// After `stop`: waits (up to 15 s) until the daemon has removed its socket,

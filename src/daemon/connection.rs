@@ -228,7 +228,7 @@ impl Out {
 /// Serves one accepted connection to its end.
 pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     let (rd, wr) = stream.into_split();
-    let timeouts = Timeouts::from(&shared.config.limits);
+    let timeouts = Timeouts::from(&shared.config().limits);
     let mut out = Out {
         wr,
         write_timeout: timeouts.write,
@@ -254,7 +254,7 @@ pub async fn refuse(mut stream: UnixStream, code: ErrorCode, message: String) {
     // Then wait (briefly) for the peer to hang up: closing first would make
     // the client's own preamble or Hello fail with a broken pipe before it
     // reads the reason.
-    let write = async {
+    let exchange = async {
         stream.write_all(&memd_proto::preamble()).await?;
         stream.write_all(&bytes).await?;
         stream.shutdown().await?;
@@ -268,7 +268,7 @@ pub async fn refuse(mut stream: UnixStream, code: ErrorCode, message: String) {
         }
         Ok::<_, std::io::Error>(())
     };
-    let _ = timeout(Duration::from_secs(2), write).await;
+    let _ = timeout(Duration::from_secs(2), exchange).await;
 }
 
 async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_timeout: Duration) {
@@ -466,11 +466,12 @@ async fn handshake(
         return None;
     }
     let generation = shared.store.generations.current();
+    let config = shared.config();
     let session = match Session::open(
         &hello,
         generation,
-        shared.config.drift.policy,
-        shared.config.inject.budget_chars,
+        config.drift.policy,
+        config.inject.budget_chars,
     ) {
         Ok(s) => s,
         Err(message) => {

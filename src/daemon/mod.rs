@@ -7,9 +7,12 @@
 //! socket is removed (only if it is still ours) → the lock is released →
 //! exit 0.
 
+pub mod activation;
 pub mod connection;
 pub mod lock;
 pub mod notify;
+pub mod peer;
+pub mod reload;
 pub mod shutdown;
 pub mod sidecar;
 pub mod socket;
@@ -36,8 +39,9 @@ pub const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
 pub struct Shared {
     /// The database.
     pub store: Store,
-    /// Settings.
-    pub config: Config,
+    /// Settings; SIGHUP swaps in what the reloaded file changes live (see
+    /// [`reload`]). Read them with [`Shared::config`].
+    config: std::sync::RwLock<Arc<Config>>,
     /// Resolved paths.
     pub paths: Paths,
     /// The shutdown signal.
@@ -54,6 +58,24 @@ pub struct Shared {
     pub live: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Held while a sweep runs (one at a time).
     pub sweeping: tokio::sync::Mutex<()>,
+    /// The listener came from the service manager (socket activation).
+    pub socket_inherited: bool,
+}
+
+impl Shared {
+    /// The settings in force now (a reload may replace them between two
+    /// calls; hold the returned value for one decision).
+    pub fn config(&self) -> Arc<Config> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the settings (after a reload).
+    pub fn set_config(&self, config: Config) {
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+    }
 }
 
 /// Why the daemon could not start (or stopped abnormally).
@@ -112,9 +134,21 @@ fn check_open_file_limit(max_connections: usize) {
 ///
 /// # Errors
 /// [`DaemonError`] when it cannot start; a clean stop is `Ok`.
-pub fn run(paths: Paths, config: Config) -> Result<(), DaemonError> {
+pub fn run(mut paths: Paths, config: Config) -> Result<(), DaemonError> {
     crate::sys::set_umask(0o077);
     check_open_file_limit(config.limits.max_connections);
+    let inherited = activation::take()?;
+    if let Some(bound) = &inherited
+        && bound.path != paths.socket
+    {
+        tracing::warn!(
+            inherited = %bound.path.display(),
+            configured = %paths.socket.display(),
+            "the service manager's socket is not the configured one; clients must use --socket {}",
+            bound.path.display()
+        );
+        paths.socket = bound.path.clone();
+    }
     socket::ensure_private_dir(&paths.data_dir)?;
     socket::check_path(&paths.socket)?;
     let lock = lock::acquire(&paths.lock(), &paths.socket)?;
@@ -124,14 +158,20 @@ pub fn run(paths: Paths, config: Config) -> Result<(), DaemonError> {
         .thread_name("memd-rt")
         .build()
         .map_err(|e| DaemonError::Io(format!("cannot start the runtime: {e}")))?;
-    let result = runtime.block_on(serve(paths, config, store));
+    let result = runtime.block_on(serve(paths, config, store, inherited));
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(lock);
     result
 }
 
-async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonError> {
-    let bound = match socket::bind(&paths.socket, config.socket.mode) {
+async fn serve(
+    paths: Paths,
+    config: Config,
+    store: Store,
+    inherited: Option<socket::Bound>,
+) -> Result<(), DaemonError> {
+    let bound = match inherited.map_or_else(|| socket::bind(&paths.socket, config.socket.mode), Ok)
+    {
         Ok(b) => b,
         Err(e) => {
             store.close().await;
@@ -142,7 +182,9 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
         Ok(l) => l,
         Err(e) => {
             store.close().await;
-            socket::remove_if_ours(&bound.path, bound.id);
+            if !bound.inherited {
+                socket::remove_if_ours(&bound.path, bound.id);
+            }
             return Err(DaemonError::Io(format!("cannot listen: {e}")));
         }
     };
@@ -159,7 +201,7 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
     );
     let shared = Arc::new(Shared {
         store,
-        config,
+        config: std::sync::RwLock::new(Arc::new(config)),
         paths,
         shutdown: Shutdown::new(),
         sessions: AtomicUsize::new(0),
@@ -168,6 +210,7 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
         access: Default::default(),
         live: Default::default(),
         sweeping: Default::default(),
+        socket_inherited: bound.inherited,
     });
     tokio::spawn(watch_signals(shared.clone()));
     let flusher = tokio::spawn(flush_access(shared.clone()));
@@ -211,15 +254,21 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
                     }
                 };
                 match stream.peer_cred() {
-                    Ok(cred) if cred.uid() == own_uid => {}
                     Ok(cred) => {
-                        tracing::warn!(uid = cred.uid(), pid = ?cred.pid(), "refused a client of another user");
-                        connections.spawn(connection::refuse(
-                            stream,
-                            ErrorCode::PermissionDenied,
-                            format!("memd serves uid {own_uid} only; your uid is {}", cred.uid()),
-                        ));
-                        continue;
+                        let groups = {
+                            use std::os::fd::AsRawFd;
+                            crate::sys::peer_groups(stream.as_raw_fd())
+                        };
+                        let admitted = peer::admit(own_uid, cred.uid(), cred.gid(), &groups, &shared.config().socket);
+                        if let Err(message) = admitted {
+                            tracing::warn!(uid = cred.uid(), gid = cred.gid(), pid = ?cred.pid(), "refused a client: its user is not the daemon's and not in [socket] allow_uids / allow_gids");
+                            connections.spawn(connection::refuse(
+                                stream,
+                                ErrorCode::PermissionDenied,
+                                message,
+                            ));
+                            continue;
+                        }
                     }
                     Err(e) => {
                         tracing::warn!(error = %e, "cannot read peer credentials; refusing");
@@ -272,7 +321,11 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
         tracing::warn!(error = %e, "cannot write the last access counts");
     }
     shared.store.close().await;
-    socket::remove_if_ours(&bound.path, bound.id);
+    if bound.inherited {
+        tracing::info!(socket = %bound.path.display(), "leaving the inherited socket to the service manager");
+    } else {
+        socket::remove_if_ours(&bound.path, bound.id);
+    }
     tracing::info!("memd stopped");
     Ok(())
 }
@@ -294,8 +347,9 @@ async fn flush_access(shared: Arc<Shared>) {
 
 async fn schedule_sweeps(shared: Arc<Shared>) {
     use crate::store::lifecycle::Trigger;
-    let hours = shared.config.lifecycle.interval_hours;
-    if shared.config.lifecycle.at_start
+    let lifecycle = shared.config().lifecycle.clone();
+    let hours = lifecycle.interval_hours;
+    if lifecycle.at_start
         && let Err(e) = crate::handler::run_sweep(&shared, Trigger::Start, false).await
     {
         tracing::warn!(error = %e, "sweep at start failed");
@@ -343,7 +397,12 @@ async fn watch_signals(shared: Arc<Shared>) {
                 shared.shutdown.trigger();
             }
             _ = hup.recv() => {
-                tracing::warn!("SIGHUP received: live config reload is not supported yet; restart memd to apply config changes");
+                tracing::info!("SIGHUP received: reloading the config");
+                notify::notify(&format!("RELOADING=1\nMONOTONIC_USEC={}", crate::sys::monotonic_usec()));
+                let shared = shared.clone();
+                // Reading the file is blocking I/O: off the async workers.
+                let _ = tokio::task::spawn_blocking(move || reload::reload(&shared)).await;
+                notify::notify("READY=1");
             }
         }
     }

@@ -19,7 +19,7 @@ use crate::store::inject;
 use crate::store::readers::ReadKind;
 
 /// Sidecar settings (`[sidecar]`).
-#[derive(Debug, Clone, PartialEq, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct SidecarConfig {
     /// Namespace → file to keep up to date.
@@ -71,11 +71,12 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 
 /// Keeps the configured files up to date until the daemon stops.
 pub async fn run(shared: Arc<Shared>) {
-    let files = shared.config.sidecar.files.clone();
+    let config = shared.config();
+    let files = config.sidecar.files.clone();
     if files.is_empty() {
         return;
     }
-    let debounce = match shared.config.sidecar.debounce_ms {
+    let debounce = match config.sidecar.debounce_ms {
         0 => Duration::from_millis(1_000),
         ms => Duration::from_millis(ms),
     };

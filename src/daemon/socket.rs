@@ -19,6 +19,36 @@ pub struct Bound {
     pub path: PathBuf,
     /// (device, inode) of the socket file, so shutdown removes only ours.
     pub id: (u64, u64),
+    /// Passed by the service manager (socket activation): never removed,
+    /// never chmod-ed by the daemon.
+    pub inherited: bool,
+}
+
+/// Wraps a listener inherited from the service manager.
+///
+/// # Errors
+/// [`DaemonError::SocketPath`] when it is not a Unix socket bound to a path.
+pub fn inherited(listener: std::os::unix::net::UnixListener) -> Result<Bound, DaemonError> {
+    let addr = listener.local_addr().map_err(|e| {
+        DaemonError::SocketPath(format!("the inherited socket is not a Unix socket: {e}"))
+    })?;
+    let path = addr.as_pathname().map(Path::to_path_buf).ok_or_else(|| {
+        DaemonError::SocketPath(
+            "the inherited socket has no path (abstract or unnamed); memd serves a path".into(),
+        )
+    })?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| DaemonError::Io(e.to_string()))?;
+    let id = std::fs::symlink_metadata(&path)
+        .map(|m| (m.dev(), m.ino()))
+        .unwrap_or((0, 0));
+    Ok(Bound {
+        listener,
+        path,
+        id,
+        inherited: true,
+    })
 }
 
 /// Checks the path length.
@@ -122,6 +152,7 @@ pub fn bind(path: &Path, mode: u32) -> Result<Bound, DaemonError> {
         listener,
         path: path.to_path_buf(),
         id: (meta.dev(), meta.ino()),
+        inherited: false,
     })
 }
 

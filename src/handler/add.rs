@@ -29,7 +29,7 @@ pub(super) async fn handle(
     shared: &Shared,
 ) -> Result<Response, StoreError> {
     let now = OffsetDateTime::now_utc();
-    let new = gate::check_add(&req, &session.who(), &shared.config, now)?;
+    let new = gate::check_add(&req, &session.who(), &shared.config(), now)?;
     let supersedes = req.supersedes;
     // The memory to supersede is looked up even when superseded or archived,
     // so a double supersession is a conflict, not a "not found".
@@ -40,8 +40,8 @@ pub(super) async fn handle(
         Some(_) => WriteKind::Destructive,
         None => WriteKind::Append,
     };
-    let dedup = shared.config.gate.dedup && supersedes.is_none();
-    let threshold = shared.config.gate.near_duplicate_threshold;
+    let dedup = shared.config().gate.dedup && supersedes.is_none();
+    let threshold = shared.config().gate.near_duplicate_threshold;
     let now = crate::clock::format(now);
     // The shingles are computed here, off the writer thread.
     let mine = (dedup && threshold <= 1.0).then(|| similar::profile(&new.content));

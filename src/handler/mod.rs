@@ -221,6 +221,6 @@ pub fn error_body(e: &StoreError) -> ErrorBody {
 pub(crate) fn page_limit(asked: u32, shared: &Shared) -> u32 {
     match asked {
         0 => 20,
-        n => n.min(shared.config.limits.max_results),
+        n => n.min(shared.config().limits.max_results),
     }
 }

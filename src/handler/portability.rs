@@ -46,9 +46,10 @@ pub async fn run_sweep(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
+    let config = shared.config();
     lifecycle::sweep(
         &shared.store,
-        &shared.config.lifecycle,
+        &config.lifecycle,
         live,
         trigger,
         dry_run,

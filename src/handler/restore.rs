@@ -18,7 +18,7 @@ pub(super) async fn upload(
     if req.reset {
         session.upload = None;
     }
-    let max = shared.config.limits.max_upload_bytes;
+    let max = shared.config().limits.max_upload_bytes;
     if session.upload.as_ref().map_or(0, |u| u.len) + req.data.len() as u64 > max {
         session.upload = None;
         return Err(StoreError::InvalidInput(format!(

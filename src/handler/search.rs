@@ -27,7 +27,7 @@ pub(super) async fn handle(
     let now = OffsetDateTime::now_utc();
     let view = gate::view(&req.filter, &session.who(), now)?;
     let limit = super::page_limit(req.limit, shared);
-    let rank = shared.config.search.clone();
+    let rank = shared.config().search.clone();
     let mode = req.mode;
     let read = shared
         .store

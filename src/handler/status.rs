@@ -56,6 +56,7 @@ pub(super) async fn handle(
         "protocol": PROTOCOL_VERSION,
         "pid": std::process::id(),
         "uptime_secs": shared.started.elapsed().as_secs(),
+        "socket_inherited": shared.socket_inherited,
         "paths": {
             "data_dir": paths.data_dir,
             "db": paths.db(),
@@ -66,7 +67,7 @@ pub(super) async fn handle(
         "generation": generation,
         "own_generation": g.own_last.load(Ordering::Acquire),
         "drift": {
-            "policy": shared.config.drift.policy.as_str(),
+            "policy": shared.config().drift.policy.as_str(),
             "session_policy": session.policy.as_str(),
             "external_epoch": (external_epoch > 0).then_some(external_epoch),
             "last_drift_at": last_drift_at,

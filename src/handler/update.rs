@@ -14,7 +14,7 @@ pub(super) async fn handle(
     shared: &Shared,
 ) -> Result<Response, StoreError> {
     let now = OffsetDateTime::now_utc();
-    let changes = gate::check_update(&req, &session.who(), &shared.config, now)?;
+    let changes = gate::check_update(&req, &session.who(), &shared.config(), now)?;
     // An update may reach superseded and archived rows (to restore them).
     let filter = Filter {
         include_superseded: true,

@@ -201,6 +201,14 @@ impl Daemon {
         }
     }
 
+    /// Sends SIGHUP (reload the config) and waits for the daemon's
+    /// `READY=1` that ends the reload.
+    pub fn reload(&mut self) {
+        let pid = self.child.as_ref().expect("daemon not running").id();
+        signal(pid, "HUP");
+        self.wait_ready();
+    }
+
     /// Sends SIGTERM and waits for the exit.
     pub fn terminate(&mut self) -> ExitStatus {
         let mut child = self.child.take().expect("daemon not running");
@@ -279,6 +287,30 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Whether an external tool the test needs is on `PATH`. Without it the
+/// test prints why it is skipped — unless `MEMD_REQUIRE_TOOLS=1` (set by
+/// `.ci/run`, which installs every tool), where a missing tool fails.
+pub fn tool(name: &str, why: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+        .unwrap_or(false);
+    require(found, &format!("`{name}` is not installed ({why})"))
+}
+
+/// A precondition of a test: when it does not hold the test is skipped
+/// with a visible message, or fails under `MEMD_REQUIRE_TOOLS=1`.
+pub fn require(holds: bool, what: &str) -> bool {
+    if holds {
+        return true;
+    }
+    assert!(
+        std::env::var_os("MEMD_REQUIRE_TOOLS").is_none_or(|v| v != "1"),
+        "{what}; MEMD_REQUIRE_TOOLS=1 says CI has it"
+    );
+    eprintln!("SKIPPED: {what}; set MEMD_REQUIRE_TOOLS=1 to make this a failure");
+    false
 }
 
 /// Sends a signal by name with the `kill` command.

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 /// Lifecycle settings (`[lifecycle]`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LifecycleConfig {
     /// Hours between scheduled sweeps (0: only `memd sweep`).
@@ -53,7 +53,7 @@ pub struct LifecycleConfig {
 }
 
 /// Limits per scope.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ScopeLimits {
     /// Project scope.

@@ -1,0 +1,333 @@
+//! `memd mcp` end to end with real MCP clients: the official Rust SDK's
+//! client (rmcp) here, and the `mcp` package from PyPI (tests/mcp_client.py)
+//! as an external one. Both: initialize, list the tools, call every tool,
+//! read memory://inject twice (identical), see it change after
+//! `memory_compacted`, and get a drift refusal (the sqlite3 shell as the
+//! external writer) as a tool error carrying the structured JSON, announced
+//! by a resources/updated notification.
+
+mod common;
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{BIN, Daemon, require, sqlite3, tool};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, GetPromptRequestParams, ReadResourceRequestParams,
+    ResourceUpdatedNotificationParam, SubscribeRequestParams,
+};
+use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+
+/// The host: records resource-updated notifications.
+#[derive(Clone, Default)]
+struct Host {
+    updates: Arc<Mutex<Vec<String>>>,
+    updated: Arc<tokio::sync::Notify>,
+}
+
+impl ClientHandler for Host {
+    fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.updates.lock().unwrap().push(params.uri);
+        self.updated.notify_one();
+        std::future::ready(())
+    }
+}
+
+type Session = RunningService<RoleClient, Host>;
+
+async fn call(s: &Session, name: &'static str, args: Value) -> CallToolResult {
+    let params = CallToolRequestParams::new(name).with_arguments(args.as_object().unwrap().clone());
+    s.peer().call_tool(params).await.unwrap()
+}
+
+/// A tool's JSON, checked to be a success.
+async fn ok(s: &Session, name: &'static str, args: Value) -> Value {
+    let r = call(s, name, args.clone()).await;
+    let v = r.structured_content.clone().unwrap();
+    assert_eq!(r.is_error, Some(false), "{name} {args}: {v}");
+    let text = r.content[0].as_text().unwrap().text.clone();
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), v);
+    v
+}
+
+async fn inject(s: &Session) -> String {
+    let r = s
+        .peer()
+        .read_resource(ReadResourceRequestParams::new("memory://inject"))
+        .await
+        .unwrap();
+    match &r.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rmcp_client_uses_every_tool_resource_and_prompt() {
+    let d = Daemon::start();
+    let host = Host::default();
+    let mut child = tokio::process::Command::new(BIN)
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(["--no-autostart", "mcp"])
+        .env("HOME", d.dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let s: Session = host.clone().serve(transport).await.unwrap();
+
+    let info = s.peer().peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "memd");
+    let tools = s.peer().list_tools(None).await.unwrap().tools;
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "memory_compacted",
+            "memory_forget",
+            "memory_get",
+            "memory_history",
+            "memory_list",
+            "memory_search",
+            "memory_store",
+            "memory_supersede",
+            "memory_task_add",
+            "memory_task_list",
+            "memory_task_update",
+            "memory_update",
+        ]
+    );
+    let store = tools.iter().find(|t| t.name == "memory_store").unwrap();
+    assert_eq!(store.input_schema["required"], json!(["content"]));
+    assert!(store.description.as_ref().unwrap().contains("durable"));
+
+    // Every tool.
+    let a = ok(
+        &s,
+        "memory_store",
+        json!({"content": "CI runs on two cores", "category": "fact", "tags": ["ci"],
+               "metadata": {"cores": 2}}),
+    )
+    .await;
+    let id = a["id"].as_i64().unwrap();
+    let hits = ok(
+        &s,
+        "memory_search",
+        json!({"query": "cores", "mode": "lexical"}),
+    )
+    .await;
+    assert_eq!(hits["hits"][0]["id"], id);
+    let got = ok(&s, "memory_get", json!({"id": id})).await;
+    assert_eq!(got["memory"]["metadata"], json!({"cores": 2}));
+    let listed = ok(&s, "memory_list", json!({"category": "fact", "limit": 5})).await;
+    assert_eq!(listed["count"], 1);
+    let upd = ok(
+        &s,
+        "memory_update",
+        json!({"id": id, "tags": ["ci", "infra"], "expect_rev": got["memory"]["rev"]}),
+    )
+    .await;
+    assert_eq!(upd["memory"]["tags"], json!(["ci", "infra"]));
+    let b = ok(
+        &s,
+        "memory_store",
+        json!({"content": "CI runs on four cores", "category": "fact"}),
+    )
+    .await;
+    let sup = ok(
+        &s,
+        "memory_supersede",
+        json!({"old_id": id, "new_id": b["id"]}),
+    )
+    .await;
+    assert_eq!(sup["old"], id);
+    let hist = ok(&s, "memory_history", json!({"id": id})).await;
+    assert_eq!(hist["chain"].as_array().unwrap().len(), 2);
+    let t = ok(
+        &s,
+        "memory_task_add",
+        json!({"content": "Upgrade the runners"}),
+    )
+    .await;
+    let tasks = ok(&s, "memory_task_list", json!({})).await;
+    assert_eq!(tasks["memories"][0]["id"], t["id"]);
+    let moved = ok(
+        &s,
+        "memory_task_update",
+        json!({"id": t["id"], "status": "in_progress"}),
+    )
+    .await;
+    assert_eq!(moved["memory"]["metadata"]["status"], "in_progress");
+    let fgt = ok(&s, "memory_forget", json!({"id": t["id"]})).await;
+    assert_eq!(fgt["forgotten"], true);
+    let comp = ok(&s, "memory_compacted", json!({})).await;
+    assert_eq!(comp["invalidated"], true);
+    // A rejected store is a tool error with the gate's reason.
+    let r = call(
+        &s,
+        "memory_store",
+        json!({"content": "token ghp_0123456789abcdefghijklmnopqrstuvwxyzAB"}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(true));
+    assert_eq!(r.structured_content.unwrap()["reason"], "secret");
+
+    // The frozen block, and the prompt with the same bytes.
+    let first = inject(&s).await;
+    assert_eq!(inject(&s).await, first, "memory://inject is byte-stable");
+    assert!(first.contains("CI runs on four cores"), "{first}");
+    let prompt = s
+        .peer()
+        .get_prompt(GetPromptRequestParams::new("memory"))
+        .await
+        .unwrap();
+    let text = serde_json::to_value(&prompt.messages[0].content).unwrap();
+    assert_eq!(text["text"], first);
+    // Another session's write does not move it; compacted does.
+    let out = d.cli(&[
+        "add",
+        "Runners live in the eu-west pool",
+        "--category",
+        "fact",
+    ]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(inject(&s).await, first);
+    ok(&s, "memory_compacted", json!({})).await;
+    let rebuilt = inject(&s).await;
+    assert_ne!(rebuilt, first);
+    assert!(rebuilt.contains("eu-west pool"), "{rebuilt}");
+
+    // Drift: subscribe, let the sqlite3 shell change a memory, get the
+    // notification, and a refused update as a tool error.
+    #[allow(deprecated)]
+    s.peer()
+        .subscribe(SubscribeRequestParams::new("memory://inject"))
+        .await
+        .unwrap();
+    let bid = b["id"].as_i64().unwrap();
+    let before = ok(&s, "memory_get", json!({"id": bid})).await;
+    sqlite3(
+        &d.db(),
+        &format!("UPDATE memories SET content = 'CI runs on eight cores' WHERE id = {bid}"),
+    );
+    tokio::time::timeout(Duration::from_secs(15), host.updated.notified())
+        .await
+        .expect("a resources/updated notification");
+    assert_eq!(*host.updates.lock().unwrap(), ["memory://inject"]);
+    assert_eq!(
+        inject(&s).await,
+        rebuilt,
+        "still frozen after an external edit"
+    );
+    let r = call(
+        &s,
+        "memory_update",
+        json!({"id": bid, "content": "CI runs on sixteen cores", "expect_rev": before["memory"]["rev"]}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(true));
+    let body = r.structured_content.unwrap();
+    assert_eq!(body["code"], "drift", "{body}");
+    assert_eq!(body["success"], false);
+    assert!(body["drift_backup"].as_str().unwrap().ends_with(".json"));
+    assert!(body["generation_actual"].as_u64() > body["generation_observed"].as_u64());
+    assert!(body["remediation"].as_str().is_some());
+    let reread = ok(&s, "memory_get", json!({"id": bid})).await;
+    assert_eq!(reread["memory"]["content"], "CI runs on eight cores");
+
+    s.cancel().await.unwrap();
+    let status = child.wait().await.unwrap();
+    assert!(status.success(), "memd mcp exits 0 when the host leaves");
+}
+
+#[test]
+fn mcp_python_sdk_client_end_to_end() {
+    // .ci/run installs the `mcp` package in a venv and names its python
+    // here; a developer without it sees a skip message.
+    let python = std::env::var("MEMD_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let has_mcp = std::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !tool("sqlite3", "the external writer")
+        || !require(
+            has_mcp,
+            &format!("{python} cannot import the `mcp` package (pip install mcp)"),
+        )
+    {
+        return;
+    }
+    let d = Daemon::start();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
+    let out = std::process::Command::new(&python)
+        .arg(script)
+        .arg(BIN)
+        .arg(d.data_dir())
+        .env("HOME", d.dir.path())
+        .env("PYTHONWARNINGS", "ignore")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "the Python MCP client failed:\n{stdout}\n{stderr}\ndaemon log:\n{}",
+        d.log()
+    );
+    assert!(stdout.contains("checks passed"), "{stdout}");
+    eprintln!("{}", stdout.trim());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_autostarts_the_daemon_and_refuses_unknown_tools() {
+    let dir = tempfile::Builder::new().prefix("memd").tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut child = tokio::process::Command::new(BIN)
+        .arg("--data-dir")
+        .arg(&data)
+        .arg("mcp")
+        .env("HOME", dir.path())
+        .env_remove("MEMD_NO_AUTOSTART")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let s: Session = Host::default().serve(transport).await.unwrap();
+    let stored = ok(
+        &s,
+        "memory_store",
+        json!({"content": "Autostarted for MCP"}),
+    )
+    .await;
+    assert_eq!(stored["accepted"], true);
+    assert!(data.join("memd.sock").exists(), "a daemon was started");
+    let params = CallToolRequestParams::new("memory_drop_everything");
+    assert!(s.peer().call_tool(params).await.is_err(), "unknown tool");
+    s.cancel().await.unwrap();
+    child.wait().await.unwrap();
+    // Stop the daemon the MCP server started.
+    let out = std::process::Command::new(BIN)
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--no-autostart", "stop"])
+        .env("HOME", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(!data.join("memd.sock").exists());
+}

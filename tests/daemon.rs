@@ -5,7 +5,7 @@ mod common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use common::{Daemon, memd_command};
 use memd_client::{AddRequest, Client};
@@ -14,10 +14,12 @@ use memd_client::{AddRequest, Client};
 async fn sigterm_under_write_load_loses_no_acknowledged_write() {
     let mut d = Daemon::start();
     let stop = Arc::new(AtomicBool::new(false));
+    let acks = Arc::new(AtomicUsize::new(0));
     let mut writers = Vec::new();
     for w in 0..8 {
         let opts = d.opts();
         let stop = stop.clone();
+        let acks = acks.clone();
         writers.push(tokio::spawn(async move {
             let mut client = Client::connect(opts).await.unwrap();
             let mut acked = Vec::new();
@@ -31,7 +33,10 @@ async fn sigterm_under_write_load_loses_no_acknowledged_write() {
                     })
                     .await
                 {
-                    Ok(r) => acked.push((r.id.unwrap(), content)),
+                    Ok(r) => {
+                        acked.push((r.id.unwrap(), content));
+                        acks.fetch_add(1, Ordering::Relaxed);
+                    }
                     // Refused or cut off by the shutdown: not acknowledged.
                     Err(_) => break,
                 }
@@ -40,8 +45,16 @@ async fn sigterm_under_write_load_loses_no_acknowledged_write() {
             acked
         }));
     }
-    // Let the load run, then SIGTERM in the middle of it.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Let the load run (at least 40 writes acknowledged, however busy the
+    // machine), then SIGTERM in the middle of it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while acks.load(Ordering::Relaxed) < 40 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the write load never got going"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
     let status = tokio::task::spawn_blocking({
         let pid = d.child.as_ref().unwrap().id();
         move || common::signal(pid, "TERM")

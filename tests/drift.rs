@@ -401,12 +401,15 @@ async fn a_dropped_trigger_is_restored_and_flagged() {
          INSERT INTO memories(content) VALUES ('sneaky unindexed row'); COMMIT;",
     );
     wait_for_epoch(&d, before);
+    // The epoch is known as the repair starts; its commit follows.
+    wait_for("the recreated trigger", || {
+        let present = sqlite3(
+            &d.db(),
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'memories_ai'",
+        );
+        (present.trim() == "1").then_some(())
+    });
     assert!(d.log().contains("recreated them"), "{}", d.log());
-    let present = sqlite3(
-        &d.db(),
-        "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'memories_ai'",
-    );
-    assert_eq!(present.trim(), "1");
     // The index was rebuilt: the row written around the trigger is found.
     let hits = s
         .search(SearchRequest {

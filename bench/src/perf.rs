@@ -184,6 +184,7 @@ impl Floor {
             created_by: None,
             expires_at: None,
             redacted: false,
+            sketch: None,
         }
     }
 

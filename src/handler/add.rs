@@ -29,7 +29,7 @@ pub(super) async fn handle(
     shared: &Shared,
 ) -> Result<Response, StoreError> {
     let now = OffsetDateTime::now_utc();
-    let new = gate::check_add(&req, &session.who(), &shared.config(), now)?;
+    let mut new = gate::check_add(&req, &session.who(), &shared.config(), now)?;
     let supersedes = req.supersedes;
     // The memory to supersede is looked up even when superseded or archived,
     // so a double supersession is a conflict, not a "not found".
@@ -43,8 +43,11 @@ pub(super) async fn handle(
     let dedup = shared.config().gate.dedup && supersedes.is_none();
     let threshold = shared.config().gate.near_duplicate_threshold;
     let now = crate::clock::format(now);
-    // The shingles are computed here, off the writer thread.
-    let mine = (dedup && threshold <= 1.0).then(|| similar::profile(&new.content));
+    // The shingles and the sketch are computed here, off the writer thread:
+    // the writer only looks up and compares.
+    let mine = similar::profile(&new.content);
+    new.sketch = Some(similar::sketch(&mine));
+    let mine = (dedup && threshold <= 1.0).then_some(mine);
     let result = super::guarded(shared, session, kind, move |ctx, drift| {
         let mut result = AddResult {
             accepted: true,
@@ -81,9 +84,9 @@ pub(super) async fn handle(
                 Verdict::Different => 0.0,
             };
             let mut best: Option<(Verdict, i64)> = None;
-            let sketch = similar::sketch(mine);
+            let sketch = new.sketch.as_deref().unwrap_or_default();
             for (id, content) in
-                memories::sketch_candidates(ctx.conn, &new, &sketch, &now, CANDIDATES)?
+                memories::sketch_candidates(ctx.conn, &new, sketch, &now, CANDIDATES)?
             {
                 let verdict = similar::compare(mine, &similar::profile(&content), threshold);
                 if score(&verdict) > best.as_ref().map_or(0.0, |(v, _)| score(v)) {

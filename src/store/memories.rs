@@ -116,6 +116,9 @@ pub struct NewMemory {
     pub expires_at: Option<String>,
     /// The gate replaced a secret with `[REDACTED]` (not stored).
     pub redacted: bool,
+    /// The near-duplicate sketch of `content` when it was computed already
+    /// (off the writer thread); `insert` computes it otherwise.
+    pub sketch: Option<Vec<i64>>,
 }
 
 /// Inserts a memory and its tags; returns the new id.
@@ -148,7 +151,10 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
     ])?;
     let id = conn.last_insert_rowid();
     add_tags(conn, id, &m.tags)?;
-    set_sketch(conn, id, &m.content)?;
+    match &m.sketch {
+        Some(sketch) => store_sketch(conn, id, sketch)?,
+        None => set_sketch(conn, id, &m.content)?,
+    }
     Ok(id)
 }
 
@@ -158,6 +164,10 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
 /// SQLite errors.
 pub fn set_sketch(conn: &Connection, id: i64, content: &str) -> Result<(), StoreError> {
     let sketch = super::gate::similar::sketch(&super::gate::similar::profile(content));
+    store_sketch(conn, id, &sketch)
+}
+
+fn store_sketch(conn: &Connection, id: i64, sketch: &[i64]) -> Result<(), StoreError> {
     let mut stmt = conn
         .prepare_cached("INSERT OR IGNORE INTO memory_sketch (hash, memory_id) VALUES (?1, ?2)")?;
     for h in sketch {

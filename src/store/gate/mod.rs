@@ -383,6 +383,7 @@ pub fn check_add(
         created_by: Some(who.agent.clone()),
         expires_at: expires(req.expires.as_deref(), now)?,
         redacted: redacted_content || redacted_subject,
+        sketch: None,
     })
 }
 

@@ -241,3 +241,32 @@ fn config_limits_apply() {
     let (v, code) = d.json(&["add", "short", "--category", "fact"]);
     assert_eq!(code, 6, "{v}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_wal_is_copied_back_when_the_writer_is_idle() {
+    let d = Daemon::start();
+    let mut c = d.client().await;
+    let db_size = || std::fs::metadata(d.db()).unwrap().len();
+    let empty = db_size();
+    // About 1.5 MB of text: well over the 1,000 WAL frames that make a
+    // checkpoint due.
+    for i in 0..500 {
+        let words: Vec<String> = (0..400).map(|w| format!("w{i}x{w}")).collect();
+        c.add(AddRequest {
+            content: words.join(" ").chars().take(3_000).collect(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    }
+    // Once the writer idles, the WAL's pages reach the database file.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while db_size() < empty + 1_000_000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no checkpoint: memory.db is {} bytes",
+            db_size()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

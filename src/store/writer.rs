@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
@@ -224,8 +224,11 @@ impl Writer {
         let file_id = file_id(&setup.path)?;
         let own = setup.generations.own_last.load(Ordering::Acquire);
         let last_data_version = data_version(&setup.conn)?;
+        let mut conn = setup.conn;
+        let wal_frames = Arc::new(AtomicI64::new(0));
+        watch_wal(&mut conn, &wal_frames)?;
         let state = Thread {
-            conn: setup.conn,
+            conn,
             path: setup.path,
             max_batch: setup.config.storage.max_batch,
             config: setup.config,
@@ -236,6 +239,8 @@ impl Writer {
             file_id,
             last_data_version,
             broken: None,
+            wal_frames,
+            checkpointed_at: 0,
         };
         let thread = std::thread::Builder::new()
             .name("memd-writer".into())
@@ -340,6 +345,27 @@ fn set_generation(conn: &Connection, g: u64) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The writer checkpoints the WAL itself, when it has nothing else to do and
+/// the WAL holds at least this many frames (SQLite's own automatic
+/// checkpoint would run in the middle of a commit that a client waits for).
+const CHECKPOINT_IDLE_FRAMES: i64 = 1_000;
+/// Under a load that never lets the writer idle, it checkpoints after a
+/// batch once the WAL holds this many frames (bounding the WAL's size).
+const CHECKPOINT_BUSY_FRAMES: i64 = 8_000;
+
+/// Counts the frames in the WAL after each of the connection's commits; the
+/// hook replaces SQLite's automatic checkpoint.
+fn watch_wal(conn: &mut Connection, frames: &Arc<AtomicI64>) -> Result<(), StoreError> {
+    let frames = frames.clone();
+    conn.wal_hook(Some(
+        move |_: &mut rusqlite::hooks::Wal, n: std::os::raw::c_int| {
+            frames.store(i64::from(n), Ordering::Relaxed);
+            Ok(())
+        },
+    ))?;
+    Ok(())
+}
+
 struct Thread {
     conn: Connection,
     path: PathBuf,
@@ -357,6 +383,11 @@ struct Thread {
     /// Set when the database file is gone or unusable: writes fail with this
     /// message until a check finds a usable file again.
     broken: Option<String>,
+    /// Frames in the WAL after the last commit (see [`watch_wal`]).
+    wal_frames: Arc<AtomicI64>,
+    /// `wal_frames` when the last checkpoint ran: a checkpoint that readers
+    /// kept from finishing is retried only after another commit.
+    checkpointed_at: i64,
 }
 
 impl Thread {
@@ -364,9 +395,25 @@ impl Thread {
         let mut stop = None;
         let poll = std::time::Duration::from_millis(self.config.drift.poll_ms);
         while stop.is_none() {
+            // Nothing queued and a long WAL: checkpoint now, while no client
+            // waits for the writer.
+            let queued = if self.checkpoint_due(CHECKPOINT_IDLE_FRAMES) {
+                match rx.try_recv() {
+                    Ok(m) => Some(m),
+                    Err(mpsc::TryRecvError::Empty) => {
+                        self.checkpoint();
+                        None
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => break,
+                }
+            } else {
+                None
+            };
             // Idle: look for external commits every `poll_ms` (a writer
             // that keeps its connection open sends no file event).
-            let first = if poll.is_zero() {
+            let first = if let Some(m) = queued {
+                m
+            } else if poll.is_zero() {
                 match rx.recv() {
                     Ok(m) => m,
                     Err(_) => break,
@@ -403,6 +450,9 @@ impl Thread {
             }
             if !batch.is_empty() {
                 self.run_batch(batch);
+                if self.checkpoint_due(CHECKPOINT_BUSY_FRAMES) {
+                    self.checkpoint();
+                }
             }
             for (path, reply) in restores {
                 let _ = reply.send(self.restore(&path));
@@ -502,6 +552,31 @@ impl Thread {
                 }
                 self.broken = Some(msg);
                 Ok(())
+            }
+        }
+    }
+
+    /// Whether the WAL holds at least `frames` frames that no checkpoint has
+    /// tried yet.
+    fn checkpoint_due(&self, frames: i64) -> bool {
+        let now = self.wal_frames.load(Ordering::Relaxed);
+        now >= frames && now != self.checkpointed_at && self.broken.is_none()
+    }
+
+    /// Copies the WAL into the database without waiting for readers
+    /// (`PASSIVE`); the next commit starts the WAL over when all of it was
+    /// copied.
+    fn checkpoint(&mut self) {
+        self.checkpointed_at = self.wal_frames.load(Ordering::Relaxed);
+        let done = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                Ok((r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+            });
+        match done {
+            Ok((log, copied)) => tracing::debug!(log, copied, "checkpoint"),
+            Err(e) => {
+                tracing::warn!(error = %e, "checkpoint failed; will retry after the next commit")
             }
         }
     }
@@ -717,6 +792,7 @@ impl Thread {
 
     fn open_current_file(&mut self) -> Result<(), StoreError> {
         let mut conn = super::open_write_connection(&self.path, &self.config)?;
+        watch_wal(&mut conn, &self.wal_frames)?;
         let dir = self.path.parent().unwrap_or(Path::new("."));
         schema::migrate(&mut conn, dir)?;
         self.file_id = file_id(&self.path)?;

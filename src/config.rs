@@ -381,6 +381,8 @@ pub struct Config {
     pub sidecar: crate::daemon::sidecar::SidecarConfig,
     /// `[socket]`.
     pub socket: SocketConfig,
+    /// `[embed]`: the embedder behind semantic and hybrid search.
+    pub embed: crate::embed::EmbedConfig,
 }
 
 /// A config file that could not be used.
@@ -487,6 +489,7 @@ impl Config {
         if self.storage.max_batch == 0 {
             return Err("storage.max_batch must be at least 1".into());
         }
+        self.embed.validate()?;
         if self.limits.max_content_bytes == 0 {
             return Err("limits.max_content_bytes must be at least 1".into());
         }

@@ -11,6 +11,8 @@
 //! - [`session`]: a connection's identity and view.
 //! - [`store`]: schema and migrations, the writer thread, the reader pool,
 //!   queries, search, the write gate.
+//! - [`embed`]: the embedder (local model or HTTP provider), vectors, the
+//!   background embedding worker.
 //! - [`cli`]: the `memd` command line and `memd shell`.
 //! - [`clock`]: the stored time format.
 //! - `sys`: the few libc calls std does not wrap.
@@ -20,6 +22,7 @@ pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod drift;
+pub mod embed;
 pub mod handler;
 pub mod session;
 pub mod store;

@@ -39,6 +39,13 @@ pub struct EvalArgs {
     /// Print one JSON object instead of a table
     #[arg(long)]
     pub json: bool,
+    /// Run the daemon without an embedder (`auto` is then lexical with the
+    /// fuzzy fallback)
+    #[arg(long)]
+    pub no_embedder: bool,
+    /// How hybrid search merges rankings: rrf or weighted
+    #[arg(long)]
+    pub fusion: Option<String>,
 }
 
 /// The daemon's configuration for an evaluation: nothing merged or refused.
@@ -147,7 +154,14 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
     if turns.is_empty() || questions.is_empty() {
         bail!("no turns or no questions in {}", args.data.display());
     }
-    let daemon = BenchDaemon::start(Some(EVAL_CONFIG))?;
+    let mut config = EVAL_CONFIG.to_string();
+    if args.no_embedder {
+        config.push_str("[embed]\nprovider = \"none\"\n");
+    }
+    if let Some(f) = &args.fusion {
+        config.push_str(&format!("[search.hybrid]\nfusion = \"{f}\"\n"));
+    }
+    let daemon = BenchDaemon::start(Some(&config))?;
     let connect = |ns: &str| {
         let mut o = ConnectOptions::new(daemon.socket());
         o.namespace = ns.to_string();
@@ -190,6 +204,22 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
         dia.insert(conv, ids);
     }
     let load_time = started.elapsed();
+    // Semantic search needs every turn embedded (the worker runs in the
+    // background after each add returns).
+    let embed_started = Instant::now();
+    let mut status_client = connect("default").await?;
+    let embedder = loop {
+        let status = status_client.status().await?;
+        let e = status["embedder"].clone();
+        match e["state"].as_str() {
+            Some("loading") => {}
+            Some("ready") if e["pending"] == 0 => break e,
+            Some("ready") => {}
+            _ => break e,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let embed_time = embed_started.elapsed();
 
     // Ask.
     let mut clients: HashMap<String, Client> = HashMap::new();
@@ -238,6 +268,8 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
         "limit": args.limit,
         "memories": dia.values().map(HashMap::len).sum::<usize>(),
         "load_secs": load_time.as_secs_f64(),
+        "embed_wait_secs": embed_time.as_secs_f64(),
+        "embedder": embedder,
     });
     if args.json {
         println!("{report}");
@@ -249,6 +281,12 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
         report["memories"],
         mode.as_str(),
         crate::perf::machine_facts()
+    );
+    println!(
+        "embedder: {} ({} embedded; waited {:.1} s after the load)",
+        report["embedder"]["model"].as_str().unwrap_or("none"),
+        report["embedder"]["embedded"],
+        embed_time.as_secs_f64()
     );
     println!();
     println!("| set | n | R@1 | R@5 | R@10 | any@10 | MRR@10 |");

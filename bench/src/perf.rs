@@ -228,6 +228,7 @@ impl Floor {
                     explain: false,
                     now: time::OffsetDateTime::now_utc(),
                     rank: &rank,
+                    semantic: None,
                 },
             )?;
             Ok(())

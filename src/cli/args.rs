@@ -103,6 +103,8 @@ pub enum Command {
     Shell,
     /// Run the daemon in the foreground
     Daemon,
+    /// Rebuild every stored vector with the daemon's embedder (background)
+    Reembed,
 }
 
 /// Fields a memory can be given on add and update.

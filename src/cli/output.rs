@@ -485,6 +485,11 @@ pub fn report(what: &str, report: Value) -> Output {
                 c["sessions"]
             )
         }
+        "reembed" => format!(
+            "re-embedding {} memories with {} in the background; `memd status` shows progress",
+            report["pending"],
+            report["model"].as_str().unwrap_or("?")
+        ),
         _ => format!(
             "read {}, inserted {}, skipped {} (uid exists), replaced {}, invalid {}, links {} \
              ({} dangling){}",

@@ -54,6 +54,8 @@ pub struct Shared {
     pub live: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Held while a sweep runs (one at a time).
     pub sweeping: tokio::sync::Mutex<()>,
+    /// The embedder, the model lock and the vector index.
+    pub embed: crate::embed::EmbedService,
 }
 
 /// Why the daemon could not start (or stopped abnormally).
@@ -137,6 +139,10 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
         config.drift.backups_keep,
         config.drift.backups_max_bytes,
     );
+    let embed = {
+        let dir = crate::embed::model_dir(&config.embed, |k| std::env::var_os(k));
+        crate::embed::EmbedService::new(config.embed.clone(), dir)
+    };
     let shared = Arc::new(Shared {
         store,
         config,
@@ -148,11 +154,13 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
         access: Default::default(),
         live: Default::default(),
         sweeping: Default::default(),
+        embed,
     });
     tokio::spawn(watch_signals(shared.clone()));
     let flusher = tokio::spawn(flush_access(shared.clone()));
     let sweeper = tokio::spawn(schedule_sweeps(shared.clone()));
     let sidecar = tokio::spawn(sidecar::run(shared.clone()));
+    let embedder = tokio::spawn(crate::embed::worker::run(shared.clone()));
     let backfill = tokio::spawn({
         let shared = shared.clone();
         async move {
@@ -247,6 +255,7 @@ async fn serve(paths: Paths, config: Config, store: Store) -> Result<(), DaemonE
     flusher.abort();
     sweeper.abort();
     sidecar.abort();
+    embedder.abort();
     backfill.abort();
     if let Err(e) = shared.access.flush(&shared.store).await {
         tracing::warn!(error = %e, "cannot write the last access counts");

@@ -1,14 +1,14 @@
 //! Hybrid search: how the lexical and the semantic rankings are merged
 //! (pure).
 //!
-//! - `rrf` (reciprocal rank fusion, the default): `Σ 1 / (k + rank)` over
-//!   the rankings a row appears in (`k` = 60). It needs no score scale, so
-//!   a strong exact-keyword hit and a strong paraphrase hit both rank high.
-//! - `weighted`: `w × lexical + (1 − w) × cosine`, each divided by the best
-//!   of its ranking (`w` = 0.6). A lexical hit outside the semantic top
-//!   still counts with its own cosine.
+//! - `weighted` (the default): `w × lexical + (1 − w) × cosine`, each
+//!   divided by the best of its ranking (`w` = 0.6). A lexical hit outside
+//!   the semantic top still counts with its own cosine.
+//! - `rrf` (reciprocal rank fusion): `Σ 1 / (k + rank)` over the rankings a
+//!   row appears in (`k` = 60). It ignores how much better one hit is than
+//!   the next, so a weak semantic ranking pulls strong keyword hits down.
 //!
-//! `rrf` is the default because it scored better on the retrieval
+//! `weighted` is the default because it scored better on the retrieval
 //! evaluation (README, "Retrieval quality").
 
 use std::collections::HashMap;
@@ -22,11 +22,11 @@ use super::Candidate;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Fusion {
-    /// Reciprocal rank fusion.
-    #[default]
-    Rrf,
     /// Weighted sum of normalized scores.
+    #[default]
     Weighted,
+    /// Reciprocal rank fusion.
+    Rrf,
 }
 
 /// `[search.hybrid]` settings.
@@ -45,7 +45,7 @@ pub struct HybridConfig {
 impl Default for HybridConfig {
     fn default() -> Self {
         HybridConfig {
-            fusion: Fusion::Rrf,
+            fusion: Fusion::Weighted,
             lexical_weight: 0.6,
             rrf_k: 60.0,
         }
@@ -134,7 +134,10 @@ mod tests {
 
     #[test]
     fn rrf_rewards_rows_both_rankings_found() {
-        let cfg = HybridConfig::default();
+        let cfg = HybridConfig {
+            fusion: Fusion::Rrf,
+            ..Default::default()
+        };
         let lex = vec![c(1, 9.0), c(2, 5.0)];
         let sem = vec![c(3, 0.8), c(2, 0.7)];
         let got = order(fuse(&cfg, lex, sem, |_| None));
@@ -150,10 +153,7 @@ mod tests {
 
     #[test]
     fn weighted_uses_normalized_scores_and_known_cosines() {
-        let cfg = HybridConfig {
-            fusion: Fusion::Weighted,
-            ..Default::default()
-        };
+        let cfg = HybridConfig::default();
         // Row 1: best lexical, cosine 0.2 (outside the semantic top);
         // row 3: best semantic, no lexical match.
         let lex = vec![c(1, 10.0), c(2, 2.0)];

@@ -35,6 +35,11 @@ pub struct SemanticArgs {
     /// Texts embedded for the throughput figures
     #[arg(long, default_value_t = 256)]
     pub texts: usize,
+    /// Take the throughput texts from this file instead of the synthetic
+    /// corpus: one per line, or the `text` field of JSON lines (e.g. a
+    /// benchmark's memories.jsonl)
+    #[arg(long)]
+    pub texts_from: Option<std::path::PathBuf>,
     /// Distinct real embeddings the scales are built from
     #[arg(long, default_value_t = 1_000)]
     pub distinct: usize,
@@ -85,11 +90,28 @@ async fn run_async(args: SemanticArgs) -> anyhow::Result<()> {
     let queries = corpus::queries(args.queries.max(10), &vocab, 7);
 
     // Throughput: the same texts one by one and in batches of 32.
-    let texts: Vec<&str> = items
-        .iter()
-        .take(args.texts)
-        .map(|i| i.content.as_str())
-        .collect();
+    let from_file: Vec<String> = match &args.texts_from {
+        Some(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("reading {}", path.display()))?
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| match serde_json::from_str::<Value>(l) {
+                Ok(v) if v["text"].is_string() => v["text"].as_str().unwrap_or("").to_string(),
+                _ => l.to_string(),
+            })
+            .take(args.texts)
+            .collect(),
+        None => Vec::new(),
+    };
+    let texts: Vec<&str> = if from_file.is_empty() {
+        items
+            .iter()
+            .take(args.texts)
+            .map(|i| i.content.as_str())
+            .collect()
+    } else {
+        from_file.iter().map(String::as_str).collect()
+    };
     let t = Instant::now();
     for chunk in texts.chunks(1) {
         e.embed(chunk)?;
@@ -223,7 +245,7 @@ async fn scale(
                 }
                 memd::embed::normalize(&mut v);
                 stmt.execute((id, to_blob(&v)))?;
-                index.upsert(*id, &v);
+                index.upsert(*id, "default", &v);
             }
         }
         tx.execute(
@@ -261,12 +283,11 @@ async fn scale(
     let hybrid = measure(SearchMode::Hybrid).await?;
     let lexical = measure(SearchMode::Lexical).await?;
     // The scan alone, in this process: every vector scored, top 30 kept.
-    let all: Vec<i64> = index.ids().to_vec();
     let probe = Probe::new(&distinct[0]);
     let mut scan = Vec::new();
     for _ in 0..args.queries.min(100) {
         let t = Instant::now();
-        std::hint::black_box(index.top_among(&probe, &all, 30));
+        std::hint::black_box(index.top(&probe, None, 30));
         scan.push(t.elapsed());
     }
     let scan = summarize(&mut scan, Duration::ZERO);

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 use super::{EmbedError, Embedder, missing_model_files, normalize};
 
@@ -21,11 +21,16 @@ use super::{EmbedError, Embedder, missing_model_files, normalize};
 /// all-MiniLM-L6-v2); longer texts are cut.
 pub const MAX_TOKENS: usize = 256;
 
+/// Texts run through the model together. A batch is padded to its longest
+/// text, so the texts of one call are sorted by length first and run in
+/// groups of similar length.
+const GROUP: usize = 8;
+
 /// A BERT model loaded from a directory.
 pub struct LocalEmbedder {
     model: BertModel,
-    // `Tokenizer::encode_batch` takes `&self`, but padding settings live in
-    // it; a mutex keeps the type `Sync` without relying on its internals.
+    // A mutex keeps the type `Sync` without relying on the tokenizer's
+    // internals.
     tokenizer: Mutex<Tokenizer>,
     model_id: String,
     dim: usize,
@@ -68,10 +73,7 @@ impl LocalEmbedder {
                 ..Default::default()
             }))
             .map_err(|e| model_err("tokenizer.json refuses truncation", dir, e))?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..Default::default()
-        }));
+        tokenizer.with_padding(None);
         let name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -91,13 +93,34 @@ impl LocalEmbedder {
                 .encode_batch(texts.to_vec(), true)
                 .map_err(candle_core::Error::wrap)?
         };
+        let mut order: Vec<usize> = (0..encodings.len()).collect();
+        order.sort_by_key(|&i| encodings[i].get_ids().len());
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); encodings.len()];
+        for group in order.chunks(GROUP) {
+            let batch: Vec<&Encoding> = group.iter().map(|&i| &encodings[i]).collect();
+            for (&i, v) in group.iter().zip(self.forward(&batch)?) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Runs one group, padded to its longest text.
+    fn forward(&self, encodings: &[&Encoding]) -> candle_core::Result<Vec<Vec<f32>>> {
         let n = encodings.len();
-        let len = encodings.first().map_or(0, |e| e.get_ids().len());
+        let len = encodings
+            .iter()
+            .map(|e| e.get_ids().len())
+            .max()
+            .unwrap_or(0);
         let mut ids = Vec::with_capacity(n * len);
         let mut mask = Vec::with_capacity(n * len);
-        for e in &encodings {
+        for e in encodings {
+            let pad = len - e.get_ids().len();
             ids.extend_from_slice(e.get_ids());
+            ids.extend(std::iter::repeat_n(0u32, pad));
             mask.extend_from_slice(e.get_attention_mask());
+            mask.extend(std::iter::repeat_n(0u32, pad));
         }
         let device = Device::Cpu;
         let ids = Tensor::from_vec(ids, (n, len), &device)?;

@@ -3,9 +3,10 @@
 //! Stored: one little-endian f32 BLOB per memory in `memory_vectors`
 //! (schema v5). In memory: each vector quantized to int8 with its own scale
 //! (`x ≈ code × scale`, `scale = max |x| / 127`): a quarter of the f32
-//! memory, and a dot product of integers. Search is brute force over the
-//! rows a request may see — no approximate index: at 100K memories the scan
-//! costs a few milliseconds.
+//! memory, and a dot product of integers. Each entry also knows its row's
+//! namespace (a vector is dropped when its row moves to another one), so a
+//! search scans only the namespaces it reads. Search is brute force — no
+//! approximate index: at 100K memories the scan costs a few milliseconds.
 
 use std::collections::HashMap;
 
@@ -91,6 +92,9 @@ pub struct Index {
     pos: HashMap<i64, usize>,
     codes: Vec<i8>,
     scales: Vec<f32>,
+    /// Namespace of each entry, interned.
+    ns: Vec<u32>,
+    names: HashMap<String, u32>,
 }
 
 impl Index {
@@ -122,28 +126,33 @@ impl Index {
         self.pos.contains_key(&id)
     }
 
-    /// Bytes held by the vectors (codes, scales, ids).
+    /// Bytes held by the vectors (codes, scales, ids, namespaces, the id
+    /// map).
     pub fn bytes(&self) -> usize {
-        self.codes.len() + self.scales.len() * 4 + self.ids.len() * 8 + self.pos.len() * 16
+        self.codes.len() + self.ids.len() * (4 + 8 + 4) + self.pos.len() * 16
     }
 
-    /// Adds or replaces the vector of `id` (ignored when its length is not
-    /// the index's).
-    pub fn upsert(&mut self, id: i64, v: &[f32]) {
+    /// Adds or replaces the vector of `id` in `namespace` (ignored when its
+    /// length is not the index's).
+    pub fn upsert(&mut self, id: i64, namespace: &str, v: &[f32]) {
         if v.len() != self.dim {
             return;
         }
+        let next = self.names.len() as u32;
+        let ns = *self.names.entry(namespace.to_string()).or_insert(next);
         let (codes, scale) = quantize(v);
         match self.pos.get(&id) {
             Some(&p) => {
                 self.codes[p * self.dim..(p + 1) * self.dim].copy_from_slice(&codes);
                 self.scales[p] = scale;
+                self.ns[p] = ns;
             }
             None => {
                 self.pos.insert(id, self.ids.len());
                 self.ids.push(id);
                 self.codes.extend_from_slice(&codes);
                 self.scales.push(scale);
+                self.ns.push(ns);
             }
         }
     }
@@ -158,12 +167,14 @@ impl Index {
             let moved = self.ids[last];
             self.ids[p] = moved;
             self.scales[p] = self.scales[last];
+            self.ns[p] = self.ns[last];
             let (head, tail) = self.codes.split_at_mut(last * self.dim);
             head[p * self.dim..(p + 1) * self.dim].copy_from_slice(&tail[..self.dim]);
             self.pos.insert(moved, p);
         }
         self.ids.pop();
         self.scales.pop();
+        self.ns.pop();
         self.codes.truncate(last * self.dim);
     }
 
@@ -189,6 +200,32 @@ impl Index {
             .iter()
             .filter_map(|id| self.pos.get(id).map(|&p| (*id, self.score_at(probe, p))));
         top_k(scored, k)
+    }
+
+    /// The `k` best entries of the given namespaces (`None`: all), best
+    /// first.
+    pub fn top(&self, probe: &Probe, namespaces: Option<&[String]>, k: usize) -> Vec<(i64, f32)> {
+        match namespaces {
+            None => top_k(
+                (0..self.ids.len()).map(|p| (self.ids[p], self.score_at(probe, p))),
+                k,
+            ),
+            Some(list) => {
+                let wanted: Vec<u32> = list
+                    .iter()
+                    .filter_map(|n| self.names.get(n).copied())
+                    .collect();
+                if wanted.is_empty() {
+                    return Vec::new();
+                }
+                top_k(
+                    (0..self.ids.len())
+                        .filter(|&p| wanted.contains(&self.ns[p]))
+                        .map(|p| (self.ids[p], self.score_at(probe, p))),
+                    k,
+                )
+            }
+        }
     }
 
     /// Every id whose approximate cosine with the probe is at least `min`,
@@ -249,7 +286,7 @@ mod tests {
         let probe = Probe::new(&q);
         let mut index = Index::new(dim);
         for i in 0..200 {
-            index.upsert(i, &unit(i as u64 + 10, dim));
+            index.upsert(i, "n", &unit(i as u64 + 10, dim));
         }
         for i in 0..200 {
             let exact = dot(&q, &unit(i as u64 + 10, dim));
@@ -257,7 +294,7 @@ mod tests {
             assert!((exact - approx).abs() < 0.01, "{i}: {exact} vs {approx}");
         }
         // The same vector scores ~1.
-        index.upsert(999, &q);
+        index.upsert(999, "n", &q);
         assert!(index.score(&probe, 999).unwrap() > 0.99);
         assert_eq!(index.top_among(&probe, &[1, 999, 2, 12345], 1)[0].0, 999);
     }
@@ -267,9 +304,13 @@ mod tests {
         let dim = 8;
         let mut index = Index::new(dim);
         for i in 0..5 {
-            index.upsert(i, &unit(i as u64, dim));
+            index.upsert(
+                i,
+                if i % 2 == 0 { "even" } else { "odd" },
+                &unit(i as u64, dim),
+            );
         }
-        index.upsert(2, &unit(100, dim));
+        index.upsert(2, "even", &unit(100, dim));
         assert_eq!(index.len(), 5);
         let p = Probe::new(&unit(100, dim));
         assert!(index.score(&p, 2).unwrap() > 0.99);
@@ -283,8 +324,20 @@ mod tests {
             let p = Probe::new(&unit(want, dim));
             assert!(index.score(&p, i).unwrap() > 0.99, "{i}");
         }
+        // Namespaces survive the moves.
+        let p = Probe::new(&unit(100, dim));
+        let even: Vec<i64> = index
+            .top(&p, Some(&["even".to_string()]), 10)
+            .iter()
+            .map(|x| x.0)
+            .collect();
+        assert_eq!(even.len(), 2);
+        assert_eq!(even[0], 2);
+        assert!(even.contains(&4));
+        assert_eq!(index.top(&p, None, 10).len(), 4);
+        assert!(index.top(&p, Some(&["none".to_string()]), 10).is_empty());
         // A vector of the wrong length is ignored.
-        index.upsert(7, &[1.0; 3]);
+        index.upsert(7, "odd", &[1.0; 3]);
         assert!(!index.contains(7));
     }
 

@@ -223,8 +223,8 @@ struct Worker {
     first_pass: bool,
 }
 
-/// A row to embed: id and the text as read.
-type Row = (i64, String);
+/// A row to embed: id, namespace and the text as read.
+type Row = (i64, String, String);
 
 impl Worker {
     /// Reads the lock and every stored vector into a new index.
@@ -238,13 +238,17 @@ impl Worker {
                 let lock = read_lock(conn)?;
                 let mut index = Index::new(dim);
                 if lock.as_ref().is_none_or(|l| l.dim == dim) {
-                    let mut stmt = conn.prepare("SELECT memory_id, vector FROM memory_vectors")?;
+                    let mut stmt = conn.prepare(
+                        "SELECT v.memory_id, m.namespace, v.vector FROM memory_vectors v \
+                         JOIN memories m ON m.id = v.memory_id",
+                    )?;
                     let mut rows = stmt.query([])?;
                     while let Some(r) = rows.next()? {
                         let id: i64 = r.get(0)?;
-                        let blob: Vec<u8> = r.get(1)?;
+                        let ns: String = r.get(1)?;
+                        let blob: Vec<u8> = r.get(2)?;
                         if let Some(v) = from_blob(&blob, dim) {
-                            index.upsert(id, &v);
+                            index.upsert(id, &ns, &v);
                         }
                     }
                 }
@@ -321,7 +325,7 @@ impl Worker {
             let rows: Vec<Row> = read
                 .value
                 .into_iter()
-                .filter(|(id, _)| !skip.contains(id))
+                .filter(|(id, _, _)| !skip.contains(id))
                 .take(batch)
                 .collect();
             if rows.is_empty() {
@@ -331,7 +335,7 @@ impl Worker {
             {
                 // Their old vectors (if any) are not current any more.
                 let mut index = svc.index.write().unwrap_or_else(|e| e.into_inner());
-                for (id, _) in &rows {
+                for (id, _, _) in &rows {
                     index.remove(*id);
                 }
             }
@@ -350,7 +354,7 @@ impl Worker {
     /// retried one row at a time, and the rows it refuses alone are skipped.
     async fn embed(&mut self, rows: &[Row]) -> Result<Vec<Option<Vec<f32>>>, StoreError> {
         let e = self.embedder.clone();
-        let texts: Vec<String> = rows.iter().map(|(_, t)| t.clone()).collect();
+        let texts: Vec<String> = rows.iter().map(|(_, _, t)| t.clone()).collect();
         let out: Result<Vec<Option<Vec<f32>>>, EmbedError> = tokio::task::spawn_blocking(move || {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             match e.embed(&refs) {
@@ -370,7 +374,7 @@ impl Worker {
         .map_err(|e| StoreError::Io(format!("the embedding task failed: {e}")))?;
         match out {
             Ok(v) => {
-                for ((id, _), vec) in rows.iter().zip(&v) {
+                for ((id, _, _), vec) in rows.iter().zip(&v) {
                     if vec.is_none() {
                         tracing::warn!(
                             id,
@@ -397,15 +401,15 @@ impl Worker {
         &mut self,
         rows: Vec<Row>,
         vectors: Vec<Option<Vec<f32>>>,
-    ) -> Result<Vec<(i64, Vec<f32>)>, StoreError> {
+    ) -> Result<Vec<(i64, String, Vec<f32>)>, StoreError> {
         let lock = ModelLock {
             model: self.embedder.model_id().to_string(),
             dim: self.embedder.dim(),
         };
-        let items: Vec<(i64, String, Vec<f32>)> = rows
+        let items: Vec<(i64, String, String, Vec<f32>)> = rows
             .into_iter()
             .zip(vectors)
-            .filter_map(|((id, text), v)| v.map(|v| (id, text, v)))
+            .filter_map(|((id, ns, text), v)| v.map(|v| (id, ns, text, v)))
             .collect();
         let svc = &self.shared.embed;
         let job_lock = lock.clone();
@@ -432,12 +436,12 @@ impl Worker {
                 let mut stmt = ctx.conn.prepare_cached(
                     "INSERT OR REPLACE INTO memory_vectors (memory_id, vector) SELECT ?1, ?2 \
                      WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?1 \
-                     AND CAST(content AS TEXT) IS ?3)",
+                     AND CAST(content AS TEXT) IS ?3 AND namespace IS ?4)",
                 )?;
                 let mut written = Vec::new();
-                for (id, text, v) in items {
-                    if stmt.execute((id, to_blob(&v), &text))? > 0 {
-                        written.push((id, v));
+                for (id, ns, text, v) in items {
+                    if stmt.execute((id, to_blob(&v), &text, &ns))? > 0 {
+                        written.push((id, ns, v));
                     }
                 }
                 Ok(written)
@@ -450,8 +454,8 @@ impl Worker {
                 if index.dim() != self.embedder.dim() {
                     *index = Index::new(self.embedder.dim());
                 }
-                for (id, v) in &written {
-                    index.upsert(*id, v);
+                for (id, ns, v) in &written {
+                    index.upsert(*id, ns, v);
                 }
                 Ok(written)
             }
@@ -466,7 +470,7 @@ impl Worker {
 
     /// Semantic near duplicates and auto-supersession for rows embedded as
     /// they arrived.
-    async fn neighbors(&mut self, written: &[(i64, Vec<f32>)]) -> Result<(), StoreError> {
+    async fn neighbors(&mut self, written: &[(i64, String, Vec<f32>)]) -> Result<(), StoreError> {
         let svc = &self.shared.embed;
         let t = Thresholds {
             similar: svc.config.similar_threshold,
@@ -478,12 +482,13 @@ impl Worker {
         } else {
             t.similar
         };
-        for (id, v) in written {
+        for (id, ns, v) in written {
             let close: Vec<(i64, f32)> = {
                 let index = svc.index.read().unwrap_or_else(|e| e.into_inner());
                 index
-                    .above(&Probe::new(v), floor, 21)
+                    .top(&Probe::new(v), Some(std::slice::from_ref(ns)), 21)
                     .into_iter()
+                    .filter(|(_, c)| *c >= floor)
                     .filter(|(other, _)| other != id)
                     .collect()
             };
@@ -564,7 +569,7 @@ impl Worker {
 /// Rows without a vector, oldest first.
 fn pending(conn: &Connection, limit: i64) -> Result<Vec<Row>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT m.id, CAST(m.content AS TEXT) FROM memories m WHERE NOT EXISTS \
+        "SELECT m.id, m.namespace, CAST(m.content AS TEXT) FROM memories m WHERE NOT EXISTS \
          (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id) ORDER BY m.id LIMIT ?1",
     )?;
     let rows = stmt
@@ -572,6 +577,7 @@ fn pending(conn: &Connection, limit: i64) -> Result<Vec<Row>, StoreError> {
             Ok((
                 r.get(0)?,
                 r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                r.get::<_, Option<String>>(2)?.unwrap_or_default(),
             ))
         })?
         .collect::<Result<Vec<_>, _>>()?;

@@ -139,6 +139,34 @@ async fn run_async(args: SemanticArgs) -> anyhow::Result<()> {
         }
         out
     };
+    // What int8 costs in ranking: over the distinct real vectors, the top
+    // 10 by quantized cosine against the top 10 by exact f32 cosine, for
+    // real query vectors.
+    let int8_overlap = {
+        let mut index = Index::new(e.dim());
+        for (i, v) in distinct.iter().enumerate() {
+            index.upsert(i as i64, "default", v);
+        }
+        let probes: Vec<&String> = queries.iter().take(100).collect();
+        let mut overlap = 0usize;
+        for q in &probes {
+            let v = e.embed(&[q.as_str()])?.remove(0);
+            let approx: Vec<i64> = index
+                .top(&Probe::new(&v), None, 10)
+                .iter()
+                .map(|x| x.0)
+                .collect();
+            let want = memd::embed::vectors::top_k(
+                distinct
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| (i as i64, memd::embed::vectors::dot(&v, x))),
+                10,
+            );
+            overlap += want.iter().filter(|(id, _)| approx.contains(id)).count();
+        }
+        overlap as f64 / (probes.len() * 10).max(1) as f64
+    };
     let mut scales = Vec::new();
     for &n in &args.scales {
         scales.push(scale(&args, &*e, &items[..n], &distinct, &queries).await?);
@@ -152,6 +180,7 @@ async fn run_async(args: SemanticArgs) -> anyhow::Result<()> {
         "embed_per_sec_batch_1": one,
         "embed_per_sec_batch_32": batch,
         "query_embed": ms(&query_embed),
+        "int8_top10_overlap": int8_overlap,
         "scales": scales,
         "machine": crate::perf::machine_facts(),
     });
@@ -174,9 +203,14 @@ async fn run_async(args: SemanticArgs) -> anyhow::Result<()> {
         query_embed.p50_us / 1e3,
         load_ms
     );
+    println!(
+        "int8 index: {:.3} of the exact f32 top 10 found in its own top 10 ({} real vectors, 100 queries)",
+        int8_overlap,
+        distinct.len()
+    );
     println!();
     println!(
-        "| memories | semantic p50 / p95 | hybrid p50 / p95 | lexical p50 / p95 | scan only p50 | index | f32 would be | daemon RSS |"
+        "| memories | semantic p50 / p95 | hybrid p50 / p95 | lexical p50 / p95 | scan only p50 | index | f32 would be | daemon RSS"
     );
     println!("|---|---|---|---|---|---|---|---|");
     for s in &report["scales"].as_array().cloned().unwrap_or_default() {

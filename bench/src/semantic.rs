@@ -210,7 +210,7 @@ async fn run_async(args: SemanticArgs) -> anyhow::Result<()> {
     );
     println!();
     println!(
-        "| memories | semantic p50 / p95 | hybrid p50 / p95 | lexical p50 / p95 | scan only p50 | index | f32 would be | daemon RSS"
+        "| memories | semantic p50 / p95 | hybrid p50 / p95 | lexical p50 / p95 | scan only p50 | index | f32 would be | daemon RSS |"
     );
     println!("|---|---|---|---|---|---|---|---|");
     for s in &report["scales"].as_array().cloned().unwrap_or_default() {

@@ -411,6 +411,8 @@ pub struct Config {
     pub sidecar: crate::daemon::sidecar::SidecarConfig,
     /// `[socket]`.
     pub socket: SocketConfig,
+    /// `[embed]`: the embedder behind semantic and hybrid search.
+    pub embed: crate::embed::EmbedConfig,
 }
 
 /// A config file that could not be used.
@@ -566,6 +568,7 @@ impl Config {
                 "storage.max_batch must be at least 1".into(),
             ));
         }
+        self.embed.validate()?;
         if self.limits.max_content_bytes == 0 {
             return Err((
                 "limits.max_content_bytes",

@@ -11,6 +11,8 @@
 //! - [`session`]: a connection's identity and view.
 //! - [`store`]: schema and migrations, the writer thread, the reader pool,
 //!   queries, search, the write gate.
+//! - [`embed`]: the embedder (local model or HTTP provider), vectors, the
+//!   background embedding worker.
 //! - [`cli`]: the `memd` command line, `memd shell`, `config show` and
 //!   `service install|uninstall|status`.
 //! - [`mcp`]: `memd mcp`, a stdio MCP server that is one session.
@@ -24,6 +26,7 @@ pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod drift;
+pub mod embed;
 pub mod fuzzing;
 pub mod handler;
 pub mod mcp;

@@ -544,7 +544,9 @@ async fn subscribed_sessions_get_a_push_on_external_change() {
         .await
         .expect("a push within 10 s")
         .unwrap();
-    let memd_client::proto::Event::Drift(e) = event;
+    let memd_client::proto::Event::Drift(e) = event else {
+        panic!("expected a drift event, got {event:?}");
+    };
     assert!(e.external_epoch > 0);
     assert_eq!(e.reason, "external write");
     // The session still answers requests after a push.

@@ -39,6 +39,16 @@ pub struct EvalArgs {
     /// Print one JSON object instead of a table
     #[arg(long)]
     pub json: bool,
+    /// Run the daemon without an embedder (`auto` is then lexical with the
+    /// fuzzy fallback)
+    #[arg(long)]
+    pub no_embedder: bool,
+    /// How hybrid search merges rankings: `rrf`, `rrf:K`, `weighted` or
+    /// `weighted:W` (W: lexical weight). Several, comma-separated, are each
+    /// evaluated on the same loaded and embedded data (the daemon restarts
+    /// with each).
+    #[arg(long, value_delimiter = ',')]
+    pub fusion: Vec<String>,
 }
 
 /// The daemon's configuration for an evaluation: nothing merged or refused.
@@ -147,9 +157,36 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
     if turns.is_empty() || questions.is_empty() {
         bail!("no turns or no questions in {}", args.data.display());
     }
-    let daemon = BenchDaemon::start(Some(EVAL_CONFIG))?;
+    let mut config = EVAL_CONFIG.to_string();
+    if args.no_embedder {
+        config.push_str("[embed]\nprovider = \"none\"\n");
+    }
+    let variants: Vec<Option<String>> = if args.fusion.is_empty() {
+        vec![None]
+    } else {
+        args.fusion.iter().cloned().map(Some).collect()
+    };
+    let with_fusion = |v: &Option<String>| -> anyhow::Result<String> {
+        let mut c = config.clone();
+        if let Some(v) = v {
+            let (name, param) = v.split_once(':').unwrap_or((v.as_str(), ""));
+            c.push_str(&format!("[search.hybrid]\nfusion = \"{name}\"\n"));
+            if !param.is_empty() {
+                let x: f64 = param.parse().with_context(|| format!("bad fusion {v}"))?;
+                let key = if name == "rrf" {
+                    "rrf_k"
+                } else {
+                    "lexical_weight"
+                };
+                c.push_str(&format!("{key} = {x}\n"));
+            }
+        }
+        Ok(c)
+    };
+    let mut daemon = BenchDaemon::start(Some(&with_fusion(&variants[0])?))?;
+    let socket = daemon.socket();
     let connect = |ns: &str| {
-        let mut o = ConnectOptions::new(daemon.socket());
+        let mut o = ConnectOptions::new(socket.clone());
         o.namespace = ns.to_string();
         o.agent_id = "memd-bench".into();
         Client::connect(o)
@@ -190,13 +227,68 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
         dia.insert(conv, ids);
     }
     let load_time = started.elapsed();
+    // Semantic search needs every turn embedded (the worker runs in the
+    // background after each add returns).
+    let embed_started = Instant::now();
+    let mut status_client = connect("default").await?;
+    let embedder = loop {
+        let status = status_client.status().await?;
+        let e = status["embedder"].clone();
+        match e["state"].as_str() {
+            Some("loading") => {}
+            Some("ready") if e["pending"] == 0 => break e,
+            Some("ready") => {}
+            _ => break e,
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let embed_time = embed_started.elapsed();
+    drop(status_client);
 
+    for (k, variant) in variants.iter().enumerate() {
+        if k > 0 {
+            daemon.stop()?;
+            std::fs::write(daemon.dir.path().join("config.toml"), with_fusion(variant)?)?;
+            daemon.spawn()?;
+            let mut c = connect("default").await?;
+            loop {
+                let e = c.status().await?["embedder"].clone();
+                if e["state"] != "loading" && (e["state"] != "ready" || e["pending"] == 0) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+        ask(
+            &args, mode, variant, &questions, &dia, &connect, &embedder, load_time, embed_time,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn ask<F, Fut>(
+    args: &EvalArgs,
+    mode: SearchMode,
+    variant: &Option<String>,
+    questions: &[Question],
+    dia: &HashMap<String, HashMap<i64, String>>,
+    connect: &F,
+    embedder: &Value,
+    load_time: Duration,
+    embed_time: Duration,
+) -> anyhow::Result<()>
+where
+    F: Fn(&str) -> Fut,
+    Fut: std::future::Future<Output = memd_client::Result<Client>>,
+{
     // Ask.
     let mut clients: HashMap<String, Client> = HashMap::new();
     let mut all = Totals::default();
     let mut by_cat: BTreeMap<String, Totals> = BTreeMap::new();
     let mut latencies = Vec::with_capacity(questions.len());
-    for q in &questions {
+    for q in questions {
         if !clients.contains_key(&q.conv) {
             clients.insert(q.conv.clone(), connect(&q.conv).await?);
         }
@@ -235,9 +327,12 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
         "by_category": by_category,
         "latency_ms": {"p50": lat.p50_us / 1e3, "p95": lat.p95_us / 1e3},
         "mode": mode.as_str(),
+        "fusion": variant,
         "limit": args.limit,
         "memories": dia.values().map(HashMap::len).sum::<usize>(),
         "load_secs": load_time.as_secs_f64(),
+        "embed_wait_secs": embed_time.as_secs_f64(),
+        "embedder": embedder,
     });
     if args.json {
         println!("{report}");
@@ -249,6 +344,15 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
         report["memories"],
         mode.as_str(),
         crate::perf::machine_facts()
+    );
+    if let Some(v) = variant {
+        println!("hybrid fusion: {v}");
+    }
+    println!(
+        "embedder: {} ({} embedded; waited {:.1} s after the load)",
+        report["embedder"]["model"].as_str().unwrap_or("none"),
+        report["embedder"]["embedded"],
+        embed_time.as_secs_f64()
     );
     println!();
     println!("| set | n | R@1 | R@5 | R@10 | any@10 | MRR@10 |");

@@ -3,6 +3,8 @@
 //! - `perf`: latency and throughput of requests over the socket.
 //! - `drift`: external-change detection latency, the guard's cost.
 //! - `eval`: retrieval quality (recall@k, MRR) on a conversation benchmark.
+//! - `semantic`: embedding throughput, semantic and hybrid query latency at
+//!   10K and 100K memories, the vector index's memory.
 //!
 //! The daemon under test is memd's own daemon code, run by this binary in a
 //! child process (`memd-bench daemon`, hidden) on a temp data dir, so the
@@ -13,6 +15,7 @@ mod daemon;
 mod drift;
 mod eval;
 mod perf;
+mod semantic;
 mod stats;
 
 use clap::{Parser, Subcommand};
@@ -32,6 +35,8 @@ enum Command {
     Drift(drift::DriftArgs),
     /// Retrieval quality on a conversation benchmark
     Eval(eval::EvalArgs),
+    /// Embedding throughput, semantic query latency at scale, index memory
+    Semantic(semantic::SemanticArgs),
     /// Run the daemon (used by the other commands)
     #[command(hide = true)]
     Daemon {
@@ -48,6 +53,7 @@ fn main() -> anyhow::Result<()> {
         Command::Perf(args) => perf::run(args),
         Command::Drift(args) => drift::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Semantic(args) => semantic::run(args),
         Command::Daemon { data_dir, config } => daemon::run_child(data_dir, config),
     }
 }

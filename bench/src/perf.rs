@@ -129,7 +129,7 @@ fn timed_sync(n: usize, mut f: impl FnMut(usize) -> anyhow::Result<()>) -> anyho
 }
 
 /// The export document of `items[from..to]` (what `memd import` reads).
-fn export_doc(items: &[Item], from: usize) -> Vec<u8> {
+pub(crate) fn export_doc(items: &[Item], from: usize) -> Vec<u8> {
     let entries: Vec<Value> = items
         .iter()
         .enumerate()
@@ -229,6 +229,7 @@ impl Floor {
                     explain: false,
                     now: time::OffsetDateTime::now_utc(),
                     rank: &rank,
+                    semantic: None,
                 },
             )?;
             Ok(())

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 fn tiny_fixture_has_the_known_recall() {
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny");
     let out = Command::new(env!("CARGO_BIN_EXE_memd-bench"))
-        .args(["eval", "--data", data, "--json"])
+        .args(["eval", "--data", data, "--json", "--no-embedder"])
         .env_remove("MEMD_DATA_DIR")
         .output()
         .unwrap();
@@ -35,7 +35,7 @@ fn tiny_fixture_has_the_known_recall() {
 
     // The table form carries the same figures.
     let out = Command::new(env!("CARGO_BIN_EXE_memd-bench"))
-        .args(["eval", "--data", data, "--mode", "lexical"])
+        .args(["eval", "--data", data, "--mode", "lexical", "--no-embedder"])
         .output()
         .unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
@@ -49,7 +49,14 @@ fn tiny_fixture_has_the_known_recall() {
 fn semantic_mode_is_a_clear_error_without_an_embedder() {
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny");
     let out = Command::new(env!("CARGO_BIN_EXE_memd-bench"))
-        .args(["eval", "--data", data, "--mode", "semantic"])
+        .args([
+            "eval",
+            "--data",
+            data,
+            "--mode",
+            "semantic",
+            "--no-embedder",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

@@ -145,6 +145,8 @@ impl Error {
             Error::Unreachable { .. } | Error::ProtocolMismatch { .. } | Error::Autostart(_) => 5,
             Error::Rejected(_) => 6,
             Error::InvalidInput(_) => 2,
+            // A mode that needs an embedder the daemon does not have ready.
+            Error::Daemon(b) if b.code == ErrorCode::NotConfigured => 2,
             Error::NotFound(_) | Error::Daemon(_) => 1,
             Error::Protocol(_) | Error::Closed | Error::Io(_) => 5,
         }

@@ -612,6 +612,43 @@ impl Client {
         }
     }
 
+    /// Drops every stored vector and has the daemon re-embed every memory
+    /// with its embedder, in the background (progress in `status`).
+    /// Returns `{model, dim, previous_model, previous_dim, pending}`.
+    ///
+    /// # Errors
+    /// [`Error::Daemon`] with code `not_configured` when the daemon has no
+    /// ready embedder.
+    pub async fn reembed(&mut self) -> Result<serde_json::Value> {
+        match self
+            .call(Request::Reembed(memd_proto::ReembedRequest {}))
+            .await?
+        {
+            Response::Report(r) => parse_report(&r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Several searches in one request (semantic ones embedded in one
+    /// batch, all read in one transaction); one result per search, in order.
+    ///
+    /// # Errors
+    /// As [`Client::search`]; the first invalid search fails the batch.
+    pub async fn search_batch(
+        &mut self,
+        searches: Vec<SearchRequest>,
+    ) -> Result<Vec<SearchResult>> {
+        match self
+            .call(Request::SearchBatch(memd_proto::SearchBatchRequest {
+                searches,
+            }))
+            .await?
+        {
+            Response::HitsBatch(r) => Ok(r.results),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Exports memories into `out` (JSON with every column, or Markdown).
     /// Returns what the daemon says of the export and the bytes written.
     ///

@@ -76,6 +76,10 @@ pub enum Request {
     Fetch(FetchRequest),
     /// Import the uploaded export or drift backup.
     Import(ImportRequest),
+    /// Rebuild every stored vector with the daemon's embedder.
+    Reembed(ReembedRequest),
+    /// Several searches in one request (their queries embedded in one batch).
+    SearchBatch(SearchBatchRequest),
 }
 
 /// Everything the daemon answers. Append only.
@@ -123,6 +127,8 @@ pub enum Response {
     Download(DownloadInfo),
     /// Answer to [`Request::Fetch`].
     Chunk(Chunk),
+    /// Answer to [`Request::SearchBatch`]: one result per search, in order.
+    HitsBatch(SearchBatchResult),
 }
 
 /// Run a sweep.
@@ -380,6 +386,44 @@ pub struct Report {
 pub enum Event {
     /// An external change was detected.
     Drift(DriftEvent),
+    /// A memory turned out to be a semantic near duplicate of another one
+    /// (found after the add, once its embedding was computed).
+    Similar(SimilarEvent),
+}
+
+/// A semantic near duplicate: a new memory close to an existing one in the
+/// same namespace, scope and owner. A notice, never a merge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimilarEvent {
+    /// Namespace of both memories.
+    pub namespace: String,
+    /// The new memory.
+    pub id: i64,
+    /// The existing memory it is close to.
+    pub similar_to: i64,
+    /// Their cosine similarity.
+    pub cosine: f64,
+    /// The existing memory was superseded by the new one
+    /// (`[embed] auto_supersede`).
+    pub superseded: bool,
+}
+
+/// Rebuild every vector with the daemon's embedder (in the background).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ReembedRequest {}
+
+/// Several searches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SearchBatchRequest {
+    /// The searches, answered in order.
+    pub searches: Vec<SearchRequest>,
+}
+
+/// One result per search of a [`SearchBatchRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchBatchResult {
+    /// Results, in the order of the searches.
+    pub results: Vec<SearchResult>,
 }
 
 /// An external change: the database was written outside memd (or restored,

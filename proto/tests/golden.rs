@@ -149,6 +149,20 @@ fn requests() -> Vec<(&'static str, Request)> {
             }),
         ),
         ("req_restore", Request::Restore(RestoreRequest {})),
+        ("req_reembed", Request::Reembed(ReembedRequest {})),
+        (
+            "req_search_batch",
+            Request::SearchBatch(SearchBatchRequest {
+                searches: vec![SearchRequest {
+                    query: "what does the user drink?".into(),
+                    filter: Filter::default(),
+                    limit: 5,
+                    mode: SearchMode::Hybrid,
+                    syntax: QuerySyntax::Plain,
+                    explain: false,
+                }],
+            }),
+        ),
     ]
 }
 
@@ -253,6 +267,31 @@ fn responses() -> Vec<(&'static str, Response)> {
                 external_epoch: 9,
                 at: "2026-06-07T18:00:00.000Z".into(),
                 reason: "external write".into(),
+            })),
+        ),
+        (
+            "resp_hits_batch",
+            Response::HitsBatch(SearchBatchResult {
+                results: vec![SearchResult {
+                    hits: vec![Hit {
+                        memory: memory(),
+                        score: 0.5,
+                        matched: MatchKind::Hybrid,
+                        explain: None,
+                    }],
+                    generation: 7,
+                    mode: SearchMode::Hybrid,
+                }],
+            }),
+        ),
+        (
+            "resp_event_similar",
+            Response::Event(Event::Similar(SimilarEvent {
+                namespace: "default".into(),
+                id: 43,
+                similar_to: 42,
+                cosine: 0.95,
+                superseded: false,
             })),
         ),
     ]

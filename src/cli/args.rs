@@ -111,6 +111,8 @@ pub enum Command {
     Service(ServiceCommand),
     /// Serve one session to an MCP host over stdin/stdout
     Mcp,
+    /// Rebuild every stored vector with the daemon's embedder (background)
+    Reembed,
 }
 
 /// `config …`.

@@ -428,6 +428,7 @@ pub async fn execute(
         Command::Status => Ok(output::status(client.status().await?)),
         Command::Check => output::check(client.check().await?),
         Command::Sweep(a) => Ok(output::report("sweep", client.sweep(a.dry_run).await?)),
+        Command::Reembed => Ok(output::report("reembed", client.reembed().await?)),
         Command::Export(a) => {
             let req = memd_client::proto::ExportRequest {
                 format: a.format.clone(),

@@ -322,6 +322,25 @@ pub fn forgotten(r: &ForgetResult) -> Output {
     }
 }
 
+/// The `embedder` line of `status`: what embeds, and how far it is.
+fn embedder_line(e: &Value) -> String {
+    let text = |k: &str| e[k].as_str().unwrap_or("-").to_string();
+    match e["state"].as_str() {
+        None => "embedder     none (lexical and fuzzy search only)".to_string(),
+        Some("ready") => format!(
+            "embedder     {} (dim {}): {} embedded, {} pending",
+            text("model"),
+            e["dim"],
+            e["embedded"],
+            e["pending"]
+        ),
+        Some(state) => match e["reason"].as_str() {
+            Some(why) => format!("embedder     {state}: {why}"),
+            None => format!("embedder     {state}"),
+        },
+    }
+}
+
 /// `status`.
 pub fn status(s: Value) -> Output {
     let get = |path: &[&str]| {
@@ -353,6 +372,7 @@ pub fn status(s: Value) -> Output {
             get(&["drift", "external_epoch"])
         ),
         format!("drift policy {}", get(&["drift", "policy"])),
+        embedder_line(&s["embedder"]),
     ]
     .join("\n");
     let fields = match s {
@@ -485,6 +505,11 @@ pub fn report(what: &str, report: Value) -> Output {
                 c["sessions"]
             )
         }
+        "reembed" => format!(
+            "re-embedding {} memories with {} in the background; `memd status` shows progress",
+            report["pending"],
+            report["model"].as_str().unwrap_or("?")
+        ),
         _ => format!(
             "read {}, inserted {}, skipped {} (uid exists), replaced {}, invalid {}, links {} \
              ({} dangling){}",

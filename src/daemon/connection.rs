@@ -283,6 +283,7 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
         .insert(session.id.clone());
     tracing::debug!(session = %session.id, agent = %session.agent, namespace = %session.namespace, "session opened");
     let mut events = shared.store.generations.events.subscribe();
+    let mut similar = shared.embed.similar.subscribe();
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         let frame = tokio::select! {
@@ -299,6 +300,19 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         tracing::debug!(session = %session.id, missed = n, "session lagged behind drift events");
                     }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+                continue;
+            }
+            event = similar.recv(), if session.subscribed => {
+                match event {
+                    Ok(e) if e.namespace == session.namespace => {
+                        let push = Response::Event(Event::Similar(e));
+                        if !out.send(memd_proto::PUSH_ID, push).await {
+                            break;
+                        }
+                    }
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => break,
                 }
                 continue;

@@ -60,6 +60,8 @@ pub struct Shared {
     pub sweeping: tokio::sync::Mutex<()>,
     /// The listener came from the service manager (socket activation).
     pub socket_inherited: bool,
+    /// The embedder, the model lock and the vector index.
+    pub embed: crate::embed::EmbedService,
 }
 
 impl Shared {
@@ -199,6 +201,10 @@ async fn serve(
         config.drift.backups_keep,
         config.drift.backups_max_bytes,
     );
+    let embed = {
+        let dir = crate::embed::model_dir(&config.embed, |k| std::env::var_os(k));
+        crate::embed::EmbedService::new(config.embed.clone(), dir)
+    };
     let shared = Arc::new(Shared {
         store,
         config: std::sync::RwLock::new(Arc::new(config)),
@@ -211,11 +217,13 @@ async fn serve(
         live: Default::default(),
         sweeping: Default::default(),
         socket_inherited: bound.inherited,
+        embed,
     });
     tokio::spawn(watch_signals(shared.clone()));
     let flusher = tokio::spawn(flush_access(shared.clone()));
     let sweeper = tokio::spawn(schedule_sweeps(shared.clone()));
     let sidecar = tokio::spawn(sidecar::run(shared.clone()));
+    let embedder = tokio::spawn(crate::embed::worker::run(shared.clone()));
     let backfill = tokio::spawn({
         let shared = shared.clone();
         async move {
@@ -316,6 +324,7 @@ async fn serve(
     flusher.abort();
     sweeper.abort();
     sidecar.abort();
+    embedder.abort();
     backfill.abort();
     if let Err(e) = shared.access.flush(&shared.store).await {
         tracing::warn!(error = %e, "cannot write the last access counts");

@@ -13,6 +13,7 @@ mod get;
 mod inject;
 mod list;
 mod portability;
+mod reembed;
 mod restore;
 mod search;
 mod status;
@@ -60,6 +61,8 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::Backup(r) => portability::backup(r, session, shared).await,
         Request::Fetch(r) => portability::fetch(r, session, shared).await,
         Request::Import(r) => portability::import(r, session, shared).await,
+        Request::Reembed(r) => reembed::handle(r, session, shared).await,
+        Request::SearchBatch(r) => search::batch(r, session, shared).await,
     };
     match result {
         Ok(resp) => resp,
@@ -105,6 +108,8 @@ pub fn request_kind(req: &Request) -> &'static str {
         Request::Backup(_) => "backup",
         Request::Fetch(_) => "fetch",
         Request::Import(_) => "import",
+        Request::Reembed(_) => "reembed",
+        Request::SearchBatch(_) => "search_batch",
     }
 }
 
@@ -174,6 +179,7 @@ pub fn error_body(e: &StoreError) -> ErrorBody {
         StoreError::Conflict { .. } => ErrorCode::Conflict,
         StoreError::Rejected { .. } => ErrorCode::Rejected,
         StoreError::InvalidInput(_) => ErrorCode::InvalidInput,
+        StoreError::NotConfigured(_) => ErrorCode::NotConfigured,
         StoreError::StorageFull(_) => ErrorCode::StorageFull,
         StoreError::ReadOnly(_) => ErrorCode::ReadOnly,
         StoreError::Busy(_) => ErrorCode::Busy,

@@ -1,7 +1,11 @@
-//! `search`: lexical and fuzzy search with the list filters, ranked by
-//! relevance, recency and pins (`store::search`).
+//! `search` and `search batch`: lexical, fuzzy, semantic and hybrid search
+//! with the list filters, ranked by relevance, recency and pins
+//! (`store::search`). Query vectors are computed on the blocking pool
+//! before the read; a batch embeds all its queries in one call.
 
-use memd_proto::{Response, SearchMode, SearchRequest, SearchResult};
+use memd_proto::{
+    Response, SearchBatchRequest, SearchBatchResult, SearchMode, SearchRequest, SearchResult,
+};
 use time::OffsetDateTime;
 
 use crate::daemon::Shared;
@@ -9,50 +13,144 @@ use crate::session::Session;
 use crate::store::readers::ReadKind;
 use crate::store::{StoreError, gate, search};
 
+/// Most searches in one batch.
+pub const MAX_BATCH: usize = 64;
+
 pub(super) async fn handle(
     req: SearchRequest,
     session: &mut Session,
     shared: &Shared,
 ) -> Result<Response, StoreError> {
-    if matches!(req.mode, SearchMode::Semantic | SearchMode::Hybrid) {
+    let mut results = run(vec![req], session, shared).await?;
+    Ok(Response::Hits(results.remove(0)))
+}
+
+pub(super) async fn batch(
+    req: SearchBatchRequest,
+    session: &mut Session,
+    shared: &Shared,
+) -> Result<Response, StoreError> {
+    if req.searches.is_empty() {
+        return Err(StoreError::InvalidInput("the batch holds no search".into()));
+    }
+    if req.searches.len() > MAX_BATCH {
         return Err(StoreError::InvalidInput(format!(
-            "{} search needs an embedder, and no embedder is configured; use --mode lexical \
-             or fuzzy",
-            req.mode.as_str()
+            "a batch holds at most {MAX_BATCH} searches, not {}",
+            req.searches.len()
         )));
     }
-    if req.query.trim().is_empty() {
-        return Err(StoreError::InvalidInput("the query is empty".into()));
-    }
+    let results = run(req.searches, session, shared).await?;
+    Ok(Response::HitsBatch(SearchBatchResult { results }))
+}
+
+/// Runs searches in one read transaction; semantic ones get their query
+/// vectors from one embedding call first.
+async fn run(
+    reqs: Vec<SearchRequest>,
+    session: &mut Session,
+    shared: &Shared,
+) -> Result<Vec<SearchResult>, StoreError> {
     let now = OffsetDateTime::now_utc();
-    let view = gate::view(&req.filter, &session.who(), now)?;
-    let limit = super::page_limit(req.limit, shared);
-    let rank = shared.config().search.clone();
-    let mode = req.mode;
-    let read = shared
-        .store
-        .readers
-        .read(ReadKind::Client, move |conn| {
-            search::run(
-                conn,
-                &search::Query {
-                    text: &req.query,
-                    syntax: req.syntax,
-                    mode: req.mode,
-                    view: &view,
-                    limit,
-                    explain: req.explain,
-                    now,
-                    rank: &rank,
-                },
-            )
+    let mut views = Vec::with_capacity(reqs.len());
+    for req in &reqs {
+        if req.query.trim().is_empty() {
+            return Err(StoreError::InvalidInput("the query is empty".into()));
+        }
+        views.push(gate::view(&req.filter, &session.who(), now)?);
+    }
+    // Which searches need a vector: semantic and hybrid always (an error
+    // without a ready embedder), auto when one is ready.
+    let mut wants = Vec::with_capacity(reqs.len());
+    for req in &reqs {
+        wants.push(match req.mode {
+            SearchMode::Semantic | SearchMode::Hybrid => {
+                shared.embed.ready()?;
+                true
+            }
+            SearchMode::Auto => shared.embed.is_ready(),
+            SearchMode::Lexical | SearchMode::Fuzzy => false,
+        });
+    }
+    let texts: Vec<String> = reqs
+        .iter()
+        .zip(&wants)
+        .filter(|(_, w)| **w)
+        .map(|(r, _)| r.query.clone())
+        .collect();
+    let mut vectors = if texts.is_empty() {
+        Vec::new()
+    } else {
+        let embedder = shared.embed.ready()?;
+        tokio::task::spawn_blocking(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            embedder.embed(&refs)
         })
-        .await?;
+        .await
+        .map_err(|e| StoreError::Io(format!("the embedding task failed: {e}")))?
+        .map_err(|e| StoreError::NotConfigured(format!("cannot embed the query: {e}")))?
+    }
+    .into_iter();
+    let queries: Vec<(SearchRequest, Option<Vec<f32>>)> = reqs
+        .into_iter()
+        .zip(wants)
+        .map(|(r, w)| {
+            let v = if w { vectors.next() } else { None };
+            (r, v)
+        })
+        .collect();
+    let limits: Vec<u32> = queries
+        .iter()
+        .map(|(r, _)| super::page_limit(r.limit, shared))
+        .collect();
+    let rank = shared.config().search.clone();
+    let read = {
+        let index = shared.embed.index_handle();
+        shared
+            .store
+            .readers
+            .read(ReadKind::Client, move |conn| {
+                let mut out = Vec::with_capacity(queries.len());
+                for (((req, vector), view), limit) in queries.iter().zip(&views).zip(&limits) {
+                    let semantic = vector.as_deref().map(|v| search::semantic::Semantic {
+                        vector: v,
+                        index: &index,
+                    });
+                    let mode = match (req.mode, &semantic) {
+                        (SearchMode::Auto, Some(_)) => SearchMode::Hybrid,
+                        (m, _) => m,
+                    };
+                    let hits = search::run(
+                        conn,
+                        &search::Query {
+                            text: &req.query,
+                            syntax: req.syntax,
+                            mode: req.mode,
+                            view,
+                            limit: *limit,
+                            explain: req.explain,
+                            now,
+                            rank: &rank,
+                            semantic,
+                        },
+                    )?;
+                    out.push((hits, mode));
+                }
+                Ok(out)
+            })
+            .await?
+    };
     session.seen = read.generation;
-    shared.access.record(read.value.iter().map(|h| h.memory.id));
-    Ok(Response::Hits(SearchResult {
-        hits: read.value,
-        generation: read.generation,
-        mode,
-    }))
+    let generation = read.generation;
+    Ok(read
+        .value
+        .into_iter()
+        .map(|(hits, mode)| {
+            shared.access.record(hits.iter().map(|h| h.memory.id));
+            SearchResult {
+                hits,
+                generation,
+                mode,
+            }
+        })
+        .collect())
 }

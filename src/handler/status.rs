@@ -31,10 +31,11 @@ pub(super) async fn handle(
                 |r| r.get(0),
             )?;
             let sweeps = crate::store::lifecycle::recent(conn, 5)?;
-            Ok((by_status, read_generation(conn)?, db_uuid, sweeps))
+            let vectors = crate::embed::worker::counts(conn)?;
+            Ok((by_status, read_generation(conn)?, db_uuid, sweeps, vectors))
         })
         .await?;
-    let (by_status, generation, db_uuid, sweeps) = read.value;
+    let (by_status, generation, db_uuid, sweeps, (embedded, pending)) = read.value;
     let backups_kept = {
         let backups = &shared.backups;
         tokio::task::block_in_place(|| backups.count())
@@ -75,7 +76,7 @@ pub(super) async fn handle(
         },
         "sessions": shared.sessions.load(Ordering::Relaxed),
         "counts": { "memories": total, "by_status": by_status },
-        "embedder": null,
+        "embedder": shared.embed.status(embedded, pending),
         "stats": {
             "snapshot_builds": stats.snapshot_builds.load(Ordering::Relaxed),
             "snapshot_hits": stats.snapshot_hits.load(Ordering::Relaxed),

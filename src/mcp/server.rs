@@ -132,6 +132,9 @@ async fn pump(session: Arc<Session>) {
                 drop(client);
                 match event {
                     Ok(Event::Drift(e)) => session.drift(e),
+                    // A semantic near duplicate: the tools report it on the
+                    // next search; nothing to notify.
+                    Ok(Event::Similar(_)) => {}
                     Err(e) => {
                         tracing::warn!(error = %e, "the daemon connection ended; no more drift events");
                         return;

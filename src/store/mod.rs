@@ -62,6 +62,10 @@ pub enum StoreError {
     /// Invalid request arguments.
     #[error("{0}")]
     InvalidInput(String),
+    /// A feature that is not configured or not ready (semantic search
+    /// without an embedder, or with vectors of another model).
+    #[error("{0}")]
+    NotConfigured(String),
     /// The disk is full.
     #[error(
         "the disk holding the database is full ({0}); nothing was written, reads keep working; \

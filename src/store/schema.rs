@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "near-duplicate sketches",
         sql: include_str!("schema_v4.sql"),
     },
+    Migration {
+        version: 5,
+        name: "embeddings",
+        sql: include_str!("schema_v5.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -70,6 +75,11 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("table", "memory_sketch"),
     ("trigger", "memories_ad_sketch"),
     ("trigger", "memories_au_sketch"),
+    ("table", "memory_vectors"),
+    ("table", "memory_similar"),
+    ("trigger", "memories_ad_vector"),
+    ("trigger", "memories_au_vector"),
+    ("trigger", "memories_bi_vector"),
 ];
 
 /// The on-disk schema version: 0 for an empty database.

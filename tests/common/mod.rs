@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod provider;
+
 use memd_client::{Client, ConnectOptions};
 use serde_json::Value;
 use tempfile::TempDir;
@@ -354,4 +356,25 @@ pub fn ids(v: &Value, key: &str) -> Vec<i64> {
         .iter()
         .map(|m| m["id"].as_i64().unwrap())
         .collect()
+}
+
+/// The local embedding model's directory (`MEMD_MODEL_DIR`, or where
+/// `scripts/fetch-model.sh` puts it), or `None` — with a visible message —
+/// when its files are not there.
+pub fn model_dir() -> Option<PathBuf> {
+    let dir = memd::embed::model_dir(&memd::embed::EmbedConfig::default(), |k| {
+        std::env::var_os(k)
+    });
+    let missing = memd::embed::missing_model_files(&dir);
+    if missing.is_empty() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIPPED: the local embedding model is not in {} (missing {}); run \
+             scripts/fetch-model.sh to run this test",
+            dir.display(),
+            missing.join(", ")
+        );
+        None
+    }
 }

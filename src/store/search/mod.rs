@@ -1,19 +1,25 @@
 //! Search: lexical (FTS5 BM25), fuzzy (typos and substrings through the FTS
-//! vocabulary), and the ranking that puts them in order.
+//! vocabulary), semantic (cosine over embeddings), hybrid (lexical and
+//! semantic fused), and the ranking that puts them in order.
 //!
 //! # Layout
 //! - [`words`]: query words, stopwords, the plain FTS query.
 //! - [`lexical`]: BM25 candidates under the view's filters.
 //! - [`fuzzy`]: vocabulary expansion, edit distance, re-ranking.
+//! - [`semantic`]: cosine candidates among the visible rows.
+//! - [`fusion`]: how hybrid merges the two rankings (pure).
 //! - [`rank`]: relevance × recency decay + pin boost (pure).
 //!
-//! `auto` runs lexical search and falls back to fuzzy matching when it finds
-//! fewer than `[search] fuzzy_below` hits; fuzzy hits come after the lexical
-//! ones, and every hit says how it matched.
+//! `auto` runs hybrid search when an embedder is ready; otherwise lexical
+//! search, falling back to fuzzy matching when it finds fewer than
+//! `[search] fuzzy_below` hits (fuzzy hits come after the lexical ones).
+//! Every hit says how it matched.
 
+pub mod fusion;
 pub mod fuzzy;
 pub mod lexical;
 pub mod rank;
+pub mod semantic;
 pub mod words;
 
 use std::collections::HashSet;
@@ -47,6 +53,9 @@ pub struct Query<'a> {
     pub now: OffsetDateTime,
     /// Ranking settings.
     pub rank: &'a RankConfig,
+    /// The query's vector and the index, for semantic and hybrid search
+    /// (and `auto`, which then runs hybrid).
+    pub semantic: Option<semantic::Semantic<'a>>,
 }
 
 /// How much the share of query words a memory contains counts next to its
@@ -111,10 +120,15 @@ struct Scored {
 
 /// Ranks candidates of one kind, best first.
 fn ranked(q: &Query<'_>, rows: Vec<Candidate>, kind: MatchKind) -> Vec<Scored> {
-    let best = rows.iter().map(|c| c.raw).fold(0.0, f64::max);
+    ranked_kinds(q, rows.into_iter().map(|c| (c, kind)).collect())
+}
+
+/// Ranks candidates that say how they matched, best first.
+fn ranked_kinds(q: &Query<'_>, rows: Vec<(Candidate, MatchKind)>) -> Vec<Scored> {
+    let best = rows.iter().map(|(c, _)| c.raw).fold(0.0, f64::max);
     let mut scored: Vec<Scored> = rows
         .into_iter()
-        .map(|candidate| {
+        .map(|(candidate, kind)| {
             let age = rank::age_days(&candidate.updated_at, q.now);
             let parts = q.rank.score(
                 candidate.raw,
@@ -146,7 +160,7 @@ fn ranked(q: &Query<'_>, rows: Vec<Candidate>, kind: MatchKind) -> Vec<Scored> {
 /// [`StoreError::InvalidInput`] for an invalid FTS query or a mode that
 /// needs what is not configured; SQLite errors.
 pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
-    let lexical = || -> Result<Vec<Scored>, StoreError> {
+    let lexical_rows = || -> Result<Vec<Candidate>, StoreError> {
         let fts = match q.syntax {
             QuerySyntax::Plain => plain_query(q.text),
             QuerySyntax::Fts => Some(q.text.to_string()),
@@ -162,7 +176,33 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
                 c.raw *= 1.0 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * cov;
             }
         }
-        Ok(ranked(q, rows, MatchKind::Lexical))
+        rows.sort_by(|a, b| b.raw.total_cmp(&a.raw).then_with(|| b.id.cmp(&a.id)));
+        Ok(rows)
+    };
+    let lexical = || -> Result<Vec<Scored>, StoreError> {
+        Ok(ranked(q, lexical_rows()?, MatchKind::Lexical))
+    };
+    let semantic_rows = || -> Result<Vec<Candidate>, StoreError> {
+        let s = q.semantic.as_ref().ok_or_else(|| {
+            StoreError::NotConfigured(format!(
+                "{} search needs an embedder, and none is ready; use --mode lexical or fuzzy",
+                q.mode.as_str()
+            ))
+        })?;
+        semantic::candidates(conn, q.view, s, fetch(q.limit))
+    };
+    let hybrid = || -> Result<Vec<Scored>, StoreError> {
+        let lex = lexical_rows()?;
+        let sem = semantic_rows()?;
+        let s = q.semantic.as_ref();
+        let probe = s.map(|s| crate::embed::vectors::Probe::new(s.vector));
+        // A lexical hit outside the semantic top still has a cosine.
+        let cosine = |id: i64| match (s, &probe) {
+            (Some(s), Some(p)) => semantic::cosine(s, p, id),
+            _ => None,
+        };
+        let fused = fusion::fuse(&q.rank.hybrid, lex, sem, cosine);
+        Ok(ranked_kinds(q, fused))
     };
     let fuzzy = || -> Result<Vec<Scored>, StoreError> {
         Ok(ranked(
@@ -173,6 +213,9 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
     };
     let mut scored = match q.mode {
         SearchMode::Lexical => lexical()?,
+        SearchMode::Semantic => ranked(q, semantic_rows()?, MatchKind::Semantic),
+        SearchMode::Hybrid => hybrid()?,
+        SearchMode::Auto if q.semantic.is_some() => hybrid()?,
         SearchMode::Fuzzy => {
             if q.syntax == QuerySyntax::Fts {
                 return Err(StoreError::InvalidInput(
@@ -192,13 +235,6 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
                 );
             }
             scored
-        }
-        SearchMode::Semantic | SearchMode::Hybrid => {
-            return Err(StoreError::InvalidInput(format!(
-                "{} search needs an embedder, and no embedder is configured; use --mode lexical \
-                 or fuzzy",
-                q.mode.as_str()
-            )));
         }
     };
     scored.truncate(q.limit as usize);

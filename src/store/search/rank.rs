@@ -31,6 +31,8 @@ pub struct RankConfig {
     /// `auto` mode falls back to fuzzy matching when lexical search finds
     /// fewer hits than this.
     pub fuzzy_below: usize,
+    /// `[search.hybrid]`: how hybrid search merges lexical and semantic.
+    pub hybrid: super::fusion::HybridConfig,
 }
 
 impl Default for RankConfig {
@@ -42,6 +44,7 @@ impl Default for RankConfig {
             evergreen: vec!["preference".into(), "convention".into(), "identity".into()],
             pin_boost: 0.2,
             fuzzy_below: 3,
+            hybrid: Default::default(),
         }
     }
 }

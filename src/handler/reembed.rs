@@ -1,0 +1,62 @@
+//! `reembed`: rebuild every stored vector with the daemon's embedder — the
+//! way out of a model lock held by another model. The stored vectors and
+//! near-duplicate notices are dropped and the lock is set to the current
+//! model in one commit (the daemon's own: memories do not change, so no
+//! generation moves); the worker then embeds every row in the background,
+//! with progress in `status` (`embedder.embedded`, `embedder.pending`).
+
+use memd_proto::{ReembedRequest, Report, Response};
+use serde_json::json;
+
+use crate::daemon::Shared;
+use crate::embed::rules::ModelLock;
+use crate::embed::worker::write_lock;
+use crate::session::Session;
+use crate::store::{Author, StoreError};
+
+pub(super) async fn handle(
+    _req: ReembedRequest,
+    _session: &mut Session,
+    shared: &Shared,
+) -> Result<Response, StoreError> {
+    let embedder = shared.embed.embedder()?;
+    let lock = ModelLock {
+        model: embedder.model_id().to_string(),
+        dim: embedder.dim(),
+    };
+    let previous = shared.embed.lock();
+    let job_lock = lock.clone();
+    let pending = shared
+        .store
+        .writer
+        .call(Author::Daemon, move |ctx| {
+            ctx.conn
+                .execute_batch("DELETE FROM memory_vectors; DELETE FROM memory_similar;")?;
+            write_lock(ctx.conn, &job_lock)?;
+            Ok(ctx
+                .conn
+                .query_row("SELECT count(*) FROM memories", [], |r| r.get::<_, i64>(0))?)
+        })
+        .await?;
+    {
+        let mut index = shared
+            .embed
+            .index
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        *index = crate::embed::vectors::Index::new(lock.dim);
+    }
+    shared.embed.set_lock(Some(lock.clone()));
+    shared.embed.request_reload();
+    tracing::info!(model = %lock.model, pending, "re-embedding every memory");
+    Ok(Response::Report(Report {
+        json: json!({
+            "model": lock.model,
+            "dim": lock.dim,
+            "previous_model": previous.as_ref().map(|l| l.model.clone()),
+            "previous_dim": previous.as_ref().map(|l| l.dim),
+            "pending": pending,
+        })
+        .to_string(),
+    }))
+}

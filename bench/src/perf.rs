@@ -32,7 +32,8 @@ pub struct PerfArgs {
     #[arg(long, default_value_t = 1_000)]
     pub queries: usize,
     /// A config file for the daemon under test (TOML, appended to the
-    /// benchmark's own)
+    /// benchmark's own: its tables must not repeat `[lifecycle]`,
+    /// `[lifecycle.limits]` or `[embed]`)
     #[arg(long)]
     pub config: Option<std::path::PathBuf>,
     /// Print one JSON object instead of a table
@@ -41,9 +42,12 @@ pub struct PerfArgs {
 }
 
 /// The daemon's configuration for a perf run: the default write gate and
-/// durability, scope limits lifted, no scheduled sweep.
+/// durability, scope limits lifted, no scheduled sweep, and no embedder (its
+/// background work would run through every figure here; `memd-bench
+/// semantic` measures semantic and hybrid search).
 const PERF_CONFIG: &str = "[lifecycle]\ninterval_hours = 0\n\
-    [lifecycle.limits]\nproject = 100000000\nagent = 100000000\nsession = 100000000\n";
+    [lifecycle.limits]\nproject = 100000000\nagent = 100000000\nsession = 100000000\n\
+    [embed]\nprovider = \"none\"\n";
 
 struct Row {
     op: String,

@@ -15,10 +15,11 @@ pub(super) async fn handle(
     session: &mut Session,
     shared: &Shared,
 ) -> Result<Response, StoreError> {
+    let embedder = !matches!(shared.embed.state(), crate::embed::service::State::Off);
     let read = shared
         .store
         .readers
-        .read(ReadKind::Internal, |conn| {
+        .read(ReadKind::Internal, move |conn| {
             let mut stmt = conn.prepare_cached(
                 "SELECT status, count(*) FROM memories GROUP BY status ORDER BY status",
             )?;
@@ -31,7 +32,13 @@ pub(super) async fn handle(
                 |r| r.get(0),
             )?;
             let sweeps = crate::store::lifecycle::recent(conn, 5)?;
-            let vectors = crate::embed::worker::counts(conn)?;
+            // Counting vectors reads every row: only when there is an
+            // embedder to report on.
+            let vectors = if embedder {
+                crate::embed::worker::counts(conn)?
+            } else {
+                (0, 0)
+            };
             Ok((by_status, read_generation(conn)?, db_uuid, sweeps, vectors))
         })
         .await?;

@@ -49,6 +49,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "embeddings",
         sql: include_str!("schema_v5.sql"),
     },
+    Migration {
+        version: 6,
+        name: "status index",
+        sql: include_str!("schema_v6.sql"),
+    },
 ];
 
 /// The schema version this binary produces.

@@ -203,3 +203,14 @@ pub fn alive(pid: u32) -> bool {
         Err(_) => true,
     }
 }
+
+/// Gives memory the allocator holds but no longer uses back to the system
+/// (after a large import, say, glibc keeps the freed pages). A no-op where
+/// the C library has no `malloc_trim`.
+pub fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

@@ -47,7 +47,7 @@ pub async fn run_sweep(
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     let config = shared.config();
-    lifecycle::sweep(
+    let report = lifecycle::sweep(
         &shared.store,
         &config.lifecycle,
         live,
@@ -55,7 +55,10 @@ pub async fn run_sweep(
         dry_run,
         OffsetDateTime::now_utc(),
     )
-    .await
+    .await;
+    // A sweep reads every row in chunks; what it allocated goes back.
+    crate::sys::release_free_memory();
+    report
 }
 
 pub(super) async fn sweep(
@@ -597,6 +600,9 @@ pub(super) async fn import(
         "errors": errors,
     });
     tracing::info!(session = %session.id, report = %report, "import done");
+    // The document was read whole; its pages go back to the system.
+    drop(doc);
+    crate::sys::release_free_memory();
     Ok(Response::Report(Report {
         json: report.to_string(),
     }))

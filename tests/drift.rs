@@ -440,6 +440,39 @@ async fn a_dropped_trigger_is_restored_and_flagged() {
     ));
 }
 
+/// A trigger recreated by another tool under its own name but without the
+/// generation bump: the write it made unseen is still caught, the shipped
+/// trigger comes back, and `check` reported the alteration.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_altered_trigger_is_restored_and_flagged() {
+    let d = Daemon::start();
+    let mut s = d.client().await;
+    add(&mut s, "before the edit").await;
+    read_all(&mut s).await;
+    let before = epoch(&d);
+    sqlite3(
+        &d.db(),
+        "BEGIN; DROP TRIGGER memories_ai; \
+         CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN \
+           INSERT OR REPLACE INTO memories_fts (rowid, content, subject) \
+             VALUES (NEW.id, NEW.content, NEW.subject); \
+         END; \
+         INSERT INTO memories(content) VALUES ('written without a generation bump'); COMMIT;",
+    );
+    wait_for_epoch(&d, before);
+    wait_for("the shipped trigger", || {
+        let sql = sqlite3(
+            &d.db(),
+            "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'memories_ai'",
+        );
+        sql.contains("generation").then_some(())
+    });
+    assert!(d.log().contains("memories_ai (altered)"), "{}", d.log());
+    let (report, code) = d.json(&["check"]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["missing_objects"], serde_json::json!([]));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn restore_of_an_older_copy_moves_generations_forward() {
     let d = Daemon::start();

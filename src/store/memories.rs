@@ -208,7 +208,8 @@ const SAME_PLACE: &str = "m.namespace = ?1 AND m.scope = ?2 AND m.scope_owner IS
     AND (m.expires_at IS NULL OR m.expires_at > ?4)";
 
 /// The active row with the same dedup key in the same namespace, scope and
-/// owner, if any.
+/// owner, if any. A stored key is only trusted when the row's content still
+/// gives it (another tool may have changed the content).
 ///
 /// # Errors
 /// SQLite errors.
@@ -218,20 +219,50 @@ pub fn find_duplicate(
     now: &str,
 ) -> Result<Option<i64>, StoreError> {
     let sql = format!(
-        "SELECT m.id FROM memories m WHERE {SAME_PLACE} AND m.dedupe_key = ?5 ORDER BY m.id LIMIT 1"
+        "SELECT m.id, m.content FROM memories m WHERE {SAME_PLACE} AND m.dedupe_key = ?5 \
+         ORDER BY m.id LIMIT 8"
     );
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row(
-            (&m.namespace, &m.scope, &m.scope_owner, now, &m.dedupe_key),
-            |r| r.get(0),
-        )
-        .optional()?)
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut rows = stmt.query((&m.namespace, &m.scope, &m.scope_owner, now, &m.dedupe_key))?;
+    while let Some(row) = rows.next()? {
+        let content: String = row.get(1)?;
+        if super::gate::dedupe_key(&content) == m.dedupe_key {
+            return Ok(Some(row.get(0)?));
+        }
+    }
+    Ok(None)
 }
 
-/// Candidates for the near-duplicate check: at most `limit` active rows of
-/// the same namespace, scope and owner sharing a sketch hash — a few index
-/// lookups, never a scan of the namespace.
+/// Computes the dedup key of rows that have none (written by other tools,
+/// or whose content another tool changed): at most `limit`; returns how
+/// many. The key is not an edit: no generation move.
+///
+/// # Errors
+/// SQLite errors.
+pub fn backfill_dedupe_keys(conn: &Connection, limit: i64) -> Result<usize, StoreError> {
+    let rows = conn
+        .prepare_cached(
+            "SELECT id, content FROM memories WHERE dedupe_key IS NULL ORDER BY id LIMIT ?1",
+        )?
+        .query_map([limit], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut set = conn.prepare_cached("UPDATE memories SET dedupe_key = ?1 WHERE id = ?2")?;
+    for (id, content) in &rows {
+        set.execute((super::gate::dedupe_key(content), id))?;
+    }
+    Ok(rows.len())
+}
+
+/// Candidates for the near-duplicate check: active rows of the same
+/// namespace, scope and owner sharing a sketch hash, at most `limit` per
+/// hash — a few index lookups, never a scan of the namespace. Each hash has
+/// its own limit, so a common shingle shared by thousands of rows cannot
+/// crowd out a near duplicate found through the others.
 ///
 /// # Errors
 /// SQLite errors.
@@ -242,35 +273,38 @@ pub fn sketch_candidates(
     now: &str,
     limit: u32,
 ) -> Result<Vec<(i64, String)>, StoreError> {
-    if sketch.is_empty() {
-        return Ok(Vec::new());
-    }
-    let marks: Vec<String> = (0..sketch.len()).map(|i| format!("?{}", i + 6)).collect();
-    // Sketch-first, streaming: stops at `limit` candidates even when a
-    // common shingle is shared by thousands of rows.
+    // Sketch-first, streaming: stops at `limit` rows for each hash.
     let sql = format!(
-        "SELECT DISTINCT m.id, m.content FROM memory_sketch s CROSS JOIN memories m \
-         ON m.id = s.memory_id WHERE s.hash IN ({}) AND {SAME_PLACE} LIMIT ?5",
-        marks.join(", ")
+        "SELECT m.id, m.content FROM memory_sketch s CROSS JOIN memories m \
+         ON m.id = s.memory_id WHERE s.hash = ?6 AND {SAME_PLACE} LIMIT ?5"
     );
-    let mut params: Vec<Value> = vec![
-        Value::Text(m.namespace.clone()),
-        Value::Text(m.scope.clone()),
-        m.scope_owner.clone().map_or(Value::Null, Value::Text),
-        Value::Text(now.to_string()),
-        Value::Integer(i64::from(limit)),
-    ];
-    params.extend(sketch.iter().map(|h| Value::Integer(*h)));
     let mut stmt = conn.prepare_cached(&sql)?;
-    let rows = stmt
-        .query_map(params_from_iter(params), |r| {
-            Ok((
-                r.get(0)?,
-                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-            ))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
+    let mut out: Vec<(i64, String)> = Vec::new();
+    for h in sketch {
+        let rows = stmt.query_map(
+            (
+                &m.namespace,
+                &m.scope,
+                &m.scope_owner,
+                now,
+                i64::from(limit),
+                h,
+            ),
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                ))
+            },
+        )?;
+        for row in rows {
+            let (id, content) = row?;
+            if !out.iter().any(|(seen, _)| *seen == id) {
+                out.push((id, content));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The content of row `id` if it is still an active row in the same
@@ -760,4 +794,102 @@ pub fn delete(conn: &Connection, id: i64) -> Result<bool, StoreError> {
         .prepare_cached("DELETE FROM memories WHERE id = ?1")?
         .execute([id])?;
     Ok(n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::gate::dedupe_key;
+
+    fn db() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        (dir, conn)
+    }
+
+    fn memory(content: &str, sketch: Vec<i64>) -> NewMemory {
+        NewMemory {
+            namespace: "default".into(),
+            scope: "project".into(),
+            scope_owner: None,
+            content: content.into(),
+            subject: None,
+            category: "note".into(),
+            tier: 2,
+            importance: "medium".into(),
+            confidence: 1.0,
+            pinned: false,
+            status: "promoted".into(),
+            metadata: "{}".into(),
+            tags: Vec::new(),
+            dedupe_key: dedupe_key(content),
+            source: "agent".into(),
+            created_by: None,
+            expires_at: None,
+            redacted: false,
+            sketch: Some(sketch),
+        }
+    }
+
+    const NOW: &str = "2026-01-01T00:00:00.000Z";
+
+    #[test]
+    fn a_common_sketch_hash_does_not_crowd_out_a_near_duplicate() {
+        let (_dir, conn) = db();
+        for i in 0..100 {
+            insert(&conn, &memory(&format!("common row {i}"), vec![1])).unwrap();
+        }
+        let target = insert(&conn, &memory("the near duplicate", vec![1, 7, 8, 9])).unwrap();
+        let new = memory("the near duplicate!", vec![1, 7, 8, 9]);
+        let found = sketch_candidates(&conn, &new, &[1, 7, 8, 9], NOW, 24).unwrap();
+        assert!(found.iter().any(|(id, _)| *id == target), "{found:?}");
+        assert!(found.len() <= 4 * 24);
+    }
+
+    #[test]
+    fn a_key_another_tool_left_stale_is_never_merged_into() {
+        let (_dir, conn) = db();
+        let id = insert(&conn, &memory("the staging port is 5432", vec![1])).unwrap();
+        // Another tool changes the content and leaves the key alone.
+        conn.execute(
+            "UPDATE memories SET content = 'the staging database moved to another host' \
+             WHERE id = ?1",
+            [id],
+        )
+        .unwrap();
+        let again = memory("the staging port is 5432", vec![1]);
+        assert_eq!(find_duplicate(&conn, &again, NOW).unwrap(), None);
+        // The trigger dropped the stale key; the backfill computes the new one.
+        assert_eq!(backfill_dedupe_keys(&conn, 10).unwrap(), 1);
+        let moved = memory("The staging database moved to another host.", vec![1]);
+        assert_eq!(find_duplicate(&conn, &moved, NOW).unwrap(), Some(id));
+        // A key written with stale content is still not trusted.
+        conn.execute(
+            "UPDATE memories SET dedupe_key = 'the staging port is 5432' WHERE id = ?1",
+            [id],
+        )
+        .unwrap();
+        assert_eq!(find_duplicate(&conn, &again, NOW).unwrap(), None);
+    }
+
+    #[test]
+    fn a_shell_replace_leaves_no_old_tags_or_sketch() {
+        let (_dir, conn) = db();
+        let mut m = memory("tagged row", vec![42]);
+        m.tags = vec!["old".into()];
+        let id = insert(&conn, &m).unwrap();
+        conn.execute(
+            "INSERT OR REPLACE INTO memories (id, content) VALUES (?1, 'replaced row')",
+            [id],
+        )
+        .unwrap();
+        let tags: i64 = conn
+            .query_row("SELECT count(*) FROM memory_tags", [], |r| r.get(0))
+            .unwrap();
+        let sketches: i64 = conn
+            .query_row("SELECT count(*) FROM memory_sketch", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!((tags, sketches), (0, 0));
+    }
 }

@@ -54,6 +54,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "status index",
         sql: include_str!("schema_v6.sql"),
     },
+    Migration {
+        version: 7,
+        name: "replace and content-edit cleanup",
+        sql: include_str!("schema_v7.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -85,6 +90,8 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("trigger", "memories_ad_vector"),
     ("trigger", "memories_au_vector"),
     ("trigger", "memories_bi_vector"),
+    ("trigger", "memories_bi_replace_links"),
+    ("trigger", "memories_au_dedupe"),
 ];
 
 /// The on-disk schema version: 0 for an empty database.
@@ -175,22 +182,46 @@ pub fn migrate(conn: &mut Connection, backup_dir: &Path) -> Result<Option<PathBu
     Ok(copy)
 }
 
-/// Names of required tables and triggers that are missing.
+/// Required tables and triggers that are missing, as `"kind name"`, and
+/// triggers whose definition differs from the shipped one (a trigger
+/// recreated by another tool without, say, its generation bump), as
+/// `"trigger name (altered)"`.
 ///
 /// # Errors
 /// SQLite errors.
 pub fn missing_objects(conn: &Connection) -> Result<Vec<String>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = ?1 AND name = ?2)",
-    )?;
+    let mut stmt =
+        conn.prepare_cached("SELECT sql FROM sqlite_master WHERE type = ?1 AND name = ?2")?;
     let mut missing = Vec::new();
     for (kind, name) in REQUIRED_OBJECTS {
-        let present: bool = stmt.query_row((kind, name), |r| r.get(0))?;
-        if !present {
-            missing.push(format!("{kind} {name}"));
+        let sql: Option<Option<String>> = stmt.query_row((kind, name), |r| r.get(0)).optional()?;
+        match sql {
+            None => missing.push(format!("{kind} {name}")),
+            Some(sql) if *kind == "trigger" => {
+                let shipped = definition_of(name).map(|d| normalized_sql(&d));
+                if shipped.is_some() && shipped != sql.as_deref().map(normalized_sql) {
+                    missing.push(format!("{kind} {name} (altered)"));
+                }
+            }
+            Some(_) => {}
         }
     }
     Ok(missing)
+}
+
+/// The name in an entry of [`missing_objects`].
+pub fn object_name(entry: &str) -> &str {
+    entry.split_whitespace().nth(1).unwrap_or_default()
+}
+
+/// SQL text compared without its layout: whitespace runs as one space, no
+/// trailing semicolon.
+fn normalized_sql(sql: &str) -> String {
+    sql.trim()
+        .trim_end_matches(';')
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The `CREATE` statement of a table or trigger in the shipped schema, for
@@ -301,13 +332,39 @@ mod tests {
             let missing = missing_objects(&conn).unwrap();
             assert!(missing.contains(&format!("{kind} {name}")), "{missing:?}");
             for object in missing {
-                let n = object.split_whitespace().last().unwrap();
+                let n = object_name(&object);
                 let sql = definition_of(n).unwrap_or_else(|| panic!("{n}"));
                 assert!(sql.ends_with(';'), "{sql}");
                 conn.execute_batch(&sql).unwrap();
             }
             assert!(missing_objects(&conn).unwrap().is_empty(), "{name}");
         }
+    }
+
+    #[test]
+    fn an_altered_trigger_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        migrate(&mut conn, dir.path()).unwrap();
+        // The same name, no generation bump.
+        conn.execute_batch(
+            "DROP TRIGGER memories_ai;
+             CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+                 INSERT OR REPLACE INTO memories_fts (rowid, content, subject)
+                     VALUES (NEW.id, NEW.content, NEW.subject);
+             END;",
+        )
+        .unwrap();
+        assert_eq!(
+            missing_objects(&conn).unwrap(),
+            ["trigger memories_ai (altered)"]
+        );
+        // Layout alone is no alteration.
+        let shipped = definition_of("memories_ai").unwrap();
+        conn.execute_batch("DROP TRIGGER memories_ai").unwrap();
+        conn.execute_batch(&shipped.replace('\n', "\n\n    "))
+            .unwrap();
+        assert!(missing_objects(&conn).unwrap().is_empty());
     }
 
     #[test]

@@ -887,8 +887,8 @@ fn check_restorable(path: &Path) -> Result<u64, StoreError> {
     read_generation(&conn)
 }
 
-/// Recreates required triggers and tables that are missing and, when any
-/// was, rebuilds the search index (writes may have bypassed the triggers).
+/// Recreates required triggers and tables that are missing (and triggers
+/// another tool altered) and, when any was, rebuilds the search index (writes may have bypassed the triggers).
 /// Returns what was repaired.
 fn repair_schema(conn: &Connection) -> Result<Vec<String>, StoreError> {
     let missing = schema::missing_objects(conn)?;
@@ -896,10 +896,13 @@ fn repair_schema(conn: &Connection) -> Result<Vec<String>, StoreError> {
         return Ok(missing);
     }
     for object in &missing {
-        let name = object.split_whitespace().last().unwrap_or_default();
+        let name = schema::object_name(object);
         let sql = schema::definition_of(name).ok_or_else(|| {
             StoreError::Sqlite(format!("{object} is missing and memd cannot recreate it"))
         })?;
+        if object.starts_with("trigger ") {
+            conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {name}"))?;
+        }
         conn.execute_batch(&sql)?;
     }
     conn.execute_batch(

@@ -445,8 +445,9 @@ async fn run_steps(
     Ok(counts)
 }
 
-/// Sketches every row that has none, in chunks of the daemon's own writes
-/// (not edits: no generation move). Returns how many.
+/// Sketches every row that has no near-duplicate sketch and computes every
+/// missing dedup key, in chunks of the daemon's own writes (not edits: no
+/// generation move). Returns how many rows at most one of them touched.
 ///
 /// # Errors
 /// SQLite errors.
@@ -456,7 +457,9 @@ pub async fn backfill_sketches(store: &Store, chunk: i64) -> Result<usize, Store
         let n = store
             .writer
             .call(Author::Daemon, move |ctx| {
-                memories::backfill_sketches(ctx.conn, chunk)
+                let keys = memories::backfill_dedupe_keys(ctx.conn, chunk)?;
+                let sketches = memories::backfill_sketches(ctx.conn, chunk)?;
+                Ok(keys.max(sketches))
             })
             .await?;
         total += n;

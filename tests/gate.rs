@@ -65,6 +65,8 @@ fn code_derivable_content_is_refused_and_prose_passes() {
         "thread 'main' panicked at src/main.rs:2:5:\nboom\nstack backtrace:\n   0: std::panicking::begin_panic\n",
         "commit 0123456789abcdef0123456789abcdef01234567\nAuthor: A B <a@b.c>\nDate:   Mon Jan 5 10:00:00 2026\n\n    msg\n",
         "src/a.rs\nsrc/b.rs\nsrc/c/d.rs\ntests/e.rs\nCargo.toml/x\n",
+        "payload: TWFueSBoYW5kcyBtYWtlIGxpZ2h0IHdvcmsuIFRoaXMgaXMgYSBsb25nIGJhc2U2NCBibG9iIHRoYXQgc2hvdWxkIG5vdCBiZSBzdG9yZWQgaW4gbWVtb3J5IDEyMzQ1Njc4OTA=",
+        "digest 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a089f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     ] {
         let (v, code) = add(&d, &[text]);
         assert_eq!(code, 6, "accepted: {text}\n{v}");
@@ -88,6 +90,10 @@ fn secrets_are_refused_by_default() {
         "the CI token is ghp_abcdefghijklmnopqrstuvwxyz0123456789",
         "aws key AKIAIOSFODNN7EXAMPLE for uploads",
         "login with password: Sup3rSecret!",
+        "the bot uses sk-proj-abcdefghijklmnopqrstuvwxyz012345 for summaries",
+        "post alerts with xoxb-123456789012-abcdefghijkl",
+        "service config api_key: 9f2c81d07aa4",
+        "session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----",
     ] {
         let (v, code) = add(&d, &[text]);
@@ -98,8 +104,32 @@ fn secrets_are_refused_by_default() {
             "the secret is not echoed"
         );
     }
+    // Tags and metadata reach exports and prompts as surely as content.
+    for args in [
+        &["db notes", "--meta", "password=hunter2x"][..],
+        &[
+            "db notes",
+            "--meta",
+            r#"conn={"url":"postgres://app:hunter2x@db1/app"}"#,
+        ],
+        &[
+            "ci notes",
+            "--tag",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        ],
+    ] {
+        let (v, code) = add(&d, args);
+        assert_eq!(code, 6, "accepted: {args:?}\n{v}");
+        assert_eq!(v["reason"], "secret");
+        assert!(!v["error"].as_str().unwrap().contains("hunter2x"));
+    }
+    let (v, code) = add(&d, &["db notes", "--meta", "password_hint=ask the DBA"]);
+    assert_eq!(code, 0, "{v}");
     let (v, code) = add(&d, &["The deploy password is kept in the team vault."]);
     assert_eq!(code, 0, "{v}");
+    let id = v["id"].to_string();
+    let (v, code) = d.json(&["update", &id, "--meta", "password=hunter2x"]);
+    assert_eq!(code, 6, "{v}");
     assert!(!d.log().contains("Sup3rSecret"), "no secret in the log");
 }
 
@@ -114,6 +144,21 @@ fn secrets_can_be_redacted_or_allowed() {
     assert_eq!(v["reason"], "redacted");
     let m = memory(&d, v["id"].as_i64().unwrap());
     assert_eq!(m["content"], "db user app, password=[REDACTED], host db1");
+    let (v, code) = add(
+        &d,
+        &[
+            "db notes",
+            "--meta",
+            "password=hunter2x",
+            "--meta",
+            "host=db1",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["reason"], "redacted");
+    let m = memory(&d, v["id"].as_i64().unwrap());
+    assert_eq!(m["metadata"]["password"], "[REDACTED]");
+    assert_eq!(m["metadata"]["host"], "db1");
 
     std::fs::write(&config, "[gate]\nsecrets = \"allow\"\n").unwrap();
     let d = Daemon::start_with(&["--config", config.to_str().unwrap()]);

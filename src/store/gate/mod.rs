@@ -170,6 +170,80 @@ pub fn dedupe_key(content: &str) -> String {
     out
 }
 
+/// Applies the secret policy to tags and metadata, which reach exports,
+/// the memory block and other agents as surely as content does: each tag,
+/// and each metadata value as `key=value` (so `password=...` is caught by
+/// its key). `true` when something was redacted.
+fn guard_fields(
+    tags: &mut [String],
+    meta: &mut serde_json::Map<String, serde_json::Value>,
+    config: &Config,
+) -> Result<bool, StoreError> {
+    if config.gate.secrets == SecretPolicy::Allow {
+        return Ok(false);
+    }
+    let reject = config.gate.secrets == SecretPolicy::Reject;
+    let refuse = |what: String, kind: &str| StoreError::Rejected {
+        reason: "secret",
+        message: format!(
+            "{what} looks like it holds a secret ({kind}); memory is not a secret store. \
+             Leave the value out (say where it is kept instead)"
+        ),
+    };
+    let mut redacted = false;
+    for tag in tags.iter_mut() {
+        let found = secrets::find(tag);
+        if let Some(first) = found.first() {
+            if reject {
+                return Err(refuse("a tag".into(), first.kind));
+            }
+            *tag = secrets::redact(tag, &found).to_lowercase();
+            redacted = true;
+        }
+    }
+    fn walk(
+        key: &str,
+        v: &mut serde_json::Value,
+        reject: bool,
+        redacted: &mut bool,
+    ) -> Result<(), (String, &'static str)> {
+        match v {
+            serde_json::Value::Object(o) => o
+                .iter_mut()
+                .try_for_each(|(k, v)| walk(k, v, reject, redacted)),
+            serde_json::Value::Array(a) => a
+                .iter_mut()
+                .try_for_each(|v| walk(key, v, reject, redacted)),
+            serde_json::Value::Null | serde_json::Value::Bool(_) => Ok(()),
+            _ => {
+                let text = match &*v {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let found = secrets::find(&format!("{key}={text}"));
+                let Some(first) = found.first() else {
+                    return Ok(());
+                };
+                if reject {
+                    return Err((format!("metadata key `{key}`"), first.kind));
+                }
+                let inside = secrets::find(&text);
+                *v = if inside.is_empty() {
+                    "[REDACTED]".into()
+                } else {
+                    secrets::redact(&text, &inside).into()
+                };
+                *redacted = true;
+                Ok(())
+            }
+        }
+    }
+    for (k, v) in meta.iter_mut() {
+        walk(k, v, reject, &mut redacted).map_err(|(what, kind)| refuse(what, kind))?;
+    }
+    Ok(redacted)
+}
+
 fn subject(s: Option<&str>, config: &Config) -> Result<(Option<String>, bool), StoreError> {
     let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
         return Ok((None, false));
@@ -359,6 +433,8 @@ pub fn check_add(
     if category == task::CATEGORY {
         task_metadata(&mut meta)?;
     }
+    let mut tags = tags(&req.tags, config)?;
+    let redacted_fields = guard_fields(&mut tags, &mut meta, config)?;
     let status = match &req.status {
         Some(s) => status(s)?,
         None if config.memory.promotes(&category) => "promoted".into(),
@@ -378,11 +454,11 @@ pub fn check_add(
         pinned: req.pinned,
         status,
         metadata: serde_json::Value::Object(meta).to_string(),
-        tags: tags(&req.tags, config)?,
+        tags,
         source: "agent".into(),
         created_by: Some(who.agent.clone()),
         expires_at: expires(req.expires.as_deref(), now)?,
-        redacted: redacted_content || redacted_subject,
+        redacted: redacted_content || redacted_subject || redacted_fields,
         sketch: None,
     })
 }
@@ -404,6 +480,17 @@ pub fn check_update(
         }
         None => None,
     };
+    let mut metadata = req
+        .metadata
+        .as_deref()
+        .map(|m| metadata(m, config))
+        .transpose()?;
+    let mut tags = req.tags.as_deref().map(|t| tags(t, config)).transpose()?;
+    guard_fields(
+        tags.as_deref_mut().unwrap_or_default(),
+        metadata.as_mut().unwrap_or(&mut serde_json::Map::new()),
+        config,
+    )?;
     Ok(Changes {
         scope: req
             .scope
@@ -435,12 +522,8 @@ pub fn check_update(
             .as_deref()
             .map(|e| expires(Some(e), now))
             .transpose()?,
-        metadata: req
-            .metadata
-            .as_deref()
-            .map(|m| metadata(m, config))
-            .transpose()?,
-        tags: req.tags.as_deref().map(|t| tags(t, config)).transpose()?,
+        metadata,
+        tags,
     })
 }
 

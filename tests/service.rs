@@ -100,6 +100,31 @@ fn installed_units_pass_systemd_analyze_verify() {
     let out = service(home.path(), &["uninstall", "--no-start"]);
     assert_eq!(out.code, 0, "{out:?}");
     assert!(!socket_unit.exists() && !service_unit.exists());
+
+    // An explicit data dir: clients look for the socket in it, so the
+    // units put it there too.
+    let data = home.path().join("elsewhere");
+    let out = service(
+        home.path(),
+        &[
+            "--data-dir",
+            data.to_str().unwrap(),
+            "install",
+            "--no-start",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let sock = data.join("memd.sock");
+    let text = std::fs::read_to_string(&service_unit).unwrap();
+    assert!(
+        text.contains(&format!("--socket {}", sock.display())),
+        "{text}"
+    );
+    let text = std::fs::read_to_string(&socket_unit).unwrap();
+    assert!(
+        text.contains(&format!("ListenStream={}", sock.display())),
+        "{text}"
+    );
 }
 
 #[test]

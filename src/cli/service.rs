@@ -162,7 +162,10 @@ pub fn render_plist(spec: &Spec, log: &Path) -> String {
             "    <string>/usr/local/bin/memd</string>\n    <string>daemon</string>",
             &indented.join("\n"),
         )
-        .replace("<string>/tmp/memd.log</string>", &word(log))
+        .replace(
+            "<string>/Users/YOU/Library/Logs/memd.log</string>",
+            &word(log),
+        )
 }
 
 fn home() -> PathBuf {
@@ -229,11 +232,20 @@ fn spec(g: &Global) -> Result<Spec, CliError> {
     Ok(Spec {
         exe,
         data_dir: p.data_dir,
-        // An explicit --socket (or MEMD_SOCKET) goes into the units; the
-        // default stays the runtime dir's, which clients resolve too.
-        socket: g.socket.as_ref().map(|_| p.socket.clone()),
+        // The units name the socket clients resolve with the same flags and
+        // environment, unless it is the runtime dir's default (`%t`): an
+        // explicit data dir puts the socket in it.
+        socket: (Some(&p.socket) != runtime_socket().as_ref()).then(|| p.socket.clone()),
         config: g.config.as_ref().map(|_| p.config.clone()),
     })
+}
+
+/// The default socket under `$XDG_RUNTIME_DIR`, which the units write as
+/// `%t/memd/memd.sock`.
+fn runtime_socket() -> Option<PathBuf> {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .filter(|v| !v.is_empty())
+        .map(|r| PathBuf::from(r).join("memd").join("memd.sock"))
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), CliError> {

@@ -125,7 +125,11 @@ impl Session {
             namespace: hello.namespace.clone(),
             policy: hello.policy.unwrap_or(default_policy),
             budget: hello.budget.unwrap_or(default_budget),
-            seen: hello.seen_generation.unwrap_or(generation),
+            // A generation the database has not reached yet (from another
+            // file, or made up) would turn the guard off: it counts as now.
+            seen: hello
+                .seen_generation
+                .map_or(generation, |seen| seen.min(generation)),
             subscribed: false,
             upload: None,
             snapshot: None,
@@ -177,4 +181,29 @@ pub fn new_session_id() -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello(seen: Option<u64>) -> Hello {
+        Hello {
+            protocol: memd_proto::PROTOCOL_VERSION,
+            client_version: "test".into(),
+            agent_id: "a".into(),
+            namespace: "default".into(),
+            policy: None,
+            budget: None,
+            seen_generation: seen,
+        }
+    }
+
+    #[test]
+    fn seen_starts_at_the_handshake_and_never_ahead_of_the_database() {
+        let open = |seen| Session::open(&hello(seen), 10, DriftPolicy::External, 4_000).unwrap();
+        assert_eq!(open(None).seen, 10);
+        assert_eq!(open(Some(7)).seen, 7);
+        assert_eq!(open(Some(99)).seen, 10);
+    }
 }

@@ -26,6 +26,7 @@ async fn found(c: &mut Client, query: &str) -> Vec<i64> {
         mode: Default::default(),
         syntax: Default::default(),
         explain: false,
+        offset: 0,
     })
     .await
     .unwrap_or_else(|e| panic!("search {query:?}: {e}"))

@@ -95,6 +95,9 @@ fn add_get_search_update_forget_round_trip_json() {
     assert_eq!(updated["memory"]["tags"], serde_json::json!(["ops"]));
     let (found, _) = d.json(&["search", "ship"]);
     assert_eq!(ids(&found, "hits"), vec![id]);
+    let (cleared, code) = d.json(&["update", &id.to_string(), "--clear-tags"]);
+    assert_eq!(code, 0, "{cleared}");
+    assert_eq!(cleared["memory"]["tags"], serde_json::json!([]));
     let (found, _) = d.json(&["search", "deploy.sh"]);
     assert!(
         !ids(&found, "hits").is_empty(),
@@ -323,6 +326,13 @@ fn filters_limit_and_offset() {
     let (v, code) = d.json(&["search", "alpha", "--category", "decision"]);
     assert_eq!(code, 0);
     assert_eq!(ids(&v, "hits"), vec![2]);
+    // Search pages like list: the same order, cut at offset and limit.
+    let (v, _) = d.json(&["search", "alpha"]);
+    let all = ids(&v, "hits");
+    assert_eq!(all.len(), 4, "{v}");
+    let (v, code) = d.json(&["search", "alpha", "--offset", "1", "--limit", "2"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(ids(&v, "hits"), all[1..3].to_vec());
     let (v, code) = d.json(&["list", "--since", "yesterday"]);
     assert_eq!(code, 2, "{v}");
 }

@@ -419,6 +419,7 @@ async fn a_dropped_trigger_is_restored_and_flagged() {
             mode: Default::default(),
             syntax: Default::default(),
             explain: false,
+            offset: 0,
         })
         .await
         .unwrap();
@@ -552,6 +553,7 @@ async fn no_false_positive_from_searches_and_own_writes() {
                 mode: Default::default(),
                 syntax: Default::default(),
                 explain: false,
+                offset: 0,
             })
             .await
             .unwrap();

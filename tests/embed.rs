@@ -372,6 +372,7 @@ async fn batch_search_answers_each_query_in_order() {
         mode,
         syntax: QuerySyntax::Plain,
         explain: false,
+        offset: 0,
     };
     let before = p.requests.load(std::sync::atomic::Ordering::SeqCst);
     let results = c

@@ -152,6 +152,7 @@ fn namespaces_never_leak() {
                                 mode: Default::default(),
                                 syntax: Default::default(),
                                 explain: false,
+                                offset: 0,
                             })
                             .unwrap();
                         for h in &r.hits {

@@ -119,16 +119,39 @@ async fn protocol_mismatch_is_reported_with_both_versions() {
     // No frames in an unknown version: just the close.
     assert_closed(&mut s);
 
-    // The client turns the same situation into a typed error.
-    let err = memd_client::error::Error::from(proto::CodecError::VersionMismatch {
-        ours: proto::PROTOCOL_VERSION,
-        theirs: 99,
+    // The CLI against a peer that speaks protocol 99 (a newer daemon, as
+    // far as this client can tell): exit 5, both versions and the fix.
+    let sock = d.dir.path().join("v99.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let peer = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let mut theirs = [0u8; proto::PREAMBLE_LEN];
+        c.read_exact(&mut theirs).unwrap();
+        let mut pre = proto::preamble();
+        pre[4..].copy_from_slice(&99u32.to_be_bytes());
+        c.write_all(&pre).unwrap();
+        proto::parse_preamble(&theirs).unwrap()
     });
-    assert_eq!(err.exit_code(), 5);
-    assert!(
-        err.to_string().contains("protocol 2, the daemon speaks 99"),
-        "{err}"
+    let out = common::memd_command(d.dir.path())
+        .args([
+            "--socket",
+            sock.to_str().unwrap(),
+            "--no-autostart",
+            "--json",
+            "list",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(peer.join().unwrap(), proto::PROTOCOL_VERSION);
+    assert_eq!(out.status.code(), Some(5), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["code"], "protocol_mismatch", "{v}");
+    let msg = v["error"].as_str().unwrap();
+    let both = format!(
+        "speaks memd protocol {}, the daemon speaks 99",
+        proto::PROTOCOL_VERSION
     );
+    assert!(msg.contains(&both) && msg.contains("memd stop"), "{msg}");
 }
 
 #[tokio::test]
@@ -140,4 +163,66 @@ async fn a_stalled_half_frame_does_not_block_others() {
     witness_works(&mut witness, 0).await;
     let status = witness.status().await.unwrap();
     assert_eq!(status["sessions"], 2);
+}
+
+/// A daemon of another memd version that speaks the same protocol: the
+/// command works and says on stderr which versions differ and the fix.
+#[test]
+fn another_daemon_version_is_named_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("old.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let peer = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let mut pre = [0u8; proto::PREAMBLE_LEN];
+        c.read_exact(&mut pre).unwrap();
+        c.write_all(&proto::preamble()).unwrap();
+        let answer = |c: &mut UnixStream, body: Response| {
+            let mut header = [0u8; 4];
+            c.read_exact(&mut header).unwrap();
+            let mut frame = vec![0u8; proto::frame_len(header).unwrap()];
+            c.read_exact(&mut frame).unwrap();
+            let req: Frame<Request> = proto::decode(&frame).unwrap();
+            c.write_all(&proto::encode(&Frame { id: req.id, body }).unwrap())
+                .unwrap();
+            req.body
+        };
+        let hello = answer(
+            &mut c,
+            Response::Welcome(proto::Welcome {
+                session_id: "ab".repeat(16),
+                generation: 1,
+                server_version: "0.0.1".into(),
+                protocol: proto::PROTOCOL_VERSION,
+            }),
+        );
+        assert!(matches!(hello, Request::Hello(_)), "{hello:?}");
+        answer(
+            &mut c,
+            Response::Memories(proto::MemoryList {
+                memories: Vec::new(),
+                generation: 1,
+            }),
+        )
+    });
+    let out = common::memd_command(dir.path())
+        .args([
+            "--socket",
+            sock.to_str().unwrap(),
+            "--no-autostart",
+            "--json",
+            "list",
+        ])
+        .output()
+        .unwrap();
+    assert!(matches!(peer.join().unwrap(), Request::List(_)));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["count"], 0, "{v}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the daemon runs memd 0.0.1, this client is memd ")
+            && err.contains("memd stop"),
+        "{err}"
+    );
 }

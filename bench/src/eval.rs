@@ -302,6 +302,7 @@ where
                 mode,
                 syntax: QuerySyntax::Plain,
                 explain: false,
+                offset: 0,
             })
             .await?;
         latencies.push(t.elapsed());

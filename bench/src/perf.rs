@@ -230,6 +230,7 @@ impl Floor {
                     mode,
                     view: &view,
                     limit: 10,
+                    offset: 0,
                     explain: false,
                     now: time::OffsetDateTime::now_utc(),
                     rank: &rank,
@@ -249,6 +250,7 @@ fn search_req(q: &str, mode: SearchMode) -> SearchRequest {
         mode,
         syntax: QuerySyntax::Plain,
         explain: false,
+        offset: 0,
     }
 }
 

@@ -73,6 +73,7 @@ fn search_req(q: &str, mode: SearchMode) -> SearchRequest {
         mode,
         syntax: QuerySyntax::Plain,
         explain: false,
+        offset: 0,
     }
 }
 

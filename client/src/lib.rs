@@ -331,6 +331,7 @@ impl Client {
             mode: SearchMode::Auto,
             syntax: QuerySyntax::Plain,
             explain: false,
+            offset: 0,
         })
         .await
         .map(|r| r.hits)

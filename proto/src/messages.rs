@@ -823,6 +823,8 @@ pub struct SearchRequest {
     pub syntax: QuerySyntax,
     /// Return the parts of each score.
     pub explain: bool,
+    /// Skip this many of the best hits first (paging with `limit`).
+    pub offset: u32,
 }
 
 /// How a hit matched.

@@ -135,6 +135,7 @@ fn requests() -> Vec<(&'static str, Request)> {
                 mode: SearchMode::Auto,
                 syntax: QuerySyntax::Fts,
                 explain: true,
+                offset: 0,
             }),
         ),
         ("req_status", Request::Status(StatusRequest {})),
@@ -160,8 +161,55 @@ fn requests() -> Vec<(&'static str, Request)> {
                     mode: SearchMode::Hybrid,
                     syntax: QuerySyntax::Plain,
                     explain: false,
+                    offset: 0,
                 }],
             }),
+        ),
+        ("req_inject", Request::Inject(InjectRequest {})),
+        ("req_compacted", Request::Compacted(CompactedRequest {})),
+        ("req_refresh", Request::Refresh(RefreshRequest {})),
+        (
+            "req_supersede",
+            Request::Supersede(SupersedeRequest { old: 3, new: 4 }),
+        ),
+        ("req_history", Request::History(HistoryRequest { id: 42 })),
+        ("req_confirm", Request::Confirm(ConfirmRequest { id: 42 })),
+        (
+            "req_prune",
+            Request::Prune(PruneRequest {
+                dry_run: true,
+                all_namespaces: false,
+            }),
+        ),
+        (
+            "req_task",
+            Request::Task(TaskRequest {
+                id: 42,
+                status: "in_progress".into(),
+                expect_rev: Some(2),
+            }),
+        ),
+        ("req_sweep", Request::Sweep(SweepRequest { dry_run: true })),
+        (
+            "req_export",
+            Request::Export(ExportRequest {
+                format: "json".into(),
+                namespaces: vec!["default".into(), "other".into()],
+                all_namespaces: false,
+                top: 20,
+            }),
+        ),
+        ("req_backup", Request::Backup(BackupRequest {})),
+        (
+            "req_fetch",
+            Request::Fetch(FetchRequest {
+                offset: 1 << 20,
+                len: 65_536,
+            }),
+        ),
+        (
+            "req_import",
+            Request::Import(ImportRequest { replace: true }),
         ),
     ]
 }
@@ -294,6 +342,76 @@ fn responses() -> Vec<(&'static str, Response)> {
                 superseded: false,
             })),
         ),
+        (
+            "resp_injected",
+            Response::Injected(Injection {
+                block: "## Memory\n\n### Facts\n- The deploy script lives in ops/deploy.sh\n"
+                    .into(),
+                hash: "0f".repeat(16),
+                built_at_generation: 9,
+                stats: InjectStats {
+                    included: 1,
+                    eligible: 2,
+                    chars: 60,
+                    budget: 4000,
+                    cached: true,
+                },
+            }),
+        ),
+        ("resp_invalidated", Response::Invalidated),
+        (
+            "resp_superseded",
+            Response::Superseded(SupersedeResult {
+                old: 3,
+                new: 4,
+                generation: 11,
+            }),
+        ),
+        (
+            "resp_history",
+            Response::History(History {
+                chain: vec![memory()],
+                revisions: vec![Revision {
+                    rev_id: 5,
+                    memory_id: 42,
+                    op: "update".into(),
+                    rev: Some(2),
+                    content: Some("The deploy script lived in ops/old.sh".into()),
+                    subject: None,
+                    category: Some("fact".into()),
+                    tier: Some(2),
+                    status: Some("promoted".into()),
+                    metadata: Some("{}".into()),
+                    superseded_by: None,
+                    updated_at: Some("2026-06-07T17:10:00.000Z".into()),
+                    recorded_at: "2026-06-07T17:30:00.000Z".into(),
+                    generation: Some(6),
+                }],
+                generation: 11,
+            }),
+        ),
+        (
+            "resp_pruned",
+            Response::Pruned(PruneResult {
+                ids: vec![7, 8],
+                dry_run: false,
+                generation: 12,
+            }),
+        ),
+        (
+            "resp_download",
+            Response::Download(DownloadInfo {
+                size: 1 << 20,
+                info: r#"{"generation":12}"#.into(),
+            }),
+        ),
+        (
+            "resp_chunk",
+            Response::Chunk(Chunk {
+                data: b"SQLite format 3\0".to_vec(),
+                eof: false,
+            }),
+        ),
     ]
 }
 
@@ -330,6 +448,84 @@ fn check(name: &str, bytes: &[u8]) {
         want,
         "the encoding of {name} changed: bump PROTOCOL_VERSION and re-bless"
     );
+}
+
+/// The position of a request kind in the enum. The match has no catch-all:
+/// a new kind does not compile here until it is listed, and then the
+/// completeness test wants golden bytes for it.
+fn request_kind(r: &Request) -> usize {
+    match r {
+        Request::Hello(_) => 0,
+        Request::Add(_) => 1,
+        Request::Get(_) => 2,
+        Request::List(_) => 3,
+        Request::Update(_) => 4,
+        Request::Forget(_) => 5,
+        Request::Search(_) => 6,
+        Request::Status(_) => 7,
+        Request::Stop(_) => 8,
+        Request::Subscribe(_) => 9,
+        Request::Check(_) => 10,
+        Request::Upload(_) => 11,
+        Request::Restore(_) => 12,
+        Request::Inject(_) => 13,
+        Request::Compacted(_) => 14,
+        Request::Refresh(_) => 15,
+        Request::Supersede(_) => 16,
+        Request::History(_) => 17,
+        Request::Confirm(_) => 18,
+        Request::Prune(_) => 19,
+        Request::Task(_) => 20,
+        Request::Sweep(_) => 21,
+        Request::Export(_) => 22,
+        Request::Backup(_) => 23,
+        Request::Fetch(_) => 24,
+        Request::Import(_) => 25,
+        Request::Reembed(_) => 26,
+        Request::SearchBatch(_) => 27,
+    }
+}
+const REQUEST_KINDS: usize = 28;
+
+/// As [`request_kind`], for responses (events by their own kind).
+fn response_kind(r: &Response) -> usize {
+    match r {
+        Response::Welcome(_) => 0,
+        Response::Added(_) => 1,
+        Response::Memory(_) => 2,
+        Response::Memories(_) => 3,
+        Response::Forgotten(_) => 4,
+        Response::Hits(_) => 5,
+        Response::Status(_) => 6,
+        Response::Stopping => 7,
+        Response::Error(_) => 8,
+        Response::Subscribed => 9,
+        Response::Report(_) => 10,
+        Response::Uploaded(_) => 11,
+        Response::Event(Event::Drift(_)) => 12,
+        Response::Event(Event::Similar(_)) => 13,
+        Response::Injected(_) => 14,
+        Response::Invalidated => 15,
+        Response::Superseded(_) => 16,
+        Response::History(_) => 17,
+        Response::Pruned(_) => 18,
+        Response::Download(_) => 19,
+        Response::Chunk(_) => 20,
+        Response::HitsBatch(_) => 21,
+    }
+}
+const RESPONSE_KINDS: usize = 22;
+
+#[test]
+fn golden_bytes_cover_every_message_kind() {
+    let mut seen: Vec<usize> = requests().iter().map(|(_, r)| request_kind(r)).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen, (0..REQUEST_KINDS).collect::<Vec<_>>(), "requests");
+    let mut seen: Vec<usize> = responses().iter().map(|(_, r)| response_kind(r)).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen, (0..RESPONSE_KINDS).collect::<Vec<_>>(), "responses");
 }
 
 #[test]

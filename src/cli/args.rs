@@ -293,6 +293,9 @@ pub struct SearchArgs {
     /// Filters.
     #[command(flatten)]
     pub filter: FilterArgs,
+    /// Skip the N best hits (paging with --limit)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub offset: u32,
 }
 
 /// `update`.
@@ -313,6 +316,9 @@ pub struct UpdateArgs {
     /// Unpin it
     #[arg(long, conflicts_with = "pin")]
     pub unpin: bool,
+    /// Remove every tag (`--tag` replaces the tag set instead)
+    #[arg(long, conflicts_with = "tags")]
+    pub clear_tags: bool,
     /// Refuse unless the memory is at this rev
     #[arg(long, value_name = "N")]
     pub expect_rev: Option<i64>,

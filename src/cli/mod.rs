@@ -164,7 +164,20 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, CliE
     } else {
         None
     };
-    Ok(autostart::connect(opts, spec.as_ref()).await?)
+    let client = autostart::connect(opts, spec.as_ref()).await?;
+    let theirs = &client.welcome().server_version;
+    let ours = env!("CARGO_PKG_VERSION");
+    if theirs != ours {
+        // The same protocol works, but the daemon lacks what this version
+        // changed: say so once per command, on stderr (stdout stays the
+        // command's own output).
+        eprintln!(
+            "memd: note: the daemon runs memd {theirs}, this client is memd {ours}; \
+             `memd stop` lets the next command start this version \
+             (`systemctl --user restart memd` under systemd)"
+        );
+    }
+    Ok(client)
 }
 
 /// Runs a parsed command line; returns the exit code.
@@ -371,6 +384,7 @@ pub async fn execute(
                     mode,
                     syntax,
                     explain: a.explain,
+                    offset: a.offset,
                 })
                 .await?;
             Ok(output::hits(&r))
@@ -388,7 +402,7 @@ pub async fn execute(
                 content,
                 category: f.category,
                 subject: f.subject,
-                tags: (!f.tags.is_empty()).then_some(f.tags),
+                tags: (a.clear_tags || !f.tags.is_empty()).then_some(f.tags),
                 scope: f.scope,
                 tier: f.tier,
                 pinned,

@@ -127,6 +127,7 @@ async fn run(
                             mode: req.mode,
                             view,
                             limit: *limit,
+                            offset: req.offset,
                             explain: req.explain,
                             now,
                             rank: &rank,

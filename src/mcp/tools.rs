@@ -409,6 +409,7 @@ pub fn command(name: &str, args: Map<String, Value>) -> Result<Command, ToolErro
                 syntax: "plain".into(),
                 explain: false,
                 filter: filter(a.category, a.tags, a.limit),
+                offset: 0,
             })
         }
         "memory_get" => {
@@ -436,6 +437,7 @@ pub fn command(name: &str, args: Map<String, Value>) -> Result<Command, ToolErro
                 id: a.id,
                 content: a.content,
                 file: None,
+                clear_tags: a.tags.as_ref().is_some_and(Vec::is_empty),
                 fields: MemoryFields {
                     category: a.category,
                     tags: a.tags.unwrap_or_default(),
@@ -573,6 +575,20 @@ mod tests {
                 ("port".to_string(), "5432".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn update_with_no_tags_clears_them() {
+        let update = |a| match command("memory_update", args(a)).unwrap() {
+            Command::Update(u) => u,
+            other => panic!("{other:?}"),
+        };
+        let u = update(json!({"id": 1, "tags": []}));
+        assert!(u.clear_tags && u.fields.tags.is_empty());
+        let u = update(json!({"id": 1, "tags": ["ops"]}));
+        assert!(!u.clear_tags);
+        assert_eq!(u.fields.tags, vec!["ops"]);
+        assert!(!update(json!({"id": 1, "content": "x"})).clear_tags);
     }
 
     #[test]

@@ -47,6 +47,8 @@ pub struct Query<'a> {
     pub view: &'a View,
     /// At most this many hits.
     pub limit: u32,
+    /// Skip this many of the best hits first.
+    pub offset: u32,
     /// Fill in each hit's score parts.
     pub explain: bool,
     /// "Now" for recency.
@@ -169,7 +171,8 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
             return Ok(Vec::new());
         };
         let words = words::query_words(q.text);
-        let mut rows = lexical::candidates(conn, &fts, q.view, fetch(q.limit))?;
+        let mut rows =
+            lexical::candidates(conn, &fts, q.view, fetch(q.limit.saturating_add(q.offset)))?;
         if q.syntax == QuerySyntax::Plain {
             for c in &mut rows {
                 let cov = coverage(&words, &c.content);
@@ -189,7 +192,7 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
                 q.mode.as_str()
             ))
         })?;
-        semantic::candidates(conn, q.view, s, fetch(q.limit))
+        semantic::candidates(conn, q.view, s, fetch(q.limit.saturating_add(q.offset)))
     };
     let hybrid = || -> Result<Vec<Scored>, StoreError> {
         let lex = lexical_rows()?;
@@ -207,7 +210,12 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
     let fuzzy = || -> Result<Vec<Scored>, StoreError> {
         Ok(ranked(
             q,
-            fuzzy::candidates(conn, q.text, q.view, fetch(q.limit))?,
+            fuzzy::candidates(
+                conn,
+                q.text,
+                q.view,
+                fetch(q.limit.saturating_add(q.offset)),
+            )?,
             MatchKind::Fuzzy,
         ))
     };
@@ -237,6 +245,7 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
             scored
         }
     };
+    scored.drain(..(q.offset as usize).min(scored.len()));
     scored.truncate(q.limit as usize);
     let ids: Vec<i64> = scored.iter().map(|s| s.candidate.id).collect();
     let mut rows = memories::by_ids(conn, &ids)?;

@@ -12,10 +12,10 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::provider::Provider;
+use common::provider::{Fault, Provider};
 use common::{Daemon, sqlite3};
 use memd_client::proto::{Event, Filter, QuerySyntax, SearchMode, SearchRequest};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn config(d: &Path, text: &str) -> String {
     std::fs::create_dir_all(d).unwrap();
@@ -298,6 +298,33 @@ fn filters_apply_before_semantic_ranking() {
         "1",
     ]);
     assert_eq!(hit_ids(&v), vec![wanted], "{v}");
+}
+
+/// A provider that fails at query time: `auto` answers lexically, an
+/// explicit semantic search says why it cannot.
+#[test]
+fn auto_search_survives_a_failing_provider() {
+    let p = Provider::start();
+    let d = daemon_with(&ollama(&p, "bag-16", "retries = 0\n"));
+    let id = add(&d, "the quarterly report is due on friday", &[]);
+    wait_embedded(&d, 1);
+    let (v, code) = search(&d, "quarterly report", "auto");
+    assert_eq!((code, v["mode"].clone()), (0, json!("hybrid")), "{v}");
+    p.fail_next(&[Fault::Status(500, "model crashed")]);
+    let (v, code) = search(&d, "quarterly report", "auto");
+    assert_eq!(code, 0, "{v}");
+    // `auto` as without an embedder: lexical, then fuzzy if needed.
+    assert_eq!(v["mode"], "auto", "{v}");
+    assert_eq!(hit_ids(&v), vec![id]);
+    assert_eq!(v["hits"][0]["matched"], "lexical", "{v}");
+    p.fail_next(&[Fault::Status(500, "model crashed")]);
+    let (v, code) = search(&d, "quarterly report", "semantic");
+    assert_ne!(code, 0, "{v}");
+    assert_eq!(v["code"], "not_configured", "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("model crashed"),
+        "{v}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -72,6 +72,10 @@ fn code_derivable_content_is_refused_and_prose_passes() {
         assert_eq!(code, 6, "accepted: {text}\n{v}");
         assert_eq!(v["reason"], "code_derivable", "{text}");
         assert_eq!(v["accepted"], false);
+        for key in ["id", "merged_into", "similar_to", "drift"] {
+            assert!(v[key].is_null() && v.get(key).is_some(), "{key}: {v}");
+        }
+        assert_eq!(v["deduped"], false);
     }
     for text in [
         "The deploy script is ops/deploy.sh; it fails with 'permission denied' unless run as deploy.",

@@ -81,6 +81,15 @@ async fn own_writes_rebuild_the_block() {
     let b3 = s.inject().await.unwrap();
     assert!(!b3.block.contains("beta memory"));
     assert_eq!(builds(&d), 4);
+    // supersede OLD NEW is this session's write too.
+    let c = add(&mut s, "gamma memory").await;
+    let b4 = s.inject().await.unwrap();
+    assert!(b4.block.contains("alpha memory, revised"));
+    s.supersede(a, c).await.unwrap();
+    let b5 = s.inject().await.unwrap();
+    assert!(!b5.stats.cached);
+    assert!(!b5.block.contains("alpha memory, revised"), "{}", b5.block);
+    assert_eq!(builds(&d), 6);
     // A refused or failed write does not drop the snapshot.
     assert!(s.forget(999, None).await.is_err());
     assert!(s.inject().await.unwrap().stats.cached);
@@ -339,6 +348,33 @@ fn budget_is_respected_and_bytes_survive_a_restart() {
     assert_eq!(second["hash"], first["hash"]);
 }
 
+/// The budget a client asks for in its handshake wins over the config's.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_handshake_budget_is_the_sessions() {
+    let d = Daemon::start();
+    let mut s = d.client().await;
+    for i in 0..40 {
+        add(
+            &mut s,
+            &format!("a memory long enough to take some room, number {i}"),
+        )
+        .await;
+    }
+    let mut opts = d.opts();
+    opts.budget = Some(300);
+    let mut small = Client::connect(opts).await.unwrap();
+    let b = small.inject().await.unwrap();
+    assert_eq!(b.stats.budget, 300);
+    assert!(
+        b.stats.chars <= 300 && b.block.chars().count() <= 300,
+        "{b:?}"
+    );
+    assert!(b.stats.included > 0 && b.stats.included < b.stats.eligible);
+    let big = s.inject().await.unwrap();
+    assert_eq!(big.stats.budget, 4_000);
+    assert!(big.stats.included > b.stats.included);
+}
+
 #[test]
 fn cli_inject_prints_the_block() {
     let d = Daemon::start();
@@ -377,24 +413,33 @@ async fn sixty_four_injectors_and_eight_writers() {
                     .unwrap()
                     .id
                     .unwrap();
-                // Each writer checks its own block follows its own writes.
+                // Each writer checks its own block follows its own writes
+                // and stays the same until its next one.
                 let block = c.inject().await.unwrap();
                 assert!(
                     block.block.contains(&format!("#{id} "))
                         || block.stats.included < block.stats.eligible
                 );
+                let again = c.inject().await.unwrap();
+                assert!(again.stats.cached);
+                assert_eq!(again.block, block.block);
                 n += 1;
             }
             n
         }));
     }
+    // MEMD_INJECT_ROUNDS=5000 for a longer stress run.
+    let rounds: u64 = std::env::var("MEMD_INJECT_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
     let mut injectors = Vec::new();
     for _ in 0..64 {
         let opts = d.opts();
         injectors.push(tokio::spawn(async move {
             let mut c = Client::connect(opts).await.unwrap();
             let first = c.inject().await.unwrap();
-            for _ in 0..50 {
+            for _ in 0..rounds {
                 let again = c.inject().await.unwrap();
                 assert_eq!(again.block, first.block);
                 assert_eq!(again.hash, first.hash);
@@ -411,5 +456,5 @@ async fn sixty_four_injectors_and_eight_writers() {
     }
     assert!(written > 0);
     let status = d.status();
-    assert!(status["stats"]["snapshot_hits"].as_u64().unwrap() >= 64 * 50);
+    assert!(status["stats"]["snapshot_hits"].as_u64().unwrap() >= 64 * rounds);
 }

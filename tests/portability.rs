@@ -114,6 +114,35 @@ fn identical_memories_with_other_uids_both_survive() {
     assert_eq!(l["count"], 2);
 }
 
+/// An entry without a namespace goes to the importing session's; a replace
+/// never takes a row of another namespace than the file names.
+#[test]
+fn imports_stay_in_the_namespaces_they_name() {
+    let d = Daemon::start();
+    let file = d.dir.path().join("ns.json");
+    let doc = json!({"entries": [{"uid": "n1", "content": "no namespace given"}]});
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let (report, code) = d.json(&["--namespace", "team", "import", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["inserted"], 1);
+    let (l, _) = d.json(&["--namespace", "team", "list"]);
+    assert_eq!(l["count"], 1, "{l}");
+    let (l, _) = d.json(&["list"]);
+    assert_eq!(l["count"], 0, "{l}");
+    // The same uid claimed for another namespace: skipped, even with
+    // --replace; the row in `team` is untouched.
+    let doc = json!({"entries": [{"uid": "n1", "content": "hijacked", "namespace": "default"}]});
+    std::fs::write(&file, doc.to_string()).unwrap();
+    let (report, code) = d.json(&["import", "--replace", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        (report["replaced"].clone(), report["skipped"].clone()),
+        (json!(0), json!(1))
+    );
+    let (l, _) = d.json(&["--namespace", "team", "list"]);
+    assert_eq!(l["memories"][0]["content"], "no namespace given");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_drift_backup_imports_and_replace_is_guarded() {
     let d = Daemon::start();
@@ -188,6 +217,16 @@ fn markdown_export_is_a_readable_bootstrap() {
     );
     let out = d.cli(&["export", "--format", "markdown", "--all-namespaces"]);
     assert!(out.stdout.contains("## Namespace `other`"));
+    // Under --json, one object on one line that carries the text.
+    let out = d.cli(&["--json", "export", "--format", "markdown"]);
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout.lines().count(), 1, "{}", out.stdout);
+    let v = out.json();
+    assert_eq!(v["success"], true);
+    assert!(
+        v["markdown"].as_str().unwrap().starts_with("# Memory\n"),
+        "{v}"
+    );
     let (v, code) = d.json(&["export", "--format", "xml"]);
     assert_eq!(code, 2, "{v}");
 }

@@ -262,6 +262,9 @@ async fn every_file_memd_writes_is_owner_only() {
     // Exports and online backups that the CLI writes.
     let export = d.dir.path().join("export.json");
     let copy = d.dir.path().join("copy.db");
+    // An existing file others could read is narrowed, not kept as it was.
+    std::fs::write(&copy, "old").unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o644)).unwrap();
     let (v, code) = d.json(&["export", "--out", export.to_str().unwrap()]);
     assert_eq!(code, 0, "{v}");
     let (v, code) = d.json(&["backup", copy.to_str().unwrap()]);

@@ -62,8 +62,14 @@ pub fn error(e: &ErrorBody) -> Value {
     obj.insert("code".into(), json!(e.code.as_str()));
     obj.insert("error".into(), json!(e.message));
     if let Some(reason) = &e.reason {
+        // A gate refusal has the add result's shape too.
         obj.insert("accepted".into(), json!(false));
+        obj.insert("id".into(), Value::Null);
+        obj.insert("deduped".into(), json!(false));
+        obj.insert("merged_into".into(), Value::Null);
+        obj.insert("similar_to".into(), Value::Null);
         obj.insert("reason".into(), json!(reason));
+        obj.insert("drift".into(), Value::Null);
     }
     if let Some(rev) = e.current_rev {
         obj.insert("current_rev".into(), json!(rev));

@@ -456,8 +456,25 @@ pub async fn execute(
                     let (info, bytes) = client.export(req, file).await?;
                     Ok(output::downloaded(info, bytes, path))
                 }
+                None if a.format == "markdown" => {
+                    // Text: the output itself, and under --json (or in
+                    // `shell --json`) one JSON object that carries it.
+                    let mut text = Vec::new();
+                    let (info, _) = client.export(req, &mut text).await?;
+                    let text = String::from_utf8_lossy(&text).trim_end().to_string();
+                    Ok(output::Output {
+                        json: json!({
+                            "success": true,
+                            "format": "markdown",
+                            "entries": info["entries"],
+                            "markdown": text,
+                        }),
+                        human: text,
+                    })
+                }
                 None => {
-                    // The export itself is the output.
+                    // The JSON document itself (one compact line) is the
+                    // output, streamed.
                     let (_, _) = client.export(req, Stdout).await?;
                     Ok(output::Output {
                         json: serde_json::Value::Null,
@@ -585,6 +602,12 @@ fn create_out(path: &Path) -> Result<std::fs::File, CliError> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
+        .and_then(|f| {
+            // An existing file keeps its mode on open: it becomes 0600 too.
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            Ok(f)
+        })
         .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
 }
 

@@ -338,6 +338,7 @@ pub(super) async fn fetch(
 struct Entry {
     source_id: Option<i64>,
     uid: String,
+    namespace: String,
     superseded_by: Option<i64>,
     values: Vec<rusqlite::types::Value>,
     tags: Vec<String>,
@@ -375,7 +376,9 @@ const IMPORT_COLUMNS: &[&str] = &[
     "rev",
 ];
 
-fn entry(v: &Value) -> Result<Entry, String> {
+/// An entry of an import document; one without a namespace goes to the
+/// importing session's.
+fn entry(v: &Value, session_namespace: &str) -> Result<Entry, String> {
     use rusqlite::types::Value as V;
     let obj = v.as_object().ok_or("an entry is not an object")?;
     let text =
@@ -388,6 +391,9 @@ fn entry(v: &Value) -> Result<Entry, String> {
     let content = text("content")
         .filter(|c| !c.trim().is_empty())
         .ok_or("an entry has no content")?;
+    let namespace = text("namespace")
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or_else(|| session_namespace.to_string());
     let scope = text("scope").unwrap_or_else(|| "project".into());
     let scope = gate::normalize_scope(&scope).ok_or(format!("unknown scope `{scope}`"))?;
     let status = text("status").unwrap_or_else(|| "promoted".into());
@@ -427,7 +433,7 @@ fn entry(v: &Value) -> Result<Entry, String> {
         .unwrap_or_default();
     let values = vec![
         V::Text(uid.clone()),
-        V::Text(text("namespace").unwrap_or_else(|| "default".into())),
+        V::Text(namespace.clone()),
         V::Text(scope.into()),
         opt(text("scope_owner")),
         V::Text(content.clone()),
@@ -457,6 +463,7 @@ fn entry(v: &Value) -> Result<Entry, String> {
     Ok(Entry {
         source_id: int("id"),
         uid,
+        namespace,
         superseded_by: int("superseded_by"),
         values,
         tags,
@@ -563,13 +570,14 @@ pub(super) async fn import(
     let mut invalid = 0u64;
     let mut errors: Vec<String> = Vec::new();
     let mut totals = [0u64; 5]; // inserted, skipped, replaced, linked, dangling
+    let session_namespace = session.namespace.clone();
     for chunk in layout.order.chunks(IMPORT_CHUNK) {
         // Second pass: build only this chunk's entries.
         let mut batch = Vec::with_capacity(chunk.len());
         for range in chunk {
             let parsed = serde_json::from_str::<Value>(&doc[range.clone()])
                 .map_err(|e| e.to_string())
-                .and_then(|v| entry(&v));
+                .and_then(|v| entry(&v, &session_namespace));
             match parsed {
                 Ok(e) => batch.push(e),
                 Err(msg) => {
@@ -623,17 +631,26 @@ fn import_chunk(
         "INSERT INTO memories ({cols}, superseded_by, id) VALUES ({})",
         marks.join(", ")
     );
-    let mut by_uid = conn.prepare_cached("SELECT id FROM memories WHERE uid = ?1")?;
+    let mut by_uid = conn.prepare_cached("SELECT id, namespace FROM memories WHERE uid = ?1")?;
     let mut id_taken =
         conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM memories WHERE id = ?1)")?;
     for e in batch {
-        let existing: Option<i64> = by_uid.query_row([&e.uid], |r| r.get(0)).optional()?;
+        let existing: Option<(i64, String)> = by_uid
+            .query_row([&e.uid], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
         let keep_id = match (existing, replace) {
+            // Never replaced: a row already here, or one of another
+            // namespace than the file says (a replace changes only the
+            // namespaces the file names).
             (Some(_), false) => {
                 counts[1] += 1;
                 continue;
             }
-            (Some(id), true) => {
+            (Some((_, ns)), true) if ns != e.namespace => {
+                counts[1] += 1;
+                continue;
+            }
+            (Some((id, _)), true) => {
                 // Delete and insert under the same id: the file's
                 // timestamps and rev survive (an UPDATE would restamp them),
                 // and the old version stays in memory_revisions.

@@ -81,13 +81,27 @@ async fn run(
         Vec::new()
     } else {
         let embedder = shared.embed.ready()?;
-        tokio::task::spawn_blocking(move || {
+        let embedded = tokio::task::spawn_blocking(move || {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             embedder.embed(&refs)
         })
         .await
-        .map_err(|e| StoreError::Io(format!("the embedding task failed: {e}")))?
-        .map_err(|e| StoreError::NotConfigured(format!("cannot embed the query: {e}")))?
+        .map_err(|e| StoreError::Io(format!("the embedding task failed: {e}")))?;
+        match embedded {
+            Ok(v) => v,
+            // `auto` asked for no embedder: when the provider fails, it
+            // searches lexically (its result says so) instead of failing.
+            Err(e) if reqs.iter().all(|r| r.mode == SearchMode::Auto) => {
+                tracing::warn!(error = %e, "cannot embed the query; auto search runs lexical");
+                wants.iter_mut().for_each(|w| *w = false);
+                Vec::new()
+            }
+            Err(e) => {
+                return Err(StoreError::NotConfigured(format!(
+                    "cannot embed the query: {e}"
+                )));
+            }
+        }
     }
     .into_iter();
     let queries: Vec<(SearchRequest, Option<Vec<f32>>)> = reqs

@@ -123,9 +123,12 @@ fn section_header(category: &str) -> String {
 impl Builder {
     /// A builder for `budget` characters.
     pub fn new(budget: usize) -> Builder {
+        // A budget too small for the header gives an empty block: the block
+        // is never longer than its budget.
+        let header = HEADER.chars().count();
         Builder {
             budget,
-            used: HEADER.chars().count(),
+            used: if budget < header { budget + 1 } else { header },
             sections: Vec::new(),
             skipped_in_a_row: 0,
         }
@@ -159,6 +162,13 @@ impl Builder {
 
     /// The block.
     pub fn finish(self) -> Rendered {
+        if self.used > self.budget {
+            return Rendered {
+                block: String::new(),
+                included: 0,
+                chars: 0,
+            };
+        }
         let mut block = String::with_capacity(self.used);
         block.push_str(HEADER);
         let mut included = 0;
@@ -245,11 +255,14 @@ mod tests {
     }
 
     #[test]
-    fn a_budget_smaller_than_the_header_gives_the_header() {
+    fn a_budget_smaller_than_the_header_gives_an_empty_block() {
         let mut b = Builder::new(3);
         assert_eq!(b.offer(&row(1, "fact", "x")), Offer::Skipped);
         assert!(b.is_full());
-        assert_eq!(b.finish().block, HEADER);
+        let r = b.finish();
+        assert_eq!((r.block.as_str(), r.chars, r.included), ("", 0, 0));
+        let exact = Builder::new(HEADER.chars().count());
+        assert_eq!(exact.finish().block, HEADER);
     }
 
     #[test]

@@ -382,9 +382,18 @@ pub fn metadata(
 fn expires(e: Option<&str>, now: OffsetDateTime) -> Result<Option<String>, StoreError> {
     match e.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(None),
-        Some(s) => clock::parse_future(s, now)
-            .map(Some)
-            .map_err(|m| StoreError::InvalidInput(format!("expires: {m}"))),
+        Some(s) => {
+            let at = clock::parse_future(s, now)
+                .map_err(|m| StoreError::InvalidInput(format!("expires: {m}")))?;
+            // A memory that expired before it was written would vanish at
+            // once: surely a mistake (`forget` removes a memory).
+            if at <= clock::format(now) {
+                return Err(StoreError::InvalidInput(format!(
+                    "expires: `{s}` is not in the future"
+                )));
+            }
+            Ok(Some(at))
+        }
     }
 }
 
@@ -623,6 +632,25 @@ mod tests {
     }
 
     const NOW: OffsetDateTime = datetime!(2026-01-01 00:00:00 UTC);
+
+    #[test]
+    fn expiry_must_be_in_the_future() {
+        let c = Config::default();
+        let mut r = add("x");
+        r.expires = Some("7d".into());
+        let m = check_add(&r, &who(), &c, NOW).unwrap();
+        assert_eq!(m.expires_at.as_deref(), Some("2026-01-08T00:00:00.000Z"));
+        for past in ["2025-12-31T00:00:00Z", "2026-01-01T00:00:00Z"] {
+            r.expires = Some(past.into());
+            assert!(
+                matches!(
+                    check_add(&r, &who(), &c, NOW),
+                    Err(StoreError::InvalidInput(_))
+                ),
+                "{past}"
+            );
+        }
+    }
 
     #[test]
     fn scope_aliases_and_owner_from_session() {

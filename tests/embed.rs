@@ -382,6 +382,32 @@ async fn near_duplicates_are_noticed_and_auto_superseded() {
         Value::Null,
         "no subject: only a notice"
     );
+
+    // A burst larger than the worker's batch (an import of 40 rows) is
+    // checked too: only rows loaded before the vectors count as backfill.
+    let golf = add(&d, "golf hotel india juliet", &[]);
+    wait_embedded(&d, 5);
+    let mut entries: Vec<Value> = (0..40)
+        .map(|i| json!({"uid": format!("burst-{i}"), "content": format!("burst{i} note{i} item{i}")}))
+        .collect();
+    entries[5] = json!({"uid": "burst-dup", "content": "juliet india hotel golf"});
+    let file = d.dir.path().join("burst.json");
+    std::fs::write(&file, json!({ "entries": entries }).to_string()).unwrap();
+    let (v, code) = d.json(&["import", file.to_str().unwrap()]);
+    assert_eq!((code, v["inserted"].clone()), (0, json!(40)), "{v}");
+    let dup = loop {
+        let e = tokio::time::timeout(Duration::from_secs(60), c.next_event())
+            .await
+            .expect("a notice for the burst")
+            .unwrap();
+        if let Event::Similar(s) = e
+            && s.similar_to == golf
+        {
+            break s;
+        }
+    };
+    let (g, _) = d.json(&["get", &dup.id.to_string()]);
+    assert_eq!(g["memory"]["content"], "juliet india hotel golf");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -167,7 +167,7 @@ pub async fn run(shared: Arc<Shared>) {
         embedder,
         failed: HashSet::new(),
         last_generation: None,
-        first_pass: true,
+        backfill_through: 0,
     };
     if let Err(e) = worker.reload().await {
         tracing::warn!(error = %e, "cannot read the stored vectors");
@@ -220,7 +220,10 @@ struct Worker {
     /// Rows the provider refused on their own (skipped until restart).
     failed: HashSet<i64>,
     last_generation: Option<u64>,
-    first_pass: bool,
+    /// The newest row when the vectors were last (re)loaded: rows up to it
+    /// are a backfill (a first start on old rows, `reembed`, a restored
+    /// file) and skip the near-duplicate notice; newer rows arrived live.
+    backfill_through: i64,
 }
 
 /// A row to embed: id, namespace and the text as read.
@@ -236,6 +239,10 @@ impl Worker {
             .readers
             .read(ReadKind::Internal, move |conn| {
                 let lock = read_lock(conn)?;
+                let newest: i64 =
+                    conn.query_row("SELECT coalesce(max(id), 0) FROM memories", [], |r| {
+                        r.get(0)
+                    })?;
                 let mut index = Index::new(dim);
                 if lock.as_ref().is_none_or(|l| l.dim == dim) {
                     let mut stmt = conn.prepare(
@@ -252,10 +259,11 @@ impl Worker {
                         }
                     }
                 }
-                Ok((lock, index))
+                Ok((lock, index, newest))
             })
             .await?;
-        let (lock, index) = read.value;
+        let (lock, index, newest) = read.value;
+        self.backfill_through = newest;
         let svc = &self.shared.embed;
         svc.set_lock(lock);
         *svc.index.write().unwrap_or_else(|e| e.into_inner()) = index;
@@ -331,7 +339,6 @@ impl Worker {
             if rows.is_empty() {
                 break;
             }
-            let live = !self.first_pass && rows.len() < batch;
             {
                 // Their old vectors (if any) are not current any more.
                 let mut index = svc.index.write().unwrap_or_else(|e| e.into_inner());
@@ -341,11 +348,14 @@ impl Worker {
             }
             let vectors = self.embed(&rows).await?;
             let written = self.store(rows, vectors).await?;
-            if live {
-                self.neighbors(&written).await?;
+            let live: Vec<_> = written
+                .into_iter()
+                .filter(|(id, _, _)| *id > self.backfill_through)
+                .collect();
+            if !live.is_empty() {
+                self.neighbors(&live).await?;
             }
         }
-        self.first_pass = false;
         self.last_generation = Some(generation);
         Ok(())
     }
@@ -486,7 +496,7 @@ impl Worker {
             let close: Vec<(i64, f32)> = {
                 let index = svc.index.read().unwrap_or_else(|e| e.into_inner());
                 index
-                    .top(&Probe::new(v), Some(std::slice::from_ref(ns)), 21)
+                    .top(&Probe::new(v), Some(std::slice::from_ref(ns)), 64)
                     .into_iter()
                     .filter(|(_, c)| *c >= floor)
                     .filter(|(other, _)| other != id)

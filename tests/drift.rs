@@ -608,3 +608,73 @@ fn changes_while_the_daemon_was_down_count_as_drift() {
     let (_, code) = d.json(&["update", "1", "--content", "y"]);
     assert_eq!(code, 0);
 }
+
+/// The policy comes from the CLI flag, `MEMD_DRIFT_POLICY` or the config
+/// file; `status` shows the daemon's and the drift bookkeeping.
+#[test]
+fn the_policy_comes_from_the_flag_the_environment_or_the_config() {
+    let stale_add = |d: &Daemon| -> (String, u64) {
+        let (added, code) = d.json(&["add", "the cache lives in redis"]);
+        assert_eq!(code, 0, "{added}");
+        let seen = added["generation"].as_u64().unwrap().to_string();
+        let before = epoch(d);
+        sqlite3(
+            &d.db(),
+            "INSERT INTO memories(content) VALUES ('from a shell')",
+        );
+        (seen, wait_for_epoch(d, before))
+    };
+    let d = Daemon::start();
+    let (seen, _) = stale_add(&d);
+    // external (the default): an add goes through and says so.
+    let (v, code) = d.json(&["--seen-generation", &seen, "add", "a note"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["drift"].is_object(), "{v}");
+    // strict from the flag, placed after the subcommand too.
+    let (v, code) = d.json(&[
+        "--seen-generation",
+        &seen,
+        "add",
+        "b note",
+        "--drift-policy",
+        "strict",
+    ]);
+    assert_eq!(code, 3, "{v}");
+    // strict from the environment.
+    let out = common::memd_command(d.dir.path())
+        .args([
+            "--data-dir",
+            d.data_dir().to_str().unwrap(),
+            "--no-autostart",
+            "--json",
+        ])
+        .args(["--seen-generation", &seen, "add", "c note"])
+        .env("MEMD_DRIFT_POLICY", "strict")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let status = d.status();
+    let drift = &status["drift"];
+    assert_eq!(drift["policy"], "external", "{status}");
+    assert!(drift["last_drift_at"].is_string(), "{status}");
+    assert!(status["own_generation"].as_u64().unwrap() <= status["generation"].as_u64().unwrap());
+
+    // strict from the config file: the daemon's default for every session.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "[drift]\npolicy = \"strict\"\n").unwrap();
+    let d = Daemon::start_with(&["--config", config.to_str().unwrap()]);
+    assert_eq!(d.status()["drift"]["policy"], "strict");
+    let (seen, _) = stale_add(&d);
+    let (v, code) = d.json(&["--seen-generation", &seen, "add", "d note"]);
+    assert_eq!(code, 3, "{v}");
+    let (v, code) = d.json(&[
+        "--seen-generation",
+        &seen,
+        "--drift-policy",
+        "external",
+        "add",
+        "e note",
+    ]);
+    assert_eq!(code, 0, "{v}");
+}

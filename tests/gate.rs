@@ -332,6 +332,16 @@ fn supersession_chains_walk_from_every_member() {
     let m = memory(&d, x["id"].as_i64().unwrap());
     assert_eq!(m["superseded_by"], y["id"]);
     assert!(m["superseded_at"].is_string());
+    // A cycle: the end of the chain cannot supersede its start (already
+    // superseded), nor the start its end; nothing changes either way.
+    let last = chain.last().unwrap().to_string();
+    let (v, code) = d.json(&["supersede", &last, &chain[0].to_string()]);
+    assert_eq!(code, 4, "{v}");
+    let (v, code) = d.json(&["supersede", &chain[0].to_string(), &last]);
+    assert_eq!(code, 4, "{v}");
+    let (h, _) = d.json(&["history", &last]);
+    assert_eq!(ids(&h, "chain"), chain);
+    assert!(memory(&d, *chain.last().unwrap())["superseded_by"].is_null());
 }
 
 #[test]

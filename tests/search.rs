@@ -54,8 +54,16 @@ fn typos_find_what_was_meant() {
     let v = search(&d, &["dokcer netwrok"]);
     assert_eq!(ids(&v, "hits")[0], 1, "{v}");
     assert_eq!(v["hits"][0]["matched"], "fuzzy");
+    let (v, code) = d.json(&[
+        "add",
+        "The configuration of the load balancer is in the infra repository",
+    ]);
+    assert_eq!((code, v["id"].as_i64()), (0, Some(6)), "{v}");
     for (query, want) in [
-        ("kubernetse", 2),    // two edits in a long word
+        ("kubernetse", 2),    // one transposition in a long word
+        ("kubrenetse", 2),    // two transpositions
+        ("confguraton", 6),   // two deletions
+        ("configurtaion", 6), // a transposition in a long word
         ("minikub", 2),       // one deletion
         ("depoly script", 3), // transposition, plus an exact word
         ("postgrse", 4),      // transposition
@@ -118,6 +126,10 @@ fn every_filter_applies_to_every_mode() {
         "ops",
         "--scope",
         "agent",
+        "--subject",
+        "compose",
+        "--meta",
+        "env=prod",
     ]);
     for mode in ["lexical", "fuzzy", "auto"] {
         let q = if mode == "fuzzy" { "dokcer" } else { "docker" };
@@ -141,6 +153,19 @@ fn every_filter_applies_to_every_mode() {
             "{mode}"
         );
         assert_eq!(run(&["--meta", "env=staging"]), Vec::<i64>::new(), "{mode}");
+        assert_eq!(run(&["--meta", "env=prod"]), vec![6], "{mode}");
+        assert_eq!(run(&["--subject", "compose"]), vec![6], "{mode}");
+        assert_eq!(
+            run(&["--tag", "ops", "--tag", "nope"]),
+            Vec::<i64>::new(),
+            "{mode}"
+        );
+        assert_eq!(
+            run(&["--tag", "ops", "--tag", "nope", "--any-tag"]),
+            vec![6],
+            "{mode}"
+        );
+        assert_eq!(run(&["--updated-since", "1h"]).len(), 2, "{mode}");
     }
     let v = search(&d, &["--meta", "env=staging", "postgres staging"]);
     assert_eq!(ids(&v, "hits"), vec![4]);

@@ -36,6 +36,13 @@ pub struct PerfArgs {
     /// `[lifecycle.limits]` or `[embed]`)
     #[arg(long)]
     pub config: Option<std::path::PathBuf>,
+    /// Adds per concurrency level (1, 4 and 16 sessions)
+    #[arg(long, default_value_t = 1_000)]
+    pub adds: usize,
+    /// Memories for the semantic and hybrid figures (0: skip them); they
+    /// need the local model (scripts/fetch-model.sh)
+    #[arg(long, default_value_t = 10_000)]
+    pub semantic: usize,
     /// Print one JSON object instead of a table
     #[arg(long)]
     pub json: bool,
@@ -49,18 +56,39 @@ const PERF_CONFIG: &str = "[lifecycle]\ninterval_hours = 0\n\
     [lifecycle.limits]\nproject = 100000000\nagent = 100000000\nsession = 100000000\n\
     [embed]\nprovider = \"none\"\n";
 
+/// One figure. Latency percentiles, a rate, or both; what does not apply
+/// is null in the JSON (and `-` in the table).
 struct Row {
     op: String,
+    /// Memories in the database when measured.
+    memories: usize,
     s: Option<Summary>,
+    /// Requests (or memories, for a load) per second.
+    per_sec: Option<f64>,
     floor: Option<Summary>,
     note: String,
 }
 
 impl Row {
-    fn new(op: impl Into<String>, s: Summary) -> Row {
+    /// Latencies; a rate when the samples were timed back to back.
+    fn new(op: impl Into<String>, memories: usize, s: Summary) -> Row {
         Row {
             op: op.into(),
+            memories,
             s: Some(s),
+            per_sec: (s.per_sec > 0.0).then_some(s.per_sec),
+            floor: None,
+            note: String::new(),
+        }
+    }
+
+    /// A rate only.
+    fn rate(op: impl Into<String>, memories: usize, per_sec: f64) -> Row {
+        Row {
+            op: op.into(),
+            memories,
+            s: None,
+            per_sec: Some(per_sec),
             floor: None,
             note: String::new(),
         }
@@ -87,12 +115,14 @@ impl Row {
         let s = self.s;
         json!({
             "op": self.op,
+            "memories": self.memories,
             "n": s.map(|s| s.n),
             "p50_us": s.map(|s| s.p50_us),
             "p95_us": s.map(|s| s.p95_us),
             "p99_us": s.map(|s| s.p99_us),
-            "per_sec": s.map(|s| s.per_sec),
+            "per_sec": self.per_sec,
             "floor_p50_us": self.floor.map(|f| f.p50_us),
+            "floor_per_sec": self.floor.map(|f| f.per_sec).filter(|r| *r > 0.0),
             "ratio_to_floor": self.ratio(),
             "note": if self.note.is_empty() { Value::Null } else { json!(self.note) },
         })
@@ -363,30 +393,19 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         );
         floor.load(part)?;
         loaded = *scale;
-        let label = if *scale >= 1_000 {
-            format!("{}K", scale / 1_000)
-        } else {
-            scale.to_string()
-        };
         let q = &queries;
         let s = timed!(q.len(), i => client.search(search_req(&q[i], SearchMode::Lexical)).await?);
         let f = floor.search(q, SearchMode::Lexical)?;
-        rows.push(Row::new(format!("search_lexical_{label}"), s).floor(f));
+        rows.push(Row::new("search_lexical", *scale, s).floor(f));
         let fq = &fuzzy_queries;
         let s = timed!(fq.len(), i => client.search(search_req(&fq[i], SearchMode::Fuzzy)).await?);
         let f = floor.search(fq, SearchMode::Fuzzy)?;
-        rows.push(Row::new(format!("search_fuzzy_{label}"), s).floor(f));
+        rows.push(Row::new("search_fuzzy", *scale, s).floor(f));
     }
-    let load = Summary {
-        n: total,
-        p50_us: 0.0,
-        p95_us: 0.0,
-        p99_us: 0.0,
-        per_sec: total as f64 / load_time.as_secs_f64().max(1e-9),
-    };
+    let load = total as f64 / load_time.as_secs_f64().max(1e-9);
     rows.insert(
         0,
-        Row::new("bulk_load_import", load).note(format!(
+        Row::rate("bulk_load_import", total, load).note(format!(
             "{total} memories in {:.1} s",
             load_time.as_secs_f64()
         )),
@@ -396,9 +415,18 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
     // Adds with the full write gate, acknowledged when durable.
     let floor_add = floor.add_each(&items[..500.min(total)])?;
     for sessions in [1usize, 4, 16] {
-        let n = (sessions * 250).max(1_000);
-        let s = adds(&daemon, sessions, n, &format!("a{sessions}")).await?;
-        rows.push(Row::new(format!("add_{sessions}_sessions"), s).floor(floor_add));
+        let s = adds(
+            &daemon,
+            sessions,
+            args.adds.max(sessions),
+            &format!("a{sessions}"),
+        )
+        .await?;
+        rows.push(
+            Row::new(format!("add_{sessions}_sessions"), total, s)
+                .floor(floor_add)
+                .note("per_sec: acknowledged adds; floor: one connection, one commit each"),
+        );
     }
 
     // Reads.
@@ -411,7 +439,7 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         memories::get_visible(&floor.conn, p[i], &view)?;
         Ok(())
     })?;
-    rows.push(Row::new("get", s).floor(f));
+    rows.push(Row::new("get", total, s).floor(f));
     let filters: Vec<Filter> = (0..300)
         .map(|i| Filter {
             category: Some(corpus::CATEGORIES[i % corpus::CATEGORIES.len()].into()),
@@ -434,7 +462,7 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         memories::list(&floor.conn, &v, 20, 0)?;
         Ok(())
     })?;
-    rows.push(Row::new("list_filtered", s).floor(f));
+    rows.push(Row::new("list_filtered", total, s).floor(f));
 
     // Inject: a session's first inject builds its block, later ones are
     // served from the snapshot.
@@ -461,11 +489,17 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         )?;
         Ok(())
     })?;
-    rows.push(Row::new("inject_cold", s).floor(f));
+    rows.push(Row::new("inject_cold", total, s).floor(f));
     client.inject().await?;
+    let reads = |st: Value| st["stats"]["db_reads"].as_u64().unwrap_or(0);
+    let before = reads(client.status().await?);
     let s = timed!(args.queries.max(1_000), _i => client.inject().await?);
     let chars = client.inject().await?.stats.chars;
-    rows.push(Row::new("inject_warm", s).note(format!("{chars}-char block, no SQLite read")));
+    let read = reads(client.status().await?) - before;
+    rows.push(Row::new("inject_warm", total, s).note(format!(
+        "{chars}-char block, {read} SQLite reads in {} injects",
+        s.n + 1
+    )));
 
     // Drift detection: an external commit → the external epoch in status.
     let mut detect = Vec::new();
@@ -491,6 +525,7 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
     }
     rows.push(Row::new(
         "drift_detect",
+        total,
         summarize(&mut detect, Duration::ZERO),
     ));
 
@@ -523,7 +558,12 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
     let (report, took) = sweep.await?;
     let report = report?;
     rows.push(
-        Row::new("add_during_sweep", summarize(&mut during, Duration::ZERO)).note(format!(
+        Row::new(
+            "add_during_sweep",
+            total,
+            summarize(&mut during, Duration::ZERO),
+        )
+        .note(format!(
             "sweep of {} rows took {:.1} s",
             report["counts"]["decayed"],
             took.as_secs_f64()
@@ -545,7 +585,54 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         daemon.stop()?;
     }
     let start = summarize(&mut starts, Duration::ZERO);
-    rows.push(Row::new("cold_start", start).note("daemon start to READY=1 on the loaded database"));
+    rows.push(
+        Row::new("cold_start", total, start).note("daemon start to READY=1 on the loaded database"),
+    );
+
+    // Semantic and hybrid search at `--semantic` memories (10K by default:
+    // embedding 100K takes the local model minutes), with the vector index's
+    // load time at start; skipped without the model files.
+    let mut semantic = Value::Null;
+    if args.semantic > 0 {
+        match crate::semantic::embedder() {
+            Err(e) => {
+                semantic = json!({"skipped": e.to_string()});
+            }
+            Ok(e) => {
+                let n = args.semantic.min(total);
+                let distinct = crate::semantic::distinct_vectors(&*e, &items[..300.min(n)])?;
+                let q: Vec<String> = queries.iter().take(200).cloned().collect();
+                let sc = crate::semantic::scale(q.len(), &*e, &items[..n], &distinct, &q).await?;
+                let from = |k: &str| Summary {
+                    n: q.len(),
+                    p50_us: sc[k]["p50_ms"].as_f64().unwrap_or(0.0) * 1e3,
+                    p95_us: sc[k]["p95_ms"].as_f64().unwrap_or(0.0) * 1e3,
+                    p99_us: sc[k]["p99_ms"].as_f64().unwrap_or(0.0) * 1e3,
+                    per_sec: 0.0,
+                };
+                let floor = from("floor");
+                rows.push(Row::new("search_semantic", n, from("semantic")).floor(floor));
+                rows.push(
+                    Row::new("search_hybrid", n, from("hybrid"))
+                        .floor(floor)
+                        .note(
+                            "floor: the query's embedding and a scan of the same index in-process",
+                        ),
+                );
+                let ready = sc["index_ready_ms"].as_f64().unwrap_or(0.0);
+                let mut one = [Duration::from_secs_f64(ready / 1e3)];
+                rows.push(
+                    Row::new("vector_index_ready", n, summarize(&mut one, Duration::ZERO)).note(
+                        format!(
+                            "start to semantic search ready (model and {n} vectors; READY=1 at {:.0} ms)",
+                            sc["ready_ms"].as_f64().unwrap_or(0.0)
+                        ),
+                    ),
+                );
+                semantic = sc;
+            }
+        }
+    }
 
     let machine = machine_facts();
     let report = json!({
@@ -556,6 +643,7 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         "rss_after_queries_mb": rss_after_queries,
         "db_mb": db_mb,
         "db_parts_mb": size,
+        "semantic": semantic,
         "machine": machine,
         "date": memd::clock::now(),
     });
@@ -568,18 +656,21 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         queries.len()
     );
     println!();
-    println!("| op | n | p50 µs | p95 µs | p99 µs | per s | floor p50 µs | × floor | note |");
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "| op | memories | n | p50 µs | p95 µs | p99 µs | per s | floor p50 µs | × floor | note |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     let num = |v: Option<f64>| v.map_or("-".to_string(), |x| format!("{x:.0}"));
     for r in &rows {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.op,
-            r.s.map_or(0, |s| s.n),
-            num(r.s.map(|s| s.p50_us).filter(|v| *v > 0.0)),
-            num(r.s.map(|s| s.p95_us).filter(|v| *v > 0.0)),
-            num(r.s.map(|s| s.p99_us).filter(|v| *v > 0.0)),
-            num(r.s.map(|s| s.per_sec)),
+            r.memories,
+            r.s.map_or("-".into(), |s| s.n.to_string()),
+            num(r.s.map(|s| s.p50_us)),
+            num(r.s.map(|s| s.p95_us)),
+            num(r.s.map(|s| s.p99_us)),
+            num(r.per_sec),
             num(r.floor.map(|f| f.p50_us)),
             r.ratio().map_or("-".into(), |x| format!("{x:.1}")),
             r.note

@@ -58,7 +58,8 @@ pub fn run(args: SemanticArgs) -> anyhow::Result<()> {
     runtime.block_on(run_async(args))
 }
 
-fn embedder() -> anyhow::Result<std::sync::Arc<dyn Embedder>> {
+/// The daemon's default embedder (the local model when its files exist).
+pub(crate) fn embedder() -> anyhow::Result<std::sync::Arc<dyn Embedder>> {
     let config = EmbedConfig::default();
     let dir = memd::embed::model_dir(&config, |k| std::env::var_os(k));
     let svc = EmbedService::new(config, dir);
@@ -78,7 +79,7 @@ fn search_req(q: &str, mode: SearchMode) -> SearchRequest {
 }
 
 fn ms(s: &Summary) -> Value {
-    json!({"p50_ms": s.p50_us / 1e3, "p95_ms": s.p95_us / 1e3})
+    json!({"p50_ms": s.p50_us / 1e3, "p95_ms": s.p95_us / 1e3, "p99_ms": s.p99_us / 1e3})
 }
 
 async fn run_async(args: SemanticArgs) -> anyhow::Result<()> {
@@ -131,15 +132,7 @@ async fn run_async(args: SemanticArgs) -> anyhow::Result<()> {
     }
     let query_embed = summarize(&mut query_embed, Duration::ZERO);
 
-    // The distinct vectors the scales are built from.
-    let distinct: Vec<Vec<f32>> = {
-        let mut out = Vec::with_capacity(args.distinct);
-        for chunk in items[..args.distinct.min(max)].chunks(32) {
-            let t: Vec<&str> = chunk.iter().map(|i| i.content.as_str()).collect();
-            out.extend(e.embed(&t)?);
-        }
-        out
-    };
+    let distinct = distinct_vectors(&*e, &items[..args.distinct.min(max)])?;
     // What int8 costs in ranking: over the distinct real vectors, the top
     // 10 by quantized cosine against the top 10 by exact f32 cosine, for
     // real query vectors.
@@ -170,7 +163,7 @@ async fn run_async(args: SemanticArgs) -> anyhow::Result<()> {
     };
     let mut scales = Vec::new();
     for &n in &args.scales {
-        scales.push(scale(&args, &*e, &items[..n], &distinct, &queries).await?);
+        scales.push(scale(args.queries, &*e, &items[..n], &distinct, &queries).await?);
     }
     let report = json!({
         "model": e.model_id(),
@@ -240,9 +233,24 @@ async fn connect(d: &BenchDaemon) -> anyhow::Result<Client> {
     Ok(Client::connect(o).await?)
 }
 
-/// One scale: load, write vectors, restart with the embedder, measure.
-async fn scale(
-    args: &SemanticArgs,
+/// Real embeddings of `items`, which the scales repeat with noise.
+pub(crate) fn distinct_vectors(
+    e: &dyn Embedder,
+    items: &[corpus::Item],
+) -> anyhow::Result<Vec<Vec<f32>>> {
+    let mut out = Vec::with_capacity(items.len());
+    for chunk in items.chunks(32) {
+        let t: Vec<&str> = chunk.iter().map(|i| i.content.as_str()).collect();
+        out.extend(e.embed(&t)?);
+    }
+    Ok(out)
+}
+
+/// One scale: load, write vectors, restart with the embedder, measure. The
+/// floor is the same work in this process: the query's embedding and a
+/// scan of the same index, no socket, no daemon.
+pub(crate) async fn scale(
+    n_queries: usize,
     e: &dyn Embedder,
     items: &[corpus::Item],
     distinct: &[Vec<f32>],
@@ -290,7 +298,8 @@ async fn scale(
         tx.commit()?;
     }
     std::fs::write(d.dir.path().join("config.toml"), CONFIG)?;
-    d.spawn()?;
+    let spawned = Instant::now();
+    let start = d.spawn()?;
     let mut c = connect(&d).await?;
     let status = loop {
         let s = c.status().await?;
@@ -299,8 +308,10 @@ async fn scale(
             Some("ready") | Some("loading") => {}
             other => anyhow::bail!("the embedder is not ready: {other:?} {s}"),
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     };
+    // Serving at READY=1, semantic once the model and the vectors are in.
+    let index_ready = spawned.elapsed();
     anyhow::ensure!(
         status["embedder"]["embedded"].as_u64() == Some(n as u64),
         "{status}"
@@ -320,12 +331,20 @@ async fn scale(
     // The scan alone, in this process: every vector scored, top 30 kept.
     let probe = Probe::new(&distinct[0]);
     let mut scan = Vec::new();
-    for _ in 0..args.queries.min(100) {
+    for _ in 0..n_queries.min(100) {
         let t = Instant::now();
         std::hint::black_box(index.top(&probe, None, 30));
         scan.push(t.elapsed());
     }
     let scan = summarize(&mut scan, Duration::ZERO);
+    let mut floor = Vec::new();
+    for q in queries.iter().take(n_queries.min(100)) {
+        let t = Instant::now();
+        let v = e.embed(&[q.as_str()])?.remove(0);
+        std::hint::black_box(index.top(&Probe::new(&v), None, 30));
+        floor.push(t.elapsed());
+    }
+    let floor = summarize(&mut floor, Duration::ZERO);
     let rss = d.rss_mb();
     d.stop()?;
     Ok(json!({
@@ -334,6 +353,9 @@ async fn scale(
         "hybrid": ms(&hybrid),
         "lexical": ms(&lexical),
         "scan": ms(&scan),
+        "floor": ms(&floor),
+        "ready_ms": start.as_secs_f64() * 1e3,
+        "index_ready_ms": index_ready.as_secs_f64() * 1e3,
         "index_mib": status["embedder"]["index_bytes"].as_f64().unwrap_or(0.0) / 1_048_576.0,
         "f32_mib": (n * e.dim() * 4) as f64 / 1_048_576.0,
         "rss_mib": rss,

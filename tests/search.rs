@@ -331,3 +331,32 @@ fn fts_syntax_errors_are_clear() {
     let (v, code) = d.json(&["search", "--mode", "fuzzy", "--syntax", "fts", "x"]);
     assert_eq!(code, 2, "{v}");
 }
+
+/// The best matches of the whole index lie in another namespace: the
+/// session's own, weaker ones are still found (the ranked window grows).
+#[test]
+fn weaker_matches_behind_another_namespaces_are_found() {
+    let d = Daemon::start();
+    let entries: Vec<Value> = (0..300)
+        .map(|i| serde_json::json!({"uid": format!("busy-{i}"), "namespace": "busy", "content": format!("alpha alpha {i}")}))
+        .collect();
+    let file = d.dir.path().join("busy.json");
+    std::fs::write(&file, serde_json::json!({ "entries": entries }).to_string()).unwrap();
+    let (v, code) = d.json(&["import", file.to_str().unwrap()]);
+    assert_eq!((code, v["inserted"].as_i64()), (0, Some(300)), "{v}");
+    let mine: Vec<i64> = [
+        "alpha appears once in this much longer memory about other things",
+        "and alpha here too, among many other words of a long note",
+    ]
+    .iter()
+    .map(|t| d.json(&["add", t]).0["id"].as_i64().unwrap())
+    .collect();
+    for mode in ["lexical", "fuzzy", "auto"] {
+        let v = search(&d, &["--mode", mode, "--limit", "5", "alpha"]);
+        let mut found = ids(&v, "hits");
+        found.sort_unstable();
+        assert_eq!(found, mine, "{mode}: {v}");
+    }
+    let v = search(&d, &["--namespaces", "busy", "--limit", "3", "alpha"]);
+    assert_eq!(v["count"], 3, "{v}");
+}

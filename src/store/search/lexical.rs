@@ -11,6 +11,13 @@ use super::Candidate;
 /// BM25 first, with their BM25 (higher is better). Only what ranking needs
 /// is read; full rows are loaded for the hits that make the cut.
 ///
+/// The best matches are ranked inside the FTS index first (its own BM25,
+/// no table row read), and only those are joined with `memories` and
+/// checked against the view: joining every match before the sort made a
+/// search read a row per match (3× slower at 100K memories). When the view
+/// leaves fewer than `fetch` of them, the window grows until it does or
+/// every match was seen.
+///
 /// # Errors
 /// [`StoreError::InvalidInput`] when FTS5 refuses the query (only possible
 /// with the FTS syntax), SQLite errors otherwise.
@@ -20,24 +27,47 @@ pub fn candidates(
     view: &View,
     fetch: u32,
 ) -> Result<Vec<Candidate>, StoreError> {
-    let mut params = vec![Value::Text(fts_query.to_string())];
-    // CROSS JOIN keeps the FTS index the outer loop: a plain JOIN lets the
-    // planner walk the whole namespace and test MATCH per row.
+    let mut window = i64::from(fetch.max(1)) * 2;
+    loop {
+        let (rows, matched) = window_candidates(conn, fts_query, view, fetch, window)?;
+        if rows.len() >= fetch as usize || matched < window {
+            return Ok(rows);
+        }
+        window = window.saturating_mul(8);
+    }
+}
+
+/// One round of [`candidates`]: the `window` best matches by BM25, those
+/// the view keeps (at most `fetch`), and how many matches the window held.
+fn window_candidates(
+    conn: &Connection,
+    fts_query: &str,
+    view: &View,
+    fetch: u32,
+    window: i64,
+) -> Result<(Vec<Candidate>, i64), StoreError> {
+    let mut params = vec![Value::Text(fts_query.to_string()), Value::Integer(window)];
+    // CROSS JOIN keeps the window the outer loop: a plain JOIN lets the
+    // planner walk the whole namespace and look each row up.
     let mut sql = String::from(
-        "SELECT m.id, m.content, m.subject, m.category, m.pinned, m.updated_at, \
-         bm25(memories_fts, 1.0, 2.0) AS rank \
-         FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid \
-         WHERE memories_fts MATCH ?1",
+        "WITH top AS MATERIALIZED (\
+           SELECT rowid AS id, bm25(memories_fts, 1.0, 2.0) AS score FROM memories_fts \
+           WHERE memories_fts MATCH ?1 ORDER BY score, rowid DESC LIMIT ?2) \
+         SELECT m.id, m.content, m.subject, m.category, m.pinned, m.updated_at, top.score, \
+           (SELECT count(*) FROM top) \
+         FROM top CROSS JOIN memories m ON m.id = top.id WHERE 1",
     );
     view.push_conditions(&mut sql, &mut params);
     params.push(Value::Integer(i64::from(fetch)));
     sql.push_str(&format!(
-        " ORDER BY rank, m.id DESC LIMIT ?{}",
+        " ORDER BY top.score, m.id DESC LIMIT ?{}",
         params.len()
     ));
     let mut stmt = conn.prepare_cached(&sql)?;
+    let mut matched = 0;
     let rows = stmt.query_map(params_from_iter(params), |row| {
         let rank: f64 = row.get(6)?;
+        matched = row.get(7)?;
         Ok(Candidate {
             id: row.get(0)?,
             content: row.get::<_, Option<String>>(1)?.unwrap_or_default(),
@@ -50,10 +80,20 @@ pub fn candidates(
         })
     });
     let hits = rows.and_then(|r| r.collect::<Result<Vec<_>, _>>());
-    hits.map_err(|e| match fts_error(&e) {
+    let hits = hits.map_err(|e| match fts_error(&e) {
         Some(msg) => StoreError::InvalidInput(format!("invalid FTS query: {msg}")),
         None => StoreError::from(e),
-    })
+    })?;
+    if hits.is_empty() {
+        // No row passed the view: was the window full?
+        matched = conn
+            .prepare_cached(
+                "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?1 \
+                 LIMIT ?2)",
+            )?
+            .query_row((fts_query, window), |r| r.get(0))?;
+    }
+    Ok((hits, matched))
 }
 
 /// The message of an error raised by FTS5 for a bad query: a plain

@@ -468,3 +468,34 @@ fn the_shell_and_the_client_speak_the_same_gate() {
     assert_eq!(lines[5]["old"], 2);
     assert_eq!(ids(&lines[6], "chain"), vec![2, 3]);
 }
+
+/// Rows other tools write get their dedup key (at start and in sweeps), so
+/// exact dedup finds them; a row whose content another tool changed is
+/// never merged into by its old text.
+#[test]
+fn dedup_keeps_up_with_other_tools() {
+    let d = Daemon::start();
+    let (v, _) = add(&d, &["The staging database listens on port 5432"]);
+    let edited = v["id"].as_i64().unwrap();
+    common::sqlite3(
+        &d.db(),
+        "INSERT INTO memories(content) VALUES ('Prefer spaces in YAML files'); \
+         UPDATE memories SET content = 'The staging database moved to db2' WHERE id = 1;",
+    );
+    let (v, code) = d.json(&["sweep"]);
+    assert_eq!(code, 0, "{v}");
+    let (v, code) = add(&d, &["prefer spaces in YAML files!"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["deduped"], true, "{v}");
+    assert_eq!(v["id"], 2);
+    let (v, code) = add(&d, &["The staging database listens on port 5432"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["deduped"], false, "{v}");
+    assert_ne!(v["id"].as_i64(), Some(edited));
+    let (v, _) = add(&d, &["the staging database moved to db2."]);
+    assert_eq!(
+        (v["deduped"].clone(), v["id"].as_i64()),
+        (serde_json::json!(true), Some(edited)),
+        "{v}"
+    );
+}

@@ -176,28 +176,43 @@ fn store_sketch(conn: &Connection, id: i64, sketch: &[i64]) -> Result<(), StoreE
     Ok(())
 }
 
-/// Sketches rows that have none (written by other tools, or before the
-/// sketches existed): at most `limit`; returns how many.
+/// Computes, for the rows `ids`, a near-duplicate sketch where there is none
+/// and the dedup key where there is none (rows written by other tools, or
+/// whose content another tool changed), from their content as it is now;
+/// returns how many rows got either. Neither is an edit: no generation move.
 ///
 /// # Errors
 /// SQLite errors.
-pub fn backfill_sketches(conn: &Connection, limit: i64) -> Result<usize, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT m.id, m.content FROM memories m WHERE NOT EXISTS \
-         (SELECT 1 FROM memory_sketch s WHERE s.memory_id = m.id) ORDER BY m.id LIMIT ?1",
+pub fn backfill(conn: &Connection, ids: &[i64]) -> Result<usize, StoreError> {
+    let mut read = conn.prepare_cached(
+        "SELECT content, dedupe_key IS NULL, \
+         NOT EXISTS (SELECT 1 FROM memory_sketch s WHERE s.memory_id = m.id) \
+         FROM memories m WHERE id = ?1",
     )?;
-    let rows = stmt
-        .query_map([limit], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-            ))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    for (id, content) in &rows {
-        set_sketch(conn, *id, content)?;
+    let mut set_key = conn.prepare_cached("UPDATE memories SET dedupe_key = ?1 WHERE id = ?2")?;
+    let mut n = 0;
+    for id in ids {
+        let Some((content, no_key, no_sketch)) = read
+            .query_row([id], |r| {
+                Ok((
+                    r.get::<_, Option<String>>(0)?.unwrap_or_default(),
+                    r.get::<_, bool>(1)?,
+                    r.get::<_, bool>(2)?,
+                ))
+            })
+            .optional()?
+        else {
+            continue;
+        };
+        if no_key {
+            set_key.execute((super::gate::dedupe_key(&content), id))?;
+        }
+        if no_sketch {
+            set_sketch(conn, *id, &content)?;
+        }
+        n += usize::from(no_key || no_sketch);
     }
-    Ok(rows.len())
+    Ok(n)
 }
 
 /// Rows that count for dedup: active (not superseded, not archived, not
@@ -231,31 +246,6 @@ pub fn find_duplicate(
         }
     }
     Ok(None)
-}
-
-/// Computes the dedup key of rows that have none (written by other tools,
-/// or whose content another tool changed): at most `limit`; returns how
-/// many. The key is not an edit: no generation move.
-///
-/// # Errors
-/// SQLite errors.
-pub fn backfill_dedupe_keys(conn: &Connection, limit: i64) -> Result<usize, StoreError> {
-    let rows = conn
-        .prepare_cached(
-            "SELECT id, content FROM memories WHERE dedupe_key IS NULL ORDER BY id LIMIT ?1",
-        )?
-        .query_map([limit], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-            ))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut set = conn.prepare_cached("UPDATE memories SET dedupe_key = ?1 WHERE id = ?2")?;
-    for (id, content) in &rows {
-        set.execute((super::gate::dedupe_key(content), id))?;
-    }
-    Ok(rows.len())
 }
 
 /// Candidates for the near-duplicate check: active rows of the same
@@ -861,7 +851,8 @@ mod tests {
         let again = memory("the staging port is 5432", vec![1]);
         assert_eq!(find_duplicate(&conn, &again, NOW).unwrap(), None);
         // The trigger dropped the stale key; the backfill computes the new one.
-        assert_eq!(backfill_dedupe_keys(&conn, 10).unwrap(), 1);
+        assert_eq!(backfill(&conn, &[id]).unwrap(), 1);
+        assert_eq!(backfill(&conn, &[id]).unwrap(), 0);
         let moved = memory("The staging database moved to another host.", vec![1]);
         assert_eq!(find_duplicate(&conn, &moved, NOW).unwrap(), Some(id));
         // A key written with stale content is still not trusted.

@@ -58,6 +58,56 @@ fn meta_text(conn: &Connection, key: &str) -> Result<Option<String>, StoreError>
         .optional()?)
 }
 
+/// Ids a query selects, read on a reader connection: a selection that scans
+/// the table never holds the writer (a client's write would wait behind it).
+async fn select_ids(
+    store: &Store,
+    sql: &'static str,
+    params: Vec<rusqlite::types::Value>,
+) -> Result<Vec<i64>, StoreError> {
+    Ok(store
+        .readers
+        .read(super::readers::ReadKind::Internal, move |c| {
+            let mut stmt = c.prepare_cached(sql)?;
+            let ids = stmt
+                .query_map(rusqlite::params_from_iter(params), |r| r.get::<_, i64>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(ids)
+        })
+        .await?
+        .value)
+}
+
+/// Runs `sql` (an UPDATE whose `?1` is the row id, and whose own WHERE
+/// checks again what the selection found: a row may have changed since)
+/// for `ids`, `chunk` rows per writer job; returns how many rows changed.
+async fn update_ids(
+    store: &Store,
+    ids: &[i64],
+    chunk: i64,
+    sql: &'static str,
+    params: Vec<rusqlite::types::Value>,
+) -> Result<u64, StoreError> {
+    let mut changed = 0u64;
+    for part in ids.chunks(chunk.max(1) as usize) {
+        let (part, params) = (part.to_vec(), params.clone());
+        changed += store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                let mut stmt = ctx.conn.prepare_cached(sql)?;
+                let mut n = 0u64;
+                for id in &part {
+                    let mut all = vec![rusqlite::types::Value::Integer(*id)];
+                    all.extend(params.iter().cloned());
+                    n += stmt.execute(rusqlite::params_from_iter(all))? as u64;
+                }
+                Ok(n)
+            })
+            .await?;
+    }
+    Ok(changed)
+}
+
 /// Runs a sweep (or, with `dry_run`, counts what it would do).
 ///
 /// # Errors
@@ -168,41 +218,28 @@ async fn run_steps(
         1.0
     };
     let evergreen = serde_json::to_string(&config.evergreen).unwrap_or_else(|_| "[]".into());
-    let mut at = 0i64;
-    loop {
-        let (ev, f) = (evergreen.clone(), factor);
-        let step: (Step, u64) = store
-            .writer
-            .call(Author::Daemon, move |ctx| {
-                let mut stmt = ctx.conn.prepare_cached(
-                    "SELECT id FROM memories WHERE id > ?1 AND access_score > 0 AND pinned = 0 \
-                     AND category NOT IN (SELECT value FROM json_each(?2)) ORDER BY id LIMIT ?3",
-                )?;
-                let ids = stmt
-                    .query_map((at, &ev, chunk), |r| r.get::<_, i64>(0))?
-                    .collect::<Result<Vec<_>, _>>()?;
-                if !dry_run && f < 1.0 {
-                    let mut up = ctx.conn.prepare_cached(
-                        "UPDATE memories SET access_score = access_score * ?1 WHERE id = ?2",
-                    )?;
-                    for id in &ids {
-                        up.execute((f, id))?;
-                    }
-                }
-                Ok((
-                    Step {
-                        last: ids.last().copied().unwrap_or(at),
-                        more: ids.len() as i64 == chunk,
-                    },
-                    if f < 1.0 { ids.len() as u64 } else { 0 },
-                ))
-            })
-            .await?;
-        counts.decayed += step.1;
-        at = step.0.last;
-        if !step.0.more {
-            break;
-        }
+    if factor < 1.0 {
+        let ids = select_ids(
+            store,
+            "SELECT id FROM memories WHERE access_score > 0 AND pinned = 0 \
+             AND category NOT IN (SELECT value FROM json_each(?1)) ORDER BY id",
+            vec![evergreen.clone().into()],
+        )
+        .await?;
+        counts.decayed = if dry_run {
+            ids.len() as u64
+        } else {
+            update_ids(
+                store,
+                &ids,
+                chunk,
+                "UPDATE memories SET access_score = access_score * ?2 WHERE id = ?1 \
+                 AND access_score > 0 AND pinned = 0 \
+                 AND category NOT IN (SELECT value FROM json_each(?3))",
+                vec![factor.into(), evergreen.into()],
+            )
+            .await?
+        };
     }
     if !dry_run && decay_now {
         let n = now_text.clone();
@@ -336,44 +373,27 @@ async fn run_steps(
     );
     let live = serde_json::to_string(&live_sessions.into_iter().collect::<Vec<_>>())
         .unwrap_or_else(|_| "[]".into());
-    let mut at = 0i64;
-    loop {
-        let (cut, live) = (cutoff.clone(), live.clone());
-        let step: (Step, u64) = store
-            .writer
-            .call(Author::Daemon, move |ctx| {
-                let mut stmt = ctx.conn.prepare_cached(
-                    "SELECT id FROM memories WHERE id > ?1 AND scope = 'session' \
-                     AND status <> 'archived' AND created_at < ?2 \
-                     AND scope_owner NOT IN (SELECT value FROM json_each(?3)) \
-                     ORDER BY id LIMIT ?4",
-                )?;
-                let ids = stmt
-                    .query_map((at, &cut, &live, chunk), |r| r.get::<_, i64>(0))?
-                    .collect::<Result<Vec<_>, _>>()?;
-                if !dry_run {
-                    let mut up = ctx
-                        .conn
-                        .prepare_cached("UPDATE memories SET status = 'archived' WHERE id = ?1")?;
-                    for id in &ids {
-                        up.execute([id])?;
-                    }
-                }
-                Ok((
-                    Step {
-                        last: ids.last().copied().unwrap_or(at),
-                        more: ids.len() as i64 == chunk,
-                    },
-                    ids.len() as u64,
-                ))
-            })
-            .await?;
-        counts.sessions += step.1;
-        at = step.0.last;
-        if !step.0.more {
-            break;
-        }
-    }
+    let ids = select_ids(
+        store,
+        "SELECT id FROM memories WHERE scope = 'session' AND status <> 'archived' \
+         AND created_at < ?1 AND scope_owner NOT IN (SELECT value FROM json_each(?2)) \
+         ORDER BY id",
+        vec![cutoff.clone().into(), live.clone().into()],
+    )
+    .await?;
+    counts.sessions = if dry_run {
+        ids.len() as u64
+    } else {
+        update_ids(
+            store,
+            &ids,
+            chunk,
+            "UPDATE memories SET status = 'archived' WHERE id = ?1 AND scope = 'session' \
+             AND status <> 'archived' AND scope_owner NOT IN (SELECT value FROM json_each(?2))",
+            vec![live.into()],
+        )
+        .await?
+    };
 
     // 5. Scope limits.
     let limits = config.limits.clone();
@@ -449,26 +469,33 @@ async fn run_steps(
 
 /// Sketches every row that has no near-duplicate sketch and computes every
 /// missing dedup key, in chunks of the daemon's own writes (not edits: no
-/// generation move). Returns how many rows at most one of them touched.
+/// generation move). Returns how many rows got either.
 ///
 /// # Errors
 /// SQLite errors.
 pub async fn backfill_sketches(store: &Store, chunk: i64) -> Result<usize, StoreError> {
+    // Found on a reader (a scan of the table), written by id on the writer
+    // from the content it reads then: never a scan on the writer.
+    let mut ids = select_ids(
+        store,
+        "SELECT id FROM memories WHERE dedupe_key IS NULL UNION \
+         SELECT m.id FROM memories m WHERE NOT EXISTS \
+         (SELECT 1 FROM memory_sketch s WHERE s.memory_id = m.id)",
+        Vec::new(),
+    )
+    .await?;
+    ids.sort_unstable();
     let mut total = 0;
-    loop {
-        let n = store
+    for part in ids.chunks(chunk.max(1) as usize) {
+        let part = part.to_vec();
+        total += store
             .writer
             .call(Author::Daemon, move |ctx| {
-                let keys = memories::backfill_dedupe_keys(ctx.conn, chunk)?;
-                let sketches = memories::backfill_sketches(ctx.conn, chunk)?;
-                Ok(keys.max(sketches))
+                memories::backfill(ctx.conn, &part)
             })
             .await?;
-        total += n;
-        if (n as i64) < chunk {
-            return Ok(total);
-        }
     }
+    Ok(total)
 }
 
 /// The most recent sweeps, newest first, for `status`.

@@ -214,3 +214,17 @@ pub fn release_free_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// Caps glibc's malloc arenas at two. By default glibc gives each thread
+/// that allocates under contention its own arena (up to eight per core),
+/// and the daemon's many short-lived blocking-pool threads then keep freed
+/// memory spread over arenas it never gives back: idle RSS at 100K memories
+/// was 33-50 MiB, 27 MiB with two arenas (memd-bench perf). A no-op where
+/// the C library is not glibc.
+pub fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; called at start.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}

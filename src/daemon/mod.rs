@@ -138,6 +138,7 @@ fn check_open_file_limit(max_connections: usize) {
 /// [`DaemonError`] when it cannot start; a clean stop is `Ok`.
 pub fn run(mut paths: Paths, config: Config) -> Result<(), DaemonError> {
     crate::sys::set_umask(0o077);
+    crate::sys::limit_malloc_arenas();
     check_open_file_limit(config.limits.max_connections);
     let inherited = activation::take()?;
     if let Some(bound) = &inherited

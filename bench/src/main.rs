@@ -45,6 +45,12 @@ enum Command {
         #[arg(long)]
         config: Option<std::path::PathBuf>,
     },
+    /// Echo on a Unix socket (the bare round trip `perf` compares with)
+    #[command(hide = true)]
+    Echo {
+        #[arg(long)]
+        socket: std::path::PathBuf,
+    },
 }
 
 fn main() -> anyhow::Result<()> {
@@ -55,5 +61,6 @@ fn main() -> anyhow::Result<()> {
         Command::Eval(args) => eval::run(args),
         Command::Semantic(args) => semantic::run(args),
         Command::Daemon { data_dir, config } => daemon::run_child(data_dir, config),
+        Command::Echo { socket } => perf::echo(&socket),
     }
 }

@@ -496,8 +496,10 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
     let s = timed!(args.queries.max(1_000), _i => client.inject().await?);
     let chars = client.inject().await?.stats.chars;
     let read = reads(client.status().await?) - before;
-    rows.push(Row::new("inject_warm", total, s).note(format!(
-        "{chars}-char block, {read} SQLite reads in {} injects",
+    let rtt = socket_round_trip(daemon.dir.path(), 1_000)?;
+    rows.push(Row::new("inject_warm", total, s).floor(rtt).note(format!(
+        "{chars}-char block, {read} SQLite reads in {} injects; floor: a bare \
+         Unix-socket round trip between two processes",
         s.n + 1
     )));
 
@@ -686,6 +688,51 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         size
     );
     Ok(())
+}
+
+/// Answers every read on a Unix socket with the same bytes, one client.
+pub fn echo(socket: &Path) -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+    let listener = std::os::unix::net::UnixListener::bind(socket)?;
+    let (mut c, _) = listener.accept()?;
+    let mut buf = [0u8; 64];
+    loop {
+        let n = c.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        c.write_all(&buf[..n])?;
+    }
+}
+
+/// The bare round trip between two processes over a Unix socket on this
+/// machine: 16 bytes out and back, blocking, no runtime, no decoding. No
+/// request over memd's socket can be faster.
+fn socket_round_trip(dir: &Path, n: usize) -> anyhow::Result<Summary> {
+    use std::io::{Read, Write};
+    let path = dir.join("echo.sock");
+    let mut child = std::process::Command::new(std::env::current_exe()?)
+        .arg("echo")
+        .arg("--socket")
+        .arg(&path)
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut s = loop {
+        match std::os::unix::net::UnixStream::connect(&path) {
+            Ok(s) => break s,
+            Err(e) if Instant::now() > deadline => return Err(e.into()),
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    };
+    let mut buf = [0u8; 16];
+    let r = timed_sync(n, |_| {
+        s.write_all(&[7u8; 16])?;
+        s.read_exact(&mut buf)?;
+        Ok(())
+    });
+    drop(s);
+    let _ = child.wait();
+    r
 }
 
 /// Cores and load average, recorded with every run.

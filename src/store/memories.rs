@@ -502,7 +502,16 @@ impl View {
                     .iter()
                     .map(|ns| p(Value::Text(ns.clone()), params))
                     .collect();
-                sql.push_str(&format!(" AND m.namespace IN ({})", marks.join(", ")));
+                // With a tag filter, the tag index is the selective one: a
+                // bare `namespace` term would make the planner walk the
+                // whole namespace through its index (15 ms at 100K rows,
+                // 0.8 ms from the tags); `+` keeps that index out.
+                let column = if self.tags.is_empty() {
+                    "m.namespace"
+                } else {
+                    "+m.namespace"
+                };
+                sql.push_str(&format!(" AND {column} IN ({})", marks.join(", ")));
             }
         }
         let agent = p(Value::Text(self.agent.clone()), params);

@@ -531,3 +531,73 @@ fn long_socket_path_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("at most 107"), "{err}");
 }
+
+/// Every global flag has its environment variable, and flags work after
+/// the subcommand as well as before it.
+#[test]
+fn global_flags_come_from_the_environment_or_after_the_subcommand() {
+    let d = Daemon::start();
+    let env_cli = |vars: &[(&str, &str)], args: &[&str]| {
+        let mut cmd = memd_command(d.dir.path());
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let out = cmd.args(args).output().unwrap();
+        let v: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{args:?}: {out:?}"));
+        (v, out.status.code().unwrap_or(-1))
+    };
+    let data = d.data_dir();
+    let data = data.to_str().unwrap();
+    let socket = d.socket();
+    let socket = socket.to_str().unwrap();
+    // MEMD_DATA_DIR, MEMD_NAMESPACE, MEMD_AGENT, MEMD_NO_AUTOSTART.
+    let (v, code) = env_cli(
+        &[
+            ("MEMD_DATA_DIR", data),
+            ("MEMD_NAMESPACE", "envns"),
+            ("MEMD_AGENT", "envagent"),
+            ("MEMD_NO_AUTOSTART", "1"),
+        ],
+        &["--json", "add", "from the environment", "--scope", "agent"],
+    );
+    assert_eq!(code, 0, "{v}");
+    let id = v["id"].to_string();
+    // Flags after the subcommand, MEMD_SOCKET for the socket.
+    let (v, code) = env_cli(
+        &[("MEMD_SOCKET", socket)],
+        &[
+            "get",
+            &id,
+            "--namespace",
+            "envns",
+            "--agent",
+            "envagent",
+            "--json",
+            "--no-autostart",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["memory"]["namespace"], "envns");
+    assert_eq!(v["memory"]["scope_owner"], "envagent");
+    // Another agent, or the default namespace, does not see it.
+    let (v, code) = d.json(&["get", &id, "--namespace", "envns"]);
+    assert_eq!(code, 1, "{v}");
+    let (v, code) = d.json(&["get", &id]);
+    assert_eq!(code, 1, "{v}");
+    // MEMD_NO_AUTOSTART=1 with no daemon: unreachable, nothing started.
+    let empty = d.dir.path().join("nobody");
+    let (v, code) = env_cli(
+        &[
+            ("MEMD_DATA_DIR", empty.to_str().unwrap()),
+            ("MEMD_NO_AUTOSTART", "1"),
+        ],
+        &["--json", "list"],
+    );
+    assert_eq!(
+        (code, v["code"].clone()),
+        (5, serde_json::json!("unreachable")),
+        "{v}"
+    );
+    assert!(!empty.join("memd.sock").exists());
+}

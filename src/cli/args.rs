@@ -47,7 +47,13 @@ pub struct Global {
     #[arg(long, global = true)]
     pub json: bool,
     /// Fail instead of starting a daemon when none answers
-    #[arg(long, global = true, env = "MEMD_NO_AUTOSTART")]
+    /// (`MEMD_NO_AUTOSTART=1`; also true/yes/on, and 0/false/no/off)
+    #[arg(
+        long,
+        global = true,
+        env = "MEMD_NO_AUTOSTART",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub no_autostart: bool,
 }
 

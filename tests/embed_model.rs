@@ -28,10 +28,32 @@ fn local_model_matches_sentence_transformers() {
         serde_json::from_str(include_str!("fixtures/minilm_reference.json")).unwrap();
     let model = LocalEmbedder::load(&dir).unwrap();
     assert_eq!(model.dim(), 384);
+    // The directory's name and a fingerprint of the files: the same model
+    // loaded twice has the same id; a changed weight file would not.
+    let name = format!("local:{}@", dir.file_name().unwrap().to_string_lossy());
+    assert!(model.model_id().starts_with(&name), "{}", model.model_id());
+    assert_eq!(model.model_id().len(), name.len() + 8);
     assert_eq!(
-        model.model_id(),
-        format!("local:{}", dir.file_name().unwrap().to_string_lossy())
+        LocalEmbedder::load(&dir).unwrap().model_id(),
+        model.model_id()
     );
+    let copy = tempfile::tempdir().unwrap();
+    let other = copy.path().join(dir.file_name().unwrap());
+    std::fs::create_dir(&other).unwrap();
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        std::fs::copy(dir.join(f), other.join(f)).unwrap();
+    }
+    // The same files elsewhere: the same id. One weight changed: another.
+    assert_eq!(
+        LocalEmbedder::load(&other).unwrap().model_id(),
+        model.model_id()
+    );
+    let mut weights = std::fs::read(other.join("model.safetensors")).unwrap();
+    let last = weights.len() - 1;
+    weights[last] ^= 1;
+    std::fs::write(other.join("model.safetensors"), &weights).unwrap();
+    let changed = LocalEmbedder::load(&other).unwrap();
+    assert_ne!(changed.model_id(), model.model_id());
     let texts: Vec<&str> = reference.sentences.iter().map(String::as_str).collect();
     // As one padded batch and one by one: padding must not change a vector.
     let batch = model.embed(&texts).unwrap();

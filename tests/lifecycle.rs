@@ -230,3 +230,31 @@ async fn sweeps_do_not_trip_drift_or_snapshots() {
     assert_eq!(last["counts"]["limited"], 2);
     assert!(last["ended_at"].is_string());
 }
+
+/// `[lifecycle] at_start` runs a sweep as the daemon starts (logged with
+/// its trigger); a stopping daemon tells its service manager `STOPPING=1`.
+#[test]
+fn a_sweep_at_start_and_stopping_is_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    std::fs::write(&config, "[lifecycle]\nat_start = true\n").unwrap();
+    let mut d = Daemon::start_with(&["--config", config.to_str().unwrap()]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let sweeps = d.status()["sweeps"].clone();
+        if sweeps.as_array().is_some_and(|s| {
+            s.iter()
+                .any(|w| w["trigger"] == "start" && w["ended_at"].is_string())
+        }) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no start sweep: {sweeps}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(d.terminate().success());
+    let said = d.notifications();
+    assert!(said.iter().any(|n| n.contains("STOPPING=1")), "{said:?}");
+}

@@ -211,6 +211,19 @@ impl Daemon {
         self.wait_ready();
     }
 
+    /// The service-manager notifications received so far (and not yet
+    /// consumed by a wait for `READY=1`).
+    pub fn notifications(&self) -> Vec<String> {
+        self.notify.set_nonblocking(true).unwrap();
+        let mut out = Vec::new();
+        let mut buf = [0u8; 256];
+        while let Ok(n) = self.notify.recv(&mut buf) {
+            out.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+        self.notify.set_nonblocking(false).unwrap();
+        out
+    }
+
     /// Sends SIGTERM and waits for the exit.
     pub fn terminate(&mut self) -> ExitStatus {
         let mut child = self.child.take().expect("daemon not running");

@@ -102,6 +102,50 @@ async fn bad_frames_close_only_their_connection() {
     assert!(d.log().contains("malformed frame"), "{}", d.log());
 }
 
+/// A stand-in peer on `sock` for one client: it answers the client's
+/// preamble with protocol `version`, then each request frame with the next
+/// of `answers`; the CLI is run against it (`list`, JSON). Returns the
+/// preamble version the client sent, the requests it got, and the output.
+fn cli_against_peer(
+    sock: &std::path::Path,
+    version: u32,
+    answers: Vec<Response>,
+) -> (u32, Vec<Request>, std::process::Output) {
+    let listener = std::os::unix::net::UnixListener::bind(sock).unwrap();
+    let peer = std::thread::spawn(move || {
+        let (mut c, _) = listener.accept().unwrap();
+        let mut theirs = [0u8; proto::PREAMBLE_LEN];
+        c.read_exact(&mut theirs).unwrap();
+        let mut pre = proto::preamble();
+        pre[4..].copy_from_slice(&version.to_be_bytes());
+        c.write_all(&pre).unwrap();
+        let mut got = Vec::new();
+        for body in answers {
+            let mut header = [0u8; 4];
+            c.read_exact(&mut header).unwrap();
+            let mut frame = vec![0u8; proto::frame_len(header).unwrap()];
+            c.read_exact(&mut frame).unwrap();
+            let req: Frame<Request> = proto::decode(&frame).unwrap();
+            c.write_all(&proto::encode(&Frame { id: req.id, body }).unwrap())
+                .unwrap();
+            got.push(req.body);
+        }
+        (proto::parse_preamble(&theirs).unwrap(), got)
+    });
+    let out = common::memd_command(sock.parent().unwrap())
+        .args([
+            "--socket",
+            sock.to_str().unwrap(),
+            "--no-autostart",
+            "--json",
+            "list",
+        ])
+        .output()
+        .unwrap();
+    let (sent, got) = peer.join().unwrap();
+    (sent, got, out)
+}
+
 #[tokio::test]
 async fn protocol_mismatch_is_reported_with_both_versions() {
     let d = Daemon::start();
@@ -121,28 +165,8 @@ async fn protocol_mismatch_is_reported_with_both_versions() {
 
     // The CLI against a peer that speaks protocol 99 (a newer daemon, as
     // far as this client can tell): exit 5, both versions and the fix.
-    let sock = d.dir.path().join("v99.sock");
-    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    let peer = std::thread::spawn(move || {
-        let (mut c, _) = listener.accept().unwrap();
-        let mut theirs = [0u8; proto::PREAMBLE_LEN];
-        c.read_exact(&mut theirs).unwrap();
-        let mut pre = proto::preamble();
-        pre[4..].copy_from_slice(&99u32.to_be_bytes());
-        c.write_all(&pre).unwrap();
-        proto::parse_preamble(&theirs).unwrap()
-    });
-    let out = common::memd_command(d.dir.path())
-        .args([
-            "--socket",
-            sock.to_str().unwrap(),
-            "--no-autostart",
-            "--json",
-            "list",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(peer.join().unwrap(), proto::PROTOCOL_VERSION);
+    let (sent, _, out) = cli_against_peer(&d.dir.path().join("v99.sock"), 99, Vec::new());
+    assert_eq!(sent, proto::PROTOCOL_VERSION);
     assert_eq!(out.status.code(), Some(5), "{out:?}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["code"], "protocol_mismatch", "{v}");
@@ -170,52 +194,27 @@ async fn a_stalled_half_frame_does_not_block_others() {
 #[test]
 fn another_daemon_version_is_named_on_stderr() {
     let dir = tempfile::tempdir().unwrap();
-    let sock = dir.path().join("old.sock");
-    let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    let peer = std::thread::spawn(move || {
-        let (mut c, _) = listener.accept().unwrap();
-        let mut pre = [0u8; proto::PREAMBLE_LEN];
-        c.read_exact(&mut pre).unwrap();
-        c.write_all(&proto::preamble()).unwrap();
-        let answer = |c: &mut UnixStream, body: Response| {
-            let mut header = [0u8; 4];
-            c.read_exact(&mut header).unwrap();
-            let mut frame = vec![0u8; proto::frame_len(header).unwrap()];
-            c.read_exact(&mut frame).unwrap();
-            let req: Frame<Request> = proto::decode(&frame).unwrap();
-            c.write_all(&proto::encode(&Frame { id: req.id, body }).unwrap())
-                .unwrap();
-            req.body
-        };
-        let hello = answer(
-            &mut c,
-            Response::Welcome(proto::Welcome {
-                session_id: "ab".repeat(16),
-                generation: 1,
-                server_version: "0.0.1".into(),
-                protocol: proto::PROTOCOL_VERSION,
-            }),
-        );
-        assert!(matches!(hello, Request::Hello(_)), "{hello:?}");
-        answer(
-            &mut c,
-            Response::Memories(proto::MemoryList {
-                memories: Vec::new(),
-                generation: 1,
-            }),
-        )
-    });
-    let out = common::memd_command(dir.path())
-        .args([
-            "--socket",
-            sock.to_str().unwrap(),
-            "--no-autostart",
-            "--json",
-            "list",
-        ])
-        .output()
-        .unwrap();
-    assert!(matches!(peer.join().unwrap(), Request::List(_)));
+    let answers = vec![
+        Response::Welcome(proto::Welcome {
+            session_id: "ab".repeat(16),
+            generation: 1,
+            server_version: "0.0.1".into(),
+            protocol: proto::PROTOCOL_VERSION,
+        }),
+        Response::Memories(proto::MemoryList {
+            memories: Vec::new(),
+            generation: 1,
+        }),
+    ];
+    let (_, got, out) = cli_against_peer(
+        &dir.path().join("old.sock"),
+        proto::PROTOCOL_VERSION,
+        answers,
+    );
+    assert!(
+        matches!(got[..], [Request::Hello(_), Request::List(_)]),
+        "{got:?}"
+    );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["count"], 0, "{v}");

@@ -200,25 +200,9 @@ impl Floor {
 
     fn new_memory(item: &Item) -> memories::NewMemory {
         memories::NewMemory {
-            namespace: "default".into(),
-            scope: "project".into(),
-            scope_owner: None,
-            content: item.content.clone(),
-            subject: None,
             category: item.category.to_string(),
-            tier: 2,
-            importance: "medium".into(),
-            confidence: 1.0,
-            pinned: false,
-            status: "promoted".into(),
-            metadata: "{}".into(),
             tags: item.tags.clone(),
-            dedupe_key: memd::store::gate::dedupe_key(&item.content),
-            source: "agent".into(),
-            created_by: None,
-            expires_at: None,
-            redacted: false,
-            sketch: None,
+            ..memories::NewMemory::plain(&item.content)
         }
     }
 

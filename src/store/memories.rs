@@ -121,6 +121,35 @@ pub struct NewMemory {
     pub sketch: Option<Vec<i64>>,
 }
 
+impl NewMemory {
+    /// A promoted project-scope note in `default` with every other field at
+    /// its default (the gate builds real ones; tests and benchmarks start
+    /// from this).
+    pub fn plain(content: &str) -> NewMemory {
+        NewMemory {
+            namespace: "default".into(),
+            scope: "project".into(),
+            scope_owner: None,
+            content: content.into(),
+            subject: None,
+            category: "note".into(),
+            tier: 2,
+            importance: "medium".into(),
+            confidence: 1.0,
+            pinned: false,
+            status: "promoted".into(),
+            metadata: "{}".into(),
+            tags: Vec::new(),
+            dedupe_key: super::gate::dedupe_key(content),
+            source: "agent".into(),
+            created_by: None,
+            expires_at: None,
+            redacted: false,
+            sketch: None,
+        }
+    }
+}
+
 /// Inserts a memory and its tags; returns the new id.
 ///
 /// # Errors
@@ -798,7 +827,6 @@ pub fn delete(conn: &Connection, id: i64) -> Result<bool, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::gate::dedupe_key;
 
     fn db() -> (tempfile::TempDir, Connection) {
         let dir = tempfile::tempdir().unwrap();
@@ -809,25 +837,8 @@ mod tests {
 
     fn memory(content: &str, sketch: Vec<i64>) -> NewMemory {
         NewMemory {
-            namespace: "default".into(),
-            scope: "project".into(),
-            scope_owner: None,
-            content: content.into(),
-            subject: None,
-            category: "note".into(),
-            tier: 2,
-            importance: "medium".into(),
-            confidence: 1.0,
-            pinned: false,
-            status: "promoted".into(),
-            metadata: "{}".into(),
-            tags: Vec::new(),
-            dedupe_key: dedupe_key(content),
-            source: "agent".into(),
-            created_by: None,
-            expires_at: None,
-            redacted: false,
             sketch: Some(sketch),
+            ..NewMemory::plain(content)
         }
     }
 

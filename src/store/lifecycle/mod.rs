@@ -80,14 +80,19 @@ async fn select_ids(
 
 /// Runs `sql` (an UPDATE whose `?1` is the row id, and whose own WHERE
 /// checks again what the selection found: a row may have changed since)
-/// for `ids`, `chunk` rows per writer job; returns how many rows changed.
+/// for `ids`, `chunk` rows per writer job; returns how many rows changed
+/// (with `dry_run`, how many would be tried, and nothing is written).
 async fn update_ids(
     store: &Store,
     ids: &[i64],
     chunk: i64,
+    dry_run: bool,
     sql: &'static str,
     params: Vec<rusqlite::types::Value>,
 ) -> Result<u64, StoreError> {
+    if dry_run {
+        return Ok(ids.len() as u64);
+    }
     let mut changed = 0u64;
     for part in ids.chunks(chunk.max(1) as usize) {
         let (part, params) = (part.to_vec(), params.clone());
@@ -226,20 +231,17 @@ async fn run_steps(
             vec![evergreen.clone().into()],
         )
         .await?;
-        counts.decayed = if dry_run {
-            ids.len() as u64
-        } else {
-            update_ids(
-                store,
-                &ids,
-                chunk,
-                "UPDATE memories SET access_score = access_score * ?2 WHERE id = ?1 \
-                 AND access_score > 0 AND pinned = 0 \
-                 AND category NOT IN (SELECT value FROM json_each(?3))",
-                vec![factor.into(), evergreen.into()],
-            )
-            .await?
-        };
+        counts.decayed = update_ids(
+            store,
+            &ids,
+            chunk,
+            dry_run,
+            "UPDATE memories SET access_score = access_score * ?2 WHERE id = ?1 \
+             AND access_score > 0 AND pinned = 0 \
+             AND category NOT IN (SELECT value FROM json_each(?3))",
+            vec![factor.into(), evergreen.into()],
+        )
+        .await?;
     }
     if !dry_run && decay_now {
         let n = now_text.clone();
@@ -381,19 +383,16 @@ async fn run_steps(
         vec![cutoff.clone().into(), live.clone().into()],
     )
     .await?;
-    counts.sessions = if dry_run {
-        ids.len() as u64
-    } else {
-        update_ids(
-            store,
-            &ids,
-            chunk,
-            "UPDATE memories SET status = 'archived' WHERE id = ?1 AND scope = 'session' \
-             AND status <> 'archived' AND scope_owner NOT IN (SELECT value FROM json_each(?2))",
-            vec![live.into()],
-        )
-        .await?
-    };
+    counts.sessions = update_ids(
+        store,
+        &ids,
+        chunk,
+        dry_run,
+        "UPDATE memories SET status = 'archived' WHERE id = ?1 AND scope = 'session' \
+         AND status <> 'archived' AND scope_owner NOT IN (SELECT value FROM json_each(?2))",
+        vec![live.into()],
+    )
+    .await?;
 
     // 5. Scope limits.
     let limits = config.limits.clone();
@@ -447,23 +446,16 @@ async fn run_steps(
         .await?
         .value;
     counts.limited = over.len() as u64;
-    if !dry_run {
-        for ids in over.chunks(chunk as usize) {
-            let ids = ids.to_vec();
-            store
-                .writer
-                .call(Author::Daemon, move |ctx| {
-                    let mut up = ctx
-                        .conn
-                        .prepare_cached("UPDATE memories SET status = 'archived' WHERE id = ?1")?;
-                    for id in &ids {
-                        up.execute([id])?;
-                    }
-                    Ok(())
-                })
-                .await?;
-        }
-    }
+    // A row pinned since it was chosen stays.
+    update_ids(
+        store,
+        &over,
+        chunk,
+        dry_run,
+        "UPDATE memories SET status = 'archived' WHERE id = ?1 AND pinned = 0",
+        Vec::new(),
+    )
+    .await?;
     Ok(counts)
 }
 

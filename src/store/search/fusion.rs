@@ -1,15 +1,18 @@
 //! Hybrid search: how the lexical and the semantic rankings are merged
 //! (pure).
 //!
-//! - `weighted` (the default): `w × lexical + (1 − w) × cosine`, each
-//!   divided by the best of its ranking (`w` = 0.6). A lexical hit outside
-//!   the semantic top still counts with its own cosine.
+//! - `minmax` (the default): `w × lexical + (1 − w) × cosine`, each
+//!   stretched over its ranking's range (`(x − worst) / (best − worst)`;
+//!   `w` = 0.6). Cosines lie close together: stretched, they separate.
+//! - `weighted`: the same sum, each score divided by the best of its
+//!   ranking.
 //! - `rrf` (reciprocal rank fusion): `Σ 1 / (k + rank)` over the rankings a
 //!   row appears in (`k` = 60). It ignores how much better one hit is than
 //!   the next, so a weak semantic ranking pulls strong keyword hits down.
 //!
-//! `weighted` is the default because it scored better on the retrieval
-//! evaluation (README, "Retrieval quality").
+//! In the two sums a lexical hit outside the semantic top counts with its
+//! own cosine. `minmax` is the default because it scored best on the
+//! retrieval evaluation (README, "Retrieval quality").
 
 use std::collections::HashMap;
 
@@ -22,18 +25,22 @@ use super::Candidate;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Fusion {
-    /// Weighted sum of normalized scores.
-    #[default]
+    /// Weighted sum of scores divided by the best of their ranking.
     Weighted,
     /// Reciprocal rank fusion.
     Rrf,
+    /// Weighted sum of scores normalized to their ranking's range (min-max):
+    /// cosines lie close together, so dividing by the best leaves them
+    /// little say; stretched over their range they separate.
+    #[default]
+    Minmax,
 }
 
 /// `[search.hybrid]` settings.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HybridConfig {
-    /// `rrf` or `weighted`.
+    /// `minmax`, `weighted` or `rrf`.
     pub fusion: Fusion,
     /// Weight of the lexical score in `weighted` (the semantic one gets the
     /// rest).
@@ -45,7 +52,7 @@ pub struct HybridConfig {
 impl Default for HybridConfig {
     fn default() -> Self {
         HybridConfig {
-            fusion: Fusion::Weighted,
+            fusion: Fusion::Minmax,
             lexical_weight: 0.6,
             rrf_k: 60.0,
         }
@@ -64,9 +71,18 @@ pub fn fuse(
 ) -> Vec<(Candidate, MatchKind)> {
     let best_lex = lexical.iter().map(|c| c.raw).fold(0.0, f64::max);
     let best_sem = semantic.iter().map(|c| c.raw).fold(0.0, f64::max);
-    let norm = |x: f64, best: f64| {
-        if best > 0.0 {
-            (x / best).clamp(0.0, 1.0)
+    // The floor each score is measured from: 0, or the ranking's worst
+    // score for min-max.
+    let floor = |list: &[Candidate]| match cfg.fusion {
+        Fusion::Minmax => list.iter().map(|c| c.raw).fold(f64::INFINITY, f64::min),
+        _ => 0.0,
+    };
+    let (low_lex, low_sem) = (floor(&lexical), floor(&semantic));
+    let norm_with = |x: f64, low: f64, best: f64| {
+        if best > low {
+            ((x - low) / (best - low)).clamp(0.0, 1.0)
+        } else if best > 0.0 {
+            1.0
         } else {
             0.0
         }
@@ -78,8 +94,9 @@ pub fn fuse(
         let lex = c.raw;
         c.raw = match cfg.fusion {
             Fusion::Rrf => 1.0 / (k + rank as f64 + 1.0),
-            Fusion::Weighted => {
-                w * norm(lex, best_lex) + (1.0 - w) * norm(cosine(c.id).unwrap_or(0.0), best_sem)
+            Fusion::Weighted | Fusion::Minmax => {
+                w * norm_with(lex, low_lex, best_lex)
+                    + (1.0 - w) * norm_with(cosine(c.id).unwrap_or(0.0), low_sem, best_sem)
             }
         };
         out.insert(c.id, (c, MatchKind::Lexical));
@@ -98,7 +115,9 @@ pub fn fuse(
                 let mut c = c;
                 c.raw = match cfg.fusion {
                     Fusion::Rrf => rrf,
-                    Fusion::Weighted => (1.0 - w) * norm(sem, best_sem),
+                    Fusion::Weighted | Fusion::Minmax => {
+                        (1.0 - w) * norm_with(sem, low_sem, best_sem)
+                    }
                 };
                 out.insert(c.id, (c, MatchKind::Semantic));
             }
@@ -152,8 +171,35 @@ mod tests {
     }
 
     #[test]
-    fn weighted_uses_normalized_scores_and_known_cosines() {
+    fn minmax_stretches_each_ranking_over_its_range() {
         let cfg = HybridConfig::default();
+        assert_eq!(cfg.fusion, Fusion::Minmax);
+        // Lexical 10 .. 2, semantic 0.8 .. 0.4: row 2 is the worst of both.
+        let lex = vec![c(1, 10.0), c(2, 2.0), c(4, 6.0)];
+        let sem = vec![c(3, 0.8), c(2, 0.4), c(4, 0.6)];
+        let cosines = |id| match id {
+            1 => Some(0.5),
+            2 => Some(0.4),
+            4 => Some(0.6),
+            _ => None,
+        };
+        let fused = fuse(&cfg, lex, sem, cosines);
+        let raw = |id| fused.iter().find(|(c, _)| c.id == id).unwrap().0.raw;
+        assert!((raw(1) - (0.6 + 0.4 * 0.25)).abs() < 1e-9);
+        assert!(raw(2).abs() < 1e-9);
+        assert!((raw(3) - 0.4).abs() < 1e-9);
+        assert!((raw(4) - (0.6 * 0.5 + 0.4 * 0.5)).abs() < 1e-9);
+        // One hit alone in a ranking counts fully.
+        let one = fuse(&cfg, vec![c(5, 3.0)], vec![], |_| None);
+        assert!((one[0].0.raw - 0.6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn weighted_uses_normalized_scores_and_known_cosines() {
+        let cfg = HybridConfig {
+            fusion: Fusion::Weighted,
+            ..Default::default()
+        };
         // Row 1: best lexical, cosine 0.2 (outside the semantic top);
         // row 3: best semantic, no lexical match.
         let lex = vec![c(1, 10.0), c(2, 2.0)];

@@ -360,3 +360,32 @@ fn weaker_matches_behind_another_namespaces_are_found() {
     let v = search(&d, &["--namespaces", "busy", "--limit", "3", "alpha"]);
     assert_eq!(v["count"], 3, "{v}");
 }
+
+/// Fuzzy search keeps the vocabulary in memory once asked, at the
+/// generation it read; a memory added since is still found by a typo (the
+/// cached list is not used at another generation).
+#[test]
+fn the_vocabulary_cache_never_hides_new_words() {
+    let d = Daemon::start();
+    seed(&d);
+    let v = search(&d, &["--mode", "fuzzy", "dokcer"]);
+    assert_eq!(ids(&v, "hits")[0], 1, "{v}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let cached = loop {
+        let s = d.status();
+        if let Some(g) = s["stats"]["vocab_generation"].as_u64() {
+            break g;
+        }
+        assert!(Instant::now() < deadline, "no vocabulary cached: {s}");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(Some(cached), d.status()["generation"].as_u64());
+    // At the cached generation: the cache answers.
+    let v = search(&d, &["--mode", "fuzzy", "kubernetse"]);
+    assert_eq!(ids(&v, "hits")[0], 2, "{v}");
+    // A new word, then its typo at once: found.
+    let (v, code) = d.json(&["add", "The zanzibar cluster hosts the staging queue"]);
+    assert_eq!(code, 0, "{v}");
+    let v = search(&d, &["--mode", "fuzzy", "zanzibra"]);
+    assert_eq!(ids(&v, "hits"), vec![6], "{v}");
+}

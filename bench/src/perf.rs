@@ -235,6 +235,8 @@ impl Floor {
     fn search(&self, queries: &[String], mode: SearchMode) -> anyhow::Result<Summary> {
         let view = Self::view();
         let rank = RankConfig::default();
+        // The daemon's vocabulary cache, as warm as the daemon's.
+        let terms = search::vocab::load(&self.conn)?;
         timed_sync(queries.len(), |i| {
             search::run(
                 &self.conn,
@@ -249,6 +251,7 @@ impl Floor {
                     now: time::OffsetDateTime::now_utc(),
                     rank: &rank,
                     semantic: None,
+                    vocab: Some(&terms),
                 },
             )?;
             Ok(())

@@ -117,6 +117,32 @@ pub enum DaemonError {
 /// of the writer and readers, the watcher, the lock, logs, uploads.
 const SPARE_FDS: u64 = 64;
 
+/// Rebuilds the in-memory FTS vocabulary when a fuzzy search found it out
+/// of date, on a reader, at most once per `REBUILD_EVERY`.
+async fn refresh_vocab(shared: Arc<Shared>) {
+    use crate::store::search::vocab;
+    loop {
+        shared.store.vocab.wanted.notified().await;
+        let read = shared
+            .store
+            .readers
+            .read(crate::store::readers::ReadKind::Internal, vocab::load)
+            .await;
+        match read {
+            Ok(read) => {
+                tracing::debug!(
+                    terms = read.value.terms.len(),
+                    generation = read.value.generation,
+                    "vocabulary cached"
+                );
+                shared.store.vocab.set(read.value);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot read the vocabulary"),
+        }
+        tokio::time::sleep(vocab::REBUILD_EVERY).await;
+    }
+}
+
 /// Raises the open-file limit as far as allowed and warns when it still
 /// cannot hold `max_connections` sessions (each is one descriptor).
 fn check_open_file_limit(max_connections: usize) {
@@ -224,6 +250,7 @@ async fn serve(
     let flusher = tokio::spawn(flush_access(shared.clone()));
     let sweeper = tokio::spawn(schedule_sweeps(shared.clone()));
     let sidecar = tokio::spawn(sidecar::run(shared.clone()));
+    let vocab = tokio::spawn(refresh_vocab(shared.clone()));
     let embedder = tokio::spawn(crate::embed::worker::run(shared.clone()));
     let backfill = tokio::spawn({
         let shared = shared.clone();
@@ -325,6 +352,7 @@ async fn serve(
     flusher.abort();
     sweeper.abort();
     sidecar.abort();
+    vocab.abort();
     embedder.abort();
     backfill.abort();
     if let Err(e) = shared.access.flush(&shared.store).await {

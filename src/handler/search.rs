@@ -117,12 +117,26 @@ async fn run(
         .map(|(r, _)| super::page_limit(r.limit, shared))
         .collect();
     let rank = shared.config().search.clone();
+    // Fuzzy matching may read the vocabulary: from the cache when it is at
+    // this read's generation; otherwise a rebuild is asked for below.
+    let may_fuzzy = queries
+        .iter()
+        .any(|(r, v)| r.mode == SearchMode::Fuzzy || (r.mode == SearchMode::Auto && v.is_none()));
+    let cached = shared.store.vocab.current();
     let read = {
         let index = shared.embed.index_handle();
         shared
             .store
             .readers
             .read(ReadKind::Client, move |conn| {
+                let vocab = match &cached {
+                    Some(t)
+                        if may_fuzzy && t.generation == crate::store::read_generation(conn)? =>
+                    {
+                        Some(t.as_ref())
+                    }
+                    _ => None,
+                };
                 let mut out = Vec::with_capacity(queries.len());
                 for (((req, vector), view), limit) in queries.iter().zip(&views).zip(&limits) {
                     let semantic = vector.as_deref().map(|v| search::semantic::Semantic {
@@ -146,18 +160,22 @@ async fn run(
                             now,
                             rank: &rank,
                             semantic,
+                            vocab,
                         },
                     )?;
                     out.push((hits, mode));
                 }
-                Ok(out)
+                Ok((out, may_fuzzy && vocab.is_none()))
             })
             .await?
     };
+    let (results, stale_vocab) = read.value;
+    if stale_vocab {
+        shared.store.vocab.want();
+    }
     session.seen = read.generation;
     let generation = read.generation;
-    Ok(read
-        .value
+    Ok(results
         .into_iter()
         .map(|(hits, mode)| {
             shared.access.record(hits.iter().map(|h| h.memory.id));

@@ -90,6 +90,7 @@ pub(super) async fn handle(
             "db_reads": stats.db_reads.load(Ordering::Relaxed),
             "commits": stats.commits.load(Ordering::Relaxed),
             "writes": stats.writes.load(Ordering::Relaxed),
+            "vocab_generation": shared.store.vocab.current().map(|t| t.generation),
         },
         "sweeps": sweeps,
     });

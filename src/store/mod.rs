@@ -198,6 +198,8 @@ pub struct Store {
     pub generations: Arc<Generations>,
     /// Counters.
     pub stats: Arc<Stats>,
+    /// The FTS vocabulary in memory, for fuzzy search.
+    pub vocab: Arc<search::vocab::Cache>,
     /// The database file.
     pub path: PathBuf,
 }
@@ -239,6 +241,7 @@ impl Store {
             readers,
             generations,
             stats,
+            vocab: Default::default(),
             path: path.to_path_buf(),
         })
     }

@@ -17,6 +17,7 @@ use rusqlite::Connection;
 
 use super::super::StoreError;
 use super::super::memories::View;
+use super::vocab::Terms;
 use super::{Candidate, words};
 
 /// Candidate terms kept per query word.
@@ -26,7 +27,7 @@ const MIN_WORD: usize = 3;
 
 /// The vocabulary view on a connection (a TEMP virtual table: nothing is
 /// stored, and read-only connections may create it).
-fn ensure_vocab(conn: &Connection) -> Result<(), StoreError> {
+pub(super) fn ensure_vocab(conn: &Connection) -> Result<(), StoreError> {
     conn.execute_batch(
         "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memd_vocab \
          USING fts5vocab(main, 'memories_fts', 'row')",
@@ -182,12 +183,31 @@ fn contains_stemmed(term: &str, word: &str) -> bool {
 ///
 /// # Errors
 /// SQLite errors.
-pub fn expand(conn: &Connection, query_words: &[String]) -> Result<Vec<(String, f64)>, StoreError> {
-    ensure_vocab(conn)?;
-    let mut range =
-        conn.prepare_cached("SELECT term FROM temp.memd_vocab WHERE term >= ?1 AND term < ?2")?;
-    let mut containing = conn
-        .prepare_cached("SELECT term FROM temp.memd_vocab WHERE instr(term, ?1) > 0 LIMIT 200")?;
+pub fn expand(
+    conn: &Connection,
+    query_words: &[String],
+    vocab: Option<&Terms>,
+) -> Result<Vec<(String, f64)>, StoreError> {
+    // Terms by prefix range: from the cached vocabulary, or through
+    // fts5vocab.
+    let mut live = match vocab {
+        Some(_) => None,
+        None => {
+            ensure_vocab(conn)?;
+            Some(conn.prepare_cached(
+                "SELECT term FROM temp.memd_vocab WHERE term >= ?1 AND term < ?2",
+            )?)
+        }
+    };
+    let mut range = |lower: &str, upper: &str| -> Result<Vec<String>, StoreError> {
+        match (&mut live, vocab) {
+            (Some(stmt), _) => Ok(stmt
+                .query_map((lower, upper), |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?),
+            (None, Some(v)) => Ok(v.range(lower, upper).to_vec()),
+            (None, None) => Ok(Vec::new()),
+        }
+    };
     let mut out: HashMap<String, f64> = HashMap::new();
     for word in query_words {
         let chars: Vec<char> = word.chars().collect();
@@ -202,10 +222,7 @@ pub fn expand(conn: &Connection, query_words: &[String]) -> Result<Vec<(String, 
         let mut found: Vec<(String, f64)> = Vec::new();
         for p in &prefixes {
             let upper = next_prefix(p);
-            let terms = range
-                .query_map((p, &upper), |r| r.get::<_, String>(0))?
-                .collect::<Result<Vec<_>, _>>()?;
-            for t in terms {
+            for t in range(p, &upper)? {
                 let s = similarity_chars(&chars, word, &t);
                 if s > 0.0 {
                     found.push((t, s));
@@ -214,9 +231,15 @@ pub fn expand(conn: &Connection, query_words: &[String]) -> Result<Vec<(String, 
         }
         if found.is_empty() && chars.len() >= 4 {
             let needle = word.strip_suffix(['e', 's']).unwrap_or(word);
-            let terms = containing
-                .query_map([needle], |r| r.get::<_, String>(0))?
-                .collect::<Result<Vec<_>, _>>()?;
+            let terms = match vocab {
+                Some(v) => v.containing(needle, 200),
+                None => conn
+                    .prepare_cached(
+                        "SELECT term FROM temp.memd_vocab WHERE instr(term, ?1) > 0 LIMIT 200",
+                    )?
+                    .query_map([needle], |r| r.get::<_, String>(0))?
+                    .collect::<Result<Vec<_>, _>>()?,
+            };
             found.extend(terms.into_iter().map(|t| (t, 0.7)));
         }
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -282,9 +305,10 @@ pub fn candidates(
     text: &str,
     view: &View,
     fetch: u32,
+    vocab: Option<&Terms>,
 ) -> Result<Vec<Candidate>, StoreError> {
     let query_words = words::query_words(text);
-    let terms = expand(conn, &query_words)?;
+    let terms = expand(conn, &query_words, vocab)?;
     if terms.is_empty() {
         return Ok(Vec::new());
     }
@@ -376,6 +400,43 @@ mod tests {
         assert_eq!(similarity("docker", "garden"), 0.0);
         assert_eq!(similarity("docker", "doctor"), 0.0);
         assert_eq!(similarity("cat", "dog"), 0.0);
+    }
+
+    /// The cached vocabulary expands every word exactly as fts5vocab does:
+    /// typos, swapped first letters, prefixes and the substring fallback.
+    #[test]
+    fn the_cached_vocabulary_expands_like_fts5vocab() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        for text in [
+            "Docker networking between containers uses the bridge driver",
+            "Kubernetes clusters are created with minikube",
+            "The deployment pipeline runs nightly",
+            "Prefer tabs in Makefiles; postgres listens on 5432",
+        ] {
+            conn.execute("INSERT INTO memories (content) VALUES (?1)", [text])
+                .unwrap();
+        }
+        let cached = super::super::vocab::load(&conn).unwrap();
+        assert!(cached.terms.len() > 10);
+        for query in [
+            "dokcer netwrok",
+            "odcker",
+            "kubernetse minikub",
+            "ployment",
+            "makefiels postgrse",
+            "xylophone",
+        ] {
+            let words = words::query_words(query);
+            assert_eq!(
+                expand(&conn, &words, Some(&cached)).unwrap(),
+                expand(&conn, &words, None).unwrap(),
+                "{query}"
+            );
+        }
+        let words = words::query_words("dokcer");
+        assert!(!expand(&conn, &words, Some(&cached)).unwrap().is_empty());
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod fuzzy;
 pub mod lexical;
 pub mod rank;
 pub mod semantic;
+pub mod vocab;
 pub mod words;
 
 use std::collections::HashSet;
@@ -58,6 +59,9 @@ pub struct Query<'a> {
     /// The query's vector and the index, for semantic and hybrid search
     /// (and `auto`, which then runs hybrid).
     pub semantic: Option<semantic::Semantic<'a>>,
+    /// The FTS vocabulary at this read's generation, when cached (fuzzy
+    /// search reads `fts5vocab` without it).
+    pub vocab: Option<&'a vocab::Terms>,
 }
 
 /// How much the share of query words a memory contains counts next to its
@@ -215,6 +219,7 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
                 q.text,
                 q.view,
                 fetch(q.limit.saturating_add(q.offset)),
+                q.vocab,
             )?,
             MatchKind::Fuzzy,
         ))

@@ -84,3 +84,101 @@ fn shell_update_replace_and_delete_keep_fts_and_generation_right() {
     );
     assert_eq!(ops.trim(), "update,replace,delete");
 }
+
+/// A shell's `INSERT OR REPLACE` that clashes on `uid` (not on `id`)
+/// removes the old row: its old values become a revision and nothing of it
+/// stays in the index, the tags or `check`. An `INSERT OR IGNORE` over an
+/// existing id keeps that row whole, tags included.
+#[test]
+fn shell_replace_on_uid_and_ignore_on_id_lose_nothing() {
+    let d = Daemon::start();
+    d.cli(&[
+        "add",
+        "the staging cluster runs in eu-west",
+        "--tag",
+        "infra",
+    ]);
+    d.cli(&[
+        "add",
+        "the release train leaves on thursdays",
+        "--tag",
+        "release",
+    ]);
+    let uid = sqlite3(&d.db(), "SELECT uid FROM memories WHERE id = 1");
+    let uid = uid.trim();
+    sqlite3(
+        &d.db(),
+        &format!(
+            "INSERT OR REPLACE INTO memories(uid, content) VALUES ('{uid}', 'the staging cluster moved to us-east')"
+        ),
+    );
+    let (v, _) = d.json(&["search", "eu-west"]);
+    assert!(ids(&v, "hits").is_empty(), "{v}");
+    let (v, _) = d.json(&["search", "us-east"]);
+    assert_eq!(ids(&v, "hits"), vec![3]);
+    let (v, code) = d.json(&["list", "--tag", "infra"]);
+    assert_eq!(code, 0);
+    assert!(ids(&v, "memories").is_empty(), "{v}");
+    let history = sqlite3(
+        &d.db(),
+        "SELECT op || ':' || content FROM memory_revisions WHERE memory_id = 1",
+    );
+    assert_eq!(
+        history.trim(),
+        "replace:the staging cluster runs in eu-west"
+    );
+    let (check, code) = d.json(&["check"]);
+    assert_eq!(code, 0, "{check}");
+    assert_eq!(check["ok"], true, "{check}");
+    assert_eq!(check["fts_orphans"], 0, "{check}");
+
+    sqlite3(
+        &d.db(),
+        "INSERT OR IGNORE INTO memories(id, content) VALUES (2, 'never stored')",
+    );
+    let (got, _) = d.json(&["get", "2"]);
+    assert_eq!(
+        got["memory"]["content"],
+        "the release train leaves on thursdays"
+    );
+    assert_eq!(got["memory"]["tags"], serde_json::json!(["release"]));
+    let ops = sqlite3(
+        &d.db(),
+        "SELECT count(*) FROM memory_revisions WHERE memory_id = 2",
+    );
+    assert_eq!(ops.trim(), "0");
+    // A plain INSERT on a taken uid fails and changes nothing.
+    let uid2 = sqlite3(&d.db(), "SELECT uid FROM memories WHERE id = 2");
+    let out = std::process::Command::new("sqlite3")
+        .args(["-batch", "-cmd", ".timeout 5000"])
+        .arg(d.db())
+        .arg(format!(
+            "INSERT INTO memories(uid, content) VALUES ('{}', 'clash')",
+            uid2.trim()
+        ))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("UNIQUE"), "{err}");
+    let (got, _) = d.json(&["get", "2"]);
+    assert_eq!(got["memory"]["tags"], serde_json::json!(["release"]));
+    let (check, _) = d.json(&["check"]);
+    assert_eq!(check["ok"], true, "{check}");
+}
+
+/// Index entries of rows that are gone (left by a tool that writes the index
+/// itself, or deletes rows without the triggers) are found by `check`.
+#[test]
+fn check_counts_index_entries_without_a_row() {
+    let d = Daemon::start();
+    d.cli(&["add", "a row with its index entry"]);
+    sqlite3(
+        &d.db(),
+        "INSERT INTO memories_fts(rowid, content) VALUES (99, 'an entry without a row')",
+    );
+    let (check, code) = d.json(&["check"]);
+    assert_ne!(code, 0, "{check}");
+    assert_eq!(check["fts_orphans"], 1, "{check}");
+    assert_eq!(check["ok"], false, "{check}");
+}

@@ -403,13 +403,15 @@ fn text(v: &Value) -> String {
 pub fn check(report: Value) -> Result<Output, super::CliError> {
     let ok = report["ok"].as_bool().unwrap_or(false);
     let human = format!(
-        "integrity      {}\nsearch index   {} ({} rows for {} memories, {} out of sync)\n\
+        "integrity      {}\nsearch index   {} ({} rows for {} memories, {} out of sync, \
+         {} without a row)\n\
          triggers       {}\nschema         v{}, generation {}",
         text(&report["integrity"]),
         text(&report["fts_integrity"]),
         report["fts_rows"],
         report["memories"],
         report["fts_out_of_sync"],
+        report["fts_orphans"],
         if report["missing_objects"]
             .as_array()
             .is_some_and(|a| a.is_empty())

@@ -31,13 +31,15 @@ pub(super) async fn handle(
             let integrity = stmt
                 .query_map([], |r| r.get::<_, String>(0))?
                 .collect::<Result<Vec<_>, _>>()?;
-            let (memories, fts_rows, out_of_sync): (i64, i64, i64) = conn.query_row(
+            let (memories, fts_rows, out_of_sync, orphans): (i64, i64, i64, i64) = conn.query_row(
                 "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM memories_fts), \
                  (SELECT count(*) FROM memories m LEFT JOIN memories_fts f ON f.rowid = m.id \
                   WHERE f.rowid IS NULL OR f.content IS NOT m.content \
-                  OR f.subject IS NOT m.subject)",
+                  OR f.subject IS NOT m.subject), \
+                 (SELECT count(*) FROM memories_fts f \
+                  WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = f.rowid))",
                 [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
             )?;
             let missing = schema::missing_objects(conn)?;
             let version = schema::current_version(conn)?;
@@ -46,13 +48,15 @@ pub(super) async fn handle(
                 memories,
                 fts_rows,
                 out_of_sync,
+                orphans,
                 missing,
                 version,
                 read_generation(conn)?,
             ))
         })
         .await?;
-    let (integrity, memories, fts_rows, out_of_sync, missing, version, generation) = read.value;
+    let (integrity, memories, fts_rows, out_of_sync, orphans, missing, version, generation) =
+        read.value;
     // SQLite's integrity check runs FTS5's own (the `integrity-check`
     // command, without needing a write transaction, so it works on a full
     // disk or a read-only file); its findings start with `fts5:`.
@@ -71,6 +75,7 @@ pub(super) async fn handle(
         && fts.is_ok()
         && missing.is_empty()
         && out_of_sync == 0
+        && orphans == 0
         && fts_rows == memories;
     let report = json!({
         "ok": ok,
@@ -79,6 +84,7 @@ pub(super) async fn handle(
         "memories": memories,
         "fts_rows": fts_rows,
         "fts_out_of_sync": out_of_sync,
+        "fts_orphans": orphans,
         "missing_objects": missing,
         "schema_version": version,
         "generation": generation,

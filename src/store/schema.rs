@@ -59,6 +59,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "replace and content-edit cleanup",
         sql: include_str!("schema_v7.sql"),
     },
+    Migration {
+        version: 8,
+        name: "rows replaced on id or uid",
+        sql: include_str!("schema_v8.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -74,7 +79,6 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("table", "memory_tags"),
     ("table", "memory_revisions"),
     ("table", "memories_fts"),
-    ("trigger", "memories_bi_replace"),
     ("trigger", "memories_ai"),
     ("trigger", "memories_au"),
     ("trigger", "memories_au_fts"),
@@ -89,9 +93,10 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("table", "memory_similar"),
     ("trigger", "memories_ad_vector"),
     ("trigger", "memories_au_vector"),
-    ("trigger", "memories_bi_vector"),
-    ("trigger", "memories_bi_replace_links"),
     ("trigger", "memories_au_dedupe"),
+    ("table", "memory_replace_stage"),
+    ("trigger", "memories_bi_stage"),
+    ("trigger", "memories_ai_replaced"),
 ];
 
 /// The on-disk schema version: 0 for an empty database.

@@ -609,6 +609,43 @@ fn changes_while_the_daemon_was_down_count_as_drift() {
     assert_eq!(code, 0);
 }
 
+/// An older copy of the database (with its own matching record of the
+/// daemon's generation) put in place while no daemon runs: the restarted
+/// daemon moves the generation past every one it handed out, counts the swap
+/// as drift, and refuses a destructive write from a session that saw a
+/// newer generation than the copy holds.
+#[test]
+fn an_older_copy_put_in_place_while_down_never_takes_generations_back() {
+    let mut d = Daemon::start();
+    d.cli(&["add", "kept in the copy"]);
+    let copy = d.data_dir().with_file_name("copy.db");
+    let (_, code) = d.json(&["backup", copy.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let copied: u64 = sqlite3(
+        &copy,
+        "SELECT value FROM memory_meta WHERE key = 'generation'",
+    )
+    .trim()
+    .parse()
+    .unwrap();
+    let (added, _) = d.json(&["add", "only in the newer file"]);
+    d.cli(&["add", "also only in the newer file"]);
+    let seen = added["generation"].as_u64().unwrap();
+    let high = d.status()["generation"].as_u64().unwrap();
+    assert!(high > copied);
+    d.terminate();
+    std::fs::copy(&copy, d.db()).unwrap();
+    d.spawn();
+    let status = d.status();
+    let now = status["generation"].as_u64().unwrap();
+    assert!(now > high, "generation went back: {high} -> {now}");
+    assert!(epoch(&d) > high, "{status}");
+    let (err, code) = d.json(&["--seen-generation", &seen.to_string(), "forget", "1"]);
+    assert_eq!(code, 3, "{err}");
+    let (got, code) = d.json(&["get", "1"]);
+    assert_eq!(code, 0, "{got}");
+}
+
 /// The policy comes from the CLI flag, `MEMD_DRIFT_POLICY` or the config
 /// file; `status` shows the daemon's and the drift bookkeeping.
 #[test]

@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::config::{Config, Synchronous};
+use crate::drift::highwater::HighWater;
 
 pub use readers::Readers;
 pub use writer::{Author, Guard, Refusal, WriteCtx, Writer};
@@ -218,7 +219,9 @@ impl Store {
         }
         restrict_mode(path);
         let generations = Arc::new(Generations::default());
-        startup_generations(&conn, &generations)?;
+        let mut highwater = HighWater::open(backup_dir);
+        startup_generations(&conn, &generations, highwater.get())?;
+        highwater.record(generations.current());
         let stats = Arc::new(Stats::default());
         let readers = Readers::new(
             path.to_path_buf(),
@@ -235,6 +238,7 @@ impl Store {
             generations: generations.clone(),
             stats: stats.clone(),
             readers: readers.pool(),
+            highwater,
         })?;
         Ok(Store {
             writer,
@@ -258,13 +262,20 @@ impl Store {
 /// its last commit in `memory_meta`; a file whose generation differs was
 /// written while no daemon watched it (or after a crash of one), and that
 /// counts as an external change: sessions that come back with an older seen
-/// generation must read again before a destructive write.
-fn startup_generations(conn: &Connection, g: &Generations) -> Result<(), StoreError> {
+/// generation must read again before a destructive write. `high_water` is
+/// the highest generation the data dir has shown (kept outside the file,
+/// [`HighWater`]): an older copy of the file, put in place with its own
+/// matching record, starts above it.
+fn startup_generations(
+    conn: &Connection,
+    g: &Generations,
+    high_water: u64,
+) -> Result<(), StoreError> {
     let mut generation = read_generation(conn)?;
     let recorded = writer::meta_u64(conn, "daemon_generation")?;
     let mut epoch = writer::meta_u64(conn, "external_epoch")?.unwrap_or(0);
-    if recorded.is_some_and(|r| r != generation) {
-        let known = recorded.unwrap_or(0).max(epoch);
+    let known = recorded.unwrap_or(0).max(epoch).max(high_water);
+    if recorded.is_some_and(|r| r != generation) || generation < known {
         if generation < known {
             // An older file was put in place: generations never go back.
             tracing::warn!(

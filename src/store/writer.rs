@@ -27,6 +27,7 @@ use tokio::sync::oneshot;
 use super::readers::Pool;
 use super::{Generations, Stats, StoreError, read_generation, schema};
 use crate::config::Config;
+use crate::drift::highwater::HighWater;
 use crate::drift::policy::{self, CommitLog, Decision, Facts, SessionCommit, WriteKind};
 
 /// Who makes a write: it decides what counts as drift for whom.
@@ -212,6 +213,7 @@ pub(super) struct WriterSetup {
     pub generations: Arc<Generations>,
     pub stats: Arc<Stats>,
     pub readers: Arc<Pool>,
+    pub highwater: HighWater,
 }
 
 impl Writer {
@@ -241,6 +243,7 @@ impl Writer {
             broken: None,
             wal_frames,
             checkpointed_at: 0,
+            highwater: setup.highwater,
         };
         let thread = std::thread::Builder::new()
             .name("memd-writer".into())
@@ -388,6 +391,8 @@ struct Thread {
     /// `wal_frames` when the last checkpoint ran: a checkpoint that readers
     /// kept from finishing is retried only after another commit.
     checkpointed_at: i64,
+    /// The highest generation the data dir has shown, outside the database.
+    highwater: HighWater,
 }
 
 impl Thread {
@@ -620,6 +625,9 @@ impl Thread {
         }
         let committed = read_generation(&self.conn).and_then(|g| {
             self.persist_generations(g)?;
+            // Before the commit: no session can see a generation the mark
+            // does not cover.
+            self.highwater.record(g);
             self.conn.execute_batch("COMMIT")?;
             Ok(g)
         });
@@ -739,6 +747,7 @@ impl Thread {
             .unwrap_or_else(|e| e.into_inner()) = Some(at.clone());
         self.generations.observe(epoch);
         self.generations.own_last.store(epoch, Ordering::Release);
+        self.highwater.record(epoch);
         let _ = self.generations.events.send(DriftEvent {
             generation: epoch,
             external_epoch: epoch,

@@ -68,6 +68,11 @@ fn typos_find_what_was_meant() {
         ("depoly script", 3), // transposition, plus an exact word
         ("postgrse", 4),      // transposition
         ("makefiels", 5),     // transposition with a plural
+        ("focker", 1),        // a typo in the first letter
+        ("dcker", 1),         // the second letter missing
+        ("ddocker", 1),       // a letter doubled at the start
+        ("kbernetes", 2),     // a deletion near the start of a long word
+        ("ostgresql", 4),     // the first letter missing
     ] {
         let v = search(&d, &["--mode", "fuzzy", query]);
         let found = ids(&v, "hits");
@@ -82,7 +87,17 @@ fn typos_find_what_was_meant() {
 fn prefixes_and_substrings() {
     let d = Daemon::start();
     seed(&d);
-    for (query, want) in [("kube", 2), ("deplo", 3), ("containe", 1), ("postgre", 4)] {
+    for (query, want) in [
+        ("kube", 2),
+        ("deplo", 3),
+        ("containe", 1),
+        ("postgre", 4),
+        // Inner parts that run past what the stemmer keeps of the word.
+        ("ntainers", 1),
+        ("etworking", 1),
+        ("inikube", 2),
+        ("lusters", 2),
+    ] {
         let v = search(&d, &["--mode", "fuzzy", query]);
         assert_eq!(ids(&v, "hits").first(), Some(&want), "{query}: {v}");
     }

@@ -181,6 +181,12 @@ fn contains_stemmed(term: &str, word: &str) -> bool {
 /// Vocabulary terms close to each query word: `(term, similarity)`, best
 /// first, at most a few per word.
 ///
+/// Each word is looked up in steps, the next only when the last found
+/// nothing: terms sharing its first two letters (or those two swapped);
+/// every term of a close length (a typo in the first letters); terms that
+/// contain it; terms its start overlaps where the stemmer cut off the rest
+/// ("ployment" in "deploy", "ntainer" in "contain").
+///
 /// # Errors
 /// SQLite errors.
 pub fn expand(
@@ -189,7 +195,8 @@ pub fn expand(
     vocab: Option<&Terms>,
 ) -> Result<Vec<(String, f64)>, StoreError> {
     // Terms by prefix range: from the cached vocabulary, or through
-    // fts5vocab.
+    // fts5vocab; the whole list (for the later steps) is read once, and only
+    // when a step needs it.
     let mut live = match vocab {
         Some(_) => None,
         None => {
@@ -208,6 +215,7 @@ pub fn expand(
             (None, None) => Ok(Vec::new()),
         }
     };
+    let mut loaded: Option<Terms> = None;
     let mut out: HashMap<String, f64> = HashMap::new();
     for word in query_words {
         let chars: Vec<char> = word.chars().collect();
@@ -230,6 +238,20 @@ pub fn expand(
             }
         }
         if found.is_empty() && chars.len() >= 4 {
+            // A typo in the first two letters ("focker", "dcker"): every
+            // term of a length within reach, by the same measure.
+            // (Lengths in bytes first: a cheap bound, as a character is at
+            // most four bytes.)
+            let reach = 4 * (allowed(chars.len()) + 3);
+            found.extend(whole(conn, vocab, &mut loaded)?.iter().filter_map(|t| {
+                if t.len().abs_diff(word.len()) > reach {
+                    return None;
+                }
+                let s = similarity_chars(&chars, word, t);
+                (s > 0.0).then(|| (t.clone(), s))
+            }));
+        }
+        if found.is_empty() && chars.len() >= 4 {
             let needle = word.strip_suffix(['e', 's']).unwrap_or(word);
             let terms = match vocab {
                 Some(v) => v.containing(needle, 200),
@@ -242,6 +264,18 @@ pub fn expand(
             };
             found.extend(terms.into_iter().map(|t| (t, 0.7)));
         }
+        if found.is_empty() {
+            let heads = stem_overlaps(word);
+            if !heads.is_empty() {
+                found.extend(
+                    whole(conn, vocab, &mut loaded)?
+                        .iter()
+                        .filter(|t| heads.iter().any(|h| ends_with_stem(t, h)))
+                        .take(200)
+                        .map(|t| (t.clone(), 0.65)),
+                );
+            }
+        }
         found.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         found.truncate(TERMS_PER_WORD);
         for (t, s) in found {
@@ -252,6 +286,53 @@ pub fn expand(
     let mut terms: Vec<(String, f64)> = out.into_iter().collect();
     terms.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     Ok(terms)
+}
+
+/// The whole vocabulary: the cached one, or read once through fts5vocab
+/// into `loaded`.
+fn whole<'a>(
+    conn: &Connection,
+    vocab: Option<&'a Terms>,
+    loaded: &'a mut Option<Terms>,
+) -> Result<&'a [String], StoreError> {
+    if let Some(v) = vocab {
+        return Ok(&v.terms);
+    }
+    if loaded.is_none() {
+        *loaded = Some(super::vocab::load(conn)?);
+    }
+    Ok(loaded.as_ref().map_or(&[][..], |t| &t.terms))
+}
+
+/// Endings the porter stemmer removes (and the letters it leaves changed),
+/// longest first.
+const SUFFIXES: &[&str] = &[
+    "ational", "ations", "ation", "ements", "ement", "ments", "ment", "ness", "ings", "ing",
+    "ions", "ion", "ities", "ity", "ers", "er", "ies", "ied", "ed", "es", "ly", "al", "ive", "ize",
+    "ise", "able", "ible", "ful", "ous", "ence", "ance", "ent", "ant", "s", "e", "y",
+];
+
+/// Starts of `word` that a stemmed term may end with, when the rest of the
+/// word is (the start of) a suffix the stemmer removes: "ployment" →
+/// "ploy"; "ntainer" → "ntain". Each start keeps at least four letters.
+fn stem_overlaps(word: &str) -> Vec<&str> {
+    let mut heads: Vec<&str> = Vec::new();
+    for (cut, _) in word.char_indices().skip(4) {
+        let rest = &word[cut..];
+        if rest.chars().count() <= 7 && SUFFIXES.iter().any(|s| s.starts_with(rest)) {
+            heads.push(&word[..cut]);
+        }
+    }
+    heads
+}
+
+/// Whether stemmed `term` ends with `head` (the stemmer turns a final y
+/// into i: "deploi" ends with "ploy").
+fn ends_with_stem(term: &str, head: &str) -> bool {
+    term.ends_with(head)
+        || head
+            .strip_suffix('y')
+            .is_some_and(|h| term.strip_suffix('i').is_some_and(|t| t.ends_with(h)))
 }
 
 /// The smallest string greater than every string starting with `p`.
@@ -427,6 +508,10 @@ mod tests {
             "ployment",
             "makefiels postgrse",
             "xylophone",
+            "focker",
+            "dcker",
+            "ployment",
+            "ntainer",
         ] {
             let words = words::query_words(query);
             assert_eq!(
@@ -435,8 +520,30 @@ mod tests {
                 "{query}"
             );
         }
-        let words = words::query_words("dokcer");
-        assert!(!expand(&conn, &words, Some(&cached)).unwrap().is_empty());
+        for (query, want) in [
+            ("dokcer", "docker"),
+            ("focker", "docker"),
+            ("dcker", "docker"),
+            ("ployment", "deploy"),
+            ("ntainer", "contain"),
+            ("etworking", "network"),
+        ] {
+            let words = words::query_words(query);
+            let terms = expand(&conn, &words, Some(&cached)).unwrap();
+            assert!(terms.iter().any(|(t, _)| t == want), "{query}: {terms:?}");
+        }
+        let words = words::query_words("xylophone");
+        assert!(expand(&conn, &words, Some(&cached)).unwrap().is_empty());
+    }
+
+    #[test]
+    fn overlaps_cut_where_a_suffix_begins() {
+        assert_eq!(stem_overlaps("ployment"), ["ploy", "ploym"]);
+        assert!(stem_overlaps("ntainer").contains(&"ntain"));
+        assert!(stem_overlaps("xylophone").iter().all(|h| h.len() >= 4));
+        assert!(ends_with_stem("deploi", "ploy"));
+        assert!(ends_with_stem("contain", "ntain"));
+        assert!(!ends_with_stem("contain", "ploy"));
     }
 
     #[test]

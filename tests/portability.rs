@@ -372,3 +372,30 @@ fn the_sidecar_is_never_seen_half_written() {
         .collect();
     assert!(leftovers.is_empty());
 }
+
+/// An export or backup that fails leaves the file it would have replaced as
+/// it was, and no partial file beside it.
+#[test]
+fn a_failed_download_keeps_the_existing_file() {
+    let d = Daemon::start();
+    d.cli(&["add", "one memory"]);
+    let dir = d.data_dir().with_file_name("out");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("export.json");
+    std::fs::write(&path, "the previous export").unwrap();
+    let (err, code) = d.json(&["export", "--format", "xml", "--out", path.to_str().unwrap()]);
+    assert_ne!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "the previous export"
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    // A good export replaces it, mode 0600.
+    let (v, code) = d.json(&["export", "--out", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{v}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(doc["entries"].as_array().unwrap().len(), 1);
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+}

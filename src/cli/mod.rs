@@ -15,7 +15,7 @@ pub mod settings;
 pub mod shell;
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use memd_client::autostart::{self, StartSpec};
@@ -452,8 +452,9 @@ pub async fn execute(
             };
             match &a.out {
                 Some(path) => {
-                    let file = create_out(path)?;
+                    let (out, file) = OutFile::create(path)?;
                     let (info, bytes) = client.export(req, file).await?;
+                    out.commit()?;
                     Ok(output::downloaded(info, bytes, path))
                 }
                 None if a.format == "markdown" => {
@@ -492,8 +493,9 @@ pub async fn execute(
             ))
         }
         Command::Backup(a) => {
-            let file = create_out(&a.file)?;
+            let (out, file) = OutFile::create(&a.file)?;
             let (info, bytes) = client.backup(file).await?;
+            out.commit()?;
             Ok(output::downloaded(info, bytes, &a.file))
         }
         Command::Restore(a) => {
@@ -591,24 +593,56 @@ impl std::io::Write for Stdout {
     }
 }
 
-/// Creates an output file for the client (mode 0600; an existing file is
-/// replaced, a symlink is not followed).
-fn create_out(path: &Path) -> Result<std::fs::File, CliError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
-        .and_then(|f| {
-            // An existing file keeps its mode on open: it becomes 0600 too.
-            use std::os::unix::fs::PermissionsExt;
-            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-            Ok(f)
-        })
-        .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
+/// An output file for the client: written under a temporary name beside
+/// the destination (mode 0600, created new, never through a symlink) and
+/// renamed over it only when the download completed, so a failed export or
+/// backup leaves an existing file as it was.
+struct OutFile {
+    tmp: PathBuf,
+    dest: PathBuf,
+    done: bool,
+}
+
+impl OutFile {
+    fn create(dest: &Path) -> Result<(OutFile, std::fs::File), CliError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dest.with_file_name(format!(".{name}.memd-{}.part", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .map_err(|e| CliError::Io(format!("cannot write {}: {e}", dest.display())))?;
+        Ok((
+            OutFile {
+                tmp,
+                dest: dest.to_path_buf(),
+                done: false,
+            },
+            file,
+        ))
+    }
+
+    /// Puts the finished file in place (replacing what was there).
+    fn commit(mut self) -> Result<(), CliError> {
+        std::fs::rename(&self.tmp, &self.dest)
+            .map_err(|e| CliError::Io(format!("cannot write {}: {e}", self.dest.display())))?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for OutFile {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 /// After `stop` of a socket-activated daemon: waits (up to 15 s) until its

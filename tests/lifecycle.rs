@@ -165,25 +165,89 @@ fn scope_limits_archive_the_lowest_scores() {
 }
 
 #[test]
-fn expired_rows_and_rows_of_ended_sessions() {
+fn expired_rows_are_deleted() {
     let d = Daemon::start();
     d.json(&["add", "expires at once", "--expires", "1s"]);
-    let out = d.cli_stdin(
-        &["--json", "shell"],
-        Some(b"add \"a note for this session only\" --scope session\n"),
-    );
-    assert_eq!(out.code, 0);
+    d.json(&["add", "stays"]);
     std::thread::sleep(std::time::Duration::from_millis(1100));
-    sqlite3(
-        &d.db(),
-        "UPDATE memories SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-30 days') \
-         WHERE scope = 'session'",
-    );
     let counts = sweep(&d, &[]);
     assert_eq!(counts["expired"], 1, "{counts}");
-    assert_eq!(counts["sessions"], 1, "{counts}");
-    assert_eq!(col(&d, "SELECT count(*) FROM memories"), "1");
-    assert_eq!(col(&d, "SELECT status FROM memories"), "archived");
+    assert_eq!(
+        col(&d, "SELECT group_concat(content) FROM memories"),
+        "stays"
+    );
+}
+
+/// Session-scope rows are archived `session_rows_days` (7) after their
+/// session ended: by the recorded end, not by the rows' age (a long
+/// session's old rows stay a week after it ends); a session with no
+/// recorded end goes by its rows' newest creation; a connected session's rows
+/// always stay.
+#[tokio::test(flavor = "multi_thread")]
+async fn rows_of_sessions_are_archived_a_while_after_the_session_ended() {
+    let d = Daemon::start();
+    let old = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-30 days')";
+    let out = d.cli_stdin(
+        &["--json", "shell"],
+        Some(b"add \"a note of a long session\" --scope session\n"),
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    // The end is recorded as the connection closes.
+    let mut ended = String::new();
+    for _ in 0..200 {
+        ended = col(&d, "SELECT count(*) FROM memory_session_ends");
+        if ended == "1" {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(ended, "1");
+    sqlite3(
+        &d.db(),
+        &format!("UPDATE memories SET created_at = {old}, updated_at = {old}"),
+    );
+    let counts = sweep(&d, &[]);
+    assert_eq!(counts["sessions"], 0, "ended just now: {counts}");
+    sqlite3(
+        &d.db(),
+        &format!("UPDATE memory_session_ends SET ended_at = {old}"),
+    );
+    // A connected session with old rows, and rows of sessions with no
+    // recorded end: one written long ago, one recently.
+    let mut live = d.client().await;
+    let added = live
+        .add(memd_client::proto::AddRequest {
+            content: "a note of a session still connected".into(),
+            scope: Some("session".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let live_id = added.id.unwrap();
+    sqlite3(
+        &d.db(),
+        &format!(
+            "UPDATE memories SET created_at = {old} WHERE id = {live_id}; \
+             INSERT INTO memories (content, scope, scope_owner, created_at) \
+             VALUES ('left by a crashed session', 'session', 'gone-1', {old}), \
+                    ('a recent note of an unknown session', 'session', 'gone-2', \
+                     strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));"
+        ),
+    );
+    let counts = sweep(&d, &[]);
+    assert_eq!(counts["sessions"], 2, "{counts}");
+    assert_eq!(
+        col(
+            &d,
+            "SELECT group_concat(content, ' | ') FROM \
+             (SELECT content FROM memories WHERE status = 'archived' ORDER BY id)"
+        ),
+        "a note of a long session | left by a crashed session"
+    );
+    // The recorded end of a session with nothing left to archive is gone
+    // once it is older than the cutoff.
+    assert_eq!(col(&d, "SELECT count(*) FROM memory_session_ends"), "0");
+    drop(live);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -229,6 +293,16 @@ async fn sweeps_do_not_trip_drift_or_snapshots() {
     assert_eq!(last["trigger"], "manual");
     assert_eq!(last["counts"]["limited"], 2);
     assert!(last["ended_at"].is_string());
+    // The human status shows the log too.
+    let human = d.cli(&["status"]).stdout;
+    let line = human
+        .lines()
+        .find(|l| l.starts_with("sweeps"))
+        .unwrap_or_else(|| panic!("{human}"));
+    assert!(
+        line.contains("(manual)") && line.contains("2 limited"),
+        "{line}"
+    );
 }
 
 /// `[lifecycle] at_start` runs a sweep as the daemon starts (logged with

@@ -374,6 +374,9 @@ pub fn status(s: Value) -> Output {
         format!("drift policy {}", get(&["drift", "policy"])),
         embedder_line(&s["embedder"]),
     ]
+    .into_iter()
+    .chain(sweep_lines(&s["sweeps"]))
+    .collect::<Vec<_>>()
     .join("\n");
     let fields = match s {
         Value::Object(m) => m,
@@ -387,6 +390,42 @@ pub fn status(s: Value) -> Output {
         json: success(fields),
         human,
     }
+}
+
+/// The sweep log of `status`, newest first: one line per sweep.
+fn sweep_lines(sweeps: &Value) -> Vec<String> {
+    let Some(list) = sweeps.as_array().filter(|l| !l.is_empty()) else {
+        return vec!["sweeps       none yet".to_string()];
+    };
+    list.iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let c = &w["counts"];
+            let counts = [
+                "expired", "decayed", "demoted", "promoted", "archived", "limited", "sessions",
+            ]
+            .iter()
+            .map(|k| format!("{} {}", c[*k], k))
+            .collect::<Vec<_>>()
+            .join(", ");
+            let outcome = match (&w["ended_at"], &w["error"]) {
+                (_, Value::String(e)) => format!("failed: {e}"),
+                (Value::Null, _) => "running".to_string(),
+                _ => counts,
+            };
+            format!(
+                "{}{} ({}): {}",
+                if i == 0 {
+                    "sweeps       "
+                } else {
+                    "             "
+                },
+                text(&w["started_at"]),
+                text(&w["trigger"]),
+                outcome
+            )
+        })
+        .collect()
 }
 
 fn text(v: &Value) -> String {

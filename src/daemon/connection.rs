@@ -348,6 +348,9 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .remove(&session.id);
+    if session.owns_session_rows {
+        crate::store::lifecycle::record_session_end(&shared.store, &session.id).await;
+    }
     tracing::debug!(session = %session.id, "session closed");
 }
 

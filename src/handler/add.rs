@@ -30,6 +30,7 @@ pub(super) async fn handle(
 ) -> Result<Response, StoreError> {
     let now = OffsetDateTime::now_utc();
     let mut new = gate::check_add(&req, &session.who(), &shared.config(), now)?;
+    session.owns_session_rows |= new.scope == "session";
     let supersedes = req.supersedes;
     // The memory to supersede is looked up even when superseded or archived,
     // so a double supersession is a conflict, not a "not found".

@@ -15,6 +15,8 @@ pub(super) async fn handle(
 ) -> Result<Response, StoreError> {
     let now = OffsetDateTime::now_utc();
     let changes = gate::check_update(&req, &session.who(), &shared.config(), now)?;
+    session.owns_session_rows |=
+        req.scope.as_deref().and_then(gate::normalize_scope) == Some("session");
     // An update may reach superseded and archived rows (to restore them).
     let filter = Filter {
         include_superseded: true,

@@ -34,6 +34,9 @@ pub struct Session {
     pub snapshot: Option<Injection>,
     /// A file prepared for the client to fetch (export, backup).
     pub download: Option<Download>,
+    /// The session wrote session-scope memories: its end is recorded (the
+    /// lifecycle archives them a while after it).
+    pub owns_session_rows: bool,
 }
 
 /// A file the daemon prepared for a client to fetch (in the data dir, under
@@ -133,6 +136,7 @@ impl Session {
             subscribed: false,
             upload: None,
             snapshot: None,
+            owns_session_rows: false,
             download: None,
         })
     }

@@ -64,6 +64,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "rows replaced on id or uid",
         sql: include_str!("schema_v8.sql"),
     },
+    Migration {
+        version: 9,
+        name: "session ends",
+        sql: include_str!("schema_v9.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -97,6 +102,7 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("table", "memory_replace_stage"),
     ("trigger", "memories_bi_stage"),
     ("trigger", "memories_ai_replaced"),
+    ("table", "memory_session_ends"),
 ];
 
 /// The on-disk schema version: 0 for an empty database.

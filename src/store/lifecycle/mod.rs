@@ -23,6 +23,29 @@ use super::search::rank::age_days;
 use super::{Author, Store, StoreError, memories};
 use rules::{Counts, Facts, LifecycleConfig, Move};
 
+/// Sweeps kept in the log (`memory_sweeps`).
+const SWEEP_LOG_KEPT: i64 = 1_000;
+
+/// Records that a session which wrote session-scope memories ended (its
+/// rows are archived `[lifecycle] session_rows_days` later). A failure is
+/// logged: the sweep then goes by the rows' own times.
+pub async fn record_session_end(store: &Store, session: &str) {
+    let (session, now) = (session.to_string(), crate::clock::now());
+    let done = store
+        .writer
+        .call(Author::Daemon, move |ctx| {
+            ctx.conn.execute(
+                "INSERT OR REPLACE INTO memory_session_ends (session, ended_at) VALUES (?1, ?2)",
+                (&session, &now),
+            )?;
+            Ok(())
+        })
+        .await;
+    if let Err(e) = done {
+        tracing::debug!(error = %e, "could not record a session's end");
+    }
+}
+
 /// Why a sweep runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trigger {
@@ -369,7 +392,10 @@ async fn run_steps(
         }
     }
 
-    // 4. Session-scope rows of sessions that ended long ago.
+    // 4. Session-scope rows of sessions that ended long ago: when the
+    // session's end was recorded, by that time; otherwise (the daemon was
+    // killed, or another tool wrote the rows) by the newest creation or use
+    // of any of its rows (not their `updated_at`, which sweeps move too).
     let cutoff = crate::clock::format(
         now - time::Duration::seconds_f64(config.session_rows_days.max(0.0) * 86_400.0),
     );
@@ -377,8 +403,13 @@ async fn run_steps(
         .unwrap_or_else(|_| "[]".into());
     let ids = select_ids(
         store,
-        "SELECT id FROM memories WHERE scope = 'session' AND status <> 'archived' \
-         AND created_at < ?1 AND scope_owner NOT IN (SELECT value FROM json_each(?2)) \
+        "SELECT id FROM memories m WHERE scope = 'session' AND status <> 'archived' \
+         AND scope_owner NOT IN (SELECT value FROM json_each(?2)) \
+         AND coalesce( \
+             (SELECT ended_at FROM memory_session_ends WHERE session = m.scope_owner), \
+             (SELECT max(max(created_at), coalesce(max(last_used_at), '')) FROM memories o \
+              WHERE o.namespace = m.namespace AND o.scope = 'session' \
+              AND o.scope_owner = m.scope_owner)) < ?1 \
          ORDER BY id",
         vec![cutoff.clone().into(), live.clone().into()],
     )
@@ -393,6 +424,27 @@ async fn run_steps(
         vec![live.into()],
     )
     .await?;
+
+    // Ends of sessions none of whose rows are left to archive, and the
+    // oldest entries of the sweep log, are dropped.
+    if !dry_run {
+        store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                ctx.conn.execute(
+                    "DELETE FROM memory_session_ends WHERE ended_at < ?1 AND session NOT IN \
+                     (SELECT scope_owner FROM memories WHERE scope = 'session' \
+                      AND status <> 'archived' AND scope_owner IS NOT NULL)",
+                    [&cutoff],
+                )?;
+                ctx.conn.execute(
+                    "DELETE FROM memory_sweeps WHERE id <= (SELECT max(id) FROM memory_sweeps) - ?1",
+                    [SWEEP_LOG_KEPT],
+                )?;
+                Ok(())
+            })
+            .await?;
+    }
 
     // 5. Scope limits.
     let limits = config.limits.clone();

@@ -608,10 +608,26 @@ fn flatten_into(
                 flatten_into(key, v, out);
             }
         }
+        serde_json::Value::Number(n) if n.is_f64() => {
+            out.insert(prefix, shortest_float(n.as_f64().unwrap_or_default()));
+        }
         other => {
             out.insert(prefix, other.clone());
         }
     }
+}
+
+/// A setting's float as written: an `f32` setting widened to `f64` shows
+/// binary noise (0.92 → 0.9200000166893005); a value an `f32` holds exactly
+/// is shown as the shortest decimal that gives that `f32` back.
+fn shortest_float(v: f64) -> serde_json::Value {
+    let narrow = v as f32;
+    let v = if f64::from(narrow) == v {
+        narrow.to_string().parse().unwrap_or(v)
+    } else {
+        v
+    };
+    serde_json::json!(v)
 }
 
 /// The dotted keys a config file sets, each with the 1-based line and

@@ -60,12 +60,14 @@ fn config_show_reports_values_and_sources() {
     let cfg = dir.path().join("config.toml");
     std::fs::write(
         &cfg,
-        "# mine\n[storage]\nreaders = 2\n\n[socket]\nallow_uids = [1001]\n",
+        "# mine\n[storage]\nreaders = 2\n\n[socket]\nallow_uids = [1001]\n\n\
+         [embed]\nsimilar_threshold = 0.92\nmodel_dir = \"/from/the/file\"\n",
     )
     .unwrap();
     let out = memd_command(dir.path())
         .args(["--json", "config", "show"])
         .env("MEMD_CONFIG", &cfg)
+        .env("MEMD_MODEL_DIR", "/from/the/environment")
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -81,6 +83,17 @@ fn config_show_reports_values_and_sources() {
         serde_json::json!({"value": "full", "source": "default"})
     );
     assert_eq!(s["socket.mode"]["value"], "0600");
+    // Values as the daemon uses them: a float as written, the sidecar's
+    // debounce it applies, the environment's model dir over the file's.
+    assert_eq!(s["embed.similar_threshold"]["value"], 0.92);
+    assert_eq!(
+        s["sidecar.debounce_ms"],
+        serde_json::json!({"value": 1000, "source": "default"})
+    );
+    assert_eq!(
+        s["embed.model_dir"],
+        serde_json::json!({"value": "/from/the/environment", "source": "env MEMD_MODEL_DIR"})
+    );
     assert_eq!(v["paths"]["config"]["source"], "env MEMD_CONFIG");
     assert_eq!(v["paths"]["data_dir"]["source"], "default");
     // The human form says the same.

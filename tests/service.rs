@@ -46,6 +46,18 @@ fn installed_units_pass_systemd_analyze_verify() {
         return;
     }
     let home = tempfile::tempdir().unwrap();
+    // A MEMORY.md sidecar outside the data dir: its directory must be
+    // writable under ProtectSystem=strict.
+    let project = home.path().join("project");
+    std::fs::create_dir_all(home.path().join("xdg-config/memd")).unwrap();
+    std::fs::write(
+        home.path().join("xdg-config/memd/config.toml"),
+        format!(
+            "[sidecar.files]\ndefault = \"{}\"\n",
+            project.join("MEMORY.md").display()
+        ),
+    )
+    .unwrap();
     let out = service(home.path(), &["install", "--no-start"]);
     assert_eq!(out.code, 0, "{out:?}");
     let v = out.json();
@@ -62,6 +74,14 @@ fn installed_units_pass_systemd_analyze_verify() {
     assert!(
         home.path().join("xdg-data/memd").is_dir(),
         "install creates the data dir ReadWritePaths names"
+    );
+    assert!(
+        text.contains(&format!(
+            "\nReadWritePaths={} -{}\n",
+            home.path().join("xdg-data/memd").display(),
+            project.display()
+        )),
+        "{text}"
     );
 
     for user in [false, true] {

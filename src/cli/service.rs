@@ -72,6 +72,9 @@ pub struct Spec {
     pub socket: Option<PathBuf>,
     /// A config file named explicitly.
     pub config: Option<PathBuf>,
+    /// Directories outside the data dir the daemon writes to (those of the
+    /// `[sidecar]` files), writable under `ProtectSystem=strict`.
+    pub writes: Vec<PathBuf>,
 }
 
 /// Quotes one word for a systemd unit line: `%` and `$` are escaped so a
@@ -113,10 +116,20 @@ pub fn render_service(spec: &Spec) -> String {
         exec.push_str(&format!(" --config {}", systemd_word(config)));
     }
     let text = replace_line(SERVICE_UNIT, "ExecStart=", &exec);
+    // A `-` before a path: a directory that is gone does not stop the unit.
+    let mut writable = systemd_word(&spec.data_dir);
+    for dir in spec
+        .writes
+        .iter()
+        .filter(|d| !d.starts_with(&spec.data_dir))
+    {
+        let optional = PathBuf::from(format!("-{}", dir.to_string_lossy()));
+        writable.push_str(&format!(" {}", systemd_word(&optional)));
+    }
     replace_line(
         &text,
         "ReadWritePaths=",
-        &format!("ReadWritePaths={}", systemd_word(&spec.data_dir)),
+        &format!("ReadWritePaths={writable}"),
     )
 }
 
@@ -237,7 +250,28 @@ fn spec(g: &Global) -> Result<Spec, CliError> {
         // explicit data dir puts the socket in it.
         socket: (Some(&p.socket) != runtime_socket().as_ref()).then(|| p.socket.clone()),
         config: g.config.as_ref().map(|_| p.config.clone()),
+        writes: sidecar_dirs(&p.config)?,
     })
+}
+
+/// The directories of the `[sidecar]` files the config names (the daemon
+/// writes each file through a temporary one beside it).
+fn sidecar_dirs(config: &Path) -> Result<Vec<PathBuf>, CliError> {
+    let text = crate::config::Config::read_text(config).map_err(|e| CliError::Io(e.to_string()))?;
+    let Some(text) = text else {
+        return Ok(Vec::new());
+    };
+    let config =
+        crate::config::Config::parse(config, &text).map_err(|e| CliError::Usage(e.to_string()))?;
+    let mut dirs: Vec<PathBuf> = config
+        .sidecar
+        .files
+        .values()
+        .filter_map(|f| f.parent().map(Path::to_path_buf))
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    Ok(dirs)
 }
 
 /// The default socket under `$XDG_RUNTIME_DIR`, which the units write as
@@ -534,6 +568,7 @@ mod tests {
             data_dir: "/home/me/.local/share/memd".into(),
             socket: None,
             config: None,
+            writes: Vec::new(),
         }
     }
 
@@ -582,6 +617,23 @@ mod tests {
         );
         assert!(render_socket(&s).contains("\nListenStream=/run/memd/100%%.sock\n"));
         assert_eq!(render_socket(&spec()), SOCKET_UNIT);
+    }
+
+    #[test]
+    fn sidecar_directories_are_writable_too() {
+        let s = Spec {
+            writes: vec![
+                "/home/me/project a".into(),
+                "/home/me/.local/share/memd/notes".into(),
+            ],
+            ..spec()
+        };
+        assert!(
+            render_service(&s)
+                .contains("\nReadWritePaths=/home/me/.local/share/memd \"-/home/me/project a\"\n"),
+            "{}",
+            render_service(&s)
+        );
     }
 
     #[test]

@@ -65,12 +65,30 @@ pub fn show(g: &Global) -> Result<Output, CliError> {
             path_source(g.socket.as_deref(), "MEMD_SOCKET")
         ),
     ];
+    // Settings the environment overrides (the daemon reads the same
+    // variables).
+    let env: Vec<(&str, &str, Value)> = std::env::var_os("MEMD_MODEL_DIR")
+        .filter(|v| !v.is_empty())
+        .map(|v| {
+            (
+                "embed.model_dir",
+                "env MEMD_MODEL_DIR",
+                json!(v.to_string_lossy()),
+            )
+        })
+        .into_iter()
+        .collect();
     let mut section = String::new();
-    for (key, value) in config.flatten() {
-        let (source, line) = match set_in_file.get(&key) {
+    for (key, mut value) in config.flatten() {
+        let (mut source, line) = match set_in_file.get(&key) {
             Some((line, _)) => ("file", Some(*line)),
             None => ("default", None),
         };
+        let overridden = env.iter().find(|(k, _, _)| *k == key);
+        if let Some((_, from, v)) = overridden {
+            (source, value) = (from, v.clone());
+        }
+        let line = line.filter(|_| overridden.is_none());
         let (head, rest) = key.split_once('.').unwrap_or(("", key.as_str()));
         if head != section {
             section = head.to_string();
@@ -82,7 +100,7 @@ pub fn show(g: &Global) -> Result<Output, CliError> {
         };
         let origin = match line {
             Some(l) => format!("file, line {l}"),
-            None => "default".into(),
+            None => source.to_string(),
         };
         human.push(format!("{rest} = {shown}   # {origin}"));
         let mut entry = json!({"value": value, "source": source});

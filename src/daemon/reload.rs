@@ -141,7 +141,7 @@ pub fn reload(shared: &Shared) {
         }
     };
     let old = shared.config();
-    let merged = merge(&old, &new);
+    let mut merged = merge(&old, &new);
     if merged.applied.is_empty() && merged.restart.is_empty() {
         tracing::info!(config = %path.display(), "config reloaded: nothing changed");
         return;
@@ -154,6 +154,16 @@ pub fn reload(shared: &Shared) {
         {
             tracing::warn!(error = %e, socket = %shared.paths.socket.display(), "cannot change the socket's mode");
         }
+    }
+    if shared.socket_inherited
+        && let Some(at) = merged.applied.iter().position(|k| k == "socket.mode")
+    {
+        // The service manager made the socket (its SocketMode= wins).
+        merged.applied.remove(at);
+        tracing::warn!(
+            config = %path.display(),
+            "socket.mode changed, but the socket came from the service manager: set SocketMode= in memd.socket instead"
+        );
     }
     shared.set_config(merged.config);
     if !merged.applied.is_empty() {

@@ -19,13 +19,25 @@ use crate::store::inject;
 use crate::store::readers::ReadKind;
 
 /// Sidecar settings (`[sidecar]`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SidecarConfig {
     /// Namespace → file to keep up to date.
     pub files: HashMap<String, PathBuf>,
-    /// Wait after a change before rewriting, in ms (0: 1000).
+    /// Wait after a change before rewriting, in ms (0 means the default).
     pub debounce_ms: u64,
+}
+
+/// `[sidecar] debounce_ms` when unset (or 0).
+const DEFAULT_DEBOUNCE_MS: u64 = 1_000;
+
+impl Default for SidecarConfig {
+    fn default() -> Self {
+        SidecarConfig {
+            files: HashMap::new(),
+            debounce_ms: DEFAULT_DEBOUNCE_MS,
+        }
+    }
 }
 
 /// The last line of every sidecar file.
@@ -77,7 +89,7 @@ pub async fn run(shared: Arc<Shared>) {
         return;
     }
     let debounce = match config.sidecar.debounce_ms {
-        0 => Duration::from_millis(1_000),
+        0 => Duration::from_millis(DEFAULT_DEBOUNCE_MS),
         ms => Duration::from_millis(ms),
     };
     let mut written: HashMap<String, String> = HashMap::new();

@@ -556,6 +556,15 @@ impl Config {
                 "gate.near_duplicate_threshold must be above 0".into(),
             ));
         }
+        if self.inject.budget_chars > crate::session::MAX_BUDGET_CHARS {
+            return Err((
+                "inject.budget_chars",
+                format!(
+                    "inject.budget_chars must be at most {}",
+                    crate::session::MAX_BUDGET_CHARS
+                ),
+            ));
+        }
         if self.storage.readers == 0 {
             return Err((
                 "storage.readers",

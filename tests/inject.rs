@@ -310,6 +310,59 @@ async fn pinned_and_tier_come_first() {
     assert!(pos("tier one fact") < pos("plain note"), "{block}");
 }
 
+/// Below pinned and tier: importance, then category, then age, then id.
+#[tokio::test(flavor = "multi_thread")]
+async fn importance_category_age_and_id_break_ties() {
+    let d = Daemon::start();
+    let mut s = d.client().await;
+    let with = |importance: &str, category: &str| AddRequest {
+        importance: Some(importance.into()),
+        category: Some(category.into()),
+        ..Default::default()
+    };
+    add_with(&mut s, "unimportant note", with("low", "note")).await;
+    add_with(&mut s, "older medium note", with("medium", "note")).await;
+    add_with(&mut s, "newer medium note", with("medium", "note")).await;
+    add_with(&mut s, "important note", with("high", "note")).await;
+    add_with(&mut s, "medium decision", with("medium", "decision")).await;
+    // Two rows written in the same millisecond: the id decides.
+    sqlite3(
+        &d.db(),
+        "INSERT INTO memories (content, importance, created_at) VALUES \
+         ('twin a', 'low', '2020-01-01T00:00:00.000Z'), \
+         ('twin b', 'low', '2020-01-01T00:00:00.000Z')",
+    );
+    let block = s.inject().await.unwrap().block;
+    let pos = |t: &str| block.find(t).unwrap_or_else(|| panic!("{t}:\n{block}"));
+    let order = [
+        "important note",
+        "older medium note",
+        "newer medium note",
+        "twin a",
+        "twin b",
+        "unimportant note",
+    ];
+    for pair in order.windows(2) {
+        assert!(pos(pair[0]) < pos(pair[1]), "{pair:?}:\n{block}");
+    }
+    // The note section, opened by the high note, comes first.
+    assert!(pos("important note") < pos("medium decision"), "{block}");
+
+    // All else equal, the category decides: a decision added after a note
+    // still comes first.
+    let mut o = d.opts();
+    o.namespace = "ties".into();
+    let mut t = Client::connect(o).await.unwrap();
+    add_with(&mut t, "a note added first", with("medium", "note")).await;
+    add_with(&mut t, "a decision added later", with("medium", "decision")).await;
+    let block = t.inject().await.unwrap().block;
+    let pos = |t: &str| block.find(t).unwrap_or_else(|| panic!("{t}:\n{block}"));
+    assert!(
+        pos("a decision added later") < pos("a note added first"),
+        "{block}"
+    );
+}
+
 #[test]
 fn budget_is_respected_and_bytes_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -373,6 +426,16 @@ async fn the_handshake_budget_is_the_sessions() {
     let big = s.inject().await.unwrap();
     assert_eq!(big.stats.budget, 4_000);
     assert!(big.stats.included > b.stats.included);
+    // A budget whose block could not fit in a frame is refused at the
+    // handshake, clearly.
+    let mut opts = d.opts();
+    opts.budget = Some(u32::MAX);
+    let err = Client::connect(opts).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("inject budget 4294967295 is above the maximum"),
+        "{err}"
+    );
 }
 
 #[test]

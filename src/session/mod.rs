@@ -108,6 +108,10 @@ impl Drop for Upload {
 /// Longest agent id or namespace, in bytes.
 pub const MAX_NAME_LEN: usize = 128;
 
+/// Largest inject budget, in characters: a block of that many characters
+/// (at most 4 bytes each) fits in a frame.
+pub const MAX_BUDGET_CHARS: u32 = 1_000_000;
+
 impl Session {
     /// Opens a session from a handshake.
     ///
@@ -122,6 +126,11 @@ impl Session {
     ) -> Result<Session, String> {
         check_name("agent id", &hello.agent_id)?;
         check_name("namespace", &hello.namespace)?;
+        if let Some(b) = hello.budget.filter(|b| *b > MAX_BUDGET_CHARS) {
+            return Err(format!(
+                "inject budget {b} is above the maximum of {MAX_BUDGET_CHARS} characters"
+            ));
+        }
         Ok(Session {
             id: new_session_id(),
             agent: hello.agent_id.clone(),

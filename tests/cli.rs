@@ -5,6 +5,8 @@ mod common;
 
 use common::{Daemon, ids, memd_command};
 use serde_json::Value;
+use std::process::Stdio;
+use std::time::Duration;
 
 #[test]
 fn add_get_search_update_forget_round_trip_json() {
@@ -600,4 +602,90 @@ fn global_flags_come_from_the_environment_or_after_the_subcommand() {
         "{v}"
     );
     assert!(!empty.join("memd.sock").exists());
+}
+
+/// `status --json` has every key DESIGN.md names, with the types it names.
+#[test]
+fn status_json_has_the_documented_keys() {
+    let d = Daemon::start();
+    d.cli(&["add", "one"]);
+    let s = d.status();
+    for key in [
+        "version",
+        "protocol",
+        "generation",
+        "own_generation",
+        "sessions",
+    ] {
+        assert!(!s[key].is_null(), "{key} missing: {s}");
+    }
+    for key in ["data_dir", "db", "socket", "config"] {
+        assert!(s["paths"][key].is_string(), "paths.{key}: {s}");
+    }
+    for key in ["policy", "external_epoch", "last_drift_at", "backups_kept"] {
+        assert!(
+            s["drift"].as_object().unwrap().contains_key(key),
+            "drift.{key}: {s}"
+        );
+    }
+    assert_eq!(s["counts"]["memories"], 1, "{s}");
+    assert_eq!(s["counts"]["by_status"]["promoted"], 1, "{s}");
+    assert!(s.as_object().unwrap().contains_key("embedder"), "{s}");
+    if !s["embedder"].is_null() {
+        for key in ["model", "dim", "embedded", "pending"] {
+            assert!(
+                s["embedder"].as_object().unwrap().contains_key(key),
+                "embedder.{key}: {s}"
+            );
+        }
+    }
+    for key in ["snapshot_builds", "snapshot_hits", "db_reads"] {
+        assert!(s["stats"][key].is_u64(), "stats.{key}: {s}");
+    }
+    assert!(s["sweeps"].is_array(), "{s}");
+}
+
+/// `memd shell --json` answers each line as it comes (flushed), before the
+/// next line is written: a driver can wait for each answer.
+#[test]
+fn shell_flushes_each_answer_before_the_next_line() {
+    use std::io::{BufRead, BufReader, Write};
+    let d = Daemon::start();
+    let mut child = memd_command(d.dir.path())
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(["--no-autostart", "--json", "shell"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    for (i, line) in ["add \"first line\"", "frobnicate", "get 1"]
+        .iter()
+        .enumerate()
+    {
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        let answer = rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("no answer to line {i} while the shell still reads"));
+        let v: Value = serde_json::from_str(&answer).unwrap();
+        match i {
+            0 => assert_eq!(v["id"], 1, "{v}"),
+            1 => assert_eq!(v["code"], "usage", "{v}"),
+            _ => assert_eq!(v["memory"]["content"], "first line", "{v}"),
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
 }

@@ -715,3 +715,52 @@ fn the_policy_comes_from_the_flag_the_environment_or_the_config() {
     ]);
     assert_eq!(code, 0, "{v}");
 }
+
+/// `own_generation` is the daemon's own last commit: an external change
+/// moves the generation and the external epoch, not it.
+#[test]
+fn own_generation_is_the_daemons_last_commit() {
+    let d = Daemon::start();
+    let (added, _) = d.json(&["add", "written by memd"]);
+    let own = added["generation"].as_u64().unwrap();
+    sqlite3(
+        &d.db(),
+        "INSERT INTO memories(content) VALUES ('from the shell')",
+    );
+    let epoch = wait_for_epoch(&d, own);
+    let status = d.status();
+    assert_eq!(status["own_generation"].as_u64(), Some(own), "{status}");
+    assert_eq!(status["generation"].as_u64(), Some(epoch), "{status}");
+    let (added, _) = d.json(&["add", "written by memd again"]);
+    assert_eq!(
+        d.status()["own_generation"].as_u64(),
+        added["generation"].as_u64()
+    );
+}
+
+/// With the watcher and the idle poll off, the check at the start of every
+/// write transaction still catches an external change: the write on a
+/// stale view is refused.
+#[test]
+fn the_write_transaction_itself_catches_an_external_change() {
+    let d = Daemon::with_config("[drift]\nwatch = false\npoll_ms = 0\n");
+    let (added, _) = d.json(&["add", "the original text"]);
+    let seen = added["generation"].as_u64().unwrap().to_string();
+    sqlite3(
+        &d.db(),
+        "UPDATE memories SET content = 'changed by the shell' WHERE id = 1",
+    );
+    // Nothing has looked at the file since.
+    assert_eq!(d.status()["drift"]["external_epoch"], Value::Null);
+    let (err, code) = d.json(&[
+        "--seen-generation",
+        &seen,
+        "update",
+        "1",
+        "--content",
+        "written on a stale view",
+    ]);
+    assert_eq!(code, 3, "{err}");
+    let (got, _) = d.json(&["get", "1"]);
+    assert_eq!(got["memory"]["content"], "changed by the shell");
+}

@@ -73,7 +73,7 @@ pub(super) async fn handle(
         },
         "db_uuid": db_uuid,
         "generation": generation,
-        "own_generation": g.own_last.load(Ordering::Acquire),
+        "own_generation": g.own_commit.load(Ordering::Acquire),
         "drift": {
             "policy": shared.config().drift.policy.as_str(),
             "session_policy": session.policy.as_str(),

@@ -140,8 +140,13 @@ impl From<std::io::Error> for StoreError {
 pub struct Generations {
     /// Newest generation the daemon has read or produced.
     pub current: AtomicU64,
-    /// Generation the daemon's own last commit produced.
+    /// Generation the file is expected at: the daemon's own last commit,
+    /// or the last external change it recorded (the base of the
+    /// external-change check).
     pub own_last: AtomicU64,
+    /// Generation the daemon's own last commit produced (`status`'s
+    /// `own_generation`).
+    pub own_commit: AtomicU64,
     /// Newest generation known to contain an external change (0: none).
     pub external_epoch: AtomicU64,
     /// When the last external change was detected (stored time format).
@@ -155,6 +160,7 @@ impl Default for Generations {
         Generations {
             current: AtomicU64::new(0),
             own_last: AtomicU64::new(0),
+            own_commit: AtomicU64::new(0),
             external_epoch: AtomicU64::new(0),
             last_drift_at: std::sync::Mutex::new(None),
             events: tokio::sync::broadcast::channel(64).0,
@@ -314,6 +320,8 @@ fn startup_generations(
     }
     g.current.store(generation, Ordering::Release);
     g.own_last.store(generation, Ordering::Release);
+    g.own_commit
+        .store(recorded.unwrap_or(generation), Ordering::Release);
     g.external_epoch.store(epoch, Ordering::Release);
     Ok(())
 }

@@ -634,6 +634,7 @@ impl Thread {
         match committed {
             Ok(g) => {
                 self.generations.own_last.store(g, Ordering::Release);
+                self.generations.own_commit.store(g, Ordering::Release);
                 self.generations.observe(g);
                 self.stats.commits.fetch_add(1, Ordering::Relaxed);
                 self.stats

@@ -97,7 +97,10 @@ async fn write_until_killed(
                     acks.fetch_add(1, Ordering::Relaxed);
                     log.generation = log.generation.max(r.generation);
                 }
-                Err(_) => break,
+                Err(e) => {
+                    killed(e);
+                    break;
+                }
             }
         } else {
             let id = log.added[rng.below(log.added.len() as u64) as usize].0;
@@ -116,11 +119,28 @@ async fn write_until_killed(
                     log.updated.push((id, content));
                     log.generation = log.generation.max(r.generation);
                 }
-                Err(_) => break,
+                Err(e) => {
+                    killed(e);
+                    break;
+                }
             }
         }
     }
     log
+}
+
+/// A write failed: only the kill may end a session's load (the connection
+/// went), never a refusal or another error the daemon answered.
+fn killed(e: memd_client::Error) {
+    assert!(
+        matches!(
+            e,
+            memd_client::Error::Closed
+                | memd_client::Error::Io(_)
+                | memd_client::Error::Protocol(_)
+        ),
+        "a write failed for another reason than the kill: {e}"
+    );
 }
 
 /// Every row as the `sqlite3` shell sees it: id → content.
@@ -158,6 +178,7 @@ async fn acknowledged_writes_survive_kill_9() {
     let mut expected: HashMap<i64, (String, Option<String>)> = HashMap::new();
     let mut highest_generation = 0u64;
     let mut acknowledged = 0usize;
+    let mut updates = 0usize;
     for round in 0..rounds {
         let acks = Arc::new(AtomicUsize::new(0));
         let writers: Vec<_> = (0..SESSIONS)
@@ -184,6 +205,7 @@ async fn acknowledged_writes_survive_kill_9() {
         }
         for log in &logs {
             acknowledged += log.added.len() + log.updated.len();
+            updates += log.updated.len();
             highest_generation = highest_generation.max(log.generation);
             for (id, content) in &log.added {
                 assert!(
@@ -239,9 +261,13 @@ async fn acknowledged_writes_survive_kill_9() {
         }
         drop(client);
     }
+    assert!(
+        updates > 0,
+        "no update was acknowledged: the harness tested adds only"
+    );
     let status = d.status();
     eprintln!(
-        "crash harness: {rounds} rounds, {acknowledged} acknowledged writes, {} memories verified, generation {}",
+        "crash harness: {rounds} rounds, {acknowledged} acknowledged writes ({updates} updates), {} memories verified, generation {}",
         expected.len(),
         status["generation"]
     );

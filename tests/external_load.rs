@@ -64,6 +64,8 @@ struct Accepted {
 struct Outcome {
     accepted: Vec<Accepted>,
     refused: usize,
+    /// Each refusal's seen and current generations.
+    refusals: Vec<(u64, u64)>,
     vanished: usize,
     backups: HashSet<String>,
 }
@@ -134,8 +136,16 @@ async fn session(
                 let path = std::path::Path::new(&drift.drift_backup);
                 let backup: serde_json::Value =
                     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-                assert!(backup["entries"].is_array(), "{backup}");
+                // Every row: the seeded ones are never deleted.
+                let ids: HashSet<i64> = backup["entries"]
+                    .as_array()
+                    .unwrap_or_else(|| panic!("{backup}"))
+                    .iter()
+                    .map(|e| e["id"].as_i64().unwrap())
+                    .collect();
+                assert!((1..=ROWS).all(|i| ids.contains(&i)), "{backup}");
                 assert_eq!(drift.generation_observed, seen);
+                out.refusals.push((seen, drift.generation_actual));
                 out.refused += 1;
                 out.backups.insert(drift.drift_backup);
             }
@@ -211,6 +221,7 @@ async fn no_stale_write_discards_an_external_change() {
         let o = s.await.unwrap();
         all.accepted.extend(o.accepted);
         all.refused += o.refused;
+        all.refusals.extend(o.refusals);
         all.vanished += o.vanished;
         all.backups.extend(o.backups);
     }
@@ -227,6 +238,13 @@ async fn no_stale_write_discards_an_external_change() {
                 a.id, a.seen, a.committed
             );
         }
+    }
+    // And no refusal without an external commit after the read.
+    for (seen, actual) in &all.refusals {
+        assert!(
+            externals.iter().any(|e| seen < e && e <= actual),
+            "refused with no external commit between generations {seen} and {actual}"
+        );
     }
     let forgotten = all.accepted.iter().filter(|a| a.forget).count();
     eprintln!(

@@ -99,6 +99,13 @@ fn secrets_are_refused_by_default() {
         "service config api_key: 9f2c81d07aa4",
         "session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----",
+        // Prefixed names, as `.env` files and CI settings write them.
+        "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "prod db: DB_PASSWORD=Sup3rSecretDb",
+        "POSTGRES_PASSWORD=Sup3rSecretPg",
+        "STRIPE_API_KEY=rk_live_51HqLyjWDarjtT1zdp7dc",
+        "github_token: gho_16C7e42F292c6912E7710c",
+        "call it with Authorization: Bearer 8f3d2c1b9a7e6f5d4c3b2a19",
     ] {
         let (v, code) = add(&d, &[text]);
         assert_eq!(code, 6, "accepted: {text}");
@@ -107,6 +114,15 @@ fn secrets_are_refused_by_default() {
             !v["error"].as_str().unwrap().contains("Sup3rSecret"),
             "the secret is not echoed"
         );
+    }
+    for text in [
+        "Rotate the DB password every 90 days.",
+        "The session token expires after an hour.",
+        "POSTGRES_PASSWORD is set by the compose file from the vault.",
+        "The API takes a Bearer token in the Authorization header.",
+    ] {
+        let (v, code) = add(&d, &[text]);
+        assert_eq!(code, 0, "refused: {text}\n{v}");
     }
     // Tags and metadata reach exports and prompts as surely as content.
     for args in [
@@ -148,6 +164,11 @@ fn secrets_can_be_redacted_or_allowed() {
     assert_eq!(v["reason"], "redacted");
     let m = memory(&d, v["id"].as_i64().unwrap());
     assert_eq!(m["content"], "db user app, password=[REDACTED], host db1");
+    let (v, code) = add(&d, &["app env: DB_PASSWORD=hunter2x DB_HOST=db1"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["reason"], "redacted");
+    let m = memory(&d, v["id"].as_i64().unwrap());
+    assert_eq!(m["content"], "app env: DB_PASSWORD=[REDACTED] DB_HOST=db1");
     let (v, code) = add(
         &d,
         &[

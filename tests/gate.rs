@@ -64,6 +64,11 @@ fn code_derivable_content_is_refused_and_prose_passes() {
         "goroutine 7 [running]:\nmain.work()\n\t/src/app/main.go:31 +0x45\n",
         "thread 'main' panicked at src/main.rs:2:5:\nboom\nstack backtrace:\n   0: std::panicking::begin_panic\n",
         "commit 0123456789abcdef0123456789abcdef01234567\nAuthor: A B <a@b.c>\nDate:   Mon Jan 5 10:00:00 2026\n\n    msg\n",
+        "Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)\n",
+        "ReferenceError: foo is not defined\n    at Object.<anonymous> (/app/index.js:3:1)\n    at Module._compile (node:internal/modules/cjs/loader:1256:14)\n    at node:internal/main/run_main_module:23:47\n",
+        "Exception in thread \"main\" java.lang.StringIndexOutOfBoundsException: index 4\n\tat java.base/java.lang.String.charAt(String.java:4465)\n\tat app//com.acme.Main.main(Main.java:5)\n",
+        "java.lang.IllegalStateException: pool closed\n\tat com.acme.db.Pool.take(Pool.java:88)\nCaused by: java.io.IOException: broken pipe\n\t... 3 more\n",
+        "a1b2c3d (HEAD -> main, origin/main) Retry the deploy on 503\n9f8e7d6 Pin bincode to 2.0.1\n0c1d2e3 Move the config to /etc/memd\n4f5a6b7 Add the sweep\n",
         "src/a.rs\nsrc/b.rs\nsrc/c/d.rs\ntests/e.rs\nCargo.toml/x\n",
         "payload: TWFueSBoYW5kcyBtYWtlIGxpZ2h0IHdvcmsuIFRoaXMgaXMgYSBsb25nIGJhc2U2NCBibG9iIHRoYXQgc2hvdWxkIG5vdCBiZSBzdG9yZWQgaW4gbWVtb3J5IDEyMzQ1Njc4OTA=",
         "digest 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a089f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
@@ -81,6 +86,9 @@ fn code_derivable_content_is_refused_and_prose_passes() {
         "The deploy script is ops/deploy.sh; it fails with 'permission denied' unless run as deploy.",
         "A ValueError in app.py line 3 means the config file is missing.",
         "Use git log to find when the port changed from 5432.",
+        "The retry landed in a1b2c3d (HEAD -> main); revert it if deploys hang.",
+        "Node says 'Error: connect ECONNREFUSED' from node:net:1555 when Postgres is down.",
+        "String.charAt in java.base/java.lang.String throws when the name is empty.",
     ] {
         let (v, code) = add(&d, &[text]);
         assert_eq!(code, 0, "refused: {text}\n{v}");

@@ -474,6 +474,61 @@ fn tasks_move_through_their_states() {
 }
 
 #[test]
+fn updates_follow_the_task_rules() {
+    let d = Daemon::start();
+    let open = |d: &Daemon| {
+        let (l, _) = d.json(&["list", "--meta", "surface=startup"]);
+        ids(&l, "memories")
+    };
+    let (t, _) = d.json(&["task", "add", "write the release notes"]);
+    let done = t["id"].as_i64().unwrap();
+    d.json(&["task", "done", &done.to_string()]);
+    // A closed task is not reopened through update either.
+    let (v, code) = d.json(&["update", &done.to_string(), "--meta", "status=pending"]);
+    assert_eq!(code, 4, "{v}");
+    assert_eq!(v["code"], "conflict");
+    let m = memory(&d, done);
+    assert_eq!(m["metadata"]["status"], "completed");
+    assert_eq!(m["rev"], 2, "nothing written");
+    // Only task states.
+    let (v, code) = d.json(&["update", &done.to_string(), "--meta", "status=bogus"]);
+    assert_eq!(code, 2, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("pending, in_progress"),
+        "{v}"
+    );
+    // An allowed move through update sets what the task commands set.
+    let (t, _) = d.json(&["task", "add", "tag the release"]);
+    let id = t["id"].as_i64().unwrap();
+    d.json(&["task", "start", &id.to_string()]);
+    let (v, code) = d.json(&["update", &id.to_string(), "--meta", "status=pending"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["memory"]["metadata"]["status"], "pending");
+    assert_eq!(v["memory"]["metadata"]["surface"], "startup");
+    assert_eq!(open(&d), vec![id]);
+    let (v, code) = d.json(&["update", &id.to_string(), "--meta", "status=cancelled"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["memory"]["metadata"].get("surface").is_none(), "{v}");
+    assert_eq!(open(&d), Vec::<i64>::new());
+    // A note that becomes a task is pending work; a task that becomes a
+    // note is not.
+    let (n, _) = add(&d, &["bump the version in Cargo.toml"]);
+    let note = n["id"].as_i64().unwrap();
+    let (v, code) = d.json(&["update", &note.to_string(), "--category", "task"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["memory"]["metadata"]["status"], "pending");
+    let (l, _) = d.json(&["task", "list"]);
+    assert_eq!(ids(&l, "memories"), vec![note]);
+    let (v, code) = d.json(&["update", &note.to_string(), "--category", "note"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["memory"]["metadata"], serde_json::json!({}));
+    assert_eq!(open(&d), Vec::<i64>::new());
+}
+
+#[test]
 fn the_shell_and_the_client_speak_the_same_gate() {
     let d = Daemon::start();
     let script = concat!(

@@ -551,6 +551,42 @@ fn the_shell_and_the_client_speak_the_same_gate() {
     assert_eq!(lines[2]["memory"]["metadata"]["status"], "in_progress");
     assert_eq!(lines[5]["old"], 2);
     assert_eq!(ids(&lines[6], "chain"), vec![2, 3]);
+
+    // The blocking client: the same gate and the same moves.
+    let mut c = memd_client::blocking::Client::connect(d.opts()).unwrap();
+    let refused = c.add(memd_client::AddRequest {
+        content: "DB_PASSWORD=hunter2hunter2".into(),
+        ..Default::default()
+    });
+    assert!(
+        matches!(refused, Err(memd_client::Error::Rejected(ref r)) if r.reason.as_deref() == Some("secret")),
+        "{refused:?}"
+    );
+    let m = c.task(1, "completed", None).unwrap();
+    assert_eq!(m.metadata, r#"{"status":"completed"}"#);
+    assert!(matches!(
+        c.task(1, "pending", None),
+        Err(memd_client::Error::Conflict(_))
+    ));
+    let fourth = c
+        .add(memd_client::AddRequest {
+            content: "third value".into(),
+            expires: Some("1s".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .id
+        .unwrap();
+    let s = c.supersede(3, fourth).unwrap();
+    assert_eq!((s.old, s.new), (3, fourth));
+    let h = c.history(2).unwrap();
+    let chain: Vec<i64> = h.chain.iter().map(|m| m.id).collect();
+    assert_eq!(chain, vec![2, 3, fourth]);
+    assert_eq!(c.confirm(fourth).unwrap().confirmed_count, 1);
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let p = c.prune(true, false).unwrap();
+    assert_eq!((p.ids.clone(), p.dry_run), (vec![fourth], true));
+    assert_eq!(c.prune(false, false).unwrap().ids, vec![fourth]);
 }
 
 /// Rows other tools write get their dedup key (at start and in sweeps), so

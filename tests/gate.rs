@@ -64,6 +64,11 @@ fn code_derivable_content_is_refused_and_prose_passes() {
         "goroutine 7 [running]:\nmain.work()\n\t/src/app/main.go:31 +0x45\n",
         "thread 'main' panicked at src/main.rs:2:5:\nboom\nstack backtrace:\n   0: std::panicking::begin_panic\n",
         "commit 0123456789abcdef0123456789abcdef01234567\nAuthor: A B <a@b.c>\nDate:   Mon Jan 5 10:00:00 2026\n\n    msg\n",
+        "Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)\n",
+        "ReferenceError: foo is not defined\n    at Object.<anonymous> (/app/index.js:3:1)\n    at Module._compile (node:internal/modules/cjs/loader:1256:14)\n    at node:internal/main/run_main_module:23:47\n",
+        "Exception in thread \"main\" java.lang.StringIndexOutOfBoundsException: index 4\n\tat java.base/java.lang.String.charAt(String.java:4465)\n\tat app//com.acme.Main.main(Main.java:5)\n",
+        "java.lang.IllegalStateException: pool closed\n\tat com.acme.db.Pool.take(Pool.java:88)\nCaused by: java.io.IOException: broken pipe\n\t... 3 more\n",
+        "a1b2c3d (HEAD -> main, origin/main) Retry the deploy on 503\n9f8e7d6 Pin bincode to 2.0.1\n0c1d2e3 Move the config to /etc/memd\n4f5a6b7 Add the sweep\n",
         "src/a.rs\nsrc/b.rs\nsrc/c/d.rs\ntests/e.rs\nCargo.toml/x\n",
         "payload: TWFueSBoYW5kcyBtYWtlIGxpZ2h0IHdvcmsuIFRoaXMgaXMgYSBsb25nIGJhc2U2NCBibG9iIHRoYXQgc2hvdWxkIG5vdCBiZSBzdG9yZWQgaW4gbWVtb3J5IDEyMzQ1Njc4OTA=",
         "digest 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a089f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
@@ -81,6 +86,9 @@ fn code_derivable_content_is_refused_and_prose_passes() {
         "The deploy script is ops/deploy.sh; it fails with 'permission denied' unless run as deploy.",
         "A ValueError in app.py line 3 means the config file is missing.",
         "Use git log to find when the port changed from 5432.",
+        "The retry landed in a1b2c3d (HEAD -> main); revert it if deploys hang.",
+        "Node says 'Error: connect ECONNREFUSED' from node:net:1555 when Postgres is down.",
+        "String.charAt in java.base/java.lang.String throws when the name is empty.",
     ] {
         let (v, code) = add(&d, &[text]);
         assert_eq!(code, 0, "refused: {text}\n{v}");
@@ -99,6 +107,13 @@ fn secrets_are_refused_by_default() {
         "service config api_key: 9f2c81d07aa4",
         "session eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
         "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----",
+        // Prefixed names, as `.env` files and CI settings write them.
+        "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "prod db: DB_PASSWORD=Sup3rSecretDb",
+        "POSTGRES_PASSWORD=Sup3rSecretPg",
+        "STRIPE_API_KEY=rk_live_51HqLyjWDarjtT1zdp7dc",
+        "github_token: gho_16C7e42F292c6912E7710c",
+        "call it with Authorization: Bearer 8f3d2c1b9a7e6f5d4c3b2a19",
     ] {
         let (v, code) = add(&d, &[text]);
         assert_eq!(code, 6, "accepted: {text}");
@@ -107,6 +122,15 @@ fn secrets_are_refused_by_default() {
             !v["error"].as_str().unwrap().contains("Sup3rSecret"),
             "the secret is not echoed"
         );
+    }
+    for text in [
+        "Rotate the DB password every 90 days.",
+        "The session token expires after an hour.",
+        "POSTGRES_PASSWORD is set by the compose file from the vault.",
+        "The API takes a Bearer token in the Authorization header.",
+    ] {
+        let (v, code) = add(&d, &[text]);
+        assert_eq!(code, 0, "refused: {text}\n{v}");
     }
     // Tags and metadata reach exports and prompts as surely as content.
     for args in [
@@ -148,6 +172,11 @@ fn secrets_can_be_redacted_or_allowed() {
     assert_eq!(v["reason"], "redacted");
     let m = memory(&d, v["id"].as_i64().unwrap());
     assert_eq!(m["content"], "db user app, password=[REDACTED], host db1");
+    let (v, code) = add(&d, &["app env: DB_PASSWORD=hunter2x DB_HOST=db1"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["reason"], "redacted");
+    let m = memory(&d, v["id"].as_i64().unwrap());
+    assert_eq!(m["content"], "app env: DB_PASSWORD=[REDACTED] DB_HOST=db1");
     let (v, code) = add(
         &d,
         &[
@@ -208,7 +237,7 @@ fn exact_duplicates_merge_within_namespace_scope_and_owner() {
 }
 
 #[test]
-fn near_duplicates_merge_unless_numbers_differ_or_text_is_short() {
+fn near_duplicates_merge_unless_numbers_differ() {
     let d = Daemon::start();
     let (a, _) = add(&d, &[LONG, "--tag", "db"]);
     let id = a["id"].as_i64().unwrap();
@@ -228,11 +257,6 @@ fn near_duplicates_merge_unless_numbers_differ_or_text_is_short() {
     assert_ne!(c["id"], id);
     // (the numbers differ, so it is at most similar; here the shingles
     // around the number differ too much for that)
-    // Short texts are never merged.
-    let (s1, _) = add(&d, &["ship with make release now"]);
-    let (s2, _) = add(&d, &["ship with make release now please"]);
-    assert_eq!(s2["merged_into"], Value::Null);
-    assert_ne!(s1["id"], s2["id"]);
     // Unrelated text: nothing.
     let (u, _) = add(
         &d,
@@ -240,6 +264,40 @@ fn near_duplicates_merge_unless_numbers_differ_or_text_is_short() {
     );
     assert_eq!(u["similar_to"], Value::Null);
     assert_eq!(u["reason"], Value::Null);
+}
+
+/// Under 8 words a near duplicate is stored and named in `similar_to`,
+/// never merged. Two short texts that differ at all stay under the default
+/// threshold (one word added to six: 4 of 5 shingles shared, Jaccard 0.8),
+/// so the threshold is 0.75 here: the same change to a text of nine words
+/// (7 of 8, 0.875) merges.
+#[test]
+fn short_near_duplicates_are_similar_never_merged() {
+    let d = Daemon::with_config("[gate]\nnear_duplicate_threshold = 0.75\n");
+    let (long, _) = add(
+        &d,
+        &["ship releases with make release from the main branch"],
+    );
+    let (v, _) = add(
+        &d,
+        &["ship releases with make release from the main branch today"],
+    );
+    assert_eq!(v["merged_into"], long["id"], "{v}");
+    assert_eq!(v["reason"], "near_duplicate");
+    let (short, _) = add(&d, &["ship with make release from main"]);
+    assert_eq!(short["similar_to"], Value::Null, "{short}");
+    let (v, code) = add(&d, &["ship with make release from main today"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["accepted"], true);
+    assert_eq!(v["merged_into"], Value::Null, "{v}");
+    assert_eq!(v["deduped"], false);
+    assert_eq!(v["similar_to"], short["id"], "{v}");
+    assert_eq!(v["reason"], "similar");
+    assert_ne!(v["id"], short["id"]);
+    let m = memory(&d, short["id"].as_i64().unwrap());
+    assert_eq!(m["observation_count"], 1);
+    assert_eq!(m["content"], "ship with make release from main");
+    assert_eq!(d.status()["counts"]["memories"], 3);
 }
 
 #[test]
@@ -445,6 +503,61 @@ fn tasks_move_through_their_states() {
 }
 
 #[test]
+fn updates_follow_the_task_rules() {
+    let d = Daemon::start();
+    let open = |d: &Daemon| {
+        let (l, _) = d.json(&["list", "--meta", "surface=startup"]);
+        ids(&l, "memories")
+    };
+    let (t, _) = d.json(&["task", "add", "write the release notes"]);
+    let done = t["id"].as_i64().unwrap();
+    d.json(&["task", "done", &done.to_string()]);
+    // A closed task is not reopened through update either.
+    let (v, code) = d.json(&["update", &done.to_string(), "--meta", "status=pending"]);
+    assert_eq!(code, 4, "{v}");
+    assert_eq!(v["code"], "conflict");
+    let m = memory(&d, done);
+    assert_eq!(m["metadata"]["status"], "completed");
+    assert_eq!(m["rev"], 2, "nothing written");
+    // Only task states.
+    let (v, code) = d.json(&["update", &done.to_string(), "--meta", "status=bogus"]);
+    assert_eq!(code, 2, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("pending, in_progress"),
+        "{v}"
+    );
+    // An allowed move through update sets what the task commands set.
+    let (t, _) = d.json(&["task", "add", "tag the release"]);
+    let id = t["id"].as_i64().unwrap();
+    d.json(&["task", "start", &id.to_string()]);
+    let (v, code) = d.json(&["update", &id.to_string(), "--meta", "status=pending"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["memory"]["metadata"]["status"], "pending");
+    assert_eq!(v["memory"]["metadata"]["surface"], "startup");
+    assert_eq!(open(&d), vec![id]);
+    let (v, code) = d.json(&["update", &id.to_string(), "--meta", "status=cancelled"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["memory"]["metadata"].get("surface").is_none(), "{v}");
+    assert_eq!(open(&d), Vec::<i64>::new());
+    // A note that becomes a task is pending work; a task that becomes a
+    // note is not.
+    let (n, _) = add(&d, &["bump the version in Cargo.toml"]);
+    let note = n["id"].as_i64().unwrap();
+    let (v, code) = d.json(&["update", &note.to_string(), "--category", "task"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["memory"]["metadata"]["status"], "pending");
+    let (l, _) = d.json(&["task", "list"]);
+    assert_eq!(ids(&l, "memories"), vec![note]);
+    let (v, code) = d.json(&["update", &note.to_string(), "--category", "note"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["memory"]["metadata"], serde_json::json!({}));
+    assert_eq!(open(&d), Vec::<i64>::new());
+}
+
+#[test]
 fn the_shell_and_the_client_speak_the_same_gate() {
     let d = Daemon::start();
     let script = concat!(
@@ -467,6 +580,42 @@ fn the_shell_and_the_client_speak_the_same_gate() {
     assert_eq!(lines[2]["memory"]["metadata"]["status"], "in_progress");
     assert_eq!(lines[5]["old"], 2);
     assert_eq!(ids(&lines[6], "chain"), vec![2, 3]);
+
+    // The blocking client: the same gate and the same moves.
+    let mut c = memd_client::blocking::Client::connect(d.opts()).unwrap();
+    let refused = c.add(memd_client::AddRequest {
+        content: "DB_PASSWORD=hunter2hunter2".into(),
+        ..Default::default()
+    });
+    assert!(
+        matches!(refused, Err(memd_client::Error::Rejected(ref r)) if r.reason.as_deref() == Some("secret")),
+        "{refused:?}"
+    );
+    let m = c.task(1, "completed", None).unwrap();
+    assert_eq!(m.metadata, r#"{"status":"completed"}"#);
+    assert!(matches!(
+        c.task(1, "pending", None),
+        Err(memd_client::Error::Conflict(_))
+    ));
+    let fourth = c
+        .add(memd_client::AddRequest {
+            content: "third value".into(),
+            expires: Some("1s".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .id
+        .unwrap();
+    let s = c.supersede(3, fourth).unwrap();
+    assert_eq!((s.old, s.new), (3, fourth));
+    let h = c.history(2).unwrap();
+    let chain: Vec<i64> = h.chain.iter().map(|m| m.id).collect();
+    assert_eq!(chain, vec![2, 3, fourth]);
+    assert_eq!(c.confirm(fourth).unwrap().confirmed_count, 1);
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let p = c.prune(true, false).unwrap();
+    assert_eq!((p.ids.clone(), p.dry_run), (vec![fourth], true));
+    assert_eq!(c.prune(false, false).unwrap().ids, vec![fourth]);
 }
 
 /// Rows other tools write get their dedup key (at start and in sweeps), so

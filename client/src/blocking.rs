@@ -88,6 +88,50 @@ impl Client {
         self.rt.block_on(self.inner.search_text(query, limit))
     }
 
+    /// See [`crate::Client::supersede`].
+    ///
+    /// # Errors
+    /// As the async method.
+    pub fn supersede(&mut self, old: i64, new: i64) -> Result<crate::proto::SupersedeResult> {
+        self.rt.block_on(self.inner.supersede(old, new))
+    }
+
+    /// See [`crate::Client::history`].
+    ///
+    /// # Errors
+    /// As the async method.
+    pub fn history(&mut self, id: i64) -> Result<crate::proto::History> {
+        self.rt.block_on(self.inner.history(id))
+    }
+
+    /// See [`crate::Client::confirm`].
+    ///
+    /// # Errors
+    /// As the async method.
+    pub fn confirm(&mut self, id: i64) -> Result<Memory> {
+        self.rt.block_on(self.inner.confirm(id))
+    }
+
+    /// See [`crate::Client::prune`].
+    ///
+    /// # Errors
+    /// As the async method.
+    pub fn prune(
+        &mut self,
+        dry_run: bool,
+        all_namespaces: bool,
+    ) -> Result<crate::proto::PruneResult> {
+        self.rt.block_on(self.inner.prune(dry_run, all_namespaces))
+    }
+
+    /// See [`crate::Client::task`].
+    ///
+    /// # Errors
+    /// As the async method.
+    pub fn task(&mut self, id: i64, status: &str, expect_rev: Option<i64>) -> Result<Memory> {
+        self.rt.block_on(self.inner.task(id, status, expect_rev))
+    }
+
     /// See [`crate::Client::status`].
     ///
     /// # Errors

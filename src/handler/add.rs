@@ -20,7 +20,8 @@ use crate::store::gate::similar::{self, Verdict};
 use crate::store::memories::{self, View};
 use crate::store::{StoreError, gate};
 
-/// Candidates compared per add.
+/// Near-duplicate candidates taken per sketch hash: an add compares at most
+/// [`similar::SKETCH`] times this many rows.
 const CANDIDATES: u32 = 24;
 
 pub(super) async fn handle(

@@ -112,25 +112,20 @@ pub(super) async fn task(
             super::update::check_rev(&current, expect_rev)?;
             let meta: serde_json::Value =
                 serde_json::from_str(&current.metadata).unwrap_or_default();
-            let from = meta["status"].as_str().unwrap_or("pending").to_string();
-            task::transition(&from, &to).map_err(|message| StoreError::Conflict {
+            // A task command always moves: naming the status the task has
+            // is refused too (`update` takes it as no change).
+            let from = meta["status"].as_str().unwrap_or("pending");
+            task::transition(from, &to).map_err(|message| StoreError::Conflict {
                 message: format!("task {id}: {message}"),
                 current_rev: Some(current.rev),
             })?;
             let mut keys = serde_json::Map::new();
-            keys.insert("status".into(), to.clone().into());
-            keys.insert(
-                "surface".into(),
-                if task::is_open(&to) {
-                    "startup".into()
-                } else {
-                    serde_json::Value::Null
-                },
-            );
-            let changes = Changes {
+            keys.insert("status".into(), to.into());
+            let mut changes = Changes {
                 metadata: Some(keys),
                 ..Changes::default()
             };
+            gate::task_changes(&current, &mut changes)?;
             memories::apply(ctx.conn, &current, &changes)?;
             let m = memories::fetch(ctx.conn, id)?.ok_or(StoreError::NotFound(id))?;
             Ok((m, ctx.generation()?))

@@ -30,6 +30,9 @@ pub(super) async fn handle(
             let current =
                 memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
             check_rev(&current, expect_rev)?;
+            // The task rules need the row: its category and status.
+            let mut changes = changes;
+            gate::task_changes(&current, &mut changes)?;
             memories::apply(ctx.conn, &current, &changes)?;
             let updated = memories::fetch(ctx.conn, id)?.ok_or(StoreError::NotFound(id))?;
             Ok((updated, ctx.generation()?))

@@ -1,6 +1,7 @@
 //! Content that can be derived from code or tools and does not belong in
 //! memory: unified diffs, stack traces (Rust, Python, Java, JS/Node, Go),
-//! `git log` output, file path dumps, long base64 or hex blobs.
+//! `git log` output (full or `--oneline`), file path dumps, long base64 or
+//! hex blobs.
 //!
 //! Each detector looks at the *shape* of whole lines, so a sentence that
 //! mentions a path or quotes an error message passes; only dumps are
@@ -52,23 +53,37 @@ re!(RUST_FRAME, r"(?m)^\s+\d+: [\w:<>$]+(::\w+)+");
 re!(RUST_AT, r"(?m)^\s+at \S+\.rs:\d+(:\d+)?\s*$");
 re!(PY_TRACE, r"Traceback \(most recent call last\):");
 re!(PY_FRAME, r#"(?m)^\s+File "[^"]+", line \d+"#);
+// Java and other JVM languages; the frame may name its module or class
+// loader (`java.base/`, `java.base@17.0.2/`, `app//`).
 re!(
     JAVA_FRAME,
-    r"(?m)^\s+at [\w$.]+\([\w$]+\.(java|kt|scala|groovy):\d+\)"
+    r"(?m)^\s+at (?:[\w$.@-]+/{1,2})?[\w$.<>-]+\((?:[\w$-]+\.(?:java|kt|scala|groovy):\d+|Native Method|Unknown Source)\)(?: ~?\[[^\]\n]*\])?\s*$"
 );
 re!(
-    JAVA_NATIVE,
-    r"(?m)^\s+at [\w$.]+\((Native Method|Unknown Source)\)"
+    JAVA_MORE,
+    r"(?m)^\s+\.\.\. \d+ (?:more|common frames omitted)\s*$"
 );
+re!(JAVA_CAUSE, r"(?m)^Caused by: [\w$.]+");
+// JavaScript: a frame in a file, or in Node's own modules (`node:net`,
+// `node:internal/...`), which print no extension. Node ends the last
+// frame with ` {` when the error has properties.
 re!(
     JS_FRAME,
-    r"(?m)^\s+at (.+ )?\(?(file://)?[\w./\\:@-]+\.(m?js|cjs|ts|tsx|jsx):\d+:\d+\)?\s*$"
+    r"(?m)^\s+at (.+ )?\(?(?:(?:file://)?[\w./\\:@-]+\.(?:m?js|cjs|ts|tsx|jsx)|node:[\w./-]+):\d+:\d+\)?(?: \{)?\s*$"
+);
+// An error line (not indented) followed at once by a frame.
+re!(
+    HEADED_FRAME,
+    r"(?m)^(?:\S[^\n]*)?(?:Error|Exception|Throwable)\b[^\n]*\n\s+at (?:\S[^\n]*\.(?:java|kt|scala|groovy):\d+\)|(?:[^\n]+ )?\(?[\w./\\:@-]*[A-Za-z][\w./\\:@-]*:\d+:\d+\)?(?: \{)?)\s*$"
 );
 re!(GO_GOROUTINE, r"(?m)^goroutine \d+ \[[\w ,]+\]:");
 re!(GO_FRAME, r"(?m)^\s+\S+\.go:\d+( \+0x[0-9a-f]+)?\s*$");
 re!(GIT_COMMIT, r"(?m)^commit [0-9a-f]{40}");
 re!(GIT_AUTHOR, r"(?m)^Author: .+<.*>");
 re!(GIT_DATE, r"(?m)^Date: ");
+// `git log --oneline` (also with `--graph` and `--decorate`): a short hash,
+// maybe ref names, a subject.
+re!(ONELINE, r"^[*|/\\ ]*([0-9a-f]{7,40})(?: \([^)\n]*\))? \S");
 re!(
     PATH_LINE,
     r"^\s*(\./|\.\./|~/|/|[A-Za-z]:\\)?[\w.@+-]+([/\\][\w.@+-]+)+[/\\]?\s*$"
@@ -84,7 +99,9 @@ pub fn detect(text: &str) -> Option<Kind> {
     if is_stack_trace(text) {
         return Some(Kind::StackTrace);
     }
-    if GIT_COMMIT.is_match(text) && (GIT_AUTHOR.is_match(text) || GIT_DATE.is_match(text)) {
+    if (GIT_COMMIT.is_match(text) && (GIT_AUTHOR.is_match(text) || GIT_DATE.is_match(text)))
+        || is_oneline_log(text)
+    {
         return Some(Kind::GitLog);
     }
     if is_path_dump(text) {
@@ -107,10 +124,33 @@ fn is_stack_trace(text: &str) -> bool {
         || count(&RUST_FRAME, text) + count(&RUST_AT, text) >= 4
         || (PY_TRACE.is_match(text) && count(&PY_FRAME, text) >= 1)
         || count(&PY_FRAME, text) >= 3
-        || count(&JAVA_FRAME, text) + count(&JAVA_NATIVE, text) >= 2
+        || count(&JAVA_FRAME, text) + count(&JAVA_MORE, text) >= 2
+        || (JAVA_CAUSE.is_match(text) && count(&JAVA_FRAME, text) + count(&JAVA_MORE, text) >= 1)
         || count(&JS_FRAME, text) >= 2
+        || HEADED_FRAME.is_match(text)
         || (GO_GOROUTINE.is_match(text) && count(&GO_FRAME, text) >= 1)
         || count(&GO_FRAME, text) >= 3
+}
+
+/// At least three lines of `<short hash> <subject>`, four in five lines
+/// such, with hashes that look like hashes (letters and digits among them,
+/// not a list of numbers or of words like `defaced`).
+fn is_oneline_log(text: &str) -> bool {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.len() < 3 {
+        return false;
+    }
+    let hashes: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| ONELINE.captures(l))
+        .filter_map(|c| c.get(1).map(|m| m.as_str()))
+        .collect();
+    hashes.len() >= 3
+        && hashes.len() * 5 >= lines.len() * 4
+        && hashes.iter().any(|h| h.bytes().any(|b| b.is_ascii_digit()))
+        && hashes
+            .iter()
+            .any(|h| h.bytes().any(|b| b.is_ascii_alphabetic()))
 }
 
 /// At least four lines, four in five of them nothing but a path.
@@ -178,6 +218,34 @@ mod tests {
             Kind::GitLog,
         ),
         (
+            "Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)\n",
+            Kind::StackTrace,
+        ),
+        (
+            "node:events:491\n      throw er; // Unhandled 'error' event\n      ^\n\nError: connect ECONNREFUSED 127.0.0.1:6379\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1494:16)\nEmitted 'error' event on Socket instance at:\n    at emitErrorNT (node:internal/streams/destroy:151:8)\n    at process.processTicksAndRejections (node:internal/process/task_queues:82:21) {\n  errno: -111,\n  code: 'ECONNREFUSED'\n}\n",
+            Kind::StackTrace,
+        ),
+        (
+            "/srv/app/index.js:3\nfoo();\n^\n\nReferenceError: foo is not defined\n    at Object.<anonymous> (/srv/app/index.js:3:1)\n    at Module._compile (node:internal/modules/cjs/loader:1256:14)\n    at Module.load (node:internal/modules/cjs/loader:1119:32)\n    at node:internal/main/run_main_module:23:47\n\nNode.js v18.17.0\n",
+            Kind::StackTrace,
+        ),
+        (
+            "Exception in thread \"main\" java.lang.StringIndexOutOfBoundsException: index 9, length 3\n\tat java.base/java.lang.String.checkIndex(String.java:4832)\n\tat java.base/java.lang.StringLatin1.charAt(StringLatin1.java:46)\n\tat java.base/java.lang.String.charAt(String.java:1555)\n\tat app//com.acme.Main.main(Main.java:5)\n",
+            Kind::StackTrace,
+        ),
+        (
+            "java.lang.IllegalStateException: pool closed\n\tat com.acme.db.Pool.take(Pool.java:88)\nCaused by: java.io.IOException: broken pipe\n\t... 3 more\n",
+            Kind::StackTrace,
+        ),
+        (
+            "a1b2c3d (HEAD -> main, origin/main) Retry the deploy on 503\n9f8e7d6 Pin bincode to 2.0.1\n0c1d2e3 Move the config to /etc/memd\n4f5a6b7 (tag: v0.3.0) Release 0.3.0\n8a9b0c1 Add the sweep\n",
+            Kind::GitLog,
+        ),
+        (
+            "* 3e4f5a6b Fix the flaky test\n* 7c8d9e0f Bump tokio\n* 1a2b3c4d Initial commit\n",
+            Kind::GitLog,
+        ),
+        (
             "./src/main.rs\n./src/lib.rs\n./src/store/mod.rs\n./src/store/writer.rs\n./tests/cli.rs\n./Cargo.toml\n",
             Kind::PathDump,
         ),
@@ -210,6 +278,14 @@ mod tests {
         "https://docs.example.com/guides/getting-started/installation/linux/debian/bookworm/amd64/release-notes",
         "Line one of a note.\nLine two mentions src/lib.rs.\nLine three is prose.\nLine four too.",
         "Sizes: 1. src/ 2. tests/ 3. docs/ — keep docs short.",
+        "The deploy broke in a1b2c3d (HEAD -> main); 9f8e7d6 fixed it by pinning bincode.",
+        "Revert 8f3d2c1b if the migration fails again.",
+        "Node prints `Error: connect ECONNREFUSED 127.0.0.1:5432` from node:net when Postgres is down.",
+        "A StringIndexOutOfBoundsException in java.base/java.lang.String.charAt means the name is empty.",
+        "TypeError: the config is loaded twice\n  at least on the first start after an upgrade, at 10:30:45.",
+        "1234567 units sold in 2025\n2345678 units sold in 2026\n3456789 units planned",
+        "defaced the old wall\neffaced by the rain\nacceded to the plan",
+        "Caused by: a stale lock file in /run/memd; delete it and restart.",
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
     ];
 

@@ -19,7 +19,7 @@ pub mod secrets;
 pub mod similar;
 pub mod task;
 
-use memd_proto::{AddRequest, Filter, UpdateRequest};
+use memd_proto::{AddRequest, Filter, Memory, UpdateRequest};
 use time::OffsetDateTime;
 
 use super::StoreError;
@@ -397,18 +397,22 @@ fn expires(e: Option<&str>, now: OffsetDateTime) -> Result<Option<String>, Store
     }
 }
 
+/// A task status given in metadata: one of the task states.
+fn task_state(value: &serde_json::Value) -> Result<String, StoreError> {
+    let state = match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    task::state(&state).map_err(StoreError::InvalidInput)?;
+    Ok(state)
+}
+
 /// Fills in what a task needs: `status` (pending by default, one of the
 /// task states) and `surface = "startup"` while it is open.
 fn task_metadata(meta: &mut serde_json::Map<String, serde_json::Value>) -> Result<(), StoreError> {
     let state = match meta.get("status") {
         None => "pending".to_string(),
-        Some(serde_json::Value::String(s)) if task::STATES.contains(&s.as_str()) => s.clone(),
-        Some(other) => {
-            return Err(StoreError::InvalidInput(format!(
-                "task status {other} is not one of {}",
-                task::STATES.join(", ")
-            )));
-        }
+        Some(v) => task_state(v)?,
     };
     if task::is_open(&state) {
         meta.insert("surface".into(), "startup".into());
@@ -416,6 +420,75 @@ fn task_metadata(meta: &mut serde_json::Map<String, serde_json::Value>) -> Resul
         meta.remove("surface");
     }
     meta.insert("status".into(), state.into());
+    Ok(())
+}
+
+/// The task rules for a change to an existing row, shared by `update` and
+/// the task commands. A row that is, or becomes, a task gets a valid
+/// `status` and `surface = "startup"` exactly while the task is open; a
+/// task's status moves only as [`task::transition`] allows (naming the
+/// status it already has changes nothing); a row that stops being a task
+/// loses both keys (unless the change sets them), so it no longer shows as
+/// pending work.
+///
+/// # Errors
+/// [`StoreError::InvalidInput`] for a status that is not a task state,
+/// [`StoreError::Conflict`] for a transition that is not allowed.
+pub fn task_changes(current: &Memory, changes: &mut Changes) -> Result<(), StoreError> {
+    let was = current.category == task::CATEGORY;
+    let is = changes
+        .category
+        .as_deref()
+        .map_or(was, |c| c == task::CATEGORY);
+    if !was && !is {
+        return Ok(());
+    }
+    let requested = changes.metadata.as_ref().and_then(|m| m.get("status"));
+    if !is {
+        let keys = changes.metadata.get_or_insert_with(serde_json::Map::new);
+        for key in ["status", "surface"] {
+            keys.entry(key).or_insert(serde_json::Value::Null);
+        }
+        return Ok(());
+    }
+    let stored = match serde_json::from_str::<serde_json::Value>(&current.metadata) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let stored = stored.get("status");
+    // Where a task is now (a task without a status is pending, as for the
+    // task commands); a row that becomes a task starts where its metadata
+    // says, pending by default, like an added task.
+    let from = was.then(|| {
+        stored
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("pending")
+    });
+    let to = match (requested, from) {
+        (Some(v), _) => task_state(v)?,
+        (None, Some(from)) if task::STATES.contains(&from) => from.to_string(),
+        // A stored status that is no task state (written by another tool)
+        // stays until a change sets one.
+        (None, Some(_)) => return Ok(()),
+        (None, None) => stored.map_or(Ok("pending".to_string()), task_state)?,
+    };
+    if let Some(from) = from
+        && task::STATES.contains(&from)
+        && from != to
+    {
+        task::transition(from, &to).map_err(|message| StoreError::Conflict {
+            message: format!("task {}: {message}", current.id),
+            current_rev: Some(current.rev),
+        })?;
+    }
+    let surface = if task::is_open(&to) {
+        "startup".into()
+    } else {
+        serde_json::Value::Null
+    };
+    let keys = changes.metadata.get_or_insert_with(serde_json::Map::new);
+    keys.insert("status".into(), to.into());
+    keys.insert("surface".into(), surface);
     Ok(())
 }
 
@@ -798,6 +871,142 @@ mod tests {
         )
         .unwrap();
         assert_eq!(m.expires_at.as_deref(), Some("2026-01-03T00:00:00.000Z"));
+    }
+
+    fn row(category: &str, metadata: serde_json::Value) -> Memory {
+        Memory {
+            id: 7,
+            uid: "u7".into(),
+            namespace: "ns".into(),
+            scope: "project".into(),
+            scope_owner: None,
+            content: "write the release notes".into(),
+            subject: None,
+            category: category.into(),
+            tier: 2,
+            importance: "medium".into(),
+            confidence: 1.0,
+            pinned: false,
+            status: "promoted".into(),
+            metadata: metadata.to_string(),
+            tags: Vec::new(),
+            superseded_by: None,
+            superseded_at: None,
+            dedupe_key: None,
+            observation_count: 1,
+            confirmed_count: 0,
+            last_confirmed_at: None,
+            use_count: 0,
+            last_used_at: None,
+            access_score: 0.0,
+            source: "agent".into(),
+            created_by: None,
+            expires_at: None,
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            updated_at: "2026-01-01T00:00:00.000Z".into(),
+            rev: 3,
+        }
+    }
+
+    fn meta(v: serde_json::Value) -> Option<serde_json::Map<String, serde_json::Value>> {
+        match v {
+            serde_json::Value::Object(m) => Some(m),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn updates_follow_the_task_rules() {
+        use serde_json::json;
+        let done = row("task", json!({"status": "completed"}));
+        let started = row(
+            "task",
+            json!({"status": "in_progress", "surface": "startup"}),
+        );
+        let change = |status: serde_json::Value| Changes {
+            metadata: meta(json!({ "status": status })),
+            ..Changes::default()
+        };
+        // Closed tasks stay closed: a conflict at the row's rev.
+        let mut c = change(json!("pending"));
+        match task_changes(&done, &mut c) {
+            Err(StoreError::Conflict { current_rev, .. }) => assert_eq!(current_rev, Some(3)),
+            other => panic!("{other:?}"),
+        }
+        // Reopening a started task surfaces it again; closing it does not.
+        let mut c = change(json!("pending"));
+        task_changes(&started, &mut c).unwrap();
+        assert_eq!(
+            c.metadata,
+            meta(json!({"status": "pending", "surface": "startup"}))
+        );
+        let mut c = change(json!("completed"));
+        task_changes(&started, &mut c).unwrap();
+        assert_eq!(
+            c.metadata,
+            meta(json!({"status": "completed", "surface": null}))
+        );
+        // The status it has already is no move.
+        let mut c = change(json!("completed"));
+        task_changes(&done, &mut c).unwrap();
+        assert_eq!(
+            c.metadata,
+            meta(json!({"status": "completed", "surface": null}))
+        );
+        // Only task states.
+        for bad in [json!("bogus"), json!(5), json!(null)] {
+            let mut c = change(bad.clone());
+            assert!(
+                matches!(
+                    task_changes(&started, &mut c),
+                    Err(StoreError::InvalidInput(_))
+                ),
+                "{bad}"
+            );
+        }
+        // Another change to a task keeps its keys as the rules want them.
+        let mut c = Changes {
+            tags: Some(vec!["release".into()]),
+            ..Changes::default()
+        };
+        task_changes(&row("task", json!({"status": "pending"})), &mut c).unwrap();
+        assert_eq!(
+            c.metadata,
+            meta(json!({"status": "pending", "surface": "startup"}))
+        );
+        // A note that becomes a task is pending work, or what it says.
+        let to_task = || Changes {
+            category: Some("task".into()),
+            ..Changes::default()
+        };
+        let mut c = to_task();
+        task_changes(&row("note", json!({})), &mut c).unwrap();
+        assert_eq!(
+            c.metadata,
+            meta(json!({"status": "pending", "surface": "startup"}))
+        );
+        let mut c = to_task();
+        task_changes(&row("note", json!({"status": "completed"})), &mut c).unwrap();
+        assert_eq!(
+            c.metadata,
+            meta(json!({"status": "completed", "surface": null}))
+        );
+        let mut c = to_task();
+        assert!(matches!(
+            task_changes(&row("note", json!({"status": "draft"})), &mut c),
+            Err(StoreError::InvalidInput(_))
+        ));
+        // A task that becomes a note is no longer pending work.
+        let mut c = Changes {
+            category: Some("note".into()),
+            ..Changes::default()
+        };
+        task_changes(&started, &mut c).unwrap();
+        assert_eq!(c.metadata, meta(json!({"status": null, "surface": null})));
+        // Notes are not tasks: their `status` key is theirs.
+        let mut c = change(json!("draft"));
+        task_changes(&row("note", json!({})), &mut c).unwrap();
+        assert_eq!(c.metadata, meta(json!({"status": "draft"})));
     }
 
     #[test]

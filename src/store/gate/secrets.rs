@@ -1,6 +1,8 @@
 //! Content that looks like a secret: private key blocks, cloud and SaaS
-//! tokens (AWS, GitHub, OpenAI/Anthropic, Slack, JWT), and
-//! `password=` / `api_key:` style assignments that carry a value.
+//! tokens (AWS, GitHub, OpenAI/Anthropic, Slack, JWT), `password=` /
+//! `api_key:` style assignments that carry a value (under any prefix:
+//! `DB_PASSWORD=`, `AWS_SECRET_ACCESS_KEY=`, `github_token:`) and bearer
+//! tokens (`Authorization: Bearer …`).
 //!
 //! The gate rejects them by default; with `[gate] secrets = "redact"` the
 //! secret is replaced by `[REDACTED]` and the rest is kept.
@@ -24,13 +26,27 @@ struct Pattern {
     re: Regex,
     /// Capture group holding the secret (0: the whole match).
     group: usize,
+    /// Whether the captured value is a secret (not a placeholder or a word).
+    check: fn(&str) -> bool,
 }
+
+/// Names that hold a secret when something is assigned to them, as the last
+/// part of an identifier: `password`, `DB_PASSWORD`, `aws_secret_access_key`,
+/// `STRIPE_API_KEY`, `github_token`, `client-secret` (but not
+/// `password_hint` or `token_count`). A bare `pass` only with a prefix
+/// (`SMTP_PASS`).
+const SECRET_NAME: &str = r"\b(?:(?:[\w.-]*[_.-])?(?:password|passwd|passphrase|pwd|secret|token|apikey|(?:api|access|private|secret|signing|encryption|master|client)[_.-]?key)|[\w.-]*[_.-]pass)\b";
 
 static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
     let p = |kind, pat: &str, group| Pattern {
         kind,
         re: Regex::new(pat).expect("valid pattern"),
         group,
+        check: if group == 0 {
+            |_: &str| true
+        } else {
+            |v: &str| !is_placeholder(v)
+        },
     };
     vec![
         p(
@@ -66,9 +82,17 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
         ),
         p(
             "credential assignment",
-            r#"(?i)\b(?:password|passwd|pwd|passphrase|secret|client[_-]?secret|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|auth[_-]?token|access[_-]?token|token)\b["']?\s*(?::|=|=>)\s*["']?([^\s"',;]{4,})"#,
+            &format!(r#"(?i){SECRET_NAME}["']?\s*(?::|=|=>)\s*["']?([^\s"',;]{{4,}})"#),
             1,
         ),
+        Pattern {
+            check: is_token,
+            ..p(
+                "bearer token",
+                r"(?i)\b(?:bearer|basic)\s+([A-Za-z0-9._~+/-]{16,}=*)",
+                1,
+            )
+        },
         p(
             "credentials in a URL",
             r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:([^\s@/]{3,})@",
@@ -107,13 +131,22 @@ fn is_placeholder(value: &str) -> bool {
             .all(|c| c == '*' || c == 'x' || c == 'X' || c == '.' || c == '•')
 }
 
+/// A value after `Bearer` / `Basic` is a token when it mixes digits or
+/// cases like one does (`Bearer authentication_scheme` is prose).
+fn is_token(value: &str) -> bool {
+    let digit = value.bytes().any(|b| b.is_ascii_digit());
+    let upper = value.bytes().any(|b| b.is_ascii_uppercase());
+    let lower = value.bytes().any(|b| b.is_ascii_lowercase());
+    (digit || (upper && lower)) && !is_placeholder(value)
+}
+
 /// Every secret in `text`, in order.
 pub fn find(text: &str) -> Vec<Found> {
     let mut found: Vec<Found> = Vec::new();
     for p in PATTERNS.iter() {
         for caps in p.re.captures_iter(text) {
             let Some(m) = caps.get(p.group) else { continue };
-            if p.group != 0 && is_placeholder(m.as_str()) {
+            if !(p.check)(m.as_str()) {
                 continue;
             }
             if found
@@ -188,6 +221,40 @@ mod tests {
             "connect with postgres://app:Tr0ub4dor@db.internal:5432/app",
             "credentials in a URL",
         ),
+        // Prefixed names, as in `.env` files and CI settings.
+        (
+            "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "credential assignment",
+        ),
+        (
+            "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "credential assignment",
+        ),
+        ("DB_PASSWORD=hunter2hunter2", "credential assignment"),
+        ("POSTGRES_PASSWORD=Tr0ub4dor&3", "credential assignment"),
+        (
+            "STRIPE_API_KEY=rk_live_51HqLyjWDarjtT1zdp7dc",
+            "credential assignment",
+        ),
+        ("MY_API_KEY: 9f2c81d07aa4", "credential assignment"),
+        (
+            "github_token: gho_16C7e42F292c6912E7710c",
+            "credential assignment",
+        ),
+        ("SMTP_PASS=mail-s3cret", "credential assignment"),
+        ("x-api-key: 0a1b2c3d4e5f", "credential assignment"),
+        (
+            "spring.datasource.password=Sup3rSecret",
+            "credential assignment",
+        ),
+        (
+            "curl -H 'Authorization: Bearer 8f3d2c1b9a7e6f5d4c3b2a19'",
+            "bearer token",
+        ),
+        (
+            "Authorization: Basic dXNlcjpodW50ZXIyaHVudGVyMg==",
+            "bearer token",
+        ),
     ];
 
     const NEGATIVES: &[&str] = &[
@@ -202,6 +269,16 @@ mod tests {
         "Use https://example.com/docs for the API.",
         "The session token expires after an hour.",
         "password=changeme is the default in the dev compose file",
+        "Rotate the DB password every 90 days.",
+        "the token expires after an hour",
+        "DB_PASSWORD is read from the environment at start.",
+        "Set DB_PASSWORD=$(vault read -field=pw db) before the migration.",
+        "STRIPE_API_KEY=<from the dashboard>",
+        "password_hint=ask the DBA",
+        "token_count: 4096",
+        "max_tokens=4096 for the summarizer",
+        "The API uses Bearer authentication over TLS.",
+        "Send a bearer token in the Authorization header.",
     ];
 
     #[test]
@@ -225,6 +302,15 @@ mod tests {
         let text = "db password=hunter2 and key AKIAIOSFODNN7EXAMPLE here";
         let out = redact(text, &find(text));
         assert_eq!(out, "db password=[REDACTED] and key [REDACTED] here");
+        assert!(find(&out).is_empty(), "redacted text is clean: {out}");
+        // A prefixed name keeps its name; only the value goes.
+        let text = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n\
+                    Authorization: Bearer 8f3d2c1b9a7e6f5d4c3b2a19";
+        let out = redact(text, &find(text));
+        assert_eq!(
+            out,
+            "AWS_SECRET_ACCESS_KEY=[REDACTED]\nAuthorization: Bearer [REDACTED]"
+        );
         assert!(find(&out).is_empty(), "redacted text is clean: {out}");
     }
 }

@@ -14,17 +14,27 @@ pub fn is_open(state: &str) -> bool {
     matches!(state, "pending" | "in_progress")
 }
 
+/// Checks that `state` is a task state.
+///
+/// # Errors
+/// A message naming the states.
+pub fn state(state: &str) -> Result<(), String> {
+    if STATES.contains(&state) {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown task status `{state}`: expected one of {}",
+            STATES.join(", ")
+        ))
+    }
+}
+
 /// Checks a transition.
 ///
 /// # Errors
 /// A message naming the allowed moves.
 pub fn transition(from: &str, to: &str) -> Result<(), String> {
-    if !STATES.contains(&to) {
-        return Err(format!(
-            "unknown task status `{to}`: expected one of {}",
-            STATES.join(", ")
-        ));
-    }
+    state(to)?;
     let allowed = match from {
         "pending" => matches!(to, "in_progress" | "completed" | "cancelled"),
         "in_progress" => matches!(to, "pending" | "completed" | "cancelled"),

@@ -13,7 +13,9 @@
 //! their neighbors: a close one in the same namespace, scope and owner is
 //! recorded in `memory_similar` and pushed to subscribed sessions as a
 //! notice; with `[embed] auto_supersede`, a close one with the same subject
-//! and no conflicting metadata is superseded.
+//! and no conflicting metadata is superseded. Either always runs from the
+//! newer row to the older one ([`rules::findings`]): only an older row is
+//! superseded (by a newer one), and `similar_to` names the older row.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use std::time::Duration;
 use memd_proto::{DriftEvent, SimilarEvent};
 use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
-use super::rules::{self, LockCheck, ModelLock, Neighbor, Outcome, Thresholds};
+use super::rules::{self, Embedded, Finding, LockCheck, ModelLock, Neighbor, Thresholds};
 use super::service::State;
 use super::vectors::{Index, Probe, from_blob, to_blob};
 use super::{EmbedError, Embedder, Provider};
@@ -479,7 +481,7 @@ impl Worker {
     }
 
     /// Semantic near duplicates and auto-supersession for rows embedded as
-    /// they arrived.
+    /// they arrived (`written` is in id order, one batch).
     async fn neighbors(&mut self, written: &[(i64, String, Vec<f32>)]) -> Result<(), StoreError> {
         let svc = &self.shared.embed;
         let t = Thresholds {
@@ -506,6 +508,13 @@ impl Worker {
                 continue;
             }
             let id = *id;
+            // The rest of the batch is judged after this row, and looks
+            // back at it then.
+            let later: Vec<i64> = written
+                .iter()
+                .map(|(w, _, _)| *w)
+                .filter(|w| *w > id)
+                .collect();
             let read = self
                 .shared
                 .store
@@ -514,63 +523,82 @@ impl Worker {
                     neighbors_of(conn, id, &close)
                 })
                 .await?;
-            let Some((namespace, subject, metadata, neighbors)) = read.value else {
+            let Some(me) = read.value else {
                 continue;
             };
-            let outcome = rules::decide(subject.as_deref(), &metadata, &neighbors, t);
-            let (other, cosine, supersede) = match outcome {
-                Outcome::Nothing => continue,
-                Outcome::Similar { id, cosine } => (id, cosine, false),
-                Outcome::Supersede { old, cosine } => (old, cosine, true),
-            };
-            let done = self
-                .shared
-                .store
-                .writer
-                .call(Author::Daemon, move |ctx| {
-                    let still = ctx
-                        .conn
-                        .prepare_cached(
-                            "SELECT count(*) FROM memories WHERE id IN (?1, ?2) \
-                             AND superseded_by IS NULL",
-                        )?
-                        .query_row((id, other), |r| r.get::<_, i64>(0))?;
-                    if still != 2 {
-                        return Ok(false);
-                    }
+            let findings = rules::findings(
+                Embedded {
+                    id,
+                    subject: me.subject.as_deref(),
+                    metadata: &me.metadata,
+                },
+                &me.neighbors,
+                &later,
+                t,
+            );
+            for finding in findings {
+                self.record(&me.namespace, finding).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a near duplicate (and supersedes the older row when asked)
+    /// if both rows are still active, then tells subscribed sessions.
+    async fn record(&self, namespace: &str, f: Finding) -> Result<(), StoreError> {
+        let Finding {
+            newer,
+            older,
+            cosine,
+            supersede,
+        } = f;
+        let done = self
+            .shared
+            .store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                let still = ctx
+                    .conn
+                    .prepare_cached(
+                        "SELECT count(*) FROM memories WHERE id IN (?1, ?2) \
+                         AND superseded_by IS NULL",
+                    )?
+                    .query_row((newer, older), |r| r.get::<_, i64>(0))?;
+                if still != 2 {
+                    return Ok(false);
+                }
+                ctx.conn
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO memory_similar (memory_id, similar_to, cosine) \
+                         VALUES (?1, ?2, ?3)",
+                    )?
+                    .execute((newer, older, f64::from(cosine)))?;
+                if supersede {
                     ctx.conn
                         .prepare_cached(
-                            "INSERT OR REPLACE INTO memory_similar (memory_id, similar_to, cosine) \
-                             VALUES (?1, ?2, ?3)",
+                            "UPDATE memories SET superseded_by = ?1, superseded_at = ?2 \
+                             WHERE id = ?3 AND superseded_by IS NULL",
                         )?
-                        .execute((id, other, f64::from(cosine)))?;
-                    if supersede {
-                        ctx.conn
-                            .prepare_cached(
-                                "UPDATE memories SET superseded_by = ?1, superseded_at = ?2 \
-                                 WHERE id = ?3 AND superseded_by IS NULL",
-                            )?
-                            .execute((id, crate::clock::now(), other))?;
-                    }
-                    Ok(true)
-                })
-                .await?;
-            if done {
-                tracing::info!(
-                    id,
-                    similar_to = other,
-                    cosine,
-                    superseded = supersede,
-                    "semantic near duplicate"
-                );
-                let _ = svc.similar.send(SimilarEvent {
-                    namespace,
-                    id,
-                    similar_to: other,
-                    cosine: f64::from(cosine),
-                    superseded: supersede,
-                });
-            }
+                        .execute((newer, crate::clock::now(), older))?;
+                }
+                Ok(true)
+            })
+            .await?;
+        if done {
+            tracing::info!(
+                id = newer,
+                similar_to = older,
+                cosine,
+                superseded = supersede,
+                "semantic near duplicate"
+            );
+            let _ = self.shared.embed.similar.send(SimilarEvent {
+                namespace: namespace.to_string(),
+                id: newer,
+                similar_to: older,
+                cosine: f64::from(cosine),
+                superseded: supersede,
+            });
         }
         Ok(())
     }
@@ -594,15 +622,24 @@ fn pending(conn: &Connection, limit: i64) -> Result<Vec<Row>, StoreError> {
     Ok(rows)
 }
 
-type NeighborRead = Option<(String, Option<String>, String, Vec<Neighbor>)>;
+/// A freshly embedded row and its close neighbors.
+struct Close {
+    namespace: String,
+    subject: Option<String>,
+    metadata: String,
+    /// The close rows that are active in its namespace, scope and owner,
+    /// older and newer ones.
+    neighbors: Vec<Neighbor>,
+}
 
-/// The new row's namespace, subject and metadata, and which of the close
-/// rows are active in its namespace, scope and owner.
+/// The row's namespace, subject and metadata (`None` when it is gone or
+/// superseded), and which of the close rows are active in its namespace,
+/// scope and owner.
 fn neighbors_of(
     conn: &Connection,
     id: i64,
     close: &[(i64, f32)],
-) -> Result<NeighborRead, StoreError> {
+) -> Result<Option<Close>, StoreError> {
     let me: Option<(String, Option<String>, String)> = conn
         .prepare_cached(
             "SELECT namespace, subject, CAST(metadata AS TEXT) FROM memories \
@@ -651,5 +688,10 @@ fn neighbors_of(
             })
         })
         .collect();
-    Ok(Some((namespace, subject, metadata, neighbors)))
+    Ok(Some(Close {
+        namespace,
+        subject,
+        metadata,
+        neighbors,
+    }))
 }

@@ -385,7 +385,7 @@ async fn near_duplicates_are_noticed_and_auto_superseded() {
     );
 
     // A burst larger than the worker's batch (an import of 40 rows) is
-    // checked too: only rows loaded before the vectors count as backfill.
+    // checked too: only rows there before the daemon served are old data.
     let golf = add(&d, "golf hotel india juliet", &[]);
     wait_embedded(&d, 5);
     let mut entries: Vec<Value> = (0..40)
@@ -536,4 +536,61 @@ async fn an_older_row_changed_to_match_a_newer_one_is_the_one_superseded() {
     assert!(s.cosine > 0.99, "{s:?}");
     assert_eq!(superseded_by(&d, old), new);
     assert_eq!(superseded_by(&d, new), Value::Null);
+}
+
+/// Adds made before the embedder is ready (here the provider stalls at
+/// the daemon's start; the same holds while a model loads or a provider is
+/// down) are checked once it is.
+#[tokio::test(flavor = "multi_thread")]
+async fn adds_made_while_the_embedder_loads_are_checked_for_near_duplicates() {
+    let p = Provider::start();
+    // The dimension probe at start stalls; its retry answers.
+    p.fail_next(&[Fault::Stall(Duration::from_millis(1500))]);
+    let d = daemon_with(&ollama(&p, "bag-64", "auto_supersede = true\n"));
+    let mut c = d.client().await;
+    c.subscribe().await.unwrap();
+    let old = add(
+        &d,
+        "the cache is redis on host alpha",
+        &["--subject", "cache"],
+    );
+    let new = add(
+        &d,
+        "on host alpha the cache is redis",
+        &["--subject", "cache"],
+    );
+    let first = add(&d, "uniform victor whiskey xray", &[]);
+    let second = add(&d, "xray whiskey victor uniform", &[]);
+    assert_eq!(d.status()["embedder"]["state"], "loading");
+    let mut seen = [next_similar(&mut c).await, next_similar(&mut c).await];
+    seen.sort_by_key(|s| s.id);
+    assert_eq!(
+        (seen[0].id, seen[0].similar_to, seen[0].superseded),
+        (new, old, true)
+    );
+    assert_eq!(
+        (seen[1].id, seen[1].similar_to, seen[1].superseded),
+        (second, first, false),
+        "no subject: flagged only"
+    );
+    assert_eq!(superseded_by(&d, old), new);
+    wait_embedded(&d, 4);
+    let similar = sqlite3(
+        &d.db(),
+        "SELECT memory_id || '>' || similar_to FROM memory_similar ORDER BY memory_id",
+    );
+    assert_eq!(similar.trim(), format!("{new}>{old}\n{second}>{first}"));
+
+    // Rows that were there before the daemon started are old data: a
+    // restart embeds them without a notice.
+    let mut d = d;
+    d.terminate();
+    sqlite3(
+        &d.db(),
+        "DELETE FROM memory_vectors; DELETE FROM memory_similar;",
+    );
+    d.spawn();
+    wait_embedded(&d, 4);
+    let similar = sqlite3(&d.db(), "SELECT count(*) FROM memory_similar");
+    assert_eq!(similar.trim(), "0");
 }

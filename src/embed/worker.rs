@@ -9,12 +9,14 @@
 //! the daemon's own commits (never drift for anyone). A vector is stored
 //! only if the row still has the text that was embedded.
 //!
-//! Rows embedded as they arrive (not during a backfill) are compared with
-//! their neighbors: a close one in the same namespace, scope and owner is
-//! recorded in `memory_similar` and pushed to subscribed sessions as a
-//! notice; with `[embed] auto_supersede`, a close one with the same subject
-//! and no conflicting metadata is superseded. Either always runs from the
-//! newer row to the older one ([`rules::findings`]): only an older row is
+//! Rows added after the daemon started serving are compared with their
+//! neighbors once embedded, however long the embedder took to load (rows
+//! that were there before, a restored file and `reembed` are a backfill and
+//! are not): a close one in the same namespace, scope and owner is recorded
+//! in `memory_similar` and pushed to subscribed sessions as a notice; with
+//! `[embed] auto_supersede`, a close one with the same subject and no
+//! conflicting metadata is superseded. Either always runs from the newer
+//! row to the older one ([`rules::findings`]): only an older row is
 //! superseded (by a newer one), and `similar_to` names the older row.
 
 use std::collections::HashSet;
@@ -63,6 +65,18 @@ pub fn write_lock(conn: &Connection, lock: &ModelLock) -> Result<(), StoreError>
     )?
     .execute((&lock.model, lock.dim.to_string()))?;
     Ok(())
+}
+
+/// The newest row id (0 without rows).
+///
+/// # Errors
+/// SQLite errors.
+pub fn newest_id(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(
+        conn.query_row("SELECT coalesce(max(id), 0) FROM memories", [], |r| {
+            r.get(0)
+        })?,
+    )
 }
 
 /// Counts of rows with a vector and rows still to embed.
@@ -129,8 +143,13 @@ fn local(_svc: &super::EmbedService) -> Result<Option<Arc<dyn Embedder>>, EmbedE
     ))
 }
 
-/// Runs the worker until the daemon stops.
-pub async fn run(shared: Arc<Shared>) {
+/// Runs the worker until the daemon stops. `existing` is the newest row
+/// when the daemon started serving (read before it accepted anyone): rows
+/// up to it are old data, embedded without the near-duplicate check; every
+/// later row is checked, even one added while the embedder was loading.
+/// `None` (it could not be read) counts the rows found once the embedder
+/// is ready as old.
+pub async fn run(shared: Arc<Shared>, existing: Option<i64>) {
     let svc = &shared.embed;
     if svc.config.provider == Provider::None {
         return;
@@ -169,33 +188,43 @@ pub async fn run(shared: Arc<Shared>) {
         embedder,
         failed: HashSet::new(),
         last_generation: None,
-        backfill_through: 0,
+        backfill_through: existing.unwrap_or(0),
+        embedded_through: 0,
     };
-    if let Err(e) = worker.reload().await {
-        tracing::warn!(error = %e, "cannot read the stored vectors");
+    match worker.reload().await {
+        Ok(newest) if existing.is_none() => worker.backfill_through = newest,
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot read the stored vectors"),
     }
     svc.set_state(State::Ready(worker.embedder.clone()));
     let mut drift = shared.store.generations.events.subscribe();
     let mut backoff = Duration::from_secs(1);
     loop {
-        let mut full_reload = svc.reload.swap(false, std::sync::atomic::Ordering::AcqRel);
+        let reembed = svc.reload.swap(false, std::sync::atomic::Ordering::AcqRel);
+        // Another file (or events missed, which may have said so).
+        let mut new_file = false;
         let mut reconcile = false;
         loop {
             match drift.try_recv() {
                 Ok(DriftEvent { reason, .. }) => {
                     if reason.contains("restored") || reason.contains("replaced") {
-                        full_reload = true;
+                        new_file = true;
                     } else {
                         reconcile = true;
                     }
                 }
-                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => full_reload = true,
+                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => new_file = true,
                 Err(_) => break,
             }
         }
         let step = async {
-            if full_reload {
-                worker.reload().await?;
+            if new_file || reembed {
+                // `reembed` embeds every row again: the rows embedded so far
+                // were checked when they arrived (or are old data). Rows of
+                // another file are old data.
+                let checked = worker.backfill_through.max(worker.embedded_through);
+                let newest = worker.reload().await?;
+                worker.backfill_through = if new_file { newest } else { checked };
             } else if reconcile {
                 worker.reconcile().await?;
             }
@@ -222,18 +251,21 @@ struct Worker {
     /// Rows the provider refused on their own (skipped until restart).
     failed: HashSet<i64>,
     last_generation: Option<u64>,
-    /// The newest row when the vectors were last (re)loaded: rows up to it
-    /// are a backfill (a first start on old rows, `reembed`, a restored
-    /// file) and skip the near-duplicate notice; newer rows arrived live.
+    /// Rows up to this id are a backfill (rows there before the daemon
+    /// served, a restored file, rows embedded again by `reembed`) and skip
+    /// the near-duplicate check; later rows arrived live.
     backfill_through: i64,
+    /// The newest row with a vector stored by this worker or loaded.
+    embedded_through: i64,
 }
 
 /// A row to embed: id, namespace and the text as read.
 type Row = (i64, String, String);
 
 impl Worker {
-    /// Reads the lock and every stored vector into a new index.
-    async fn reload(&mut self) -> Result<(), StoreError> {
+    /// Reads the lock and every stored vector into a new index; returns the
+    /// newest row id.
+    async fn reload(&mut self) -> Result<i64, StoreError> {
         let dim = self.embedder.dim();
         let read = self
             .shared
@@ -241,10 +273,7 @@ impl Worker {
             .readers
             .read(ReadKind::Internal, move |conn| {
                 let lock = read_lock(conn)?;
-                let newest: i64 =
-                    conn.query_row("SELECT coalesce(max(id), 0) FROM memories", [], |r| {
-                        r.get(0)
-                    })?;
+                let newest = newest_id(conn)?;
                 let mut index = Index::new(dim);
                 if lock.as_ref().is_none_or(|l| l.dim == dim) {
                     let mut stmt = conn.prepare(
@@ -265,12 +294,12 @@ impl Worker {
             })
             .await?;
         let (lock, index, newest) = read.value;
-        self.backfill_through = newest;
+        self.embedded_through = index.ids().iter().copied().max().unwrap_or(0);
         let svc = &self.shared.embed;
         svc.set_lock(lock);
         *svc.index.write().unwrap_or_else(|e| e.into_inner()) = index;
         self.last_generation = None;
-        Ok(())
+        Ok(newest)
     }
 
     /// Drops index entries whose stored vector is gone (deleted or changed
@@ -461,6 +490,9 @@ impl Worker {
             .await;
         match result {
             Ok(written) => {
+                if let Some(max) = written.iter().map(|(id, _, _)| *id).max() {
+                    self.embedded_through = self.embedded_through.max(max);
+                }
                 svc.set_lock(Some(lock));
                 let mut index = svc.index.write().unwrap_or_else(|e| e.into_inner());
                 if index.dim() != self.embedder.dim() {

@@ -477,6 +477,50 @@ fn autostart_starts_one_daemon_and_stop_stops_it() {
     assert!(log.contains("memd stopped"), "{log}");
 }
 
+/// `memd stop` returns once the socket is gone, but the stopping daemon
+/// holds the data dir's lock a moment longer: a command right after it
+/// starts a daemon that loses the lock — and the command starts another.
+#[test]
+fn autostart_outlasts_a_daemon_still_holding_the_lock() {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&data)
+        .unwrap();
+    let lock = std::fs::File::create(data.join("memd.lock")).unwrap();
+    lock.lock().unwrap();
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        drop(lock);
+    });
+    let out = memd_command(dir.path())
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--json", "add", "stored once the lock is free"])
+        .output()
+        .unwrap();
+    release.join().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{} {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = std::fs::read_to_string(data.join("memd.log")).unwrap();
+    assert!(log.contains("already running"), "{log}");
+    assert!(log.contains("memd is serving"), "{log}");
+    let out = memd_command(dir.path())
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--no-autostart", "stop"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
 #[test]
 fn shell_answers_every_line_with_one_json_line() {
     let d = Daemon::start();

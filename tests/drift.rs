@@ -764,3 +764,42 @@ fn the_write_transaction_itself_catches_an_external_change() {
     let (got, _) = d.json(&["get", "1"]);
     assert_eq!(got["memory"]["content"], "changed by the shell");
 }
+
+/// The client follows the session's seen generation, so a client that
+/// connects again can pass it on and keep the guard.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_client_knows_the_seen_generation_to_pass_on_when_it_connects_again() {
+    let d = Daemon::start();
+    let mut s = d.client().await;
+    let start = s.welcome().generation;
+    assert_eq!(s.seen_generation(), start);
+    let id = add(&mut s, "the runners use two cores").await;
+    assert_eq!(s.seen_generation(), start, "own writes do not move it");
+    assert!(s.last_request_written());
+    let read = s.get_with(memd_client::GetRequest {
+        id,
+        include_inactive: false,
+    });
+    let generation = read.await.unwrap().generation;
+    assert!(generation > start);
+    assert_eq!(s.seen_generation(), generation, "a read moves it");
+    let before = epoch(&d);
+    sqlite3(
+        &d.db(),
+        &format!("UPDATE memories SET content = 'four cores' WHERE id = {id}"),
+    );
+    wait_for_epoch(&d, before);
+
+    // A new connection that passes it on keeps the guard.
+    let mut opts = d.opts();
+    opts.seen_generation = Some(s.seen_generation());
+    drop(s);
+    let mut again = Client::connect(opts).await.unwrap();
+    let err = again.update(update(id, "eight cores")).await.unwrap_err();
+    let Error::Drift(body) = &err else {
+        panic!("{err:?}")
+    };
+    let actual = body.drift.as_ref().unwrap().generation_actual;
+    assert_eq!(again.seen_generation(), actual, "a refusal moves it");
+    again.update(update(id, "eight cores")).await.unwrap();
+}

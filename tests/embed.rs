@@ -385,7 +385,7 @@ async fn near_duplicates_are_noticed_and_auto_superseded() {
     );
 
     // A burst larger than the worker's batch (an import of 40 rows) is
-    // checked too: only rows loaded before the vectors count as backfill.
+    // checked too: only rows there before the daemon served are old data.
     let golf = add(&d, "golf hotel india juliet", &[]);
     wait_embedded(&d, 5);
     let mut entries: Vec<Value> = (0..40)
@@ -448,4 +448,149 @@ async fn batch_search_answers_each_query_in_order() {
     assert_eq!(results[2].mode, SearchMode::Hybrid);
     let err = c.search_batch(vec![]).await.unwrap_err();
     assert!(err.to_string().contains("no search"), "{err}");
+}
+
+/// The next semantic near-duplicate notice pushed to `c`.
+async fn next_similar(c: &mut memd_client::Client) -> memd_client::proto::SimilarEvent {
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(30), c.next_event())
+            .await
+            .expect("a near-duplicate notice")
+            .unwrap();
+        if let Event::Similar(s) = e {
+            return s;
+        }
+    }
+}
+
+fn superseded_by(d: &Daemon, id: i64) -> Value {
+    let (g, code) = d.json(&["get", &id.to_string(), "--include-inactive"]);
+    assert_eq!(code, 0, "{g}");
+    g["memory"]["superseded_by"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rows_embedded_in_one_batch_supersede_only_the_older_one() {
+    let p = Provider::start();
+    let d = daemon_with(&ollama(&p, "bag-64", "auto_supersede = true\n"));
+    let mut c = d.client().await;
+    c.subscribe().await.unwrap();
+    add(&d, "kilo lima mike november", &[]);
+    wait_embedded(&d, 1);
+    // The next request stalls: the rows added while it does are embedded
+    // together afterwards, in one batch.
+    p.fail_next(&[Fault::Stall(Duration::from_millis(1500))]);
+    let before = p.requests.load(std::sync::atomic::Ordering::SeqCst);
+    add(&d, "oscar papa quebec romeo", &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while p.requests.load(std::sync::atomic::Ordering::SeqCst) == before {
+        assert!(Instant::now() < deadline, "the worker sent nothing");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let old = add(
+        &d,
+        "the cache is redis on host alpha",
+        &["--subject", "cache"],
+    );
+    let new = add(
+        &d,
+        "on host alpha the cache is redis",
+        &["--subject", "cache"],
+    );
+    assert_eq!(d.status()["embedder"]["pending"], 3, "still stalled");
+    let s = next_similar(&mut c).await;
+    assert_eq!(
+        (s.id, s.similar_to, s.superseded),
+        (new, old, true),
+        "{s:?}"
+    );
+    wait_embedded(&d, 4);
+    assert_eq!(superseded_by(&d, old), new);
+    assert_eq!(superseded_by(&d, new), Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_older_row_changed_to_match_a_newer_one_is_the_one_superseded() {
+    let p = Provider::start();
+    let d = daemon_with(&ollama(&p, "bag-64", "auto_supersede = true\n"));
+    let mut c = d.client().await;
+    c.subscribe().await.unwrap();
+    let old = add(&d, "alpha bravo charlie", &["--subject", "cache"]);
+    let new = add(&d, "delta echo foxtrot golf", &["--subject", "cache"]);
+    wait_embedded(&d, 2);
+    // The older row now says what the newer one says: embedded again, it
+    // meets a newer neighbor, which supersedes it (never the reverse).
+    let (v, code) = d.json(&[
+        "update",
+        &old.to_string(),
+        "--content",
+        "golf foxtrot echo delta",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let s = next_similar(&mut c).await;
+    assert_eq!(
+        (s.id, s.similar_to, s.superseded),
+        (new, old, true),
+        "{s:?}"
+    );
+    assert!(s.cosine > 0.99, "{s:?}");
+    assert_eq!(superseded_by(&d, old), new);
+    assert_eq!(superseded_by(&d, new), Value::Null);
+}
+
+/// Adds made before the embedder is ready (here the provider stalls at
+/// the daemon's start; the same holds while a model loads or a provider is
+/// down) are checked once it is.
+#[tokio::test(flavor = "multi_thread")]
+async fn adds_made_while_the_embedder_loads_are_checked_for_near_duplicates() {
+    let p = Provider::start();
+    // The dimension probe at start stalls; its retry answers.
+    p.fail_next(&[Fault::Stall(Duration::from_millis(1500))]);
+    let d = daemon_with(&ollama(&p, "bag-64", "auto_supersede = true\n"));
+    let mut c = d.client().await;
+    c.subscribe().await.unwrap();
+    let old = add(
+        &d,
+        "the cache is redis on host alpha",
+        &["--subject", "cache"],
+    );
+    let new = add(
+        &d,
+        "on host alpha the cache is redis",
+        &["--subject", "cache"],
+    );
+    let first = add(&d, "uniform victor whiskey xray", &[]);
+    let second = add(&d, "xray whiskey victor uniform", &[]);
+    assert_eq!(d.status()["embedder"]["state"], "loading");
+    let mut seen = [next_similar(&mut c).await, next_similar(&mut c).await];
+    seen.sort_by_key(|s| s.id);
+    assert_eq!(
+        (seen[0].id, seen[0].similar_to, seen[0].superseded),
+        (new, old, true)
+    );
+    assert_eq!(
+        (seen[1].id, seen[1].similar_to, seen[1].superseded),
+        (second, first, false),
+        "no subject: flagged only"
+    );
+    assert_eq!(superseded_by(&d, old), new);
+    wait_embedded(&d, 4);
+    let similar = sqlite3(
+        &d.db(),
+        "SELECT memory_id || '>' || similar_to FROM memory_similar ORDER BY memory_id",
+    );
+    assert_eq!(similar.trim(), format!("{new}>{old}\n{second}>{first}"));
+
+    // Rows that were there before the daemon started are old data: a
+    // restart embeds them without a notice.
+    let mut d = d;
+    d.terminate();
+    sqlite3(
+        &d.db(),
+        "DELETE FROM memory_vectors; DELETE FROM memory_similar;",
+    );
+    d.spawn();
+    wait_embedded(&d, 4);
+    let similar = sqlite3(&d.db(), "SELECT count(*) FROM memory_similar");
+    assert_eq!(similar.trim(), "0");
 }

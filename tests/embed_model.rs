@@ -4,7 +4,8 @@
 //! torch, `normalize_embeddings=True`).
 //!
 //! Needs the model files (`scripts/fetch-model.sh`, which CI runs); without
-//! them the test says so on stderr and passes.
+//! them the test says so on stderr and passes — or fails under
+//! `MEMD_REQUIRE_TOOLS=1`, as in CI.
 
 #![cfg(feature = "local-embed")]
 

@@ -4,7 +4,9 @@
 //! read memory://inject twice (identical), see it change after
 //! `memory_compacted`, and get a drift refusal (the sqlite3 shell as the
 //! external writer) as a tool error carrying the structured JSON, announced
-//! by a resources/updated notification.
+//! by a resources/updated notification. Then the session across daemon
+//! restarts (with and without autostart), and near duplicates on
+//! memory://similar.
 
 mod common;
 
@@ -330,4 +332,307 @@ async fn mcp_autostarts_the_daemon_and_refuses_unknown_tools() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert!(!data.join("memd.sock").exists());
+}
+
+/// Starts `memd mcp` on `data` (HOME `home`) with extra global flags and
+/// connects the rmcp client to it.
+async fn start_mcp(
+    home: &std::path::Path,
+    data: &std::path::Path,
+    flags: &[&str],
+    host: Host,
+) -> (Session, tokio::process::Child) {
+    let mut child = tokio::process::Command::new(BIN)
+        .arg("--data-dir")
+        .arg(data)
+        .args(flags)
+        .arg("mcp")
+        .env("HOME", home)
+        .env_remove("MEMD_NO_AUTOSTART")
+        .env_remove("MEMD_SEEN_GENERATION")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let s: Session = host.serve(transport).await.unwrap();
+    (s, child)
+}
+
+/// A tool error's JSON.
+async fn refused(s: &Session, name: &'static str, args: Value) -> Value {
+    let r = call(s, name, args.clone()).await;
+    assert_eq!(r.is_error, Some(true), "{name} {args}: {r:?}");
+    r.structured_content.unwrap()
+}
+
+/// Calls a tool in the background, stops the daemon `pid` for the time the
+/// request takes to reach it, then kills it: the connection breaks with the
+/// request in flight.
+async fn call_as_the_daemon_dies(
+    s: &Session,
+    pid: u32,
+    kill: impl FnOnce(),
+    name: &'static str,
+    args: Value,
+) -> CallToolResult {
+    common::signal(pid, "STOP");
+    let peer = s.peer().clone();
+    let params = CallToolRequestParams::new(name).with_arguments(args.as_object().unwrap().clone());
+    let pending = tokio::spawn(async move { peer.call_tool(params).await.unwrap() });
+    // The request reaches the stopped daemon's socket long before this.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    kill();
+    pending.await.unwrap()
+}
+
+/// A restart as `systemctl --user restart memd` or a crash and its
+/// `Restart=on-failure` would do, with autostart off: `memd mcp` connects
+/// again when the daemon is back, keeping the session's drift guard.
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_session_survives_a_daemon_restart() {
+    if !tool("sqlite3", "the external writer") {
+        return;
+    }
+    let mut d = Daemon::start();
+    let host = Host::default();
+    let (s, mut child) = start_mcp(
+        d.dir.path(),
+        &d.data_dir(),
+        &["--no-autostart"],
+        host.clone(),
+    )
+    .await;
+    let a = ok(
+        &s,
+        "memory_store",
+        json!({"content": "The build cache lives on the NAS"}),
+    )
+    .await;
+    let id = a["id"].as_i64().unwrap();
+    ok(&s, "memory_get", json!({"id": id})).await;
+
+    d.terminate();
+    // Down, autostart off: a clear error (nothing was sent), not a broken
+    // pipe.
+    let e = refused(
+        &s,
+        "memory_search",
+        json!({"query": "cache", "mode": "lexical"}),
+    )
+    .await;
+    assert_eq!(e["code"], "unreachable", "{e}");
+    let e = refused(&s, "memory_store", json!({"content": "Stored while down"})).await;
+    assert_eq!(e["code"], "unreachable", "{e}");
+    // Changed outside memd while no daemon ran.
+    sqlite3(
+        &d.db(),
+        &format!("UPDATE memories SET content = 'The build cache moved to S3' WHERE id = {id}"),
+    );
+    d.spawn();
+    // The new connection carries the generation this session had seen: an
+    // update on that stale view is refused, as it would have been without
+    // the restart.
+    let e = refused(
+        &s,
+        "memory_update",
+        json!({"id": id, "content": "The build cache lives on the SAN"}),
+    )
+    .await;
+    assert_eq!(e["code"], "drift", "{e}");
+    let got = ok(&s, "memory_get", json!({"id": id})).await;
+    assert_eq!(got["memory"]["content"], "The build cache moved to S3");
+    ok(
+        &s,
+        "memory_update",
+        json!({"id": id, "content": "The build cache lives on the SAN"}),
+    )
+    .await;
+    let hits = ok(
+        &s,
+        "memory_search",
+        json!({"query": "cache", "mode": "lexical"}),
+    )
+    .await;
+    assert_eq!(hits["hits"][0]["id"], id, "{hits}");
+    assert!(inject(&s).await.contains("lives on the SAN"));
+
+    // Drift events flow again without a request: the event pump found the
+    // daemon on its own.
+    d.terminate();
+    d.spawn();
+    #[allow(deprecated)]
+    s.peer()
+        .subscribe(SubscribeRequestParams::new("memory://drift"))
+        .await
+        .unwrap();
+    let mut notified = false;
+    for i in 0..20 {
+        sqlite3(
+            &d.db(),
+            &format!(
+                "UPDATE memories SET content = 'The build cache lives on the SAN ({i})' WHERE id = {id}"
+            ),
+        );
+        if tokio::time::timeout(Duration::from_millis(500), host.updated.notified())
+            .await
+            .is_ok()
+        {
+            notified = true;
+            break;
+        }
+    }
+    assert!(notified, "no drift notification after the restart");
+    assert!(
+        host.updates
+            .lock()
+            .unwrap()
+            .contains(&"memory://drift".to_string())
+    );
+
+    // A write in flight when the daemon dies is not sent again: the error
+    // says it may have been applied.
+    let pid = d.child.as_ref().unwrap().id();
+    let r = call_as_the_daemon_dies(
+        &s,
+        pid,
+        || d.kill(),
+        "memory_store",
+        json!({"content": "In flight"}),
+    )
+    .await;
+    assert_eq!(r.is_error, Some(true), "{r:?}");
+    let e = r.structured_content.unwrap();
+    assert_eq!(e["code"], "connection", "{e}");
+    let msg = e["error"].as_str().unwrap();
+    assert!(msg.contains("may or may not have been applied"), "{msg}");
+    assert!(
+        msg.contains("connecting to the daemon again failed"),
+        "{msg}"
+    );
+    d.spawn();
+    ok(
+        &s,
+        "memory_store",
+        json!({"content": "Stored after the crash"}),
+    )
+    .await;
+
+    s.cancel().await.unwrap();
+    assert!(child.wait().await.unwrap().success());
+}
+
+/// With autostart on, `memd mcp` starts a daemon again after `memd stop`,
+/// and repeats a read that was in flight when its daemon died.
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_starts_the_daemon_again_after_stop() {
+    let d = Daemon::start();
+    let (s, mut child) = start_mcp(d.dir.path(), &d.data_dir(), &[], Host::default()).await;
+    let a = ok(
+        &s,
+        "memory_store",
+        json!({"content": "Deploys go through ops/deploy.sh"}),
+    )
+    .await;
+    let out = d.cli(&["stop"]);
+    assert_eq!(out.code, 0, "{out:?}");
+
+    let hits = ok(
+        &s,
+        "memory_search",
+        json!({"query": "deploys", "mode": "lexical"}),
+    )
+    .await;
+    assert_eq!(hits["hits"][0]["id"], a["id"], "{hits}");
+    ok(
+        &s,
+        "memory_store",
+        json!({"content": "Releases are cut on Thursdays"}),
+    )
+    .await;
+
+    let pid = |d: &Daemon| d.status()["pid"].as_u64().unwrap() as u32;
+    let first = pid(&d);
+    let hits = call_as_the_daemon_dies(
+        &s,
+        first,
+        || common::signal(first, "KILL"),
+        "memory_search",
+        json!({"query": "releases", "mode": "lexical"}),
+    )
+    .await;
+    assert_eq!(hits.is_error, Some(false), "{hits:?}");
+    let v = hits.structured_content.unwrap();
+    assert_eq!(v["count"], 1, "{v}");
+    assert_ne!(pid(&d), first, "another daemon answered");
+
+    s.cancel().await.unwrap();
+    child.wait().await.unwrap();
+    let out = d.cli(&["stop"]);
+    assert_eq!(out.code, 0, "{out:?}");
+}
+
+/// A semantic near duplicate the daemon finds is announced on
+/// memory://similar.
+#[tokio::test(flavor = "multi_thread")]
+async fn near_duplicates_reach_the_host_as_memory_similar() {
+    let p = common::provider::Provider::start();
+    let d = Daemon::with_config(&format!(
+        "[embed]\nprovider = \"ollama\"\nurl = \"{}\"\nmodel = \"bag-64\"\n",
+        p.url
+    ));
+    let host = Host::default();
+    let (s, mut child) = start_mcp(
+        d.dir.path(),
+        &d.data_dir(),
+        &["--no-autostart"],
+        host.clone(),
+    )
+    .await;
+    #[allow(deprecated)]
+    s.peer()
+        .subscribe(SubscribeRequestParams::new("memory://similar"))
+        .await
+        .unwrap();
+    let read = |s: &Session| {
+        let peer = s.peer().clone();
+        async move {
+            let r = peer
+                .read_resource(ReadResourceRequestParams::new("memory://similar"))
+                .await
+                .unwrap();
+            match &r.contents[0] {
+                rmcp::model::ResourceContents::TextResourceContents { text, .. } => {
+                    serde_json::from_str::<Value>(text).unwrap()
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    assert_eq!(read(&s).await["notices"], 0);
+    let old = ok(
+        &s,
+        "memory_store",
+        json!({"content": "alpha bravo charlie delta"}),
+    )
+    .await;
+    let new = ok(
+        &s,
+        "memory_store",
+        json!({"content": "delta charlie bravo alpha"}),
+    )
+    .await;
+    tokio::time::timeout(Duration::from_secs(30), host.updated.notified())
+        .await
+        .expect("a resources/updated notification");
+    assert_eq!(*host.updates.lock().unwrap(), ["memory://similar"]);
+    let v = read(&s).await;
+    assert_eq!(v["notices"], 1, "{v}");
+    assert_eq!(v["recent"][0]["id"], new["id"], "{v}");
+    assert_eq!(v["recent"][0]["similar_to"], old["id"], "{v}");
+    assert_eq!(v["recent"][0]["superseded"], false, "{v}");
+    s.cancel().await.unwrap();
+    child.wait().await.unwrap();
 }

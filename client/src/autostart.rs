@@ -5,12 +5,15 @@
 //! output appended to `<data_dir>/memd.log`) with the resolved data dir and
 //! socket, and the client waits for the socket to answer. Two clients that
 //! start at once both spawn a daemon: one wins the data-dir lock, the other
-//! exits, and both clients connect to the winner.
+//! exits, and both clients connect to the winner. When the daemon a client
+//! started exits and still nobody answers — a stopping daemon held the lock
+//! a moment longer than its socket — the client starts another, a few times
+//! with a growing pause, until its wait is over.
 
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::{Client, ConnectOptions, Error, Result};
@@ -59,14 +62,14 @@ pub async fn connect(opts: ConnectOptions, start: Option<&StartSpec>) -> Result<
     match Client::connect(opts.clone()).await {
         Err(e) if nobody_there(&e) => {
             let Some(spec) = start else { return Err(e) };
-            spawn_daemon(spec, &opts.socket)?;
-            wait_for(opts, spec).await
+            let child = spawn_daemon(spec, &opts.socket)?;
+            wait_for(opts, spec, child).await
         }
         other => other,
     }
 }
 
-fn spawn_daemon(spec: &StartSpec, socket: &Path) -> Result<()> {
+fn spawn_daemon(spec: &StartSpec, socket: &Path) -> Result<Child> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -97,30 +100,47 @@ fn spawn_daemon(spec: &StartSpec, socket: &Path) -> Result<()> {
         // Its own process group: a Ctrl-C in the client's terminal does not
         // reach the daemon.
         .process_group(0);
-    let child = cmd
-        .spawn()
-        .map_err(|e| Error::Autostart(format!("cannot run {}: {e}", spec.program.display())))?;
-    // Reap it in the background if it exits early (lost the lock race);
-    // when it keeps running, the thread simply outlives nothing of ours.
-    std::thread::spawn(move || {
-        let mut child = child;
-        let _ = child.wait();
-    });
-    Ok(())
+    cmd.spawn()
+        .map_err(|e| Error::Autostart(format!("cannot run {}: {e}", spec.program.display())))
 }
 
-async fn wait_for(opts: ConnectOptions, spec: &StartSpec) -> Result<Client> {
+/// Reaps the daemon in the background whenever it exits; when it keeps
+/// running, the thread simply outlives nothing of ours.
+fn reap(mut child: Child) {
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+}
+
+async fn wait_for(opts: ConnectOptions, spec: &StartSpec, child: Child) -> Result<Client> {
     let deadline = Instant::now() + spec.wait;
     let mut delay = Duration::from_millis(5);
-    loop {
+    let mut child = child;
+    // Pause before starting another daemon when ours exited.
+    let mut pause = Duration::from_millis(100);
+    let mut exited_at: Option<Instant> = None;
+    let result = loop {
         match Client::connect(opts.clone()).await {
             Err(e) if nobody_there(&e) && Instant::now() < deadline => {
+                if exited_at.is_none() && matches!(child.try_wait(), Ok(Some(_))) {
+                    exited_at = Some(Instant::now());
+                }
+                if exited_at.is_some_and(|t| t.elapsed() >= pause) {
+                    // It lost the lock to a daemon that is still going
+                    // away (or failed): try again.
+                    child = match spawn_daemon(spec, &opts.socket) {
+                        Ok(c) => c,
+                        Err(e) => break Err(e),
+                    };
+                    exited_at = None;
+                    pause *= 2;
+                }
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_millis(100));
             }
             Err(e) if nobody_there(&e) => {
                 let log = spec.data_dir.join("memd.log");
-                return Err(Error::Autostart(format!(
+                break Err(Error::Autostart(format!(
                     "the daemon did not answer on {} within {:?}; last lines of {}:\n{}",
                     opts.socket.display(),
                     spec.wait,
@@ -128,9 +148,11 @@ async fn wait_for(opts: ConnectOptions, spec: &StartSpec) -> Result<Client> {
                     tail(&log, 10)
                 )));
             }
-            other => return other,
+            other => break other,
         }
-    }
+    };
+    reap(child);
+    result
 }
 
 fn tail(path: &Path, lines: usize) -> String {

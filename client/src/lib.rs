@@ -86,6 +86,10 @@ pub struct Client {
     /// Bytes of frames received but not yet decoded: reading into it is
     /// cancel safe, so [`Client::next_event`] can sit in a `select!`.
     rbuf: Vec<u8>,
+    /// The session's seen generation as far as this client can tell.
+    seen: u64,
+    /// The last request went out whole.
+    written: bool,
 }
 
 impl Client {
@@ -133,7 +137,10 @@ impl Client {
             },
             pushes: VecDeque::new(),
             rbuf: Vec::new(),
+            seen: 0,
+            written: false,
         };
+        let asked = opts.seen_generation;
         let hello = Hello {
             protocol: memd_proto::PROTOCOL_VERSION,
             client_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -145,6 +152,8 @@ impl Client {
         };
         match client.call(Request::Hello(hello)).await? {
             Response::Welcome(w) => {
+                // As the daemon does: never ahead of the database.
+                client.seen = asked.map_or(w.generation, |s| s.min(w.generation));
                 client.welcome = w;
                 Ok(client)
             }
@@ -157,13 +166,70 @@ impl Client {
         &self.welcome
     }
 
+    /// The generation this session has seen (DESIGN.md "Drift"), as far as
+    /// the client can tell from the answers: the handshake's, then that of
+    /// every read (`get`, `list`, `search`, `history`, `inject`) and drift
+    /// refusal. Never ahead of the daemon's own count, so passing it as
+    /// [`ConnectOptions::seen_generation`] when connecting again keeps the
+    /// drift guard of this session.
+    pub fn seen_generation(&self) -> u64 {
+        self.seen
+    }
+
+    /// Whether the last request went out whole. When a call failed on the
+    /// connection and this is false, the daemon never had the request and
+    /// cannot have run it: sending it again on a new connection is safe.
+    /// When it is true, the daemon may have run it before the connection
+    /// broke.
+    pub fn last_request_written(&self) -> bool {
+        self.written
+    }
+
     /// Sends one request and waits for its response.
     ///
     /// # Errors
     /// The daemon's error as a typed [`Error`], or connection errors.
     pub async fn call(&mut self, req: Request) -> Result<Response> {
+        let read = matches!(
+            req,
+            Request::Get(_)
+                | Request::List(_)
+                | Request::Search(_)
+                | Request::SearchBatch(_)
+                | Request::History(_)
+                | Request::Inject(_)
+        );
+        let result = self.exchange(req).await;
+        match &result {
+            Ok(resp) if read => self.saw(resp),
+            Err(Error::Drift(body)) => {
+                if let Some(d) = &body.drift {
+                    self.seen = self.seen.max(d.generation_actual);
+                }
+            }
+            _ => {}
+        }
+        result
+    }
+
+    /// Moves the seen generation as the daemon does for a read's answer.
+    fn saw(&mut self, resp: &Response) {
+        let generation = match resp {
+            Response::Memory(r) => r.generation,
+            Response::Memories(l) => l.generation,
+            Response::Hits(r) => r.generation,
+            Response::HitsBatch(b) => b.results.iter().map(|r| r.generation).max().unwrap_or(0),
+            Response::History(h) => h.generation,
+            Response::Injected(i) => i.built_at_generation,
+            _ => 0,
+        };
+        self.seen = self.seen.max(generation);
+    }
+
+    async fn exchange(&mut self, req: Request) -> Result<Response> {
         let id = self.next_id;
         self.next_id += 1;
+        self.written = false;
         let bytes = memd_proto::encode(&Frame { id, body: req })?;
         if let Err(e) = self.stream.get_mut().write_all(&bytes).await {
             // A daemon that refuses a connection (busy, another user) sends
@@ -180,6 +246,7 @@ impl Client {
             }
             return Err(e.into());
         }
+        self.written = true;
         loop {
             let frame = self.read_frame().await?;
             match frame.body {

@@ -391,15 +391,15 @@ pub enum Event {
     Similar(SimilarEvent),
 }
 
-/// A semantic near duplicate: a new memory close to an existing one in the
+/// A semantic near duplicate: a newer memory close to an older one in the
 /// same namespace, scope and owner. A notice, never a merge.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimilarEvent {
     /// Namespace of both memories.
     pub namespace: String,
-    /// The new memory.
+    /// The newer memory.
     pub id: i64,
-    /// The existing memory it is close to.
+    /// The older memory it is close to.
     pub similar_to: i64,
     /// Their cosine similarity.
     pub cosine: f64,

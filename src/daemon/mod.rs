@@ -251,7 +251,19 @@ async fn serve(
     let sweeper = tokio::spawn(schedule_sweeps(shared.clone()));
     let sidecar = tokio::spawn(sidecar::run(shared.clone()));
     let vocab = tokio::spawn(refresh_vocab(shared.clone()));
-    let embedder = tokio::spawn(crate::embed::worker::run(shared.clone()));
+    // Rows there before the daemon serves are old data for the embedding
+    // worker; every later one gets the near-duplicate check.
+    let existing = shared
+        .store
+        .readers
+        .read(crate::store::readers::ReadKind::Internal, |conn| {
+            crate::embed::worker::newest_id(conn)
+        })
+        .await
+        .map(|r| r.value)
+        .inspect_err(|e| tracing::warn!(error = %e, "cannot read the newest memory"))
+        .ok();
+    let embedder = tokio::spawn(crate::embed::worker::run(shared.clone(), existing));
     let backfill = tokio::spawn({
         let shared = shared.clone();
         async move {

@@ -61,9 +61,10 @@ fn fingerprint(parts: &[&[u8]]) -> String {
 }
 
 impl LocalEmbedder {
-    /// Loads the model in `dir`. Its id is `local:<directory name>@<weights>`,
-    /// the second part a fingerprint of the weights and the tokenizer: two
-    /// models never share an id because their directories share a name.
+    /// Loads the model in `dir`. Its id is `local:<directory name>@<weights>`:
+    /// the name says which model it is, the second part is a fingerprint of
+    /// the weights and the tokenizer, so other files under the same name
+    /// never share an id (the same files under another name do not either).
     ///
     /// # Errors
     /// [`EmbedError::Model`] naming the missing or unusable file.

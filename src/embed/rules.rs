@@ -146,6 +146,100 @@ pub fn decide(
     }
 }
 
+/// A freshly embedded memory, as [`findings`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Embedded<'a> {
+    /// Row id.
+    pub id: i64,
+    /// Its subject.
+    pub subject: Option<&'a str>,
+    /// Its metadata (JSON object text).
+    pub metadata: &'a str,
+}
+
+/// A semantic near duplicate found: always from the newer memory (the
+/// larger id) to the older one, which only the newer one may supersede.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Finding {
+    /// The newer memory (`memory_similar.memory_id`).
+    pub newer: i64,
+    /// The older memory it is close to (`similar_to`).
+    pub older: i64,
+    /// Their cosine.
+    pub cosine: f32,
+    /// The newer memory supersedes the older one.
+    pub supersede: bool,
+}
+
+/// What a freshly embedded memory and its close neighbors call for.
+///
+/// Its older neighbors are judged by [`decide`] with the memory as the new
+/// one. A newer neighbor (the memory was changed and embedded again after
+/// it) is judged as if it had arrived after the memory: it may name the
+/// memory as `similar_to` or supersede it, never the other way round. The
+/// neighbors in `later` are skipped there: they are judged on their own
+/// after this memory (the rest of the same batch, in id order), and look
+/// back at it then.
+pub fn findings(
+    me: Embedded<'_>,
+    neighbors: &[Neighbor],
+    later: &[i64],
+    t: Thresholds,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let older: Vec<Neighbor> = neighbors.iter().filter(|n| n.id < me.id).cloned().collect();
+    match decide(me.subject, me.metadata, &older, t) {
+        Outcome::Nothing => {}
+        Outcome::Similar { id, cosine } => out.push(Finding {
+            newer: me.id,
+            older: id,
+            cosine,
+            supersede: false,
+        }),
+        Outcome::Supersede { old, cosine } => out.push(Finding {
+            newer: me.id,
+            older: old,
+            cosine,
+            supersede: true,
+        }),
+    }
+    let mut newer: Vec<&Neighbor> = neighbors
+        .iter()
+        .filter(|n| n.id > me.id && !later.contains(&n.id))
+        .collect();
+    newer.sort_by(|a, b| b.cosine.total_cmp(&a.cosine).then_with(|| b.id.cmp(&a.id)));
+    let judged: Vec<(&Neighbor, Outcome)> = newer
+        .into_iter()
+        .map(|n| {
+            let as_older = Neighbor {
+                id: me.id,
+                cosine: n.cosine,
+                subject: me.subject.map(str::to_string),
+                metadata: me.metadata.to_string(),
+            };
+            (n, decide(n.subject.as_deref(), &n.metadata, &[as_older], t))
+        })
+        .collect();
+    // As in `decide`: a supersession first, else the closest similar one.
+    let pick = judged
+        .iter()
+        .find(|(_, o)| matches!(o, Outcome::Supersede { .. }))
+        .or_else(|| {
+            judged
+                .iter()
+                .find(|(_, o)| matches!(o, Outcome::Similar { .. }))
+        });
+    if let Some((n, outcome)) = pick {
+        out.push(Finding {
+            newer: n.id,
+            older: me.id,
+            cosine: n.cosine,
+            supersede: matches!(outcome, Outcome::Supersede { .. }),
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,5 +385,84 @@ mod tests {
                 "{neighbors:?} {t:?}"
             );
         }
+    }
+
+    #[test]
+    fn findings_run_from_the_newer_memory_to_the_older() {
+        let on = Thresholds {
+            similar: 0.92,
+            auto_supersede: true,
+            supersede: 0.85,
+        };
+        let me = |id| Embedded {
+            id,
+            subject: Some("cache"),
+            metadata: "{}",
+        };
+        let f = |newer, older, cosine, supersede| Finding {
+            newer,
+            older,
+            cosine,
+            supersede,
+        };
+        // A new memory supersedes its older neighbor.
+        assert_eq!(
+            findings(me(4), &[n(3, 0.9, Some("cache"), "{}")], &[], on),
+            vec![f(4, 3, 0.9, true)]
+        );
+        // Embedded after a newer one (changed since, or earlier in the same
+        // batch with the newer one already judged): the newer one
+        // supersedes it.
+        assert_eq!(
+            findings(me(3), &[n(4, 0.9, Some("cache"), "{}")], &[], on),
+            vec![f(4, 3, 0.9, true)]
+        );
+        // A newer neighbor still to be judged in this batch looks back then.
+        assert_eq!(
+            findings(me(3), &[n(4, 0.9, Some("cache"), "{}")], &[4], on),
+            vec![]
+        );
+        // Without the flag, or on another subject: only named, newer → older.
+        let off = Thresholds {
+            auto_supersede: false,
+            ..on
+        };
+        assert_eq!(
+            findings(me(3), &[n(4, 0.95, Some("cache"), "{}")], &[], off),
+            vec![f(4, 3, 0.95, false)]
+        );
+        assert_eq!(
+            findings(me(3), &[n(4, 0.95, Some("db"), "{}")], &[], on),
+            vec![f(4, 3, 0.95, false)]
+        );
+        // Conflicting metadata refuses it either way.
+        assert_eq!(
+            findings(
+                Embedded {
+                    metadata: r#"{"host":"alpha"}"#,
+                    ..me(3)
+                },
+                &[n(4, 0.95, Some("cache"), r#"{"host":"beta"}"#)],
+                &[],
+                on
+            ),
+            vec![f(4, 3, 0.95, false)]
+        );
+        // Both ways at once: it supersedes an older one and a newer one
+        // supersedes it; among newer ones a supersession wins over a closer
+        // similar one.
+        assert_eq!(
+            findings(
+                me(5),
+                &[
+                    n(2, 0.9, Some("cache"), "{}"),
+                    n(7, 0.99, Some("db"), "{}"),
+                    n(6, 0.88, Some("cache"), "{}"),
+                ],
+                &[],
+                on
+            ),
+            vec![f(5, 2, 0.9, true), f(6, 5, 0.88, true)]
+        );
     }
 }

@@ -9,11 +9,15 @@
 //! the daemon's own commits (never drift for anyone). A vector is stored
 //! only if the row still has the text that was embedded.
 //!
-//! Rows embedded as they arrive (not during a backfill) are compared with
-//! their neighbors: a close one in the same namespace, scope and owner is
-//! recorded in `memory_similar` and pushed to subscribed sessions as a
-//! notice; with `[embed] auto_supersede`, a close one with the same subject
-//! and no conflicting metadata is superseded.
+//! Rows added after the daemon started serving are compared with their
+//! neighbors once embedded, however long the embedder took to load (rows
+//! that were there before, a restored file and `reembed` are a backfill and
+//! are not): a close one in the same namespace, scope and owner is recorded
+//! in `memory_similar` and pushed to subscribed sessions as a notice; with
+//! `[embed] auto_supersede`, a close one with the same subject and no
+//! conflicting metadata is superseded. Either always runs from the newer
+//! row to the older one ([`rules::findings`]): only an older row is
+//! superseded (by a newer one), and `similar_to` names the older row.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -22,7 +26,7 @@ use std::time::Duration;
 use memd_proto::{DriftEvent, SimilarEvent};
 use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
-use super::rules::{self, LockCheck, ModelLock, Neighbor, Outcome, Thresholds};
+use super::rules::{self, Embedded, Finding, LockCheck, ModelLock, Neighbor, Thresholds};
 use super::service::State;
 use super::vectors::{Index, Probe, from_blob, to_blob};
 use super::{EmbedError, Embedder, Provider};
@@ -61,6 +65,18 @@ pub fn write_lock(conn: &Connection, lock: &ModelLock) -> Result<(), StoreError>
     )?
     .execute((&lock.model, lock.dim.to_string()))?;
     Ok(())
+}
+
+/// The newest row id (0 without rows).
+///
+/// # Errors
+/// SQLite errors.
+pub fn newest_id(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(
+        conn.query_row("SELECT coalesce(max(id), 0) FROM memories", [], |r| {
+            r.get(0)
+        })?,
+    )
 }
 
 /// Counts of rows with a vector and rows still to embed.
@@ -127,8 +143,13 @@ fn local(_svc: &super::EmbedService) -> Result<Option<Arc<dyn Embedder>>, EmbedE
     ))
 }
 
-/// Runs the worker until the daemon stops.
-pub async fn run(shared: Arc<Shared>) {
+/// Runs the worker until the daemon stops. `existing` is the newest row
+/// when the daemon started serving (read before it accepted anyone): rows
+/// up to it are old data, embedded without the near-duplicate check; every
+/// later row is checked, even one added while the embedder was loading.
+/// `None` (it could not be read) counts the rows found once the embedder
+/// is ready as old.
+pub async fn run(shared: Arc<Shared>, existing: Option<i64>) {
     let svc = &shared.embed;
     if svc.config.provider == Provider::None {
         return;
@@ -167,33 +188,43 @@ pub async fn run(shared: Arc<Shared>) {
         embedder,
         failed: HashSet::new(),
         last_generation: None,
-        backfill_through: 0,
+        backfill_through: existing.unwrap_or(0),
+        embedded_through: 0,
     };
-    if let Err(e) = worker.reload().await {
-        tracing::warn!(error = %e, "cannot read the stored vectors");
+    match worker.reload().await {
+        Ok(newest) if existing.is_none() => worker.backfill_through = newest,
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "cannot read the stored vectors"),
     }
     svc.set_state(State::Ready(worker.embedder.clone()));
     let mut drift = shared.store.generations.events.subscribe();
     let mut backoff = Duration::from_secs(1);
     loop {
-        let mut full_reload = svc.reload.swap(false, std::sync::atomic::Ordering::AcqRel);
+        let reembed = svc.reload.swap(false, std::sync::atomic::Ordering::AcqRel);
+        // Another file (or events missed, which may have said so).
+        let mut new_file = false;
         let mut reconcile = false;
         loop {
             match drift.try_recv() {
                 Ok(DriftEvent { reason, .. }) => {
                     if reason.contains("restored") || reason.contains("replaced") {
-                        full_reload = true;
+                        new_file = true;
                     } else {
                         reconcile = true;
                     }
                 }
-                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => full_reload = true,
+                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(_)) => new_file = true,
                 Err(_) => break,
             }
         }
         let step = async {
-            if full_reload {
-                worker.reload().await?;
+            if new_file || reembed {
+                // `reembed` embeds every row again: the rows embedded so far
+                // were checked when they arrived (or are old data). Rows of
+                // another file are old data.
+                let checked = worker.backfill_through.max(worker.embedded_through);
+                let newest = worker.reload().await?;
+                worker.backfill_through = if new_file { newest } else { checked };
             } else if reconcile {
                 worker.reconcile().await?;
             }
@@ -220,18 +251,21 @@ struct Worker {
     /// Rows the provider refused on their own (skipped until restart).
     failed: HashSet<i64>,
     last_generation: Option<u64>,
-    /// The newest row when the vectors were last (re)loaded: rows up to it
-    /// are a backfill (a first start on old rows, `reembed`, a restored
-    /// file) and skip the near-duplicate notice; newer rows arrived live.
+    /// Rows up to this id are a backfill (rows there before the daemon
+    /// served, a restored file, rows embedded again by `reembed`) and skip
+    /// the near-duplicate check; later rows arrived live.
     backfill_through: i64,
+    /// The newest row with a vector stored by this worker or loaded.
+    embedded_through: i64,
 }
 
 /// A row to embed: id, namespace and the text as read.
 type Row = (i64, String, String);
 
 impl Worker {
-    /// Reads the lock and every stored vector into a new index.
-    async fn reload(&mut self) -> Result<(), StoreError> {
+    /// Reads the lock and every stored vector into a new index; returns the
+    /// newest row id.
+    async fn reload(&mut self) -> Result<i64, StoreError> {
         let dim = self.embedder.dim();
         let read = self
             .shared
@@ -239,10 +273,7 @@ impl Worker {
             .readers
             .read(ReadKind::Internal, move |conn| {
                 let lock = read_lock(conn)?;
-                let newest: i64 =
-                    conn.query_row("SELECT coalesce(max(id), 0) FROM memories", [], |r| {
-                        r.get(0)
-                    })?;
+                let newest = newest_id(conn)?;
                 let mut index = Index::new(dim);
                 if lock.as_ref().is_none_or(|l| l.dim == dim) {
                     let mut stmt = conn.prepare(
@@ -263,12 +294,12 @@ impl Worker {
             })
             .await?;
         let (lock, index, newest) = read.value;
-        self.backfill_through = newest;
+        self.embedded_through = index.ids().iter().copied().max().unwrap_or(0);
         let svc = &self.shared.embed;
         svc.set_lock(lock);
         *svc.index.write().unwrap_or_else(|e| e.into_inner()) = index;
         self.last_generation = None;
-        Ok(())
+        Ok(newest)
     }
 
     /// Drops index entries whose stored vector is gone (deleted or changed
@@ -459,6 +490,9 @@ impl Worker {
             .await;
         match result {
             Ok(written) => {
+                if let Some(max) = written.iter().map(|(id, _, _)| *id).max() {
+                    self.embedded_through = self.embedded_through.max(max);
+                }
                 svc.set_lock(Some(lock));
                 let mut index = svc.index.write().unwrap_or_else(|e| e.into_inner());
                 if index.dim() != self.embedder.dim() {
@@ -479,7 +513,7 @@ impl Worker {
     }
 
     /// Semantic near duplicates and auto-supersession for rows embedded as
-    /// they arrived.
+    /// they arrived (`written` is in id order, one batch).
     async fn neighbors(&mut self, written: &[(i64, String, Vec<f32>)]) -> Result<(), StoreError> {
         let svc = &self.shared.embed;
         let t = Thresholds {
@@ -506,6 +540,13 @@ impl Worker {
                 continue;
             }
             let id = *id;
+            // The rest of the batch is judged after this row, and looks
+            // back at it then.
+            let later: Vec<i64> = written
+                .iter()
+                .map(|(w, _, _)| *w)
+                .filter(|w| *w > id)
+                .collect();
             let read = self
                 .shared
                 .store
@@ -514,63 +555,82 @@ impl Worker {
                     neighbors_of(conn, id, &close)
                 })
                 .await?;
-            let Some((namespace, subject, metadata, neighbors)) = read.value else {
+            let Some(me) = read.value else {
                 continue;
             };
-            let outcome = rules::decide(subject.as_deref(), &metadata, &neighbors, t);
-            let (other, cosine, supersede) = match outcome {
-                Outcome::Nothing => continue,
-                Outcome::Similar { id, cosine } => (id, cosine, false),
-                Outcome::Supersede { old, cosine } => (old, cosine, true),
-            };
-            let done = self
-                .shared
-                .store
-                .writer
-                .call(Author::Daemon, move |ctx| {
-                    let still = ctx
-                        .conn
-                        .prepare_cached(
-                            "SELECT count(*) FROM memories WHERE id IN (?1, ?2) \
-                             AND superseded_by IS NULL",
-                        )?
-                        .query_row((id, other), |r| r.get::<_, i64>(0))?;
-                    if still != 2 {
-                        return Ok(false);
-                    }
+            let findings = rules::findings(
+                Embedded {
+                    id,
+                    subject: me.subject.as_deref(),
+                    metadata: &me.metadata,
+                },
+                &me.neighbors,
+                &later,
+                t,
+            );
+            for finding in findings {
+                self.record(&me.namespace, finding).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a near duplicate (and supersedes the older row when asked)
+    /// if both rows are still active, then tells subscribed sessions.
+    async fn record(&self, namespace: &str, f: Finding) -> Result<(), StoreError> {
+        let Finding {
+            newer,
+            older,
+            cosine,
+            supersede,
+        } = f;
+        let done = self
+            .shared
+            .store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                let still = ctx
+                    .conn
+                    .prepare_cached(
+                        "SELECT count(*) FROM memories WHERE id IN (?1, ?2) \
+                         AND superseded_by IS NULL",
+                    )?
+                    .query_row((newer, older), |r| r.get::<_, i64>(0))?;
+                if still != 2 {
+                    return Ok(false);
+                }
+                ctx.conn
+                    .prepare_cached(
+                        "INSERT OR REPLACE INTO memory_similar (memory_id, similar_to, cosine) \
+                         VALUES (?1, ?2, ?3)",
+                    )?
+                    .execute((newer, older, f64::from(cosine)))?;
+                if supersede {
                     ctx.conn
                         .prepare_cached(
-                            "INSERT OR REPLACE INTO memory_similar (memory_id, similar_to, cosine) \
-                             VALUES (?1, ?2, ?3)",
+                            "UPDATE memories SET superseded_by = ?1, superseded_at = ?2 \
+                             WHERE id = ?3 AND superseded_by IS NULL",
                         )?
-                        .execute((id, other, f64::from(cosine)))?;
-                    if supersede {
-                        ctx.conn
-                            .prepare_cached(
-                                "UPDATE memories SET superseded_by = ?1, superseded_at = ?2 \
-                                 WHERE id = ?3 AND superseded_by IS NULL",
-                            )?
-                            .execute((id, crate::clock::now(), other))?;
-                    }
-                    Ok(true)
-                })
-                .await?;
-            if done {
-                tracing::info!(
-                    id,
-                    similar_to = other,
-                    cosine,
-                    superseded = supersede,
-                    "semantic near duplicate"
-                );
-                let _ = svc.similar.send(SimilarEvent {
-                    namespace,
-                    id,
-                    similar_to: other,
-                    cosine: f64::from(cosine),
-                    superseded: supersede,
-                });
-            }
+                        .execute((newer, crate::clock::now(), older))?;
+                }
+                Ok(true)
+            })
+            .await?;
+        if done {
+            tracing::info!(
+                id = newer,
+                similar_to = older,
+                cosine,
+                superseded = supersede,
+                "semantic near duplicate"
+            );
+            let _ = self.shared.embed.similar.send(SimilarEvent {
+                namespace: namespace.to_string(),
+                id: newer,
+                similar_to: older,
+                cosine: f64::from(cosine),
+                superseded: supersede,
+            });
         }
         Ok(())
     }
@@ -594,15 +654,24 @@ fn pending(conn: &Connection, limit: i64) -> Result<Vec<Row>, StoreError> {
     Ok(rows)
 }
 
-type NeighborRead = Option<(String, Option<String>, String, Vec<Neighbor>)>;
+/// A freshly embedded row and its close neighbors.
+struct Close {
+    namespace: String,
+    subject: Option<String>,
+    metadata: String,
+    /// The close rows that are active in its namespace, scope and owner,
+    /// older and newer ones.
+    neighbors: Vec<Neighbor>,
+}
 
-/// The new row's namespace, subject and metadata, and which of the close
-/// rows are active in its namespace, scope and owner.
+/// The row's namespace, subject and metadata (`None` when it is gone or
+/// superseded), and which of the close rows are active in its namespace,
+/// scope and owner.
 fn neighbors_of(
     conn: &Connection,
     id: i64,
     close: &[(i64, f32)],
-) -> Result<NeighborRead, StoreError> {
+) -> Result<Option<Close>, StoreError> {
     let me: Option<(String, Option<String>, String)> = conn
         .prepare_cached(
             "SELECT namespace, subject, CAST(metadata AS TEXT) FROM memories \
@@ -651,5 +720,10 @@ fn neighbors_of(
             })
         })
         .collect();
-    Ok(Some((namespace, subject, metadata, neighbors)))
+    Ok(Some(Close {
+        namespace,
+        subject,
+        metadata,
+        neighbors,
+    }))
 }

@@ -9,10 +9,13 @@
 //!   conflict, gate) is a tool error carrying the same JSON;
 //! - resources: `memory://inject`, the session's frozen memory block (the
 //!   same bytes at every read until `memory_compacted` or a write of this
-//!   session), and `memory://drift`, the last change made outside memd;
+//!   session), `memory://drift`, the last change made outside memd, and
+//!   `memory://similar`, the last semantic near duplicates;
 //! - a prompt, `memory`, with the same block;
-//! - drift events pushed by the daemon become `notifications/resources/updated`
-//!   for subscribers of either resource.
+//! - events pushed by the daemon become `notifications/resources/updated`:
+//!   drift for subscribers of `memory://inject` and `memory://drift`, near
+//!   duplicates for those of `memory://similar`;
+//! - when the daemon goes away, the session connects again (see `server`).
 //!
 //! # Layout
 //! - [`tools`]: tool names, schemas, descriptions, arguments → command (pure).
@@ -48,7 +51,7 @@ pub fn run(g: &Global) -> i32 {
                 return e.exit_code();
             }
         };
-        match server::serve(client, crate::cli::paths(g)).await {
+        match server::serve(client, g.clone()).await {
             Ok(()) => 0,
             Err(message) => {
                 eprintln!("memd mcp: {message}");

@@ -2,18 +2,32 @@
 //!
 //! The session's [`Client`] sits behind a fair mutex. Tool calls and
 //! resource reads take it for one request each. Between them, an event pump
-//! holds it while waiting for the daemon's pushed drift events (the
-//! client's `next_event` is cancel safe) and lets go as soon as a request
-//! wants it; pushes that arrive during a request are collected after it.
-//! Each drift event is forwarded to the host as
-//! `notifications/resources/updated` — to legacy `resources/subscribe`
-//! subscribers and to `subscriptions/listen` streams alike.
+//! holds it while waiting for the daemon's pushed events (the client's
+//! `next_event` is cancel safe) and lets go as soon as a request wants it;
+//! pushes that arrive during a request are collected after it. A drift
+//! event is forwarded to the host as `notifications/resources/updated` for
+//! `memory://inject` and `memory://drift`, a semantic near duplicate for
+//! `memory://similar` — to legacy `resources/subscribe` subscribers and to
+//! `subscriptions/listen` streams alike.
+//!
+//! The daemon may go away (`memd stop`, an upgrade, a crash and its service
+//! manager's restart). The connection is then marked broken, and the next
+//! request connects again first — starting a daemon unless autostart is
+//! off — with the same namespace, agent and drift policy, and the
+//! generation this session has seen, so the drift guard still holds; the
+//! pump meanwhile picks up a daemon that is back (never starting one) so
+//! events flow again. A request whose connection breaks under it is sent
+//! again once on the new connection when that is safe: reads, the block,
+//! `memory_compacted`, and any request that never went out whole. A write
+//! that may have reached the daemon is not repeated: its tool error says
+//! so, and to check before retrying.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use memd_client::Client;
-use memd_client::proto::{DriftEvent, Event, Response};
+use memd_client::proto::{DriftEvent, ErrorCode, Event, Response, SimilarEvent};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult, ListResourcesResult,
@@ -29,13 +43,19 @@ use tokio::sync::{Notify, broadcast};
 
 use super::tools::{self, ToolError};
 use crate::cli::CliError;
+use crate::cli::args::{Command, Global, TaskCommand};
 use crate::config::Paths;
 
 /// The frozen memory block.
 pub const INJECT_URI: &str = "memory://inject";
 /// The last change made outside memd.
 pub const DRIFT_URI: &str = "memory://drift";
+/// The last semantic near duplicates the daemon announced.
+pub const SIMILAR_URI: &str = "memory://similar";
+const URIS: [&str; 3] = [INJECT_URI, DRIFT_URI, SIMILAR_URI];
 const PROMPT: &str = "memory";
+/// Near-duplicate notices kept for `memory://similar`.
+const SIMILAR_KEEP: usize = 20;
 
 const INSTRUCTIONS: &str = "memd is a persistent memory shared by every session and agent on \
     this machine. At the start of a task, read the resource memory://inject (or the prompt \
@@ -45,14 +65,124 @@ const INSTRUCTIONS: &str = "memd is a persistent memory shared by every session 
     one statement each. If a write is refused with code `drift`, the memory changed outside \
     this session: read it again (memory_get), then retry.";
 
+/// What changed, for resource-updated notifications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Changed {
+    /// The database was changed outside memd.
+    Drift,
+    /// The daemon found a semantic near duplicate.
+    Similar,
+}
+
+impl Changed {
+    fn touches(self, uri: &str) -> bool {
+        match self {
+            Changed::Drift => uri == INJECT_URI || uri == DRIFT_URI,
+            Changed::Similar => uri == SIMILAR_URI,
+        }
+    }
+}
+
+/// The connection to the daemon.
+struct Conn {
+    client: Client,
+    /// It ended: the next request connects again before anything is sent.
+    broken: bool,
+}
+
+/// One request of the host, as sent to the daemon.
+enum Job {
+    /// A tool's CLI command.
+    Command(Box<Command>),
+    /// The memory block.
+    Inject,
+}
+
+impl Job {
+    /// Whether it may be sent again after the connection broke while it
+    /// was in flight: reads, the block, and `compacted` (it only drops the
+    /// session's block; a new session has none yet).
+    fn repeatable(&self) -> bool {
+        match self {
+            Job::Inject => true,
+            Job::Command(c) => matches!(
+                **c,
+                Command::Get(_)
+                    | Command::List(_)
+                    | Command::Search(_)
+                    | Command::History(_)
+                    | Command::Task(TaskCommand::List(_))
+                    | Command::Compacted
+            ),
+        }
+    }
+}
+
+/// A request's answer.
+enum Reply {
+    Json(Value),
+    Block(String),
+}
+
+/// How a request failed on the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Broke {
+    /// The request went out whole: the daemon may have run it.
+    InFlight,
+    /// It never went out whole: the daemon cannot have run it.
+    NotSent,
+}
+
+/// Whether an error means the connection to the daemon is gone.
+fn broke(e: &CliError, written: bool) -> Option<Broke> {
+    match e {
+        CliError::Client(memd_client::Error::Io(_) | memd_client::Error::Closed) => {
+            Some(if written {
+                Broke::InFlight
+            } else {
+                Broke::NotSent
+            })
+        }
+        // The daemon is stopping: this connection is about to end.
+        CliError::Client(memd_client::Error::Daemon(b)) if b.code == ErrorCode::ShuttingDown => {
+            Some(Broke::InFlight)
+        }
+        _ => None,
+    }
+}
+
+/// The error of a write whose connection broke while it was in flight.
+fn maybe_applied(e: &CliError, reconnected: Result<(), &CliError>) -> CliError {
+    let cause = match e {
+        CliError::Client(memd_client::Error::Io(io)) => io.to_string(),
+        other => other.message(),
+    };
+    let now = match reconnected {
+        Ok(()) => "memd mcp is connected to the daemon again".to_string(),
+        Err(e) => format!("connecting to the daemon again failed ({})", e.message()),
+    };
+    CliError::Client(memd_client::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::ConnectionAborted,
+        format!(
+            "{cause}: the connection to the daemon broke before it answered, so this write may or \
+             may not have been applied; {now}. Check with memory_get, memory_list or \
+             memory_search, then call the tool again if the change is missing"
+        ),
+    )))
+}
+
 /// The session and what listens to it.
 struct Session {
-    client: tokio::sync::Mutex<Client>,
-    /// A request wants the client: the event pump lets go.
+    conn: tokio::sync::Mutex<Conn>,
+    /// A request wants the connection: the event pump lets go.
     wanted: Notify,
+    /// The command line's flags: how to connect again.
+    global: Global,
     paths: Paths,
-    events: broadcast::Sender<DriftEvent>,
+    events: broadcast::Sender<Changed>,
     last_drift: Mutex<Option<(DriftEvent, u64)>>,
+    /// Recent near-duplicate notices (newest last) and how many came.
+    similar: Mutex<(VecDeque<SimilarEvent>, u64)>,
     /// Legacy `resources/subscribe` subscriptions.
     subscribers: Mutex<Subscribers>,
 }
@@ -65,17 +195,19 @@ struct Subscribers {
 }
 
 impl Session {
-    /// Takes the client for one request.
-    async fn lock(&self) -> tokio::sync::MutexGuard<'_, Client> {
+    /// Takes the connection for one request.
+    async fn lock(&self) -> tokio::sync::MutexGuard<'_, Conn> {
         self.wanted.notify_one();
-        self.client.lock().await
+        self.conn.lock().await
     }
 
     /// Forwards pushes that arrived while a request ran.
     fn collect_pushes(&self, client: &mut Client) {
         for push in client.take_pushes() {
-            if let Response::Event(Event::Drift(e)) = push {
-                self.drift(e);
+            match push {
+                Response::Event(Event::Drift(e)) => self.drift(e),
+                Response::Event(Event::Similar(e)) => self.similar(e),
+                _ => {}
             }
         }
     }
@@ -87,7 +219,19 @@ impl Session {
             *last = Some((event.clone(), count));
         }
         tracing::info!(generation = event.generation, "memory changed outside memd");
-        let _ = self.events.send(event);
+        let _ = self.events.send(Changed::Drift);
+    }
+
+    fn similar(&self, event: SimilarEvent) {
+        {
+            let mut similar = self.similar.lock().unwrap_or_else(|e| e.into_inner());
+            if similar.0.len() == SIMILAR_KEEP {
+                similar.0.pop_front();
+            }
+            similar.0.push_back(event);
+            similar.1 += 1;
+        }
+        let _ = self.events.send(Changed::Similar);
     }
 
     fn drift_json(&self) -> Value {
@@ -106,43 +250,165 @@ impl Session {
         }
     }
 
+    fn similar_json(&self) -> Value {
+        let similar = self.similar.lock().unwrap_or_else(|e| e.into_inner());
+        let recent: Vec<Value> = similar
+            .0
+            .iter()
+            .rev()
+            .map(|e| {
+                json!({"id": e.id, "similar_to": e.similar_to, "cosine": e.cosine,
+                       "superseded": e.superseded})
+            })
+            .collect();
+        json!({
+            "notices": similar.1,
+            "recent": recent,
+            "advice": "each notice names a memory (id) whose meaning is close to an older one \
+                       (similar_to) of this namespace; nothing was merged. When superseded is \
+                       true the older one was replaced (auto-supersession). Otherwise read both \
+                       (memory_get) and, if they say the same thing, forget or supersede one",
+        })
+    }
+
+    /// Connects to the daemon again (starting one when `autostart` allows
+    /// and the flags do not forbid it), with the generation the session
+    /// has seen, and subscribes to its events.
+    async fn reconnect(&self, conn: &mut Conn, autostart: bool) -> Result<(), CliError> {
+        let seen = conn.client.seen_generation();
+        let mut g = self.global.clone();
+        g.seen_generation = Some(seen);
+        let mut pause = Duration::from_millis(50);
+        let client = loop {
+            let attempt = async {
+                let mut client = crate::cli::connect(&g, autostart).await?;
+                client.subscribe().await?;
+                Ok::<_, CliError>(client)
+            };
+            match attempt.await {
+                Ok(client) => break client,
+                // A dying daemon's socket can still take a connection and
+                // then drop it: try again, briefly.
+                Err(e) if broke(&e, true).is_some() && pause < Duration::from_secs(2) => {
+                    tracing::debug!(error = %e.message(), "connecting again failed; retrying");
+                    tokio::time::sleep(pause).await;
+                    pause *= 2;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        tracing::warn!(
+            seen_generation = seen,
+            session = %client.welcome().session_id,
+            "connected to the daemon again"
+        );
+        conn.client = client;
+        conn.broken = false;
+        Ok(())
+    }
+
+    async fn once(&self, client: &mut Client, job: &Job) -> Result<Reply, CliError> {
+        let result = match job {
+            Job::Command(c) => crate::cli::execute((**c).clone(), client, &self.paths, false)
+                .await
+                .map(|out| Reply::Json(out.json)),
+            Job::Inject => client
+                .inject()
+                .await
+                .map(|i| Reply::Block(i.block))
+                .map_err(CliError::from),
+        };
+        self.collect_pushes(client);
+        result
+    }
+
+    /// Runs one request, connecting again first when the connection is
+    /// gone, and once more on a new connection when it breaks under a
+    /// request that is safe to repeat.
+    async fn request(&self, job: Job) -> Result<Reply, CliError> {
+        let mut conn = self.lock().await;
+        if conn.broken {
+            self.reconnect(&mut conn, true).await?;
+        }
+        let e = match self.once(&mut conn.client, &job).await {
+            Ok(r) => return Ok(r),
+            Err(e) => e,
+        };
+        let Some(how) = broke(&e, conn.client.last_request_written()) else {
+            return Err(e);
+        };
+        tracing::warn!(error = %e.message(), "the daemon connection broke; connecting again");
+        conn.broken = true;
+        let reconnected = self.reconnect(&mut conn, true).await;
+        if how == Broke::InFlight && !job.repeatable() {
+            return Err(maybe_applied(&e, reconnected.as_ref().map(|_| ())));
+        }
+        reconnected?;
+        let again = self.once(&mut conn.client, &job).await;
+        if let Err(e) = &again
+            && broke(e, conn.client.last_request_written()).is_some()
+        {
+            conn.broken = true;
+        }
+        again
+    }
+
     /// Runs one CLI command over the session.
-    async fn run(&self, command: crate::cli::args::Command) -> Result<Value, CliError> {
-        let mut client = self.lock().await;
-        let result = crate::cli::execute(command, &mut client, &self.paths, false).await;
-        self.collect_pushes(&mut client);
-        result.map(|out| out.json)
+    async fn run(&self, command: Command) -> Result<Value, CliError> {
+        match self.request(Job::Command(Box::new(command))).await? {
+            Reply::Json(v) => Ok(v),
+            Reply::Block(_) => Err(CliError::Io("unexpected answer".into())),
+        }
     }
 
     async fn inject(&self) -> Result<String, CliError> {
-        let mut client = self.lock().await;
-        let result = client.inject().await;
-        self.collect_pushes(&mut client);
-        Ok(result?.block)
+        match self.request(Job::Inject).await? {
+            Reply::Block(b) => Ok(b),
+            Reply::Json(_) => Err(CliError::Io("unexpected answer".into())),
+        }
     }
 }
 
-/// Waits for drift events whenever no request needs the client.
+/// Waits for the daemon's events whenever no request needs the connection;
+/// when it is gone, looks for a daemon that is back (never starting one).
 async fn pump(session: Arc<Session>) {
+    let mut pause = Duration::from_millis(200);
     loop {
-        let mut client = session.client.lock().await;
-        session.collect_pushes(&mut client);
+        let mut conn = session.conn.lock().await;
+        session.collect_pushes(&mut conn.client);
+        if conn.broken {
+            if session.reconnect(&mut conn, false).await.is_ok() {
+                pause = Duration::from_millis(200);
+                continue;
+            }
+            drop(conn);
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = session.wanted.notified() => tokio::task::yield_now().await,
+            }
+            pause = (pause * 2).min(Duration::from_secs(5));
+            continue;
+        }
         tokio::select! {
-            event = client.next_event() => {
-                drop(client);
+            event = conn.client.next_event() => {
                 match event {
-                    Ok(Event::Drift(e)) => session.drift(e),
-                    // A semantic near duplicate: the tools report it on the
-                    // next search; nothing to notify.
-                    Ok(Event::Similar(_)) => {}
+                    Ok(Event::Drift(e)) => {
+                        drop(conn);
+                        session.drift(e);
+                    }
+                    Ok(Event::Similar(e)) => {
+                        drop(conn);
+                        session.similar(e);
+                    }
                     Err(e) => {
-                        tracing::warn!(error = %e, "the daemon connection ended; no more drift events");
-                        return;
+                        conn.broken = true;
+                        drop(conn);
+                        tracing::warn!(error = %e, "the daemon connection ended; connecting again at the next request");
                     }
                 }
             }
             _ = session.wanted.notified() => {
-                drop(client);
+                drop(conn);
                 // The mutex is fair: the request that asked gets it first.
                 tokio::task::yield_now().await;
             }
@@ -150,15 +416,16 @@ async fn pump(session: Arc<Session>) {
     }
 }
 
-/// Sends drift events to the host's legacy subscriptions.
+/// Sends resource-updated notifications to the host's legacy
+/// subscriptions.
 async fn notify_subscribers(session: Arc<Session>) {
     let mut rx = session.events.subscribe();
     loop {
-        match rx.recv().await {
-            Ok(_) => {}
-            Err(broadcast::error::RecvError::Lagged(_)) => {}
+        let changed: Vec<Changed> = match rx.recv().await {
+            Ok(c) => vec![c],
+            Err(broadcast::error::RecvError::Lagged(_)) => vec![Changed::Drift, Changed::Similar],
             Err(broadcast::error::RecvError::Closed) => return,
-        }
+        };
         let (peer, uris) = {
             let subs = session
                 .subscribers
@@ -168,6 +435,9 @@ async fn notify_subscribers(session: Arc<Session>) {
         };
         let Some(peer) = peer else { continue };
         for uri in uris {
+            if !changed.iter().any(|c| c.touches(&uri)) {
+                continue;
+            }
             if let Err(e) = peer
                 .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
                 .await
@@ -185,18 +455,23 @@ struct Memd {
 }
 
 /// Serves the host on stdin/stdout until it closes them.
-pub async fn serve(mut client: Client, paths: Paths) -> Result<(), String> {
+pub async fn serve(mut client: Client, global: Global) -> Result<(), String> {
     client
         .subscribe()
         .await
         .map_err(|e| format!("cannot subscribe to drift events: {e}"))?;
     let (events, _) = broadcast::channel(64);
     let session = Arc::new(Session {
-        client: tokio::sync::Mutex::new(client),
+        conn: tokio::sync::Mutex::new(Conn {
+            client,
+            broken: false,
+        }),
         wanted: Notify::new(),
-        paths,
+        paths: crate::cli::paths(&global),
+        global,
         events,
         last_drift: Mutex::new(None),
+        similar: Mutex::default(),
         subscribers: Mutex::default(),
     });
     let pump = tokio::spawn(pump(session.clone()));
@@ -253,6 +528,15 @@ fn resources() -> Vec<Resource> {
                 "JSON: whether the memory database was changed outside memd (another tool, a \
                  sqlite3 shell, a restore) since this session began, and the last such change. \
                  Subscribe to it (or to memory://inject) to be notified when that happens.",
+            )
+            .with_mime_type("application/json"),
+        Resource::new(SIMILAR_URI, "near duplicates")
+            .with_title("Memories that say nearly the same thing")
+            .with_description(
+                "JSON: the last semantic near duplicates the daemon found in this namespace since \
+                 this session began — a newer memory (id) whose meaning is close to an older one \
+                 (similar_to), and whether the older one was superseded. Nothing is merged. \
+                 Subscribe to it to be notified of each new one.",
             )
             .with_mime_type("application/json"),
     ]
@@ -346,9 +630,18 @@ impl ServerHandler for Memd {
                 text: self.session.drift_json().to_string(),
                 meta: None,
             },
+            SIMILAR_URI => ResourceContents::TextResourceContents {
+                uri: SIMILAR_URI.into(),
+                mime_type: Some("application/json".into()),
+                text: self.session.similar_json().to_string(),
+                meta: None,
+            },
             other => {
                 return Err(ErrorData::resource_not_found(
-                    format!("no resource `{other}`; memd has {INJECT_URI} and {DRIFT_URI}"),
+                    format!(
+                        "no resource `{other}`; memd has {INJECT_URI}, {DRIFT_URI} and \
+                         {SIMILAR_URI}"
+                    ),
                     None,
                 ));
             }
@@ -399,7 +692,7 @@ impl ServerHandler for Memd {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-        let result = if request.uri == INJECT_URI || request.uri == DRIFT_URI {
+        let result = if URIS.contains(&request.uri.as_str()) {
             let mut subs = self
                 .session
                 .subscribers
@@ -440,7 +733,7 @@ impl ServerHandler for Memd {
             .resource_subscriptions
             .iter()
             .flatten()
-            .filter(|u| *u == INJECT_URI || *u == DRIFT_URI)
+            .filter(|u| URIS.contains(&u.as_str()))
             .cloned()
             .collect();
         Some(
@@ -464,16 +757,23 @@ impl ServerHandler for Memd {
             loop {
                 tokio::select! {
                     _ = context.cancelled() => return Ok(()),
-                    event = rx.recv() => match event {
-                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                            for uri in &uris {
-                                if let Err(e) = context.sink().notify_resource_updated(uri.clone()).await {
-                                    tracing::debug!(error = %e, "cannot notify the subscription");
-                                }
+                    event = rx.recv() => {
+                        let changed = match event {
+                            Ok(c) => vec![c],
+                            Err(broadcast::error::RecvError::Lagged(_)) => {
+                                vec![Changed::Drift, Changed::Similar]
+                            }
+                            Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                        };
+                        for uri in &uris {
+                            if !changed.iter().any(|c| c.touches(uri)) {
+                                continue;
+                            }
+                            if let Err(e) = context.sink().notify_resource_updated(uri.clone()).await {
+                                tracing::debug!(error = %e, "cannot notify the subscription");
                             }
                         }
-                        Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                    },
+                    }
                 }
             }
         }

@@ -372,22 +372,22 @@ pub fn ids(v: &Value, key: &str) -> Vec<i64> {
 }
 
 /// The local embedding model's directory (`MEMD_MODEL_DIR`, or where
-/// `scripts/fetch-model.sh` puts it), or `None` — with a visible message —
-/// when its files are not there.
+/// `scripts/fetch-model.sh` puts it), or `None` — with a visible message,
+/// or a failure under `MEMD_REQUIRE_TOOLS=1` (CI fetches the model) — when
+/// its files are not there.
 pub fn model_dir() -> Option<PathBuf> {
     let dir = memd::embed::model_dir(&memd::embed::EmbedConfig::default(), |k| {
         std::env::var_os(k)
     });
     let missing = memd::embed::missing_model_files(&dir);
-    if missing.is_empty() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: the local embedding model is not in {} (missing {}); run \
+    require(
+        missing.is_empty(),
+        &format!(
+            "the local embedding model is not in {} (missing {}); run \
              scripts/fetch-model.sh to run this test",
             dir.display(),
             missing.join(", ")
-        );
-        None
-    }
+        ),
+    )
+    .then_some(dir)
 }

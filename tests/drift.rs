@@ -182,8 +182,15 @@ async fn a_row_modified_externally_refuses_update_and_forget() {
                 .unwrap_err()
         };
         let (_, doc) = backup_of(&err);
-        if i == 0 {
-            assert!(entry(&doc, "deploys happen from release").is_some());
+        // The backup holds the change, and every row.
+        assert_eq!(doc["entries"].as_array().unwrap().len(), 2, "{doc}");
+        match i {
+            0 => assert!(entry(&doc, "deploys happen from release").is_some()),
+            1 => assert_eq!(
+                entry(&doc, "deploys happen from release").unwrap()["category"],
+                "decision"
+            ),
+            _ => assert_eq!(entry(&doc, "the cache is redis").unwrap()["tier"], 1),
         }
         let row = sqlite3(
             &d.db(),

@@ -594,3 +594,38 @@ async fn adds_made_while_the_embedder_loads_are_checked_for_near_duplicates() {
     let similar = sqlite3(&d.db(), "SELECT count(*) FROM memory_similar");
     assert_eq!(similar.trim(), "0");
 }
+
+/// The key of an openai-compatible provider reaches the provider and never
+/// the daemon's log.
+#[test]
+fn the_providers_key_is_sent_but_never_logged() {
+    let p = Provider::start();
+    let key = "sk-memd-test-4f9a8c2e7b1d";
+    let dir = tempfile::Builder::new().prefix("memd").tempdir().unwrap();
+    let cfg = config(
+        &dir.path().join("cfg"),
+        &format!(
+            "[embed]\nprovider = \"openai\"\nurl = \"{}\"\nmodel = \"bag-16\"\n\
+             api_key_env = \"EMBED_KEY_FOR_TEST\"\ntimeout_ms = 2000\n",
+            p.url
+        ),
+    );
+    let mut d = Daemon::prepare(dir);
+    d.extra = vec!["--config".into(), cfg];
+    d.env = vec![("EMBED_KEY_FOR_TEST".into(), key.into())];
+    d.spawn();
+    add(&d, "the release checklist lives in the wiki", &[]);
+    wait_embedded(&d, 1);
+    assert!(
+        p.tokens
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|t| t == &format!("Bearer {key}")),
+        "the key was not sent"
+    );
+    d.cli(&["stop"]);
+    let log = d.log();
+    assert!(log.contains("embed"), "{log}");
+    assert!(!log.contains(key) && !log.contains("4f9a8c2e"), "{log}");
+}

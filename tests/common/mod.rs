@@ -49,6 +49,8 @@ pub struct Daemon {
     notify_path: PathBuf,
     /// Extra `daemon` arguments (e.g. `--config F`).
     pub extra: Vec<String>,
+    /// Extra environment of the daemon process.
+    pub env: Vec<(String, String)>,
 }
 
 /// The result of one CLI run.
@@ -121,6 +123,7 @@ impl Daemon {
             notify,
             notify_path,
             extra: Vec::new(),
+            env: Vec::new(),
         }
     }
 
@@ -163,6 +166,7 @@ impl Daemon {
             .args(&self.extra)
             .env("NOTIFY_SOCKET", &self.notify_path)
             .env("MEMD_LOG", "info")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(log));

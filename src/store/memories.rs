@@ -277,6 +277,9 @@ pub fn find_duplicate(
     Ok(None)
 }
 
+/// Rows sharing one sketch hash looked at per add, at most.
+const SKETCH_WALK: u32 = 512;
+
 /// Candidates for the near-duplicate check: active rows of the same
 /// namespace, scope and owner sharing a sketch hash, at most `limit` per
 /// hash — a few index lookups, never a scan of the namespace. Each hash has
@@ -292,10 +295,16 @@ pub fn sketch_candidates(
     now: &str,
     limit: u32,
 ) -> Result<Vec<(i64, String)>, StoreError> {
-    // Sketch-first, streaming: stops at `limit` rows for each hash.
+    // Sketch-first, streaming: stops at `limit` rows for each hash, and
+    // looks at no more than the newest SKETCH_WALK rows sharing it (rows of
+    // other namespaces, scopes or owners included): a hash common across
+    // the whole database costs a bounded walk, and a near duplicate it
+    // leaves out is still found through the sketch's other hashes.
     let sql = format!(
-        "SELECT m.id, m.content FROM memory_sketch s CROSS JOIN memories m \
-         ON m.id = s.memory_id WHERE s.hash = ?6 AND {SAME_PLACE} LIMIT ?5"
+        "SELECT m.id, m.content FROM \
+         (SELECT memory_id FROM memory_sketch WHERE hash = ?6 \
+          ORDER BY memory_id DESC LIMIT {SKETCH_WALK}) s \
+         CROSS JOIN memories m ON m.id = s.memory_id WHERE {SAME_PLACE} LIMIT ?5"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut out: Vec<(i64, String)> = Vec::new();

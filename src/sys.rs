@@ -228,3 +228,21 @@ pub fn limit_malloc_arenas() {
         libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
+
+/// Opens a file of the daemon's own in its data dir for reading and
+/// writing: created with mode 0600 when missing, never truncated, never
+/// through a symlink planted at the path.
+///
+/// # Errors
+/// I/O errors (a symlink at the path is one: `ELOOP`).
+pub fn open_private(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}

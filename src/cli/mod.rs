@@ -605,18 +605,12 @@ struct OutFile {
 
 impl OutFile {
     fn create(dest: &Path) -> Result<(OutFile, std::fs::File), CliError> {
-        use std::os::unix::fs::OpenOptionsExt;
         let name = dest
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let tmp = dest.with_file_name(format!(".{name}.memd-{}.part", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&tmp)
+        let file = crate::session::create_private(&tmp)
             .map_err(|e| CliError::Io(format!("cannot write {}: {e}", dest.display())))?;
         Ok((
             OutFile {

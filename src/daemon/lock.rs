@@ -4,9 +4,8 @@
 //! the process exits, however it exits. The file also records the holder's
 //! pid and socket, so a second daemon can name the running one.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::DaemonError;
@@ -25,14 +24,7 @@ pub struct DataDirLock {
 /// [`DaemonError::AlreadyRunning`] when another process holds it;
 /// [`DaemonError::Io`] when the file cannot be opened.
 pub fn acquire(path: &Path, socket: &Path) -> Result<DataDirLock, DaemonError> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)
+    let mut file = crate::sys::open_private(path)
         .map_err(|e| DaemonError::Io(format!("cannot open lock file {}: {e}", path.display())))?;
     match file.try_lock() {
         Ok(()) => {}

@@ -12,9 +12,9 @@
 //! `fsync`: a daemon killed at any point leaves it current; a power cut can
 //! leave it behind, and then the database's own record still holds).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// The file's name in the data dir.
@@ -37,15 +37,7 @@ impl HighWater {
     /// goes on with the database's own record.
     pub fn open(data_dir: &Path) -> HighWater {
         let path = data_dir.join(FILE_NAME);
-        let opened = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path);
-        let mut file = match opened {
+        let mut file = match crate::sys::open_private(&path) {
             Ok(f) => f,
             Err(e) => {
                 tracing::warn!(path = %path.display(), error = %e, "cannot keep the generation high-water mark");

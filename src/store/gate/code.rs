@@ -1,6 +1,6 @@
 //! Content that can be derived from code or tools and does not belong in
 //! memory: unified diffs, stack traces (Rust, Python, Java, JS/Node, Go),
-//! `git log` output (full or `--oneline`), file path dumps, long base64 or
+//! `git log` output (full or `--oneline`), file listings, long base64 or
 //! hex blobs.
 //!
 //! Each detector looks at the *shape* of whole lines, so a sentence that
@@ -20,7 +20,7 @@ pub enum Kind {
     StackTrace,
     /// `git log` output.
     GitLog,
-    /// A list of file paths.
+    /// A file listing: paths, `grep -n` matches, `ls -l` entries.
     PathDump,
     /// A long base64 or hex blob.
     Blob,
@@ -33,7 +33,7 @@ impl Kind {
             Kind::Diff => "a unified diff",
             Kind::StackTrace => "a stack trace",
             Kind::GitLog => "git log output",
-            Kind::PathDump => "a list of file paths",
+            Kind::PathDump => "a file listing (paths, grep or ls output)",
             Kind::Blob => "a long encoded blob (base64 or hex)",
         }
     }
@@ -88,6 +88,19 @@ re!(
     PATH_LINE,
     r"^\s*(\./|\.\./|~/|/|[A-Za-z]:\\)?[\w.@+-]+([/\\][\w.@+-]+)+[/\\]?\s*$"
 );
+// `grep -n` / `rg -n` output: a file name with an extension, a line
+// number, then the line.
+re!(
+    GREP_LINE,
+    r"^\s*(\./)?(?:[\w.@+-]+[/\\])*[\w@+-]+\.[A-Za-z0-9]{1,8}:\d+[:-]"
+);
+// `ls -l` output: a mode, links, owner, group, size, date and name (and
+// its `total` line).
+re!(
+    LS_LINE,
+    r"^[-dlcbps][rwxsStT-]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+[\d,.]+[KMGT]?\s+\w{3}\s+\d{1,2}\s+(?:\d{1,2}:\d{2}|\d{4})\s+\S"
+);
+re!(LS_TOTAL, r"^total \d+[KMGT]?\s*$");
 re!(HEX_RUN, r"[0-9a-fA-F]{128,}");
 re!(B64_RUN, r"[A-Za-z0-9+/_-]{120,}={0,2}");
 
@@ -153,14 +166,23 @@ fn is_oneline_log(text: &str) -> bool {
             .any(|h| h.bytes().any(|b| b.is_ascii_alphabetic()))
 }
 
-/// At least four lines, four in five of them nothing but a path.
+/// At least four lines, four in five of them a listing of files: nothing
+/// but a path, a `grep -n` match or an `ls -l` entry.
 fn is_path_dump(text: &str) -> bool {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     if lines.len() < 4 {
         return false;
     }
-    let paths = lines.iter().filter(|l| PATH_LINE.is_match(l)).count();
-    paths * 5 >= lines.len() * 4
+    let listed = lines
+        .iter()
+        .filter(|l| {
+            PATH_LINE.is_match(l)
+                || GREP_LINE.is_match(l)
+                || LS_LINE.is_match(l)
+                || LS_TOTAL.is_match(l)
+        })
+        .count();
+    listed * 5 >= lines.len() * 4
 }
 
 /// A long hex run is a blob when it mixes digits and letters like a digest
@@ -254,6 +276,14 @@ mod tests {
             Kind::PathDump,
         ),
         (
+            "src/store/writer.rs:212:        let committed = read_generation(&self.conn)?;\nsrc/store/writer.rs:640:    fn begin(&mut self) -> Result<(), StoreError> {\nsrc/store/mod.rs:88:pub fn read_generation(conn: &Connection) -> Result<u64, StoreError> {\ntests/drift.rs:31:        d.status()[\"drift\"][\"external_epoch\"]\n",
+            Kind::PathDump,
+        ),
+        (
+            "total 48\ndrwxr-xr-x 2 root root  4096 Nov 24 01:23 src\n-rw-r--r-- 1 root root  3383 Nov 24 01:23 Cargo.toml\n-rw-r--r-- 1 root root 73114 Nov 24 01:23 Cargo.lock\nlrwxrwxrwx 1 me   staff    11 Jan  3  2025 latest -> release-1.2\n",
+            Kind::PathDump,
+        ),
+        (
             "payload: TWFueSBoYW5kcyBtYWtlIGxpZ2h0IHdvcmsuIFRoaXMgaXMgYSBsb25nIGJhc2U2NCBibG9iIHRoYXQgc2hvdWxkIG5vdCBiZSBzdG9yZWQgaW4gbWVtb3J5IDEyMzQ1Njc4OTA=",
             Kind::Blob,
         ),
@@ -286,6 +316,9 @@ mod tests {
         "1234567 units sold in 2025\n2345678 units sold in 2026\n3456789 units planned",
         "defaced the old wall\neffaced by the rain\nacceded to the plan",
         "Caused by: a stale lock file in /run/memd; delete it and restart.",
+        "Agenda:\n10:30: standup\n11:00: review\n14:00: planning\n16:30: retro",
+        "The bug is at writer.rs:212 — the commit there runs before the check.\nSee also mod.rs:88.\nBoth need the lock.\nFix both together.",
+        "total 3 services run here\nthe api, the worker and the scheduler\neach has its own unit\nrestart them in that order",
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
     ];
 

@@ -332,3 +332,27 @@ fn a_sweep_at_start_and_stopping_is_announced() {
     let said = d.notifications();
     assert!(said.iter().any(|n| n.contains("STOPPING=1")), "{said:?}");
 }
+
+/// A `chunk` above the limit works (each transaction still takes at most
+/// 250 rows: `rows_per_transaction`), and every row is swept.
+#[test]
+fn a_chunk_above_the_limit_still_sweeps_every_row() {
+    let d = Daemon::with_config("[lifecycle]\nchunk = 100000\n");
+    sqlite3(
+        &d.db(),
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 600) \
+         INSERT INTO memories (content, category, access_score) \
+         SELECT 'a used fact number ' || i, 'fact', 8 FROM n; \
+         INSERT OR REPLACE INTO memory_meta (key, value) VALUES ('last_decay_at', \
+         strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-30 days'));",
+    );
+    let counts = sweep(&d, &[]);
+    assert_eq!(counts["decayed"], 600, "{counts}");
+    assert_eq!(
+        col(
+            &d,
+            "SELECT count(*) FROM memories WHERE access_score BETWEEN 3.99 AND 4.01"
+        ),
+        "600"
+    );
+}

@@ -151,7 +151,7 @@ pub async fn sweep(
     let started = crate::clock::format(now);
     // At most 250 rows per transaction, whatever the config says: a client
     // request never waits behind more than one small chunk.
-    let chunk = config.chunk.clamp(1, 250) as i64;
+    let chunk = config.rows_per_transaction() as i64;
     let (trigger_name, start) = (trigger.as_str(), started.clone());
     let log_id: Option<i64> = if dry_run {
         None

@@ -98,7 +98,7 @@ impl Default for LifecycleConfig {
             promote_uses: 2,
             limits: ScopeLimits::default(),
             session_rows_days: 7.0,
-            chunk: 250,
+            chunk: 32,
         }
     }
 }
@@ -137,7 +137,16 @@ pub enum Move {
     Promote,
 }
 
+/// Most rows a sweep writes in one transaction, whatever the config says.
+pub const MAX_ROWS_PER_TRANSACTION: usize = 250;
+
 impl LifecycleConfig {
+    /// Rows a sweep writes per transaction: `chunk`, within 1 and
+    /// [`MAX_ROWS_PER_TRANSACTION`].
+    pub fn rows_per_transaction(&self) -> usize {
+        self.chunk.clamp(1, MAX_ROWS_PER_TRANSACTION)
+    }
+
     /// Whether `category` is evergreen.
     pub fn is_evergreen(&self, category: &str) -> bool {
         self.evergreen.iter().any(|c| c == category)
@@ -358,5 +367,16 @@ mod tests {
         assert_eq!(over_limit(&rows, 1), vec![2, 4, 5, 1]);
         assert!(retention(0.0, "high", 0, 1) > retention(1.5, "low", 0, 1));
         assert!(retention(1.0, "medium", 0, 1) > retention(1.0, "medium", 0, 3));
+    }
+
+    #[test]
+    fn a_transaction_never_holds_more_than_250_rows() {
+        let with = |chunk| LifecycleConfig {
+            chunk,
+            ..LifecycleConfig::default()
+        };
+        assert_eq!(with(100_000).rows_per_transaction(), 250);
+        assert_eq!(with(0).rows_per_transaction(), 1);
+        assert_eq!(LifecycleConfig::default().rows_per_transaction(), 32);
     }
 }

@@ -36,6 +36,24 @@ fn epoch(status: &serde_json::Value) -> u64 {
     status["drift"]["external_epoch"].as_u64().unwrap_or(0)
 }
 
+/// Polls `status` from now until the external epoch passes `before`: the
+/// time it took (an error after 10 s).
+async fn until_epoch_passes(
+    client: &mut Client,
+    before: u64,
+    what: &str,
+) -> anyhow::Result<Duration> {
+    let committed = Instant::now();
+    loop {
+        if epoch(&client.status().await?) > before {
+            return Ok(committed.elapsed());
+        }
+        if committed.elapsed() > Duration::from_secs(10) {
+            bail!("{what} not detected within 10 s");
+        }
+    }
+}
+
 async fn run_async(args: DriftArgs) -> anyhow::Result<()> {
     let daemon = BenchDaemon::start(None)?;
     let db = daemon.data_dir().join("memory.db");
@@ -63,16 +81,7 @@ async fn run_async(args: DriftArgs) -> anyhow::Result<()> {
         if !out.status.success() {
             bail!("sqlite3 failed: {}", String::from_utf8_lossy(&out.stderr));
         }
-        let committed = Instant::now();
-        loop {
-            if epoch(&client.status().await?) > before {
-                detect.push(committed.elapsed());
-                break;
-            }
-            if committed.elapsed() > Duration::from_secs(10) {
-                bail!("external write {i} not detected within 10 s");
-            }
-        }
+        detect.push(until_epoch_passes(&mut client, before, "external write").await?);
     }
     let detect = summarize(&mut detect, Duration::ZERO);
 
@@ -90,16 +99,10 @@ async fn run_async(args: DriftArgs) -> anyhow::Result<()> {
                 "INSERT INTO memories(content) VALUES (?1)",
                 [format!("external on a held connection {i}")],
             )?;
-            let committed = Instant::now();
-            loop {
-                if epoch(&client.status().await?) > before {
-                    held.push(committed.elapsed());
-                    break;
-                }
-                if committed.elapsed() > Duration::from_secs(10) {
-                    bail!("external write {i} on a held connection not detected within 10 s");
-                }
-            }
+            held.push(
+                until_epoch_passes(&mut client, before, "external write on a held connection")
+                    .await?,
+            );
         }
     }
     let held = summarize(&mut held, Duration::ZERO);

@@ -296,20 +296,7 @@ fn mcp_python_sdk_client_end_to_end() {
 async fn mcp_autostarts_the_daemon_and_refuses_unknown_tools() {
     let dir = tempfile::Builder::new().prefix("memd").tempdir().unwrap();
     let data = dir.path().join("data");
-    let mut child = tokio::process::Command::new(BIN)
-        .arg("--data-dir")
-        .arg(&data)
-        .arg("mcp")
-        .env("HOME", dir.path())
-        .env_remove("MEMD_NO_AUTOSTART")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    let s: Session = Host::default().serve(transport).await.unwrap();
+    let (s, mut child) = start_mcp(dir.path(), &data, &[], Host::default()).await;
     let stored = ok(
         &s,
         "memory_store",

@@ -292,17 +292,22 @@ pub struct DriftConfig {
     /// While idle, look for external commits this often, in ms (0: never;
     /// catches writers that keep their connection open).
     pub poll_ms: u64,
+    /// Rows a session's read set remembers (the row rule); past it, the
+    /// oldest reads go and a row not remembered is judged by the oldest
+    /// read that went.
+    pub read_set_rows: usize,
 }
 
 impl Default for DriftConfig {
     fn default() -> Self {
         DriftConfig {
-            policy: DriftPolicy::External,
+            policy: DriftPolicy::Standard,
             backups_keep: 20,
             backups_max_bytes: 1 << 30,
             debounce_ms: 5,
             watch: true,
             poll_ms: 50,
+            read_set_rows: 4096,
         }
     }
 }
@@ -315,7 +320,7 @@ fn de_policy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DriftPolicy, D::E
     let s = String::deserialize(d)?;
     DriftPolicy::parse(&s).ok_or_else(|| {
         serde::de::Error::custom(format!(
-            "unknown drift policy `{s}`: expected external, strict or off"
+            "unknown drift policy `{s}`: expected standard, external, strict or off"
         ))
     })
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::{Daemon, sqlite3};
 use memd_client::{
-    AddRequest, Client, DriftPolicy, Error, ListRequest, SearchRequest, UpdateRequest,
+    AddRequest, Client, DriftPolicy, DriftRule, Error, ListRequest, SearchRequest, UpdateRequest,
 };
 use serde_json::Value;
 
@@ -699,7 +699,7 @@ fn the_policy_comes_from_the_flag_the_environment_or_the_config() {
     assert_eq!(out.status.code(), Some(3), "{out:?}");
     let status = d.status();
     let drift = &status["drift"];
-    assert_eq!(drift["policy"], "external", "{status}");
+    assert_eq!(drift["policy"], "standard", "{status}");
     assert!(drift["last_drift_at"].is_string(), "{status}");
     assert!(status["own_generation"].as_u64().unwrap() <= status["generation"].as_u64().unwrap());
 
@@ -808,5 +808,18 @@ async fn the_client_knows_the_seen_generation_to_pass_on_when_it_connects_again(
     };
     let actual = body.drift.as_ref().unwrap().generation_actual;
     assert_eq!(again.seen_generation(), actual, "a refusal moves it");
+    // The row itself changed outside: a blind retry is refused by the row
+    // rule (which moves nothing) until the session reads the row.
+    let err = again.update(update(id, "eight cores")).await.unwrap_err();
+    let Error::Drift(body) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(body.drift.as_ref().unwrap().rule, DriftRule::Row);
+    assert_eq!(
+        again.seen_generation(),
+        actual,
+        "a row refusal moves nothing"
+    );
+    again.get(id).await.unwrap();
     again.update(update(id, "eight cores")).await.unwrap();
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use common::Daemon;
 use memd_client::error::Error;
-use memd_client::{AddRequest, Client, GetRequest, UpdateRequest};
+use memd_client::{AddRequest, Client, DriftRule, GetRequest, UpdateRequest};
 
 /// Rows at the start, updated by both sides but never deleted; external
 /// inserts add rows that both sides may also delete.
@@ -64,6 +64,8 @@ struct Accepted {
 struct Outcome {
     accepted: Vec<Accepted>,
     refused: usize,
+    /// Refusals by the row rule (another writer changed the row read).
+    row_refused: usize,
     /// Each refusal's seen and current generations.
     refusals: Vec<(u64, u64)>,
     vanished: usize,
@@ -133,6 +135,15 @@ async fn session(
             }),
             Err(Error::Drift(body)) => {
                 let drift = body.drift.expect("drift details");
+                if drift.rule == DriftRule::Row {
+                    // The row rule: another session (or the shell) changed
+                    // this row after the read; no backup, nothing moves.
+                    let row = drift.row.expect("a row refusal names the row");
+                    assert_eq!(row.current.id, id);
+                    assert_ne!(row.rev_seen, Some(row.rev_now));
+                    out.row_refused += 1;
+                    continue;
+                }
                 let path = std::path::Path::new(&drift.drift_backup);
                 let backup: serde_json::Value =
                     serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
@@ -221,6 +232,7 @@ async fn no_stale_write_discards_an_external_change() {
         let o = s.await.unwrap();
         all.accepted.extend(o.accepted);
         all.refused += o.refused;
+        all.row_refused += o.row_refused;
         all.refusals.extend(o.refusals);
         all.vanished += o.vanished;
         all.backups.extend(o.backups);
@@ -249,11 +261,13 @@ async fn no_stale_write_discards_an_external_change() {
     let forgotten = all.accepted.iter().filter(|a| a.forget).count();
     eprintln!(
         "external edits under load: {} external commits ({updates} updates, {inserts} inserts, {deletes} deletes); \
-         session writes: {} accepted ({forgotten} forgets), {} refused for drift ({} backup files), {} found deleted",
+         session writes: {} accepted ({forgotten} forgets), {} refused for drift ({} backup files), \
+         {} refused by the row rule, {} found deleted",
         externals.len(),
         all.accepted.len(),
         all.refused,
         all.backups.len(),
+        all.row_refused,
         all.vanished
     );
     // The run must have exercised both sides.

@@ -623,3 +623,72 @@ async fn near_duplicates_reach_the_host_as_memory_similar() {
     s.cancel().await.unwrap();
     child.wait().await.unwrap();
 }
+
+/// Two agents' MCP servers on one daemon: B updates a memory A read; A's
+/// blind update is a tool error naming B and carrying B's text, refused
+/// again on a blind retry, and passes once A read the memory again.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_mcp_servers_never_overwrite_each_others_update() {
+    let d = Daemon::start();
+    let flags_b = ["--no-autostart", "--agent", "agent-b"];
+    let (a, mut child_a) = start_mcp(
+        d.dir.path(),
+        &d.data_dir(),
+        &["--no-autostart"],
+        Host::default(),
+    )
+    .await;
+    let (b, mut child_b) = start_mcp(d.dir.path(), &d.data_dir(), &flags_b, Host::default()).await;
+    let stored = ok(
+        &a,
+        "memory_store",
+        json!({"content": "Releases are tagged from the main branch"}),
+    )
+    .await;
+    let id = stored["id"].as_i64().unwrap();
+    assert_eq!(
+        ok(&a, "memory_get", json!({"id": id})).await["memory"]["rev"],
+        1
+    );
+    ok(&b, "memory_get", json!({"id": id})).await;
+    let by_b = ok(
+        &b,
+        "memory_update",
+        json!({"id": id, "content": "Releases are tagged from release branches"}),
+    )
+    .await;
+    assert_eq!(by_b["memory"]["rev"], 2);
+    let mine = json!({"id": id, "content": "Releases are tagged by CI"});
+    for _ in 0..2 {
+        let body = refused(&a, "memory_update", mine.clone()).await;
+        assert_eq!(
+            (body["code"].as_str(), body["rule"].as_str()),
+            (Some("drift"), Some("row"))
+        );
+        assert_eq!(
+            body["current"]["content"],
+            "Releases are tagged from release branches"
+        );
+        assert_eq!(body["changed_by"]["agent"], "agent-b", "{body}");
+        assert_eq!(
+            (body["rev_seen"].as_i64(), body["rev_now"].as_i64()),
+            (Some(1), Some(2))
+        );
+        assert!(
+            body["remediation"].as_str().unwrap().contains("memory_get"),
+            "{body}"
+        );
+    }
+    let got = ok(&a, "memory_get", json!({"id": id})).await;
+    assert_eq!(
+        got["memory"]["content"],
+        "Releases are tagged from release branches"
+    );
+    assert!(got["generation"].as_u64().is_some(), "{got}");
+    let r = ok(&a, "memory_update", mine).await;
+    assert_eq!(r["memory"]["rev"], 3);
+    for (s, child) in [(a, &mut child_a), (b, &mut child_b)] {
+        s.cancel().await.unwrap();
+        assert!(child.wait().await.unwrap().success());
+    }
+}

@@ -111,7 +111,12 @@ async fn run_async(args: DriftArgs) -> anyhow::Result<()> {
     // check at the start of each write transaction runs under every policy;
     // `off` skips only the decision.
     let mut adds = Vec::new();
-    for policy in [DriftPolicy::Off, DriftPolicy::External, DriftPolicy::Strict] {
+    for policy in [
+        DriftPolicy::Off,
+        DriftPolicy::External,
+        DriftPolicy::Standard,
+        DriftPolicy::Strict,
+    ] {
         let mut opts = ConnectOptions::new(daemon.socket());
         opts.policy = Some(policy);
         let mut c = Client::connect(opts).await?;

@@ -13,7 +13,8 @@ use anyhow::Context;
 use memd::store::memories::{self, View};
 use memd::store::search::{self, rank::RankConfig};
 use memd_client::{
-    AddRequest, Client, ConnectOptions, Filter, ListRequest, QuerySyntax, SearchMode, SearchRequest,
+    AddRequest, Client, ConnectOptions, DriftPolicy, Filter, ListRequest, QuerySyntax, SearchMode,
+    SearchRequest, UpdateRequest,
 };
 use rusqlite::Connection;
 use serde_json::{Value, json};
@@ -272,9 +273,39 @@ fn search_req(q: &str, mode: SearchMode) -> SearchRequest {
 }
 
 async fn connect(daemon: &BenchDaemon) -> anyhow::Result<Client> {
+    connect_with(daemon, None).await
+}
+
+async fn connect_with(daemon: &BenchDaemon, policy: Option<DriftPolicy>) -> anyhow::Result<Client> {
     let mut o = ConnectOptions::new(daemon.socket());
     o.agent_id = "memd-bench".into();
+    o.policy = policy;
     Ok(Client::connect(o).await?)
+}
+
+/// Rows a read set holds by default (`[drift] read_set_rows`).
+const READ_SET_ROWS: usize = 4096;
+/// Sessions whose read sets are filled to measure their memory.
+const READ_SET_SESSIONS: usize = 100;
+
+/// Lists the newest [`READ_SET_ROWS`] rows, a page at a time: the session's
+/// read set fills. Returns their ids.
+async fn read_rows(c: &mut Client, total: usize) -> anyhow::Result<Vec<i64>> {
+    let mut ids = Vec::with_capacity(READ_SET_ROWS);
+    let mut offset = 0;
+    while offset < READ_SET_ROWS.min(total) {
+        let page = c
+            .list(ListRequest {
+                filter: Filter::default(),
+                limit: 1_000,
+                offset: offset as u32,
+            })
+            .await?;
+        anyhow::ensure!(!page.memories.is_empty(), "list returned nothing");
+        offset += page.memories.len();
+        ids.extend(page.memories.iter().map(|m| m.id));
+    }
+    Ok(ids)
 }
 
 /// Adds through `sessions` concurrent sessions; summary over every add.
@@ -415,6 +446,64 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
                 .note("per_sec: acknowledged adds; floor: one connection, one commit each"),
         );
     }
+
+    // Updates under the row rule: a session whose read set is full updates
+    // rows it read; a fresh session updates rows it never read (judged by
+    // the read set's floor); the same under `off`, where the row rule does
+    // not run (the baseline of this run).
+    for (label, policy, read_first) in [
+        ("update_read_rows", DriftPolicy::Standard, true),
+        ("update_unread_rows", DriftPolicy::Standard, false),
+        ("update_policy_off", DriftPolicy::Off, false),
+    ] {
+        let mut c = connect_with(&daemon, Some(policy)).await?;
+        let mut rng = corpus::Rng::new(11);
+        let n = args.adds.clamp(100, READ_SET_ROWS);
+        let ids: Vec<i64> = if read_first {
+            let read = read_rows(&mut c, total).await?;
+            (0..n)
+                .map(|_| read[rng.below(read.len()) as usize])
+                .collect()
+        } else {
+            (0..n).map(|_| 1 + rng.below(total) as i64).collect()
+        };
+        let ids = &ids;
+        let s = timed!(ids.len(), i => c
+            .update(UpdateRequest {
+                id: ids[i],
+                importance: Some(["low", "medium", "high"][i % 3].into()),
+                ..Default::default()
+            })
+            .await?);
+        rows.push(Row::new(label, total, s).note(match label {
+            "update_read_rows" => format!("the session read {READ_SET_ROWS} rows first"),
+            "update_unread_rows" => "rows the session never read".to_string(),
+            _ => "drift policy off: no row rule".to_string(),
+        }));
+    }
+    // The read sets' memory: sessions that each read as many rows as a read
+    // set holds, against the same number of idle sessions.
+    let idle_before = daemon.rss_mb();
+    let mut held = Vec::new();
+    for _ in 0..READ_SET_SESSIONS {
+        held.push(connect(&daemon).await?);
+    }
+    let idle_after = daemon.rss_mb();
+    for c in &mut held {
+        read_rows(c, total).await?;
+    }
+    let full_after = daemon.rss_mb();
+    drop(held);
+    let per = |a: Option<f64>, b: Option<f64>| {
+        a.zip(b)
+            .map(|(a, b)| (b - a) * 1024.0 / READ_SET_SESSIONS as f64)
+    };
+    let read_set_kib = json!({
+        "sessions": READ_SET_SESSIONS,
+        "rows_each": READ_SET_ROWS.min(total),
+        "idle_session_kib": per(idle_before, idle_after),
+        "read_set_kib": per(idle_after, full_after),
+    });
 
     // Reads.
     let mut rng = corpus::Rng::new(3);
@@ -628,6 +717,7 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         "memories": total,
         "results": rows.iter().map(Row::json).collect::<Vec<_>>(),
         "rss_mb": rss_idle,
+        "read_set": read_set_kib,
         "rss_after_load_mb": rss_after_load,
         "rss_after_queries_mb": rss_after_queries,
         "db_mb": db_mb,
@@ -674,6 +764,7 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         db_mb,
         size
     );
+    println!("read sets: {read_set_kib}");
     Ok(())
 }
 

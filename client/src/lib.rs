@@ -32,9 +32,10 @@ use tokio::net::UnixStream;
 pub use error::{Error, Result};
 pub use memd_proto as proto;
 pub use memd_proto::{
-    AddRequest, AddResult, DriftPolicy, ErrorBody, ErrorCode, Filter, ForgetRequest, ForgetResult,
-    GetRequest, Hit, ListRequest, Memory, MemoryList, MemoryReply, QuerySyntax, SearchMode,
-    SearchRequest, SearchResult, UpdateRequest, Welcome,
+    AddRequest, AddResult, ChangeKind, ChangedBy, DriftDetails, DriftPolicy, DriftRule, ErrorBody,
+    ErrorCode, Filter, ForgetRequest, ForgetResult, GetRequest, Hit, ListRequest, Memory,
+    MemoryList, MemoryReply, QuerySyntax, SearchMode, SearchRequest, SearchResult, UpdateRequest,
+    Welcome,
 };
 use memd_proto::{Frame, HEADER_LEN, Hello, PREAMBLE_LEN, Request, Response};
 
@@ -202,8 +203,10 @@ impl Client {
         let result = self.exchange(req).await;
         match &result {
             Ok(resp) if read => self.saw(resp),
+            // A refusal on the whole view moves seen, as the daemon does; a
+            // row-rule refusal moves nothing.
             Err(Error::Drift(body)) => {
-                if let Some(d) = &body.drift {
+                if let Some(d) = body.drift.as_ref().filter(|d| d.rule != DriftRule::Row) {
                     self.seen = self.seen.max(d.generation_actual);
                 }
             }

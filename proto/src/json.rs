@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::{AddResult, ErrorBody, Hit, Memory};
+use crate::{AddResult, ChangedBy, ErrorBody, Hit, Memory};
 
 /// A memory as a JSON object.
 pub fn memory(m: &Memory) -> Value {
@@ -55,6 +55,11 @@ pub fn add_result(r: &AddResult) -> Map<String, Value> {
     obj
 }
 
+/// Who changed a row: `{kind, agent, session}`.
+pub fn changed_by(c: &ChangedBy) -> Value {
+    json!({"kind": c.kind.as_str(), "agent": c.agent, "session": c.session})
+}
+
 /// An error: `{success: false, code, error, ...details}`.
 pub fn error(e: &ErrorBody) -> Value {
     let mut obj = Map::new();
@@ -75,10 +80,19 @@ pub fn error(e: &ErrorBody) -> Value {
         obj.insert("current_rev".into(), json!(rev));
     }
     if let Some(d) = &e.drift {
-        obj.insert("drift_backup".into(), json!(d.drift_backup));
+        obj.insert("rule".into(), json!(d.rule.as_str()));
+        let backup = (!d.drift_backup.is_empty()).then_some(&d.drift_backup);
+        obj.insert("drift_backup".into(), json!(backup));
         obj.insert("remediation".into(), json!(d.remediation));
         obj.insert("generation_observed".into(), json!(d.generation_observed));
         obj.insert("generation_actual".into(), json!(d.generation_actual));
+        if let Some(row) = &d.row {
+            obj.insert("current".into(), memory(&row.current));
+            obj.insert("changed_by".into(), changed_by(&row.changed_by));
+            obj.insert("changed_at".into(), json!(row.changed_at));
+            obj.insert("rev_seen".into(), json!(row.rev_seen));
+            obj.insert("rev_now".into(), json!(row.rev_now));
+        }
     }
     Value::Object(obj)
 }

@@ -241,6 +241,8 @@ pub struct Revision {
     pub op: String,
     /// The memory's rev at the time.
     pub rev: Option<i64>,
+    /// Tags at the time (`None` when the revision predates their record).
+    pub tags: Option<Vec<String>>,
     /// Content at the time.
     pub content: Option<String>,
     /// Subject at the time.
@@ -440,17 +442,21 @@ pub struct DriftEvent {
     pub reason: String,
 }
 
-/// Drift policy of a session (DESIGN.md "Drift").
+/// Drift policy of a session (the drift guard). Append only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DriftPolicy {
     /// Refuse destructive requests made on a view older than the last
-    /// external change (the default).
+    /// external change (the external rule alone).
     External,
     /// Refuse every mutating request made on a stale view, counting other
     /// sessions' commits in the same namespace too.
     Strict,
     /// Never refuse (only `expect_rev` protects).
     Off,
+    /// The default: the external rule, plus the row rule — a destructive
+    /// request is refused when its target row was changed by anyone but this
+    /// session after the version of it this session last saw.
+    Standard,
 }
 
 impl DriftPolicy {
@@ -460,6 +466,7 @@ impl DriftPolicy {
             DriftPolicy::External => "external",
             DriftPolicy::Strict => "strict",
             DriftPolicy::Off => "off",
+            DriftPolicy::Standard => "standard",
         }
     }
 
@@ -469,6 +476,7 @@ impl DriftPolicy {
             "external" => Some(DriftPolicy::External),
             "strict" => Some(DriftPolicy::Strict),
             "off" => Some(DriftPolicy::Off),
+            "standard" => Some(DriftPolicy::Standard),
             _ => None,
         }
     }
@@ -567,8 +575,11 @@ pub struct Memory {
     pub created_at: String,
     /// Time of the last meaningful change.
     pub updated_at: String,
-    /// Row version: +1 on every meaningful change.
+    /// Row version: +1 on every meaningful change (tags included).
     pub rev: i64,
+    /// Generation of the row's last meaningful change: it moves exactly
+    /// when `rev` moves, whoever made the change.
+    pub changed_generation: i64,
 }
 
 /// Store a memory.
@@ -957,10 +968,87 @@ impl ErrorCode {
     }
 }
 
-/// Details of a drift refusal (DESIGN.md "Drift").
+/// Which rule of the drift guard refused a request. Append only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DriftRule {
+    /// An external change (another tool wrote the file) newer than the
+    /// session's view.
+    External,
+    /// The target row changed after the version this session last saw.
+    Row,
+    /// `strict`: another session's commit in the namespace newer than the
+    /// session's view.
+    Strict,
+}
+
+impl DriftRule {
+    /// The rule's name in JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DriftRule::External => "external",
+            DriftRule::Row => "row",
+            DriftRule::Strict => "strict",
+        }
+    }
+}
+
+/// Who made a change. Append only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChangeKind {
+    /// A session of the daemon.
+    Session,
+    /// The daemon itself: sweeps, expiry, automatic supersession.
+    Daemon,
+    /// A writer outside memd (a generation the daemon did not commit).
+    External,
+    /// The daemon's commit log no longer reaches back that far.
+    Unknown,
+}
+
+impl ChangeKind {
+    /// The kind's name in JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Session => "session",
+            ChangeKind::Daemon => "daemon",
+            ChangeKind::External => "external",
+            ChangeKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// The author of a change, as far as the daemon knows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangedBy {
+    /// Session, daemon, external or unknown.
+    pub kind: ChangeKind,
+    /// The session's agent id (kind `session`).
+    pub agent: Option<String>,
+    /// The session's id or name (kind `session`).
+    pub session: Option<String>,
+}
+
+/// Details of a row-rule refusal: the row as it is now and who changed it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RowDrift {
+    /// The row as it is now. Showing it is not a read: the same write is
+    /// refused again until the session reads the row.
+    pub current: Memory,
+    /// Who made the row's last change.
+    pub changed_by: ChangedBy,
+    /// When (the row's `updated_at`).
+    pub changed_at: String,
+    /// The rev this session last saw (`None`: it never read the row).
+    pub rev_seen: Option<i64>,
+    /// The row's rev now.
+    pub rev_now: i64,
+}
+
+/// Details of a drift refusal (the drift guard).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DriftDetails {
-    /// Absolute path of the backup holding every row.
+    /// Absolute path of the backup holding every row (empty for a row-rule
+    /// refusal, which needs none: the row is still in the database).
     pub drift_backup: String,
     /// What to do next.
     pub remediation: String,
@@ -968,6 +1056,10 @@ pub struct DriftDetails {
     pub generation_observed: u64,
     /// The current generation.
     pub generation_actual: u64,
+    /// The rule that refused.
+    pub rule: DriftRule,
+    /// The row, for a row-rule refusal.
+    pub row: Option<Box<RowDrift>>,
 }
 
 /// A failed request.

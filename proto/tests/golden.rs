@@ -38,6 +38,7 @@ fn memory() -> Memory {
         created_at: "2026-06-07T17:00:00.000Z".into(),
         updated_at: "2026-06-07T17:30:00.000Z".into(),
         rev: 3,
+        changed_generation: 9,
     }
 }
 
@@ -294,6 +295,8 @@ fn responses() -> Vec<(&'static str, Response)> {
                     remediation: "read again".into(),
                     generation_observed: 4,
                     generation_actual: 7,
+                    rule: DriftRule::External,
+                    row: None,
                 }),
             }),
         ),
@@ -376,6 +379,7 @@ fn responses() -> Vec<(&'static str, Response)> {
                     memory_id: 42,
                     op: "update".into(),
                     rev: Some(2),
+                    tags: Some(vec!["ops".into()]),
                     content: Some("The deploy script lived in ops/old.sh".into()),
                     subject: None,
                     category: Some("fact".into()),
@@ -410,6 +414,33 @@ fn responses() -> Vec<(&'static str, Response)> {
             Response::Chunk(Chunk {
                 data: b"SQLite format 3\0".to_vec(),
                 eof: false,
+            }),
+        ),
+        (
+            "resp_error_row",
+            Response::Error(ErrorBody {
+                code: ErrorCode::Drift,
+                message: "refused: memory 42 changed".into(),
+                reason: None,
+                current_rev: None,
+                drift: Some(DriftDetails {
+                    drift_backup: String::new(),
+                    remediation: "get 42".into(),
+                    generation_observed: 8,
+                    generation_actual: 9,
+                    rule: DriftRule::Row,
+                    row: Some(Box::new(RowDrift {
+                        current: memory(),
+                        changed_by: ChangedBy {
+                            kind: ChangeKind::Session,
+                            agent: Some("agent-8".into()),
+                            session: Some("s-2".into()),
+                        },
+                        changed_at: "2026-06-07T17:30:00.000Z".into(),
+                        rev_seen: Some(2),
+                        rev_now: 3,
+                    })),
+                }),
             }),
         ),
     ]

@@ -165,6 +165,7 @@ fn memory() -> impl Strategy<Value = Memory> {
                 expires_at: None,
                 created_at: "t".into(),
                 updated_at: "t".into(),
+                changed_generation: rev.wrapping_add(1),
                 rev,
             },
         )

@@ -35,7 +35,7 @@ pub struct Global {
     /// Agent id of the session [default: default]
     #[arg(long, global = true, env = "MEMD_AGENT", value_name = "ID")]
     pub agent: Option<String>,
-    /// Drift policy of the session: external, strict or off
+    /// Drift policy of the session: standard (default), external, strict or off
     #[arg(long, global = true, env = "MEMD_DRIFT_POLICY", value_name = "POLICY")]
     pub drift_policy: Option<String>,
     /// The generation this agent last read (from a previous command's

@@ -142,7 +142,7 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, CliE
         None => None,
         Some(p) => Some(DriftPolicy::parse(p).ok_or_else(|| {
             CliError::Usage(format!(
-                "unknown drift policy `{p}`: expected external, strict or off"
+                "unknown drift policy `{p}`: expected standard, external, strict or off"
             ))
         })?),
     };
@@ -348,7 +348,7 @@ pub async fn execute(
                     include_inactive: a.include_inactive,
                 })
                 .await?;
-            Ok(output::memory(&r.memory, None))
+            Ok(output::memory(&r.memory, Some(r.generation), None))
         }
         Command::List(a) => {
             let r = client
@@ -414,7 +414,11 @@ pub async fn execute(
                 expect_rev: a.expect_rev,
             };
             let r = client.update(req).await?;
-            Ok(output::memory(&r.memory, Some("updated")))
+            Ok(output::memory(
+                &r.memory,
+                Some(r.generation),
+                Some("updated"),
+            ))
         }
         Command::Forget(a) => {
             let r = client.forget(a.id, a.expect_rev).await?;
@@ -424,6 +428,7 @@ pub async fn execute(
         Command::History(a) => Ok(output::history(&client.history(a.id).await?)),
         Command::Confirm(a) => Ok(output::memory(
             &client.confirm(a.id).await?,
+            None,
             Some("confirmed"),
         )),
         Command::Prune(a) => Ok(output::pruned(
@@ -576,7 +581,7 @@ async fn task(
         T::Cancel(a) => (a.id, "cancelled", a.expect_rev),
     };
     let m = client.task(id, status, expect_rev).await?;
-    Ok(output::memory(&m, Some(&format!("task {status}:"))))
+    Ok(output::memory(&m, None, Some(&format!("task {status}:"))))
 }
 
 /// Standard output as a `Send` writer (the standard lock is not `Send`,

@@ -119,10 +119,14 @@ pub fn added(r: &AddResult) -> Output {
     }
 }
 
-/// `get` and `update`.
-pub fn memory(m: &Memory, verb: Option<&str>) -> Output {
+/// `get` and `update` (with the generation of the read or write), `confirm`
+/// and task moves.
+pub fn memory(m: &Memory, generation: Option<u64>, verb: Option<&str>) -> Output {
     let mut fields = Map::new();
     fields.insert("memory".into(), wire_json::memory(m));
+    if let Some(g) = generation {
+        fields.insert("generation".into(), g.into());
+    }
     let human = match verb {
         Some(v) => format!("{v} #{} (rev {})", m.id, m.rev),
         None => memory_detail(m),

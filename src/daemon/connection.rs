@@ -280,8 +280,8 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
         .live
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert(session.id.clone());
-    tracing::debug!(session = %session.id, agent = %session.agent, namespace = %session.namespace, "session opened");
+        .insert(session.id().to_string());
+    tracing::debug!(session = %session.id(), agent = %session.agent(), namespace = %session.namespace(), "session opened");
     let mut events = shared.store.generations.events.subscribe();
     let mut similar = shared.embed.similar.subscribe();
     let mut shutdown = shared.shutdown.subscribe();
@@ -298,7 +298,7 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
                         }
                     }
                     Err(broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::debug!(session = %session.id, missed = n, "session lagged behind drift events");
+                        tracing::debug!(session = %session.id(), missed = n, "session lagged behind drift events");
                     }
                     Err(broadcast::error::RecvError::Closed) => break,
                 }
@@ -306,7 +306,7 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
             }
             event = similar.recv(), if session.subscribed => {
                 match event {
-                    Ok(e) if e.namespace == session.namespace => {
+                    Ok(e) if e.namespace == session.namespace() => {
                         let push = Response::Event(Event::Similar(e));
                         if !out.send(memd_proto::PUSH_ID, push).await {
                             break;
@@ -331,7 +331,7 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
             Err(e) => {
                 let id = memd_proto::peek_id(&body).unwrap_or(memd_proto::PUSH_ID);
                 let (code, what) = classify(&e);
-                tracing::warn!(session = %session.id, error = %e, "{what}; closing the connection");
+                tracing::warn!(session = %session.id(), error = %e, "{what}; closing the connection");
                 out.error(id, code, format!("{what}: {e}; closing the connection"))
                     .await;
                 break;
@@ -347,11 +347,11 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
         .live
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .remove(&session.id);
+        .remove(session.id());
     if session.owns_session_rows {
-        crate::store::lifecycle::record_session_end(&shared.store, &session.id).await;
+        crate::store::lifecycle::record_session_end(&shared.store, session.id()).await;
     }
-    tracing::debug!(session = %session.id, "session closed");
+    tracing::debug!(session = %session.id(), "session closed");
 }
 
 /// Whether an undecodable body names a request kind we do not know.
@@ -489,6 +489,7 @@ async fn handshake(
         generation,
         config.drift.policy,
         config.inject.budget_chars,
+        config.drift.read_set_rows,
     ) {
         Ok(s) => s,
         Err(message) => {
@@ -497,7 +498,7 @@ async fn handshake(
         }
     };
     let welcome = Welcome {
-        session_id: session.id.clone(),
+        session_id: session.id().to_string(),
         generation,
         server_version: env!("CARGO_PKG_VERSION").to_string(),
         protocol: PROTOCOL_VERSION,

@@ -1,19 +1,26 @@
-//! The drift decision (DESIGN.md "Drift"), as pure rules over plain values.
+//! The drift decision, as pure rules over plain values.
 //!
-//! A session has a *seen* generation. Before a write, the writer thread
-//! gathers [`Facts`] inside the write transaction and asks [`decide`]:
+//! A session has a *seen* generation and a read set. Before a write, the
+//! writer thread gathers [`Facts`] inside the write transaction and asks
+//! [`decide`] (the rules on the session's whole view); then, for each row
+//! the request changes, it gathers [`RowFacts`] and asks [`decide_row`].
 //!
-//! - `external` (default): a destructive request is refused when the last
-//!   external epoch is newer than seen; an append goes through with a notice.
+//! - `standard` (default): the external rule — a destructive request is
+//!   refused when the last external epoch is newer than seen, an append goes
+//!   through with a notice — and the row rule: a destructive request is
+//!   refused when its target row was changed by anyone but this session
+//!   after the version of it the session last saw.
+//! - `external`: the external rule alone.
 //! - `strict`: every mutating request is refused when an external change or
 //!   another session's commit in the same namespace is newer than seen (the
 //!   daemon's own commits never count); when the commit log no longer reaches
-//!   back to seen, refuse — the safe side.
+//!   back to seen, refuse — the safe side. The row rule applies too.
 //! - `off`: never refused.
 
-use std::collections::VecDeque;
+use memd_proto::{DriftPolicy, DriftRule};
 
-use memd_proto::DriftPolicy;
+use super::log::LogGap;
+use crate::session::readset::RowView;
 
 /// What a request does to existing data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,98 +30,6 @@ pub enum WriteKind {
     /// Changes or removes what exists (`update`, `forget`, `supersede`, a
     /// replacing import).
     Destructive,
-}
-
-/// A session's commit, as the writer logs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionCommit {
-    /// Generation after the commit.
-    pub generation: u64,
-    /// Session key.
-    pub session: String,
-    /// Namespace written.
-    pub namespace: String,
-}
-
-/// The log's answer when it has been trimmed past the generation asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LogGap;
-
-/// Recent session commits. Complete for every generation above `floor`.
-#[derive(Debug, Clone)]
-pub struct CommitLog {
-    entries: VecDeque<SessionCommit>,
-    floor: u64,
-    capacity: usize,
-}
-
-impl CommitLog {
-    /// An empty log that is complete from `floor` on (the generation at
-    /// start-up: earlier commits are unknown).
-    pub fn new(floor: u64, capacity: usize) -> CommitLog {
-        CommitLog {
-            entries: VecDeque::with_capacity(capacity.min(4096)),
-            floor,
-            capacity: capacity.max(1),
-        }
-    }
-
-    /// Appends a commit, evicting the oldest when full.
-    pub fn push(&mut self, c: SessionCommit) {
-        if self.entries.len() == self.capacity
-            && let Some(old) = self.entries.pop_front()
-        {
-            self.floor = self.floor.max(old.generation);
-        }
-        self.entries.push_back(c);
-    }
-
-    /// Drops the newest `n` entries (a batch that did not commit).
-    pub fn unpush(&mut self, n: usize) {
-        for _ in 0..n {
-            self.entries.pop_back();
-        }
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether the log is empty.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// The newest commit by another session in `namespace` newer than
-    /// `seen`, if any.
-    ///
-    /// # Errors
-    /// [`LogGap`] when the log no longer covers `seen`.
-    pub fn newest_other_since(
-        &self,
-        seen: u64,
-        session: &str,
-        namespace: &str,
-    ) -> Result<Option<u64>, LogGap> {
-        if seen < self.floor {
-            return Err(LogGap);
-        }
-        Ok(self
-            .entries
-            .iter()
-            .rev()
-            .take_while(|c| c.generation > seen)
-            .find(|c| c.session != session && c.namespace == namespace)
-            .map(|c| c.generation))
-    }
-
-    /// Forgets everything before `generation` (after a restore or a replaced
-    /// file: older history is meaningless).
-    pub fn reset(&mut self, generation: u64) {
-        self.entries.clear();
-        self.floor = generation;
-    }
 }
 
 /// What the writer knows when a session asks to write.
@@ -144,18 +59,23 @@ pub enum Decision {
     Refuse {
         /// Generation of the unseen change.
         cause: u64,
+        /// The rule that refused.
+        rule: DriftRule,
     },
 }
 
-/// Decides whether a session may write.
+/// Decides whether a session may write, from its whole view.
 pub fn decide(policy: DriftPolicy, kind: WriteKind, f: &Facts) -> Decision {
     let external = (f.external_epoch > f.seen).then_some(f.external_epoch);
     match policy {
         DriftPolicy::Off => Decision::Allow,
-        DriftPolicy::External => match (external, kind) {
+        DriftPolicy::External | DriftPolicy::Standard => match (external, kind) {
             (None, _) => Decision::Allow,
             (Some(_), WriteKind::Append) => Decision::Notice,
-            (Some(cause), WriteKind::Destructive) => Decision::Refuse { cause },
+            (Some(cause), WriteKind::Destructive) => Decision::Refuse {
+                cause,
+                rule: DriftRule::External,
+            },
         },
         DriftPolicy::Strict => {
             let other = match f.other_session {
@@ -163,10 +83,48 @@ pub fn decide(policy: DriftPolicy, kind: WriteKind, f: &Facts) -> Decision {
                 // The log cannot prove nobody wrote: the safe side.
                 Err(LogGap) => Some(f.current),
             };
-            match external.into_iter().chain(other).max() {
-                Some(cause) => Decision::Refuse { cause },
-                None => Decision::Allow,
+            match (external, other) {
+                (None, None) => Decision::Allow,
+                (Some(e), o) if o.is_none_or(|o| e >= o) => Decision::Refuse {
+                    cause: e,
+                    rule: DriftRule::External,
+                },
+                (_, o) => Decision::Refuse {
+                    cause: o.unwrap_or(f.current),
+                    rule: DriftRule::Strict,
+                },
             }
+        }
+    }
+}
+
+/// What the writer knows of one row a session asks to change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowFacts {
+    /// What the session saw of the row.
+    pub view: RowView,
+    /// The row's rev in the write transaction.
+    pub rev_now: i64,
+    /// Generation of the row's last change.
+    pub changed_generation: u64,
+    /// The commit log names this session as the author of that change.
+    pub changed_by_self: bool,
+}
+
+/// The row rule: whether a session may change a row (`standard` and
+/// `strict`; the other policies never refuse on it). The session's own
+/// last change never refuses; otherwise a row the session read must still
+/// be at the rev it read, and a row it did not read must not have changed
+/// after its read set's floor.
+pub fn decide_row(policy: DriftPolicy, f: &RowFacts) -> bool {
+    match policy {
+        DriftPolicy::Off | DriftPolicy::External => true,
+        DriftPolicy::Standard | DriftPolicy::Strict => {
+            f.changed_by_self
+                || match f.view {
+                    RowView::Read { rev } => rev == f.rev_now,
+                    RowView::Unread { floor } => f.changed_generation <= floor,
+                }
         }
     }
 }
@@ -186,39 +144,34 @@ mod tests {
         }
     }
 
+    fn refuse(cause: u64, rule: DriftRule) -> Decision {
+        Decision::Refuse { cause, rule }
+    }
+
     #[test]
     fn decision_table() {
+        use DriftRule::External as Ext;
         let cases = [
             // policy, kind, seen, external epoch, other session, expected
             (External, Destructive, 5, 0, Ok(None), Decision::Allow),
             (External, Destructive, 5, 5, Ok(None), Decision::Allow),
-            (
-                External,
-                Destructive,
-                5,
-                6,
-                Ok(None),
-                Decision::Refuse { cause: 6 },
-            ),
+            (External, Destructive, 5, 6, Ok(None), refuse(6, Ext)),
             (External, Append, 5, 6, Ok(None), Decision::Notice),
             (External, Append, 7, 6, Ok(None), Decision::Allow),
             (External, Destructive, 5, 0, Ok(Some(9)), Decision::Allow),
             (External, Destructive, 5, 0, Err(LogGap), Decision::Allow),
-            (
-                Strict,
-                Append,
-                5,
-                6,
-                Ok(None),
-                Decision::Refuse { cause: 6 },
-            ),
+            (Standard, Destructive, 5, 6, Ok(None), refuse(6, Ext)),
+            (Standard, Append, 5, 6, Ok(None), Decision::Notice),
+            (Standard, Destructive, 5, 0, Ok(Some(9)), Decision::Allow),
+            (Standard, Append, 5, 0, Err(LogGap), Decision::Allow),
+            (Strict, Append, 5, 6, Ok(None), refuse(6, Ext)),
             (
                 Strict,
                 Append,
                 5,
                 0,
                 Ok(Some(9)),
-                Decision::Refuse { cause: 9 },
+                refuse(9, DriftRule::Strict),
             ),
             (
                 Strict,
@@ -226,16 +179,9 @@ mod tests {
                 5,
                 7,
                 Ok(Some(9)),
-                Decision::Refuse { cause: 9 },
+                refuse(9, DriftRule::Strict),
             ),
-            (
-                Strict,
-                Destructive,
-                5,
-                8,
-                Ok(Some(6)),
-                Decision::Refuse { cause: 8 },
-            ),
+            (Strict, Destructive, 5, 8, Ok(Some(6)), refuse(8, Ext)),
             (Strict, Append, 5, 0, Ok(None), Decision::Allow),
             (
                 Strict,
@@ -243,7 +189,7 @@ mod tests {
                 5,
                 0,
                 Err(LogGap),
-                Decision::Refuse { cause: 20 },
+                refuse(20, DriftRule::Strict),
             ),
             (Off, Destructive, 5, 9, Ok(Some(9)), Decision::Allow),
             (Off, Append, 5, 9, Err(LogGap), Decision::Allow),
@@ -257,40 +203,34 @@ mod tests {
         }
     }
 
-    fn commit(generation: u64, session: &str, namespace: &str) -> SessionCommit {
-        SessionCommit {
-            generation,
-            session: session.into(),
-            namespace: namespace.into(),
+    #[test]
+    fn row_rule_table() {
+        let read = |rev| RowView::Read { rev };
+        let unread = |floor| RowView::Unread { floor };
+        let cases = [
+            // policy, view, rev now, changed at, by self, allowed
+            (Standard, read(3), 3, 40, false, true),
+            (Standard, read(2), 3, 40, false, false),
+            (Standard, read(2), 3, 40, true, true),
+            // A rev that went back (an older file restored) is a change.
+            (Standard, read(4), 3, 40, false, false),
+            (Standard, unread(30), 3, 30, false, true),
+            (Standard, unread(30), 3, 31, false, false),
+            (Standard, unread(30), 3, 31, true, true),
+            (Strict, read(2), 3, 40, false, false),
+            (Strict, unread(30), 1, 12, false, true),
+            (External, read(2), 3, 40, false, true),
+            (External, unread(30), 3, 31, false, true),
+            (Off, read(2), 3, 40, false, true),
+        ];
+        for (policy, view, rev_now, changed_generation, changed_by_self, want) in cases {
+            let f = RowFacts {
+                view,
+                rev_now,
+                changed_generation,
+                changed_by_self,
+            };
+            assert_eq!(decide_row(policy, &f), want, "{policy:?} {f:?}");
         }
-    }
-
-    #[test]
-    fn log_finds_other_sessions_in_the_namespace() {
-        let mut log = CommitLog::new(10, 100);
-        log.push(commit(11, "a", "ns"));
-        log.push(commit(12, "b", "other"));
-        log.push(commit(13, "a", "ns"));
-        assert_eq!(log.newest_other_since(10, "a", "ns"), Ok(None));
-        assert_eq!(log.newest_other_since(10, "b", "ns"), Ok(Some(13)));
-        assert_eq!(log.newest_other_since(11, "b", "ns"), Ok(Some(13)));
-        assert_eq!(log.newest_other_since(13, "b", "ns"), Ok(None));
-        assert_eq!(log.newest_other_since(9, "b", "ns"), Err(LogGap));
-    }
-
-    #[test]
-    fn eviction_raises_the_floor() {
-        let mut log = CommitLog::new(0, 2);
-        log.push(commit(1, "a", "ns"));
-        log.push(commit(2, "a", "ns"));
-        log.push(commit(3, "a", "ns"));
-        assert_eq!(log.len(), 2);
-        assert_eq!(log.newest_other_since(0, "b", "ns"), Err(LogGap));
-        assert_eq!(log.newest_other_since(1, "b", "ns"), Ok(Some(3)));
-        log.unpush(1);
-        assert_eq!(log.newest_other_since(1, "b", "ns"), Ok(Some(2)));
-        log.reset(50);
-        assert_eq!(log.newest_other_since(49, "b", "ns"), Err(LogGap));
-        assert_eq!(log.newest_other_since(50, "b", "ns"), Ok(None));
     }
 }

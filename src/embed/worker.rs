@@ -31,8 +31,9 @@ use super::service::State;
 use super::vectors::{Index, Probe, from_blob, to_blob};
 use super::{EmbedError, Embedder, Provider};
 use crate::daemon::Shared;
+use crate::session::ident::Author;
+use crate::store::StoreError;
 use crate::store::readers::ReadKind;
-use crate::store::{Author, StoreError};
 
 /// How often the worker looks at the generation while idle.
 const POLL: Duration = Duration::from_millis(100);
@@ -606,12 +607,7 @@ impl Worker {
                     )?
                     .execute((newer, older, f64::from(cosine)))?;
                 if supersede {
-                    ctx.conn
-                        .prepare_cached(
-                            "UPDATE memories SET superseded_by = ?1, superseded_at = ?2 \
-                             WHERE id = ?3 AND superseded_by IS NULL",
-                        )?
-                        .execute((newer, crate::clock::now(), older))?;
+                    crate::store::memories::supersede(ctx.conn, older, newer)?;
                 }
                 Ok(true)
             })

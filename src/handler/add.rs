@@ -6,9 +6,11 @@
 //! index lookups, never a scan of the namespace), compared by shingle
 //! similarity — then the insert.
 //!
-//! An add cannot discard anything, so under the `external` policy it goes
-//! through on a stale view and says so in `drift`; an add that supersedes
-//! another memory changes that memory and is guarded as destructive.
+//! An add that creates a row cannot discard anything, so it goes through on
+//! a stale view and says so in `drift` (`strict` excepted); an add merged
+//! into an existing row changes that row and is checked by the row rule like
+//! an update; an add that supersedes another memory changes that memory and
+//! is guarded as destructive.
 
 use memd_proto::{AddRequest, AddResult, Response};
 use time::OffsetDateTime;
@@ -30,12 +32,12 @@ pub(super) async fn handle(
     shared: &Shared,
 ) -> Result<Response, StoreError> {
     let now = OffsetDateTime::now_utc();
-    let mut new = gate::check_add(&req, &session.who(), &shared.config(), now)?;
+    let mut new = gate::check_add(&req, &session.who, &shared.config(), now)?;
     session.owns_session_rows |= new.scope == "session";
     let supersedes = req.supersedes;
     // The memory to supersede is looked up even when superseded or archived,
     // so a double supersession is a conflict, not a "not found".
-    let mut view = View::namespace(&session.namespace, &session.agent, &session.id);
+    let mut view = View::namespace(session.namespace(), session.agent(), session.id());
     view.include_superseded = true;
     view.include_archived = true;
     let kind = match supersedes {
@@ -70,8 +72,11 @@ pub(super) async fn handle(
                     current_rev: Some(current.rev),
                 });
             }
+            ctx.check_row(old, None)?;
         }
         if dedup && let Some(id) = memories::find_duplicate(ctx.conn, &new, &now)? {
+            // A merge changes that row: it is checked like an update.
+            ctx.check_row(id, None)?;
             memories::merge_into(ctx.conn, id, &new.tags)?;
             result.id = Some(id);
             result.deduped = true;
@@ -97,6 +102,7 @@ pub(super) async fn handle(
             }
             match best {
                 Some((Verdict::Merge(_), id)) => {
+                    ctx.check_row(id, None)?;
                     memories::merge_into(ctx.conn, id, &new.tags)?;
                     result.id = Some(id);
                     result.merged_into = Some(id);
@@ -112,11 +118,9 @@ pub(super) async fn handle(
             }
         }
         let id = memories::insert(ctx.conn, &new)?;
+        ctx.wrote(id);
         if let Some(old) = supersedes {
-            ctx.conn.execute(
-                "UPDATE memories SET superseded_by = ?1, superseded_at = ?2 WHERE id = ?3",
-                (id, crate::clock::now(), old),
-            )?;
+            memories::supersede(ctx.conn, old, id)?;
         }
         result.id = Some(id);
         result.generation = ctx.generation()?;

@@ -8,9 +8,10 @@ use time::OffsetDateTime;
 use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
+use crate::session::ident::Author;
 use crate::store::gate::task;
 use crate::store::memories::{self, Changes};
-use crate::store::{Author, StoreError, gate};
+use crate::store::{StoreError, gate};
 
 /// `confirm`: `confirmed_count + 1`, `last_confirmed_at`. Not an edit: the
 /// generation and `rev` do not move.
@@ -19,11 +20,7 @@ pub(super) async fn confirm(
     session: &mut Session,
     shared: &Shared,
 ) -> Result<Response, StoreError> {
-    let view = gate::view(
-        &Filter::default(),
-        &session.who(),
-        OffsetDateTime::now_utc(),
-    )?;
+    let view = gate::view(&Filter::default(), &session.who, OffsetDateTime::now_utc())?;
     let id = req.id;
     let (memory, generation) = super::guarded(shared, session, WriteKind::Append, move |ctx, _| {
         memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
@@ -50,7 +47,7 @@ pub(super) async fn prune(
     session: &mut Session,
     shared: &Shared,
 ) -> Result<Response, StoreError> {
-    let namespace = (!req.all_namespaces).then(|| session.namespace.clone());
+    let namespace = (!req.all_namespaces).then(|| session.namespace().to_string());
     let dry_run = req.dry_run;
     let (ids, generation) = shared
         .store
@@ -73,7 +70,7 @@ pub(super) async fn prune(
         })
         .await?;
     if !dry_run && !ids.is_empty() {
-        tracing::info!(session = %session.id, pruned = ids.len(), "pruned expired memories");
+        tracing::info!(session = %session.id(), pruned = ids.len(), "pruned expired memories");
     }
     Ok(Response::Pruned(PruneResult {
         ids,
@@ -89,11 +86,7 @@ pub(super) async fn task(
     session: &mut Session,
     shared: &Shared,
 ) -> Result<Response, StoreError> {
-    let view = gate::view(
-        &Filter::default(),
-        &session.who(),
-        OffsetDateTime::now_utc(),
-    )?;
+    let view = gate::view(&Filter::default(), &session.who, OffsetDateTime::now_utc())?;
     let TaskRequest {
         id,
         status: to,
@@ -109,7 +102,7 @@ pub(super) async fn task(
                     current.category
                 )));
             }
-            super::update::check_rev(&current, expect_rev)?;
+            ctx.check_row(id, expect_rev)?;
             let meta: serde_json::Value =
                 serde_json::from_str(&current.metadata).unwrap_or_default();
             // A task command always moves: naming the status the task has

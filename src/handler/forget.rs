@@ -18,12 +18,12 @@ pub(super) async fn handle(
         include_archived: true,
         ..Filter::default()
     };
-    let view = gate::view(&filter, &session.who(), OffsetDateTime::now_utc())?;
+    let view = gate::view(&filter, &session.who, OffsetDateTime::now_utc())?;
     let (id, expect_rev) = (req.id, req.expect_rev);
     let generation = super::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
         let current =
             memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
-        super::update::check_rev(&current, expect_rev)?;
+        ctx.check_row(current.id, expect_rev)?;
         memories::delete(ctx.conn, id)?;
         ctx.generation()
     })

@@ -18,7 +18,7 @@ pub(super) async fn handle(
         include_archived: req.include_inactive,
         ..Filter::default()
     };
-    let view = gate::view(&filter, &session.who(), OffsetDateTime::now_utc())?;
+    let view = gate::view(&filter, &session.who, OffsetDateTime::now_utc())?;
     let id = req.id;
     let read = shared
         .store
@@ -27,7 +27,7 @@ pub(super) async fn handle(
             memories::get_visible(conn, id, &view)
         })
         .await?;
-    session.seen = read.generation;
+    session.saw(read.generation, read.value.iter().map(|m| (m.id, m.rev)));
     let memory = read.value.ok_or(StoreError::NotFound(id))?;
     shared.access.record([memory.id]);
     Ok(Response::Memory(Box::new(MemoryReply {

@@ -21,23 +21,24 @@ pub(super) async fn handle(
     session: &mut Session,
     shared: &Shared,
 ) -> Result<Response, StoreError> {
-    if let Some(snap) = &session.snapshot {
+    if let Some(snap) = session.snapshot.clone() {
         shared
             .store
             .stats
             .snapshot_hits
             .fetch_add(1, Ordering::Relaxed);
-        session.seen = session.seen.max(snap.built_at_generation);
-        let mut hit = snap.clone();
+        // The prompt still shows the old block: not a read of anything new.
+        session.saw(snap.built_at_generation, []);
+        let mut hit = snap;
         hit.stats.cached = true;
         return Ok(Response::Injected(hit));
     }
     let budget = session.budget;
     let builder = Builder::new(budget as usize);
     let (namespace, agent, id) = (
-        session.namespace.clone(),
-        session.agent.clone(),
-        session.id.clone(),
+        session.namespace().to_string(),
+        session.agent().to_string(),
+        session.id().to_string(),
     );
     let read = shared
         .store
@@ -59,6 +60,7 @@ pub(super) async fn handle(
         .snapshot_builds
         .fetch_add(1, Ordering::Relaxed);
     let (rendered, eligible) = read.value;
+    let rendered_rows = rendered.rows.clone();
     let injection = Injection {
         hash: snapshot::hash(&rendered.block),
         block: rendered.block,
@@ -71,7 +73,7 @@ pub(super) async fn handle(
             cached: false,
         },
     };
-    session.seen = read.generation;
+    session.saw(read.generation, rendered_rows);
     session.snapshot = Some(injection.clone());
     Ok(Response::Injected(injection))
 }

@@ -13,7 +13,7 @@ pub(super) async fn handle(
     session: &mut Session,
     shared: &Shared,
 ) -> Result<Response, StoreError> {
-    let view = gate::view(&req.filter, &session.who(), OffsetDateTime::now_utc())?;
+    let view = gate::view(&req.filter, &session.who, OffsetDateTime::now_utc())?;
     let limit = super::page_limit(req.limit, shared);
     let offset = req.offset;
     let read = shared
@@ -23,7 +23,7 @@ pub(super) async fn handle(
             memories::list(conn, &view, limit, offset)
         })
         .await?;
-    session.seen = read.generation;
+    session.saw(read.generation, read.value.iter().map(|m| (m.id, m.rev)));
     Ok(Response::Memories(MemoryList {
         memories: read.value,
         generation: read.generation,

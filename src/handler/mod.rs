@@ -1,8 +1,9 @@
 //! Request handlers: one file per request kind.
 //!
 //! Each handler loads what it needs, applies the pure rules (`store::gate`,
-//! later drift and snapshot rules), writes through the writer thread, and
-//! answers. [`dispatch`] is an exhaustive `match` over [`Request`]: a new
+//! the drift and snapshot rules), writes through the writer thread, and
+//! answers. A reply that shows rows tells the session with
+//! [`Session::saw`]; a write goes through [`guarded`]. [`dispatch`] is an exhaustive `match` over [`Request`]: a new
 //! request kind does not compile until it is handled here.
 
 mod add;
@@ -22,10 +23,11 @@ mod subscribe;
 mod supersede;
 mod update;
 
-use memd_proto::{DriftDetails, DriftNotice, ErrorBody, ErrorCode, Request, Response};
+use memd_proto::{DriftNotice, ErrorBody, ErrorCode, Request, Response};
 
 use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
+use crate::drift::refusal::Refusal;
 use crate::session::Session;
 use crate::store::{Guard, StoreError, WriteCtx};
 
@@ -70,9 +72,9 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
             let body = error_body(&e);
             match body.code {
                 ErrorCode::Internal => {
-                    tracing::error!(kind, session = %session.id, error = %e, "request failed")
+                    tracing::error!(kind, session = %session.id(), error = %e, "request failed")
                 }
-                _ => tracing::debug!(kind, session = %session.id, error = %e, "request refused"),
+                _ => tracing::debug!(kind, session = %session.id(), error = %e, "request refused"),
             }
             Response::Error(body)
         }
@@ -115,11 +117,16 @@ pub fn request_kind(req: &Request) -> &'static str {
 
 pub use portability::run_sweep;
 
-/// Runs a session's write under the drift guard (DESIGN.md "Drift"). The
-/// guard runs first, inside the write transaction, after the writer's
-/// external-change check. A refusal writes nothing; it sets the session's
-/// seen generation to the current one (so the retry after review goes
-/// through) and comes back with the backup that holds every row.
+/// Runs a session's write under the drift guard. The rules on the
+/// session's whole view run first, inside the write transaction, after the
+/// writer's external-change check; the job then checks each row it changes
+/// with [`WriteCtx::check_row`]. A refusal writes nothing. One on the whole
+/// view moves the session's seen generation to the current one (the retry
+/// after review passes that rule; the row rule still holds every row that
+/// changed) and comes back with the backup that holds every row; a row-rule
+/// refusal moves nothing, so the same blind write is refused again until the
+/// session reads the row. After a write, the session's read set records the
+/// rows it wrote, at their new revs.
 pub(crate) async fn guarded<T, F>(
     shared: &Shared,
     session: &mut Session,
@@ -132,43 +139,50 @@ where
 {
     let guard = Guard {
         policy: session.policy,
-        seen: session.seen,
+        seen: session.seen(),
         kind,
+        who: session.who.clone(),
+        reads: session.reads(),
     };
     let result = shared
         .store
         .writer
         .call(session.author(), move |ctx| {
-            let notice = ctx.guard(&guard)?;
-            f(ctx, notice)
+            let notice = ctx.guard(guard)?;
+            let out = f(ctx, notice)?;
+            Ok((out, ctx.written_revs()?, ctx.generation()?))
         })
         .await;
-    if result.is_ok() {
-        // The session's own write: its block must show it.
-        session.invalidate();
-    }
     match result {
+        Ok((out, written, generation)) => {
+            // The session's own write: its block must show it.
+            session.invalidate();
+            session.wrote(generation, written);
+            Ok(out)
+        }
         Err(StoreError::Drift(mut refusal)) => {
-            session.seen = shared.store.generations.current().max(refusal.actual);
-            match shared
-                .backups
-                .for_refusal(&shared.store, refusal.cause, refusal.observed)
-                .await
-            {
-                Ok(path) => refusal.backup = Some(path.display().to_string()),
-                Err(e) => tracing::error!(error = %e, "cannot write the drift backup"),
+            if let Refusal::View(view) = refusal.as_mut() {
+                session.saw(shared.store.generations.current().max(view.actual), []);
+                match shared
+                    .backups
+                    .for_refusal(&shared.store, view.cause, view.observed)
+                    .await
+                {
+                    Ok(path) => view.backup = Some(path.display().to_string()),
+                    Err(e) => tracing::error!(error = %e, "cannot write the drift backup"),
+                }
             }
             tracing::warn!(
-                session = %session.id,
+                session = %session.id(),
                 policy = session.policy.as_str(),
-                observed = refusal.observed,
-                actual = refusal.actual,
-                backup = refusal.backup.as_deref().unwrap_or("-"),
+                rule = refusal.rule().as_str(),
+                observed = refusal.observed(),
+                actual = refusal.actual(),
                 "refused a write made on a stale view"
             );
             Err(StoreError::Drift(refusal))
         }
-        other => other,
+        Err(e) => Err(e),
     }
 }
 
@@ -194,29 +208,7 @@ pub fn error_body(e: &StoreError) -> ErrorBody {
     match e {
         StoreError::Rejected { reason, .. } => body.reason = Some((*reason).to_string()),
         StoreError::Conflict { current_rev, .. } => body.current_rev = *current_rev,
-        StoreError::Drift(r) => {
-            let backup = r.backup.clone().unwrap_or_default();
-            let saved = if backup.is_empty() {
-                "The backup could not be written (see the daemon log).".to_string()
-            } else {
-                format!("Every row as it is now is saved in {backup}.")
-            };
-            body.message = format!(
-                "refused: the memory changed outside this session since it last read it \
-                 (this session saw generation {}, the database is at {}); nothing was written. \
-                 {saved} Read again (get, list or search) to see the change, then retry.",
-                r.observed, r.actual
-            );
-            body.drift = Some(DriftDetails {
-                drift_backup: backup,
-                remediation: "read the memory again (memd get ID, list or search) to see what \
-                              changed, then retry the request; the backup holds every row if \
-                              something must be recovered"
-                    .into(),
-                generation_observed: r.observed,
-                generation_actual: r.actual,
-            });
-        }
+        StoreError::Drift(r) => body.drift = Some(r.details()),
         _ => {}
     }
     body

@@ -81,7 +81,7 @@ fn new_download(
     let path = shared
         .paths
         .data_dir
-        .join(format!(".download-{}.tmp", session.id));
+        .join(format!(".download-{}.tmp", session.id()));
     let file = create_private(&path)?;
     Ok((path, file))
 }
@@ -108,7 +108,7 @@ pub(super) async fn export(
     let namespaces: Option<Vec<String>> = if req.all_namespaces {
         None
     } else if req.namespaces.is_empty() {
-        Some(vec![session.namespace.clone()])
+        Some(vec![session.namespace().to_string()])
     } else {
         Some(req.namespaces.clone())
     };
@@ -139,7 +139,7 @@ pub(super) async fn export(
             Ok(n)
         })
         .await?;
-    session.seen = read.generation;
+    session.saw(read.generation, []);
     let info = json!({"entries": read.value, "generation": read.generation,
                       "format": if markdown { "markdown" } else { "json" }});
     finish_download(session, path, file, info)
@@ -570,7 +570,7 @@ pub(super) async fn import(
     let mut invalid = 0u64;
     let mut errors: Vec<String> = Vec::new();
     let mut totals = [0u64; 5]; // inserted, skipped, replaced, linked, dangling
-    let session_namespace = session.namespace.clone();
+    let session_namespace = session.namespace().to_string();
     for chunk in layout.order.chunks(IMPORT_CHUNK) {
         // Second pass: build only this chunk's entries.
         let mut batch = Vec::with_capacity(chunk.len());
@@ -590,7 +590,7 @@ pub(super) async fn import(
         }
         let (links, replace) = (links.clone(), req.replace);
         let counts = super::guarded(shared, session, kind, move |ctx, _| {
-            import_chunk(ctx.conn, batch, &links, replace)
+            import_chunk(ctx, batch, &links, replace)
         })
         .await?;
         for (t, c) in totals.iter_mut().zip(counts) {
@@ -607,7 +607,7 @@ pub(super) async fn import(
         "invalid": invalid,
         "errors": errors,
     });
-    tracing::info!(session = %session.id, report = %report, "import done");
+    tracing::info!(session = %session.id(), report = %report, "import done");
     // The document was read whole; its pages go back to the system.
     drop(doc);
     crate::sys::release_free_memory();
@@ -617,11 +617,12 @@ pub(super) async fn import(
 }
 
 fn import_chunk(
-    conn: &Connection,
+    ctx: &mut crate::store::WriteCtx<'_>,
     batch: Vec<Entry>,
     links: &HashMap<i64, String>,
     replace: bool,
 ) -> Result<[u64; 5], StoreError> {
+    let conn = ctx.conn;
     let mut counts = [0u64; 5];
     let cols = IMPORT_COLUMNS.join(", ");
     let marks: Vec<String> = (1..=IMPORT_COLUMNS.len() + 2)
@@ -631,6 +632,7 @@ fn import_chunk(
         "INSERT INTO memories ({cols}, superseded_by, id) VALUES ({})",
         marks.join(", ")
     );
+    let replace_sql = insert.replacen("INSERT", "INSERT OR REPLACE", 1);
     let mut by_uid = conn.prepare_cached("SELECT id, namespace FROM memories WHERE uid = ?1")?;
     let mut id_taken =
         conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM memories WHERE id = ?1)")?;
@@ -638,6 +640,7 @@ fn import_chunk(
         let existing: Option<(i64, String)> = by_uid
             .query_row([&e.uid], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
+        let replacing = replace && existing.is_some();
         let keep_id = match (existing, replace) {
             // Never replaced: a row already here, or one of another
             // namespace than the file says (a replace changes only the
@@ -651,10 +654,12 @@ fn import_chunk(
                 continue;
             }
             (Some((id, _)), true) => {
-                // Delete and insert under the same id: the file's
-                // timestamps and rev survive (an UPDATE would restamp them),
-                // and the old version stays in memory_revisions.
-                crate::store::memories::delete(conn, id)?;
+                // Replacing changes the row: the row rule holds it.
+                ctx.check_row(id, None)?;
+                // Replaced in place under the same id (INSERT OR REPLACE):
+                // the old version stays in memory_revisions as a
+                // `replace`, and the triggers give the row a rev above the
+                // old one and a fresh `updated_at` (schema v10).
                 counts[2] += 1;
                 Some(id)
             }
@@ -696,10 +701,12 @@ fn import_chunk(
             rusqlite::types::Value::Null,
             rusqlite::types::Value::Integer,
         ));
-        conn.prepare_cached(&insert)?
+        let sql = if replacing { &replace_sql } else { &insert };
+        conn.prepare_cached(sql)?
             .execute(params_from_iter(values))?;
         let id = conn.last_insert_rowid();
-        crate::store::memories::add_tags(conn, id, &e.tags)?;
+        crate::store::memories::tags_of_new_row(conn, id, &e.tags)?;
+        ctx.wrote(id);
     }
     Ok(counts)
 }

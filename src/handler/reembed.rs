@@ -12,7 +12,8 @@ use crate::daemon::Shared;
 use crate::embed::rules::ModelLock;
 use crate::embed::worker::write_lock;
 use crate::session::Session;
-use crate::store::{Author, StoreError};
+use crate::session::ident::Author;
+use crate::store::StoreError;
 
 pub(super) async fn handle(
     _req: ReembedRequest,

@@ -26,7 +26,7 @@ pub(super) async fn upload(
         )));
     }
     if session.upload.is_none() {
-        session.upload = Some(Upload::create(&shared.paths.data_dir, &session.id)?);
+        session.upload = Some(Upload::create(&shared.paths.data_dir, session.id())?);
     }
     let up = session.upload.as_mut().expect("created above");
     tokio::task::block_in_place(|| {
@@ -48,7 +48,7 @@ pub(super) async fn handle(
         .ok_or_else(|| StoreError::InvalidInput("nothing was uploaded to restore from".into()))?;
     tokio::task::block_in_place(|| upload.file.sync_all())?;
     let bytes = upload.len;
-    tracing::warn!(session = %session.id, bytes, "restoring the database from an uploaded file");
+    tracing::warn!(session = %session.id(), bytes, "restoring the database from an uploaded file");
     let restored = shared.store.writer.restore(upload.path.clone()).await?;
     drop(upload);
     let report = json!({

@@ -56,7 +56,7 @@ async fn run(
         if req.query.trim().is_empty() {
             return Err(StoreError::InvalidInput("the query is empty".into()));
         }
-        views.push(gate::view(&req.filter, &session.who(), now)?);
+        views.push(gate::view(&req.filter, &session.who, now)?);
     }
     // Which searches need a vector: semantic and hybrid always (an error
     // without a ready embedder), auto when one is ready.
@@ -173,8 +173,13 @@ async fn run(
     if stale_vocab {
         shared.store.vocab.want();
     }
-    session.seen = read.generation;
     let generation = read.generation;
+    session.saw(
+        generation,
+        results
+            .iter()
+            .flat_map(|(hits, _)| hits.iter().map(|h| (h.memory.id, h.memory.rev))),
+    );
     Ok(results
         .into_iter()
         .map(|(hits, mode)| {

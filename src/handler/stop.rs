@@ -11,7 +11,7 @@ pub(super) async fn handle(
     session: &mut Session,
     shared: &Shared,
 ) -> Result<Response, StoreError> {
-    tracing::info!(session = %session.id, agent = %session.agent, "stop requested by a client");
+    tracing::info!(session = %session.id(), agent = %session.agent(), "stop requested by a client");
     shared.shutdown.trigger();
     Ok(Response::Stopping)
 }

@@ -25,7 +25,7 @@ fn everything(session: &Session) -> Result<View, StoreError> {
         include_archived: true,
         ..Filter::default()
     };
-    gate::view(&filter, &session.who(), OffsetDateTime::now_utc())
+    gate::view(&filter, &session.who, OffsetDateTime::now_utc())
 }
 
 pub(super) async fn handle(
@@ -43,6 +43,10 @@ pub(super) async fn handle(
     let generation = super::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
         let o = memories::get_visible(ctx.conn, old, &view)?.ok_or(StoreError::NotFound(old))?;
         let n = memories::get_visible(ctx.conn, new, &view)?.ok_or(StoreError::NotFound(new))?;
+        // Both rows are the request's: the one replaced, and the one it
+        // points to instead.
+        ctx.check_row(old, None)?;
+        ctx.check_row(new, None)?;
         if let Some(by) = o.superseded_by {
             return Err(StoreError::Conflict {
                 message: format!("memory {old} is already superseded by {by}"),
@@ -63,10 +67,7 @@ pub(super) async fn handle(
                 current_rev: Some(o.rev),
             });
         }
-        ctx.conn.execute(
-            "UPDATE memories SET superseded_by = ?1, superseded_at = ?2 WHERE id = ?3",
-            (new, crate::clock::now(), old),
-        )?;
+        memories::supersede(ctx.conn, old, new)?;
         ctx.generation()
     })
     .await?;
@@ -107,8 +108,8 @@ pub(super) async fn history(
         .readers
         .read(ReadKind::Client, move |conn| walk(conn, id, &view))
         .await?;
-    session.seen = read.generation;
     let (chain, revisions) = read.value;
+    session.saw(read.generation, chain.iter().map(|m| (m.id, m.rev)));
     Ok(Response::History(History {
         chain,
         revisions,
@@ -173,7 +174,7 @@ fn revisions_of(conn: &Connection, ids: &[i64]) -> Result<Vec<Revision>, StoreEr
     let marks = vec!["?"; ids.len()].join(", ");
     let sql = format!(
         "SELECT rev_id, memory_id, op, rev, content, subject, category, tier, status, metadata, \
-         superseded_by, updated_at, recorded_at, generation FROM memory_revisions \
+         superseded_by, updated_at, recorded_at, generation, tags FROM memory_revisions \
          WHERE memory_id IN ({marks}) ORDER BY rev_id"
     );
     let mut stmt = conn.prepare(&sql)?;
@@ -194,6 +195,9 @@ fn revisions_of(conn: &Connection, ids: &[i64]) -> Result<Vec<Revision>, StoreEr
                 updated_at: r.get(11)?,
                 recorded_at: r.get(12)?,
                 generation: r.get(13)?,
+                tags: r
+                    .get::<_, Option<String>>(14)?
+                    .map(|t| t.lines().map(str::to_string).collect()),
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;

@@ -14,7 +14,7 @@ pub(super) async fn handle(
     shared: &Shared,
 ) -> Result<Response, StoreError> {
     let now = OffsetDateTime::now_utc();
-    let changes = gate::check_update(&req, &session.who(), &shared.config(), now)?;
+    let changes = gate::check_update(&req, &session.who, &shared.config(), now)?;
     session.owns_session_rows |=
         req.scope.as_deref().and_then(gate::normalize_scope) == Some("session");
     // An update may reach superseded and archived rows (to restore them).
@@ -23,13 +23,13 @@ pub(super) async fn handle(
         include_archived: true,
         ..Filter::default()
     };
-    let view = gate::view(&filter, &session.who(), now)?;
+    let view = gate::view(&filter, &session.who, now)?;
     let (id, expect_rev) = (req.id, req.expect_rev);
     let (memory, generation) =
         super::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
             let current =
                 memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
-            check_rev(&current, expect_rev)?;
+            ctx.check_row(id, expect_rev)?;
             // The task rules need the row: its category and status.
             let mut changes = changes;
             gate::task_changes(&current, &mut changes)?;
@@ -42,22 +42,4 @@ pub(super) async fn handle(
         memory,
         generation,
     })))
-}
-
-/// Refuses a write made against another revision of the row.
-pub(super) fn check_rev(
-    current: &memd_proto::Memory,
-    expect_rev: Option<i64>,
-) -> Result<(), StoreError> {
-    match expect_rev {
-        Some(rev) if rev != current.rev => Err(StoreError::Conflict {
-            message: format!(
-                "memory {} is at rev {}, not the expected {rev}: it changed since you read it; \
-                 read it again and retry",
-                current.id, current.rev
-            ),
-            current_rev: Some(current.rev),
-        }),
-        _ => Ok(()),
-    }
 }

@@ -62,8 +62,9 @@ const INSTRUCTIONS: &str = "memd is a persistent memory shared by every session 
     `memory`): it is this session's memory block, and stays byte-for-byte the same until you \
     call memory_compacted. Search (memory_search) before answering questions earlier sessions \
     may have settled; store (memory_store) durable facts, decisions and preferences you learn, \
-    one statement each. If a write is refused with code `drift`, the memory changed outside \
-    this session: read it again (memory_get), then retry.";
+    one statement each. If a write is refused with code `drift`, the memory changed since this \
+    session last read it (another session or agent, memd itself, or another tool): read it \
+    again (memory_get), then retry; a retry without reading is refused again.";
 
 /// What changed, for resource-updated notifications.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

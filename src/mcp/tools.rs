@@ -97,7 +97,7 @@ pub fn specs() -> Vec<ToolSpec> {
             name: "memory_get",
             description: "Read one memory in full by id (content, category, tags, metadata, \
                 rev, timestamps). Use it before changing or forgetting a memory, so the change \
-                is made on what is really stored now. Returns {memory}.",
+                is made on what is really stored now. Returns {memory, generation}.",
             schema: object(
                 json!({"id": {"type": "integer", "description": ID}}),
                 &["id"],
@@ -124,10 +124,13 @@ pub fn specs() -> Vec<ToolSpec> {
         ToolSpec {
             name: "memory_update",
             description: "Correct or refine an existing memory in place (its old version stays \
-                in history). Give only the fields to change; `tags` replaces the tag set. If \
-                the memory changed outside this session since you last read it, the update is \
-                refused with a drift error: read it again with memory_get, then retry. Returns \
-                {memory} as stored now.",
+                in history). Give only the fields to change; `tags` replaces the tag set. \
+                Refused with a drift error (rule `row`) if anyone else — another session or \
+                agent, memd itself, another tool — changed this memory after you last read it \
+                (a memory you never read: after this session began); the error holds the \
+                memory as it is now (`current`) and who changed it. Read it with memory_get, \
+                then retry: a retry without reading is refused again. Changes to other \
+                memories never refuse it. Returns {memory, generation} as stored now.",
             schema: object(
                 json!({
                     "id": {"type": "integer", "description": ID},
@@ -145,8 +148,8 @@ pub fn specs() -> Vec<ToolSpec> {
             name: "memory_forget",
             description: "Delete a memory that is wrong or no longer useful (its last version \
                 stays in history). Prefer memory_supersede when a newer memory replaces it. \
-                Refused with a drift error if it changed outside this session since you last \
-                read it. Returns {id, forgotten, generation}.",
+                Refused with a drift error if anyone else changed it after you last read it \
+                (read it with memory_get, then retry). Returns {id, forgotten, generation}.",
             schema: object(
                 json!({
                     "id": {"type": "integer", "description": ID},

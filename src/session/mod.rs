@@ -1,31 +1,46 @@
-//! A session: one connection's identity and view (DESIGN.md "Drift" and
-//! "Frozen snapshot").
+//! A session: one connection's identity and view (the drift guard and the
+//! frozen snapshot).
 //!
 //! A session is created by the handshake and dropped with its connection:
 //! nothing of it outlives the connection.
+//!
+//! What the session has seen moves in one place, [`Session::saw`]: a read
+//! moves its seen generation and records the rows it showed in the read
+//! set; the session's own writes only record their rows
+//! ([`Session::wrote`]).
+//!
+//! # Layout
+//! - [`ident`]: a session's identity and the author of a write.
+//! - [`readset`]: the rows a session was shown, at which rev.
+//! - [`snapshot`]: the frozen memory block, as pure rendering rules.
 
+pub mod ident;
+pub mod readset;
 pub mod snapshot;
+
+use std::sync::{Arc, Mutex};
 
 use memd_proto::{DriftPolicy, Hello, Injection};
 
-use crate::store::Author;
-use crate::store::gate::Who;
+use ident::{Author, Who};
+use readset::ReadSet;
 
 /// One client session.
 #[derive(Debug)]
 pub struct Session {
-    /// Session key (owner of session-scope memories).
-    pub id: String,
-    /// Agent id (owner of agent-scope memories).
-    pub agent: String,
-    /// Namespace every request is confined to.
-    pub namespace: String,
+    /// Namespace, agent id (owner of agent-scope memories) and session key
+    /// (owner of session-scope memories).
+    pub who: Arc<Who>,
     /// Drift policy.
     pub policy: DriftPolicy,
     /// Inject character budget.
     pub budget: u32,
-    /// The generation this session has seen.
-    pub seen: u64,
+    /// The generation this session has seen (moved only by
+    /// [`Session::saw`]).
+    seen: u64,
+    /// The rows replies showed the session (the row rule), shared with the
+    /// writer thread while a write of the session runs.
+    reads: Arc<Mutex<ReadSet>>,
     /// Drift events are pushed to this session.
     pub subscribed: bool,
     /// A file the client is uploading (restore, import).
@@ -123,6 +138,7 @@ impl Session {
         generation: u64,
         default_policy: DriftPolicy,
         default_budget: u32,
+        read_set_rows: usize,
     ) -> Result<Session, String> {
         check_name("agent id", &hello.agent_id)?;
         check_name("namespace", &hello.namespace)?;
@@ -131,17 +147,21 @@ impl Session {
                 "inject budget {b} is above the maximum of {MAX_BUDGET_CHARS} characters"
             ));
         }
+        // A generation the database has not reached yet (from another file,
+        // or made up) would turn the guard off: it counts as now.
+        let seen = hello
+            .seen_generation
+            .map_or(generation, |seen| seen.min(generation));
         Ok(Session {
-            id: new_session_id(),
-            agent: hello.agent_id.clone(),
-            namespace: hello.namespace.clone(),
+            who: Arc::new(Who {
+                namespace: hello.namespace.clone(),
+                agent: hello.agent_id.clone(),
+                session: new_session_id(),
+            }),
             policy: hello.policy.unwrap_or(default_policy),
             budget: hello.budget.unwrap_or(default_budget),
-            // A generation the database has not reached yet (from another
-            // file, or made up) would turn the guard off: it counts as now.
-            seen: hello
-                .seen_generation
-                .map_or(generation, |seen| seen.min(generation)),
+            seen,
+            reads: Arc::new(Mutex::new(ReadSet::new(seen, read_set_rows))),
             subscribed: false,
             upload: None,
             snapshot: None,
@@ -150,13 +170,56 @@ impl Session {
         })
     }
 
-    /// Who writes, for the gate and the store's views.
-    pub fn who(&self) -> Who {
-        Who {
-            namespace: self.namespace.clone(),
-            agent: self.agent.clone(),
-            session: self.id.clone(),
+    /// Session key.
+    pub fn id(&self) -> &str {
+        &self.who.session
+    }
+
+    /// Agent id.
+    pub fn agent(&self) -> &str {
+        &self.who.agent
+    }
+
+    /// Namespace.
+    pub fn namespace(&self) -> &str {
+        &self.who.namespace
+    }
+
+    /// The generation this session has seen.
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// A reply read at `generation` showed the session `rows` (id, rev):
+    /// seen moves to `generation` (never back) and the read set records the
+    /// rows. The only way a session's view moves.
+    pub fn saw(&mut self, generation: u64, rows: impl IntoIterator<Item = (i64, i64)>) {
+        self.seen = self.seen.max(generation);
+        let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        for (id, rev) in rows {
+            reads.record(generation, id, rev);
         }
+    }
+
+    /// The session's own write left `rows` (id, rev) at `generation`: the
+    /// read set records them (the session knows what it wrote); seen does
+    /// not move.
+    pub fn wrote(&mut self, generation: u64, rows: impl IntoIterator<Item = (i64, i64)>) {
+        let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        for (id, rev) in rows {
+            reads.record(generation, id, rev);
+        }
+    }
+
+    /// The read set, for the writer thread's row checks.
+    pub fn reads(&self) -> Arc<Mutex<ReadSet>> {
+        self.reads.clone()
+    }
+
+    /// Rows in the read set and the bytes it holds.
+    pub fn read_set_size(&self) -> (usize, usize) {
+        let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        (reads.len(), reads.heap_bytes())
     }
 
     /// Drops the snapshot: the next inject rebuilds it (after the session's
@@ -168,10 +231,7 @@ impl Session {
 
     /// The author of this session's writes.
     pub fn author(&self) -> Author {
-        Author::Session {
-            id: self.id.clone(),
-            namespace: self.namespace.clone(),
-        }
+        Author::Session(self.who.clone())
     }
 }
 
@@ -214,9 +274,27 @@ mod tests {
 
     #[test]
     fn seen_starts_at_the_handshake_and_never_ahead_of_the_database() {
-        let open = |seen| Session::open(&hello(seen), 10, DriftPolicy::External, 4_000).unwrap();
-        assert_eq!(open(None).seen, 10);
-        assert_eq!(open(Some(7)).seen, 7);
-        assert_eq!(open(Some(99)).seen, 10);
+        let open =
+            |seen| Session::open(&hello(seen), 10, DriftPolicy::Standard, 4_000, 64).unwrap();
+        assert_eq!(open(None).seen(), 10);
+        assert_eq!(open(Some(7)).seen(), 7);
+        assert_eq!(open(Some(99)).seen(), 10);
+    }
+
+    #[test]
+    fn a_read_moves_seen_and_fills_the_read_set_an_own_write_only_fills_it() {
+        use readset::RowView;
+        let mut s = Session::open(&hello(None), 10, DriftPolicy::Standard, 4_000, 64).unwrap();
+        s.saw(12, [(1, 3)]);
+        assert_eq!(s.seen(), 12);
+        s.saw(11, []);
+        assert_eq!(s.seen(), 12, "seen never goes back");
+        s.wrote(15, [(2, 1)]);
+        assert_eq!(s.seen(), 12, "an own write is not a read");
+        let reads = s.reads();
+        let reads = reads.lock().unwrap();
+        assert_eq!(reads.view(1), RowView::Read { rev: 3 });
+        assert_eq!(reads.view(2), RowView::Read { rev: 1 });
+        assert_eq!(reads.view(3), RowView::Unread { floor: 10 });
     }
 }

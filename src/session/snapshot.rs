@@ -34,6 +34,8 @@ pub const HEADER: &str = "## Memory\n";
 pub struct Row {
     /// Memory id.
     pub id: i64,
+    /// The row's rev (the block's rows join the session's read set).
+    pub rev: i64,
     /// Category.
     pub category: String,
     /// Subject.
@@ -60,6 +62,8 @@ pub struct Rendered {
     pub included: u32,
     /// Length of the block in characters.
     pub chars: u32,
+    /// The memories in the block: (id, rev).
+    pub rows: Vec<(i64, i64)>,
 }
 
 /// Collects rows within a budget.
@@ -69,6 +73,8 @@ pub struct Builder {
     used: usize,
     /// Sections in the order their first memory was taken.
     sections: Vec<(String, Vec<String>)>,
+    /// The rows taken: (id, rev).
+    rows: Vec<(i64, i64)>,
     skipped_in_a_row: usize,
 }
 
@@ -130,6 +136,7 @@ impl Builder {
             budget,
             used: if budget < header { budget + 1 } else { header },
             sections: Vec::new(),
+            rows: Vec::new(),
             skipped_in_a_row: 0,
         }
     }
@@ -148,6 +155,7 @@ impl Builder {
         }
         self.used += cost;
         self.skipped_in_a_row = 0;
+        self.rows.push((row.id, row.rev));
         match section {
             Some(i) => self.sections[i].1.push(line),
             None => self.sections.push((row.category.clone(), vec![line])),
@@ -167,6 +175,7 @@ impl Builder {
                 block: String::new(),
                 included: 0,
                 chars: 0,
+                rows: Vec::new(),
             };
         }
         let mut block = String::with_capacity(self.used);
@@ -185,6 +194,7 @@ impl Builder {
             block,
             included,
             chars,
+            rows: self.rows,
         }
     }
 }
@@ -207,6 +217,7 @@ mod tests {
     fn row(id: i64, category: &str, content: &str) -> Row {
         Row {
             id,
+            rev: 1,
             category: category.into(),
             subject: None,
             content: content.into(),
@@ -228,6 +239,7 @@ mod tests {
             assert_eq!(b.offer(&r), Offer::Taken);
         }
         let r = b.finish();
+        assert_eq!(r.rows, [(3, 1), (1, 1), (7, 1), (9, 1)]);
         assert_eq!(
             r.block,
             "## Memory\n\n### Facts\n- #3 The deploy script lives in ops/deploy.sh.\n\

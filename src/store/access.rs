@@ -7,7 +7,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::{Author, Store, StoreError};
+use super::{Store, StoreError};
+use crate::session::ident::Author;
 
 /// Pending uses, by memory id.
 #[derive(Debug, Default)]

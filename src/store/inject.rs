@@ -41,7 +41,7 @@ pub fn build(
     // The ORDER BY matches the `memories_inject` index (schema v2) term for
     // term, so rows come in order straight from it, no sort.
     let sql = format!(
-        "SELECT m.id, m.category, m.subject, m.content FROM memories m WHERE {ELIGIBLE} \
+        "SELECT m.id, m.category, m.subject, m.content, m.rev FROM memories m WHERE {ELIGIBLE} \
          ORDER BY m.pinned DESC, m.tier, \
          (CASE m.importance WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END), \
          m.category, m.created_at, m.id"
@@ -54,6 +54,7 @@ pub fn build(
             category: r.get(1)?,
             subject: r.get(2)?,
             content: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+            rev: r.get(4)?,
         };
         builder.offer(&row);
         if builder.is_full() {

@@ -20,10 +20,10 @@ pub const COLUMNS: &str = "m.id, m.uid, m.namespace, m.scope, m.scope_owner, m.c
         WHERE t.memory_id = m.id ORDER BY tag)) AS tags, \
     m.superseded_by, m.superseded_at, m.dedupe_key, m.observation_count, m.confirmed_count, \
     m.last_confirmed_at, m.use_count, m.last_used_at, m.access_score, m.source, m.created_by, \
-    m.expires_at, m.created_at, m.updated_at, m.rev";
+    m.expires_at, m.created_at, m.updated_at, m.rev, m.changed_generation";
 
 /// Number of columns in [`COLUMNS`].
-pub const COLUMN_COUNT: usize = 30;
+pub const COLUMN_COUNT: usize = 31;
 
 /// Maps a row selected with [`COLUMNS`] (starting at column 0).
 ///
@@ -62,6 +62,7 @@ pub fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
         created_at: row.get(27)?,
         updated_at: row.get(28)?,
         rev: row.get(29)?,
+        changed_generation: row.get(30)?,
     })
 }
 
@@ -179,7 +180,7 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
         m.expires_at,
     ])?;
     let id = conn.last_insert_rowid();
-    add_tags(conn, id, &m.tags)?;
+    tags_of_new_row(conn, id, &m.tags)?;
     match &m.sketch {
         Some(sketch) => store_sketch(conn, id, sketch)?,
         None => set_sketch(conn, id, &m.content)?,
@@ -357,7 +358,7 @@ pub fn same_place_content(
 }
 
 /// Merges an add into an existing row: `observation_count + 1`, tags
-/// united. The content never changes.
+/// united (new tags are one change of the row). The content never changes.
 ///
 /// # Errors
 /// SQLite errors.
@@ -366,14 +367,72 @@ pub fn merge_into(conn: &Connection, id: i64, tags: &[String]) -> Result<(), Sto
         "UPDATE memories SET observation_count = observation_count + 1 WHERE id = ?1",
     )?
     .execute([id])?;
-    add_tags(conn, id, tags)
+    tag_edit(conn, id, true, |conn| add_tags(conn, id, tags))
 }
 
-/// Adds tags to a memory (existing ones are kept).
+/// Runs `f`, which changes the tags of row `id`, as one change of the row
+/// (schema v10's `memory_tag_edit`): the row's rev moves once if any tag
+/// changed and nothing else in the group moved it already — or never, when
+/// `counts` is false (the first tags of a row being created).
 ///
 /// # Errors
 /// SQLite errors.
-pub fn add_tags(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
+pub fn tag_edit<T>(
+    conn: &Connection,
+    id: i64,
+    counts: bool,
+    f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO memory_tag_edit (memory_id, rev, tags, generation, counts) \
+         SELECT id, rev, coalesce((SELECT group_concat(tag, char(10)) FROM \
+             (SELECT tag FROM memory_tags WHERE memory_id = ?1 ORDER BY tag)), ''), \
+         (SELECT CAST(value AS INTEGER) FROM memory_meta WHERE key = 'generation'), ?2 \
+         FROM memories WHERE id = ?1",
+    )?
+    .execute((id, counts))?;
+    let out = f(conn);
+    conn.prepare_cached("DELETE FROM memory_tag_edit WHERE memory_id = ?1")?
+        .execute([id])?;
+    out
+}
+
+/// Closes tag-edit groups left open (only a crash between statements of
+/// one transaction could leave one, and SQLite rolls those back; this is
+/// the belt to those braces): with a group open, other tools' tag changes of
+/// the row would not move its rev.
+///
+/// # Errors
+/// SQLite errors.
+pub fn close_stale_tag_edits(conn: &Connection) -> Result<(), StoreError> {
+    // Read first: a read-only database must still open.
+    let open: bool = conn.query_row("SELECT EXISTS (SELECT 1 FROM memory_tag_edit)", [], |r| {
+        r.get(0)
+    })?;
+    if open {
+        conn.execute("DELETE FROM memory_tag_edit", [])?;
+    }
+    Ok(())
+}
+
+/// The tags of a row being created (or wholly replaced): part of its
+/// creation, not a change of it.
+///
+/// # Errors
+/// SQLite errors.
+pub fn tags_of_new_row(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
+    if tags.is_empty() {
+        return Ok(());
+    }
+    tag_edit(conn, id, false, |conn| add_tags(conn, id, tags))
+}
+
+/// Adds tags to a memory (existing ones are kept). Each new tag is a change
+/// of the row unless the caller groups them with [`tag_edit`].
+///
+/// # Errors
+/// SQLite errors.
+fn add_tags(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
     let mut stmt =
         conn.prepare_cached("INSERT OR IGNORE INTO memory_tags (memory_id, tag) VALUES (?1, ?2)")?;
     for tag in tags {
@@ -382,11 +441,12 @@ pub fn add_tags(conn: &Connection, id: i64, tags: &[String]) -> Result<(), Store
     Ok(())
 }
 
-/// Replaces a memory's tag set, touching only the tags that change.
+/// Replaces a memory's tag set, touching only the tags that change. Call it
+/// inside a [`tag_edit`] group.
 ///
 /// # Errors
 /// SQLite errors.
-pub fn set_tags(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
+fn set_tags(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
     let current = tags_of(conn, id)?;
     let mut del =
         conn.prepare_cached("DELETE FROM memory_tags WHERE memory_id = ?1 AND tag = ?2")?;
@@ -730,6 +790,24 @@ pub struct Changes {
 /// # Errors
 /// SQLite errors.
 pub fn apply(conn: &Connection, current: &Memory, c: &Changes) -> Result<(), StoreError> {
+    match &c.tags {
+        // One change of the row: the columns and the tags together move the
+        // rev once.
+        Some(tags) => tag_edit(conn, current.id, true, |conn| {
+            apply_columns(conn, current, c)?;
+            set_tags(conn, current.id, tags)
+        })?,
+        None => apply_columns(conn, current, c)?,
+    }
+    if let Some((content, _)) = &c.content
+        && content != &current.content
+    {
+        set_sketch(conn, current.id, content)?;
+    }
+    Ok(())
+}
+
+fn apply_columns(conn: &Connection, current: &Memory, c: &Changes) -> Result<(), StoreError> {
     let mut sets: Vec<String> = Vec::new();
     let mut params: Vec<Value> = Vec::new();
     let set = |col: &str, v: Value, sets: &mut Vec<String>, params: &mut Vec<Value>| {
@@ -811,14 +889,89 @@ pub fn apply(conn: &Connection, current: &Memory, c: &Changes) -> Result<(), Sto
         );
         conn.execute(&sql, params_from_iter(params))?;
     }
-    if let Some(tags) = &c.tags {
-        set_tags(conn, current.id, tags)?;
-    }
-    if let Some((content, _)) = &c.content
-        && content != &current.content
-    {
-        set_sketch(conn, current.id, content)?;
-    }
+    Ok(())
+}
+
+/// Marks `old` as superseded by `new`, now, unless something supersedes it
+/// already; returns whether it did.
+///
+/// # Errors
+/// SQLite errors.
+pub fn supersede(conn: &Connection, old: i64, new: i64) -> Result<bool, StoreError> {
+    let n = conn
+        .prepare_cached(
+            "UPDATE memories SET superseded_by = ?1, superseded_at = ?2 \
+             WHERE id = ?3 AND superseded_by IS NULL",
+        )?
+        .execute((new, crate::clock::now(), old))?;
+    Ok(n > 0)
+}
+
+/// A row's rev and the generation of its last change, if the row exists.
+///
+/// # Errors
+/// SQLite errors.
+pub fn change_mark(conn: &Connection, id: i64) -> Result<Option<(i64, u64)>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT rev, changed_generation FROM memories WHERE id = ?1")?
+        .query_row([id], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+        })
+        .optional()?)
+}
+
+/// A row changed (or deleted) after some generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Changed {
+    /// The row.
+    pub id: i64,
+    /// The generation of the change.
+    pub generation: u64,
+    /// The change was its deletion.
+    pub deleted: bool,
+}
+
+/// At most `limit` rows changed or deleted after generation `after`,
+/// newest first (for the words of a drift refusal; it scans the table, and
+/// refusals are rare).
+///
+/// # Errors
+/// SQLite errors.
+pub fn changed_since(
+    conn: &Connection,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<Changed>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, g, deleted FROM ( \
+             SELECT id, changed_generation AS g, 0 AS deleted FROM memories \
+             WHERE changed_generation > ?1 \
+             UNION ALL \
+             SELECT memory_id, generation + 1, 1 FROM memory_revisions \
+             WHERE op = 'delete' AND generation >= ?1) \
+         ORDER BY g DESC LIMIT ?2",
+    )?;
+    let rows = stmt.query_map((after as i64, limit as i64), |r| {
+        Ok(Changed {
+            id: r.get(0)?,
+            generation: r.get::<_, i64>(1)?.max(0) as u64,
+            deleted: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Sets every row's last change to `generation` (after the database file
+/// was swapped: what sessions read of the old one says nothing of it).
+/// Not an edit: rev and the generation do not move.
+///
+/// # Errors
+/// SQLite errors.
+pub fn mark_all_changed(conn: &Connection, generation: u64) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE memories SET changed_generation = ?1",
+        [generation as i64],
+    )?;
     Ok(())
 }
 

@@ -35,7 +35,7 @@ use crate::config::{Config, Synchronous};
 use crate::drift::highwater::HighWater;
 
 pub use readers::Readers;
-pub use writer::{Author, Guard, Refusal, WriteCtx, Writer};
+pub use writer::{Guard, WriteCtx, Writer};
 
 /// What can go wrong in the store. Cloneable, so one commit failure can be
 /// reported to every request of its batch.
@@ -106,12 +106,8 @@ pub enum StoreError {
     #[error("the store is closed")]
     Closed,
     /// Refused by the drift guard: the session's view is stale.
-    #[error(
-        "refused: the memory changed outside this session since it last read \
-         (generation {} seen, {} now); nothing was written",
-        .0.observed, .0.actual
-    )]
-    Drift(Box<Refusal>),
+    #[error("{}", .0.message())]
+    Drift(Box<crate::drift::refusal::Refusal>),
 }
 
 impl From<rusqlite::Error> for StoreError {
@@ -224,6 +220,7 @@ impl Store {
             tracing::info!(copy = %copy.display(), "copied the database before upgrading it");
         }
         restrict_mode(path);
+        memories::close_stale_tag_edits(&conn)?;
         let generations = Arc::new(Generations::default());
         let mut highwater = HighWater::open(backup_dir);
         startup_generations(&conn, &generations, highwater.get())?;

@@ -69,6 +69,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "session ends",
         sql: include_str!("schema_v9.sql"),
     },
+    Migration {
+        version: 10,
+        name: "rev moves on every change; the generation of each row's last change",
+        sql: include_str!("schema_v10.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -103,6 +108,8 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("trigger", "memories_bi_stage"),
     ("trigger", "memories_ai_replaced"),
     ("table", "memory_session_ends"),
+    ("table", "memory_tag_edit"),
+    ("trigger", "memory_tag_edit_ad"),
 ];
 
 /// The on-disk schema version: 0 for an empty database.

@@ -6,6 +6,10 @@
 //! job's failure rolls back only that job — commits once, and only then
 //! answers each job (group commit: an acknowledged write is durable).
 //!
+//! Every commit that moves the generation is logged with its author
+//! ([`CommitLog`]): the drift guard traces each row's last change to a
+//! session, the daemon or an external writer through it.
+//!
 //! Every external-change check runs here, between batches (DESIGN.md
 //! "Drift"): each batch starts by reading the generation inside its write
 //! transaction, and the file watcher wakes the thread with [`Writer::check`]
@@ -20,35 +24,28 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
-use memd_proto::{DriftEvent, DriftNotice, DriftPolicy};
+use memd_proto::{DriftEvent, DriftNotice, DriftPolicy, RowDrift};
 use rusqlite::{Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
 use super::readers::Pool;
-use super::{Generations, Stats, StoreError, read_generation, schema};
+use super::{Generations, Stats, StoreError, memories, read_generation, schema};
 use crate::config::Config;
 use crate::drift::highwater::HighWater;
-use crate::drift::policy::{self, CommitLog, Decision, Facts, SessionCommit, WriteKind};
+use crate::drift::log::{Attribution, CommitLog, Committer};
+use crate::drift::policy::{self, Decision, Facts, RowFacts, WriteKind};
+use crate::drift::refusal::{self, Refusal, RowChange, RowRefusal, ViewRefusal};
+use crate::session::ident::{Author, Who};
+use crate::session::readset::{ReadSet, RowView};
 
-/// Who makes a write: it decides what counts as drift for whom.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Author {
-    /// A client session.
-    Session {
-        /// Session key.
-        id: String,
-        /// The session's namespace.
-        namespace: String,
-    },
-    /// The daemon itself (sweeps, embeddings, migrations).
-    Daemon,
-}
-
-/// How many session commits the log keeps.
+/// How many commits the log keeps.
 pub const COMMIT_LOG_LEN: usize = 65_536;
 
+/// Rows named in the message of a refusal on the whole view.
+const CHANGES_NAMED: usize = 3;
+
 /// What a session's write is checked against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Guard {
     /// The session's policy.
     pub policy: DriftPolicy,
@@ -56,20 +53,10 @@ pub struct Guard {
     pub seen: u64,
     /// Append or destructive.
     pub kind: WriteKind,
-}
-
-/// A refused write: what the session saw, what is there now, and the
-/// generation of the change it did not see.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// The session's seen generation.
-    pub observed: u64,
-    /// The generation in the refused transaction.
-    pub actual: u64,
-    /// Generation of the unseen change (backups are shared per cause).
-    pub cause: u64,
-    /// Absolute path of the backup, once written.
-    pub backup: Option<String>,
+    /// The session.
+    pub who: Arc<Who>,
+    /// The session's read set (the row rule).
+    pub reads: Arc<Mutex<ReadSet>>,
 }
 
 /// What a job sees while it runs: the connection inside the batch's
@@ -82,6 +69,8 @@ pub struct WriteCtx<'a> {
     /// Who submitted this job.
     pub author: &'a Author,
     log: &'a CommitLog,
+    guard: Option<Guard>,
+    wrote: Vec<i64>,
 }
 
 impl WriteCtx<'_> {
@@ -93,35 +82,152 @@ impl WriteCtx<'_> {
         read_generation(self.conn)
     }
 
-    /// Applies the drift policy: `Ok(None)` to go ahead, `Ok(Some(notice))`
-    /// to go ahead on a stale view (an append under `external`).
+    /// Applies the drift policy's rules on the session's whole view, and
+    /// keeps `guard` for the row checks of this job ([`WriteCtx::check_row`]):
+    /// `Ok(None)` to go ahead, `Ok(Some(notice))` to go ahead on a stale view
+    /// (an append under `standard` or `external`).
     ///
     /// # Errors
     /// [`StoreError::Drift`] when the write must be refused.
-    pub fn guard(&self, guard: &Guard) -> Result<Option<DriftNotice>, StoreError> {
-        let Author::Session { id, namespace } = self.author else {
-            return Ok(None);
-        };
+    pub fn guard(&mut self, guard: Guard) -> Result<Option<DriftNotice>, StoreError> {
         let current = self.generation()?;
         let facts = Facts {
             seen: guard.seen,
             external_epoch: self.generations.external_epoch.load(Ordering::Acquire),
-            other_session: self.log.newest_other_since(guard.seen, id, namespace),
+            other_session: self.log.newest_other_since(
+                guard.seen,
+                &guard.who.session,
+                &guard.who.namespace,
+            ),
             current,
         };
-        match policy::decide(guard.policy, guard.kind, &facts) {
+        let decision = policy::decide(guard.policy, guard.kind, &facts);
+        let seen = guard.seen;
+        self.guard = Some(guard);
+        match decision {
             Decision::Allow => Ok(None),
             Decision::Notice => Ok(Some(DriftNotice {
-                generation_observed: guard.seen,
+                generation_observed: seen,
                 generation_actual: current,
             })),
-            Decision::Refuse { cause } => Err(StoreError::Drift(Box::new(Refusal {
-                observed: guard.seen,
-                actual: current,
-                cause,
-                backup: None,
-            }))),
+            Decision::Refuse { cause, rule } => {
+                let (changes, more) = self.changes_since(seen)?;
+                Err(StoreError::Drift(Box::new(Refusal::View(ViewRefusal {
+                    rule,
+                    observed: seen,
+                    actual: current,
+                    cause,
+                    backup: None,
+                    changes,
+                    more,
+                }))))
+            }
         }
+    }
+
+    /// A few rows changed after generation `seen`, with their authors.
+    fn changes_since(&self, seen: u64) -> Result<(Vec<RowChange>, bool), StoreError> {
+        let mut found = memories::changed_since(self.conn, seen, CHANGES_NAMED + 1)?;
+        let more = found.len() > CHANGES_NAMED;
+        found.truncate(CHANGES_NAMED);
+        let changes = found
+            .into_iter()
+            .map(|c| RowChange {
+                id: c.id,
+                deleted: c.deleted,
+                by: refusal::changed_by(&self.log.author_of(c.generation)),
+            })
+            .collect();
+        Ok((changes, more))
+    }
+
+    /// The row rule, for a row this job is about to change (the drift guard
+    /// on one row), checked against the row as this transaction sees it.
+    /// With `expect_rev` the request names the version it is based on: a
+    /// mismatch is a conflict, a match passes. Jobs of the daemon pass.
+    ///
+    /// The row is remembered as written by this job (see
+    /// [`WriteCtx::wrote`]). A missing row passes: the job reports it.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] for an `expect_rev` mismatch,
+    /// [`StoreError::Drift`] for a row-rule refusal, SQLite errors.
+    pub fn check_row(&mut self, id: i64, expect_rev: Option<i64>) -> Result<(), StoreError> {
+        self.wrote.push(id);
+        let Some((rev_now, changed_generation)) = memories::change_mark(self.conn, id)? else {
+            return Ok(());
+        };
+        if let Some(rev) = expect_rev {
+            if rev == rev_now {
+                return Ok(());
+            }
+            return Err(StoreError::Conflict {
+                message: format!(
+                    "memory {id} is at rev {rev_now}, not the expected {rev}: it changed since \
+                     you read it; read it again and retry"
+                ),
+                current_rev: Some(rev_now),
+            });
+        }
+        let Some(guard) = &self.guard else {
+            return Ok(());
+        };
+        let view = guard
+            .reads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .view(id);
+        let author = self.log.author_of(changed_generation);
+        let changed_by_self = matches!(
+            &author,
+            Attribution::Known(Committer::Session(who)) if who.session == guard.who.session
+        );
+        let facts = RowFacts {
+            view,
+            rev_now,
+            changed_generation,
+            changed_by_self,
+        };
+        if policy::decide_row(guard.policy, &facts) {
+            return Ok(());
+        }
+        let current = memories::fetch(self.conn, id)?.ok_or(StoreError::NotFound(id))?;
+        Err(StoreError::Drift(Box::new(Refusal::Row(Box::new(
+            RowRefusal {
+                observed: guard.seen,
+                actual: self.generation()?,
+                row: RowDrift {
+                    changed_at: current.updated_at.clone(),
+                    current,
+                    changed_by: refusal::changed_by(&author),
+                    rev_seen: match view {
+                        RowView::Read { rev } => Some(rev),
+                        RowView::Unread { .. } => None,
+                    },
+                    rev_now,
+                },
+            },
+        )))))
+    }
+
+    /// Remembers that this job wrote row `id` (a row it created): the
+    /// session's read set gets the row's rev after the commit.
+    pub fn wrote(&mut self, id: i64) {
+        self.wrote.push(id);
+    }
+
+    /// The rows this job wrote that still exist, with their revs now.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn written_revs(&self) -> Result<Vec<(i64, i64)>, StoreError> {
+        let mut out = Vec::with_capacity(self.wrote.len());
+        for id in &self.wrote {
+            if let Some((rev, _)) = memories::change_mark(self.conn, *id)? {
+                out.push((*id, rev));
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -603,19 +709,21 @@ impl Thread {
                     generations: &self.generations,
                     author: &author,
                     log: &self.log,
+                    guard: None,
+                    wrote: Vec::new(),
                 };
                 job.run(&mut ctx)
             };
             if ok {
                 run_cached(&self.conn, "RELEASE job");
                 let after = read_generation(&self.conn).unwrap_or(before);
-                if let (Author::Session { id, namespace }, true) = (job.author(), after > before) {
+                if after > before {
                     // Logged at once: a later job of this batch must see it.
-                    self.log.push(SessionCommit {
-                        generation: after,
-                        session: id.clone(),
-                        namespace: namespace.clone(),
-                    });
+                    let by = match job.author() {
+                        Author::Session(who) => Committer::Session(who.clone()),
+                        Author::Daemon => Committer::Daemon,
+                    };
+                    self.log.push(before, after, by);
                     logged += 1;
                 }
             } else {
@@ -724,6 +832,7 @@ impl Thread {
         } else {
             format!("external write; repaired {}", repaired.join(", "))
         };
+        self.log.push(own, epoch, Committer::External);
         self.record_external(own, epoch, &reason);
         Ok(false)
     }
@@ -826,7 +935,11 @@ impl Thread {
         let g = read_generation(&self.conn)?;
         let epoch = g.max(own).max(self.generations.current()) + 1;
         set_generation(&self.conn, epoch)?;
-        self.log.reset(epoch);
+        // Every row of the new file counts as changed by it: a session's
+        // reads of the old file say nothing about the new one.
+        memories::mark_all_changed(&self.conn, epoch)?;
+        self.log.reset(epoch - 1);
+        self.log.push(epoch - 1, epoch, Committer::External);
         self.record_external(own, epoch, reason);
         self.persist_generations(epoch)?;
         self.last_data_version = data_version(&self.conn)?;

@@ -33,16 +33,7 @@ pub const MAX_SUBJECT_CHARS: usize = 200;
 /// Deepest nesting accepted in metadata.
 pub const MAX_METADATA_DEPTH: usize = 16;
 
-/// The session a request comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Who {
-    /// Namespace.
-    pub namespace: String,
-    /// Agent id.
-    pub agent: String,
-    /// Session key.
-    pub session: String,
-}
+pub use crate::session::ident::Who;
 
 /// Canonical scope for a name or alias (`user` → `agent`, `mission` and
 /// `lane` → `session`).
@@ -905,6 +896,7 @@ mod tests {
             created_at: "2026-01-01T00:00:00.000Z".into(),
             updated_at: "2026-01-01T00:00:00.000Z".into(),
             rev: 3,
+            changed_generation: 7,
         }
     }
 

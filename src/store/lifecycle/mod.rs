@@ -20,7 +20,8 @@ use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use super::search::rank::age_days;
-use super::{Author, Store, StoreError, memories};
+use super::{Store, StoreError, memories};
+use crate::session::ident::Author;
 use rules::{Counts, Facts, LifecycleConfig, Move};
 
 /// Sweeps kept in the log (`memory_sweeps`).

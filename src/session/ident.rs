@@ -1,0 +1,26 @@
+//! Who a request comes from: a session's identity, and the author of a
+//! write (a session or the daemon itself).
+
+use std::sync::Arc;
+
+/// A session's identity: the owner of its agent- and session-scope rows and
+/// the namespace every request of it is confined to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Who {
+    /// Namespace.
+    pub namespace: String,
+    /// Agent id.
+    pub agent: String,
+    /// Session key.
+    pub session: String,
+}
+
+/// Who makes a write: it decides what counts as drift for whom, and it is
+/// what the commit log remembers of each commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Author {
+    /// A client session.
+    Session(Arc<Who>),
+    /// The daemon itself (sweeps, embeddings, migrations).
+    Daemon,
+}

@@ -28,8 +28,12 @@ use crate::store::{StoreError, gate, read_generation};
 
 /// Largest chunk a fetch returns.
 const FETCH_MAX: u32 = 1024 * 1024;
-/// Entries imported per transaction.
-const IMPORT_CHUNK: usize = 500;
+/// Entries imported per transaction. Small on purpose: inside a job's
+/// savepoint every statement's own savepoint is released by truncating the
+/// in-memory sub-journal, a walk from its start, so a job's cost grows with
+/// the square of its rows (10K entries with tags: 500 per job 2.9 s, 100 per
+/// job 1.4 s, 50 per job 1.2 s).
+const IMPORT_CHUNK: usize = 100;
 
 /// Runs a sweep (one at a time).
 ///

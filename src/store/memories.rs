@@ -920,6 +920,49 @@ pub fn change_mark(conn: &Connection, id: i64) -> Result<Option<(i64, u64)>, Sto
         .optional()?)
 }
 
+/// The memd session recorded as the author of a row's last change, if the
+/// record still names that change: (session, agent).
+///
+/// # Errors
+/// SQLite errors.
+pub fn author(
+    conn: &Connection,
+    id: i64,
+    changed_generation: u64,
+) -> Result<Option<(String, String)>, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT session, agent FROM memory_authors WHERE memory_id = ?1 AND generation = ?2",
+        )?
+        .query_row((id, changed_generation as i64), |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?)
+}
+
+/// Records `who` as the author of row `id`'s last change if that change
+/// came after generation `since` (a change of the current write job);
+/// returns the row's rev, if the row exists.
+///
+/// # Errors
+/// SQLite errors.
+pub fn record_author(
+    conn: &Connection,
+    id: i64,
+    since: u64,
+    who: Option<(&str, &str)>,
+) -> Result<Option<i64>, StoreError> {
+    if let Some((session, agent)) = who {
+        conn.prepare_cached(
+            "INSERT OR REPLACE INTO memory_authors (memory_id, generation, session, agent) \
+             SELECT id, changed_generation, ?3, ?4 FROM memories \
+             WHERE id = ?1 AND changed_generation > ?2",
+        )?
+        .execute((id, since as i64, session, agent))?;
+    }
+    Ok(change_mark(conn, id)?.map(|(rev, _)| rev))
+}
+
 /// A row changed (or deleted) after some generation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Changed {

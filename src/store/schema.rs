@@ -110,6 +110,8 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("table", "memory_session_ends"),
     ("table", "memory_tag_edit"),
     ("trigger", "memory_tag_edit_ad"),
+    ("table", "memory_authors"),
+    ("trigger", "memories_ad_author"),
 ];
 
 /// The on-disk schema version: 0 for an empty database.

@@ -14,6 +14,24 @@
 -- * Revisions keep the row's tags (one per line, sorted; '' for none).
 
 ALTER TABLE memories ADD COLUMN changed_generation INTEGER NOT NULL DEFAULT 0;
+
+-- The memd session that made a row's last change, written by memd after
+-- the change: valid while `generation` equals the row's
+-- `changed_generation` (a later change by another tool, or by memd's own
+-- background work, leaves it stale, and then the daemon's commit log
+-- names the author). Triggers cannot know the session; this outlives the
+-- commit log, so a session's own change is always recognised as its own.
+CREATE TABLE memory_authors (
+    memory_id  INTEGER PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    session    TEXT NOT NULL,
+    agent      TEXT NOT NULL
+);
+
+CREATE TRIGGER memories_ad_author AFTER DELETE ON memories
+BEGIN
+    DELETE FROM memory_authors WHERE memory_id = OLD.id;
+END;
 ALTER TABLE memory_revisions ADD COLUMN tags TEXT;
 ALTER TABLE memory_replace_stage ADD COLUMN tags TEXT;
 

@@ -71,6 +71,8 @@ pub struct WriteCtx<'a> {
     log: &'a CommitLog,
     guard: Option<Guard>,
     wrote: Vec<i64>,
+    /// The generation when the job started.
+    start: u64,
 }
 
 impl WriteCtx<'_> {
@@ -177,7 +179,7 @@ impl WriteCtx<'_> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .view(id);
-        let author = self.log.author_of(changed_generation);
+        let author = self.author_of(id, changed_generation)?;
         let changed_by_self = matches!(
             &author,
             Attribution::Known(Committer::Session(who)) if who.session == guard.who.session
@@ -210,20 +212,43 @@ impl WriteCtx<'_> {
         )))))
     }
 
+    /// Who made the change of row `id` at generation `g`: the session
+    /// memd recorded for it, else the commit log's answer.
+    fn author_of(&self, id: i64, g: u64) -> Result<Attribution, StoreError> {
+        if let Some((session, agent)) = memories::author(self.conn, id, g)? {
+            let namespace = match self.log.author_of(g) {
+                Attribution::Known(Committer::Session(who)) => who.namespace.clone(),
+                _ => String::new(),
+            };
+            return Ok(Attribution::Known(Committer::Session(Arc::new(Who {
+                namespace,
+                agent,
+                session,
+            }))));
+        }
+        Ok(self.log.author_of(g))
+    }
+
     /// Remembers that this job wrote row `id` (a row it created): the
     /// session's read set gets the row's rev after the commit.
     pub fn wrote(&mut self, id: i64) {
         self.wrote.push(id);
     }
 
-    /// The rows this job wrote that still exist, with their revs now.
+    /// Ends the job's row bookkeeping: records this session as the author
+    /// of the rows the job changed, and returns the rows it wrote that
+    /// still exist, with their revs now.
     ///
     /// # Errors
     /// SQLite errors.
     pub fn written_revs(&self) -> Result<Vec<(i64, i64)>, StoreError> {
+        let who = match self.author {
+            Author::Session(who) => Some((who.session.as_str(), who.agent.as_str())),
+            Author::Daemon => None,
+        };
         let mut out = Vec::with_capacity(self.wrote.len());
         for id in &self.wrote {
-            if let Some((rev, _)) = memories::change_mark(self.conn, *id)? {
+            if let Some(rev) = memories::record_author(self.conn, *id, self.start, who)? {
                 out.push((*id, rev));
             }
         }
@@ -711,6 +736,7 @@ impl Thread {
                     log: &self.log,
                     guard: None,
                     wrote: Vec::new(),
+                    start: before,
                 };
                 job.run(&mut ctx)
             };

@@ -45,6 +45,37 @@ pub fn parse_time(s: &str) -> Option<String> {
     OffsetDateTime::parse(s.trim(), &Rfc3339).ok().map(format)
 }
 
+/// An event time: RFC 3339 (any offset), or a date or date and time without
+/// an offset, taken as UTC (`2023-05-08`, `2023-05-08T13:56`,
+/// `2023-05-08 13:56:07`), in the stored format.
+///
+/// # Errors
+/// A message naming the accepted forms.
+pub fn parse_event(s: &str) -> Result<String, String> {
+    use time::{Date, PrimitiveDateTime, Time};
+    let t = s.trim();
+    if let Some(at) = parse_time(t) {
+        return Ok(at);
+    }
+    let (date, clock) = match t.split_once(['T', ' ']) {
+        Some((d, c)) => (d, Some(c)),
+        None => (t, None),
+    };
+    let day = Date::parse(date, format_description!("[year]-[month]-[day]")).ok();
+    let time = match clock {
+        None => Some(Time::MIDNIGHT),
+        Some(c) => Time::parse(c, format_description!("[hour]:[minute]:[second]"))
+            .or_else(|_| Time::parse(c, format_description!("[hour]:[minute]")))
+            .ok(),
+    };
+    match (day, time) {
+        (Some(d), Some(t)) => Ok(format(PrimitiveDateTime::new(d, t).assume_utc())),
+        _ => Err(format!(
+            "`{s}` is neither an RFC 3339 time nor a date (2023-05-08, 2023-05-08T13:56)"
+        )),
+    }
+}
+
 /// A time given as a duration from now (`7d` = in 7 days) or RFC 3339; used
 /// for expiry.
 ///
@@ -96,6 +127,18 @@ mod tests {
         assert_eq!(parse_duration("-3d"), None);
         assert_eq!(parse_duration("3y"), None);
         assert_eq!(parse_duration("99999999999999999999d"), None);
+    }
+
+    #[test]
+    fn event_times_take_dates_and_times_without_an_offset_as_utc() {
+        let ok = |s: &str| parse_event(s).unwrap();
+        assert_eq!(ok("2023-05-08"), "2023-05-08T00:00:00.000Z");
+        assert_eq!(ok("2023-05-08T13:56"), "2023-05-08T13:56:00.000Z");
+        assert_eq!(ok("2023-05-08 13:56:07"), "2023-05-08T13:56:07.000Z");
+        assert_eq!(ok("2023-05-08T13:56:07+02:00"), "2023-05-08T11:56:07.000Z");
+        for bad in ["8 May 2023", "2023-13-01", "2023-05-08T25:00", ""] {
+            assert!(parse_event(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

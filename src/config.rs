@@ -582,6 +582,23 @@ impl Config {
                 "storage.max_batch must be at least 1".into(),
             ));
         }
+        for (key, value) in [
+            ("search.context_weight", self.search.context_weight),
+            ("search.date_weight", self.search.date_weight),
+            ("search.feedback_weight", self.search.feedback_weight),
+        ] {
+            if !value.is_finite() || !(0.0..=100.0).contains(&value) {
+                return Err((key, format!("{key} must be between 0 and 100")));
+            }
+        }
+        for (key, value) in [
+            ("search.feedback_docs", self.search.feedback_docs),
+            ("search.feedback_terms", self.search.feedback_terms),
+        ] {
+            if value > 50 {
+                return Err((key, format!("{key} must be at most 50")));
+            }
+        }
         self.embed.validate()?;
         if self.limits.max_content_bytes == 0 {
             return Err((

@@ -580,6 +580,12 @@ pub struct Memory {
     /// Generation of the row's last meaningful change: it moves exactly
     /// when `rev` moves, whoever made the change.
     pub changed_generation: i64,
+    /// The conversation or session the memory comes from, if any.
+    pub thread: Option<String>,
+    /// Its position in the thread.
+    pub thread_pos: Option<i64>,
+    /// When what it tells happened (RFC 3339), if not when it was stored.
+    pub occurred_at: Option<String>,
 }
 
 /// Store a memory.
@@ -611,6 +617,15 @@ pub struct AddRequest {
     pub supersedes: Option<i64>,
     /// Metadata as a JSON object text; `None` for `{}`.
     pub metadata: Option<String>,
+    /// The conversation or session it comes from (a thread id): search
+    /// reads it with its neighbours in the thread.
+    pub thread: Option<String>,
+    /// Its position in the thread; `None` puts it after the thread's last.
+    /// A thread position that already holds a memory is not added again.
+    pub position: Option<i64>,
+    /// When what it tells happened: an RFC 3339 time or a date
+    /// (`2023-05-08`, `2023-05-08T13:56`, UTC).
+    pub occurred_at: Option<String>,
 }
 
 /// Outcome of an add (DESIGN.md "Write gate").

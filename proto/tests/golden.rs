@@ -39,6 +39,9 @@ fn memory() -> Memory {
         updated_at: "2026-06-07T17:30:00.000Z".into(),
         rev: 3,
         changed_generation: 9,
+        thread: Some("deploy-review".into()),
+        thread_pos: Some(4),
+        occurred_at: Some("2026-06-07T16:00:00.000Z".into()),
     }
 }
 
@@ -92,6 +95,9 @@ fn requests() -> Vec<(&'static str, Request)> {
                 expires: Some("7d".into()),
                 supersedes: Some(3),
                 metadata: Some(r#"{"k":"v"}"#.into()),
+                thread: Some("build-chat".into()),
+                position: Some(7),
+                occurred_at: Some("2026-06-07".into()),
             }),
         ),
         (

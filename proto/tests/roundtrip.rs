@@ -166,6 +166,9 @@ fn memory() -> impl Strategy<Value = Memory> {
                 created_at: "t".into(),
                 updated_at: "t".into(),
                 changed_generation: rev.wrapping_add(1),
+                thread: Some(format!("t{}", rev.rem_euclid(7))),
+                thread_pos: superseded_by,
+                occurred_at: None,
                 rev,
             },
         )

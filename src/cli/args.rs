@@ -99,6 +99,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Import an export or a drift backup (idempotent by uid)
     Import(ImportArgs),
+    /// Store a conversation transcript, one memory per turn, in its thread
+    /// (idempotent)
+    Ingest(IngestArgs),
     /// Write a consistent online copy of the database (a SQLite file)
     Backup(RestoreArgs),
     /// Replace the database with a SQLite file (e.g. a copy of memory.db)
@@ -204,6 +207,16 @@ pub struct AddArgs {
     /// This memory replaces memory ID
     #[arg(long, value_name = "ID")]
     pub supersedes: Option<i64>,
+    /// The conversation or session it comes from (search reads it with its
+    /// neighbours in the thread)
+    #[arg(long, value_name = "ID")]
+    pub thread: Option<String>,
+    /// Its position in the thread (default: after the thread's last)
+    #[arg(long, value_name = "N", requires = "thread")]
+    pub position: Option<i64>,
+    /// When what it tells happened: RFC 3339, or a date (2023-05-08)
+    #[arg(long = "at", value_name = "TIME")]
+    pub occurred_at: Option<String>,
 }
 
 /// `get`.
@@ -454,6 +467,22 @@ pub struct ImportArgs {
     /// Overwrite memories whose uid exists (a destructive write)
     #[arg(long)]
     pub replace: bool,
+}
+
+/// `ingest`.
+#[derive(Debug, Clone, Args)]
+pub struct IngestArgs {
+    /// The transcript (JSON lines; `-` reads stdin)
+    pub file: PathBuf,
+    /// auto, turns (memd's turn lines) or claude-code
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    /// Thread of turn lines that name none (default: the file's name)
+    #[arg(long, value_name = "ID")]
+    pub thread: Option<String>,
+    /// Category of turns that name none (default: episode)
+    #[arg(long, short = 'c')]
+    pub category: Option<String>,
 }
 
 /// `restore`.

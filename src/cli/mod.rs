@@ -9,6 +9,7 @@
 //! - [`service`]: `memd service install|uninstall|status`.
 
 pub mod args;
+pub mod ingest;
 pub mod output;
 pub mod service;
 pub mod settings;
@@ -270,6 +271,34 @@ fn content_from(
         .map_err(|_| CliError::Usage("the content is not valid UTF-8".into()))
 }
 
+/// `ingest`: reads the transcript here, adds its turns one by one.
+async fn ingest_file(
+    a: args::IngestArgs,
+    client: &mut Client,
+    stdin_allowed: bool,
+) -> Result<Output, CliError> {
+    let format = ingest::Format::parse(&a.format).map_err(CliError::Usage)?;
+    let from_stdin = a.file.as_os_str() == "-";
+    let text = if from_stdin {
+        content_from(Some("-".into()), None, stdin_allowed)?
+    } else {
+        content_from(None, Some(&a.file), stdin_allowed)?
+    }
+    .unwrap_or_default();
+    let default_thread = a.thread.clone().unwrap_or_else(|| {
+        if from_stdin {
+            "stdin".into()
+        } else {
+            a.file
+                .file_stem()
+                .map_or_else(|| "transcript".into(), |s| s.to_string_lossy().into_owned())
+        }
+    });
+    let parsed = ingest::parse(&text, format, &default_thread, a.category.as_deref());
+    let counts = ingest::send(client, parsed).await?;
+    Ok(output::ingested(&counts))
+}
+
 fn metadata_json(meta: &[(String, String)]) -> Option<String> {
     if meta.is_empty() {
         return None;
@@ -306,6 +335,9 @@ fn filter(f: &FilterArgs) -> Filter {
 
 fn add_request(content: String, f: MemoryFields, supersedes: Option<i64>) -> AddRequest {
     AddRequest {
+        thread: None,
+        position: None,
+        occurred_at: None,
         content,
         category: f.category,
         subject: f.subject,
@@ -337,7 +369,12 @@ pub async fn execute(
             let content = content_from(a.text, a.file.as_deref(), stdin_allowed)?
                 .ok_or_else(|| CliError::Usage("add needs TEXT, `-` (stdin) or --file F".into()))?;
             let r = client
-                .add(add_request(content, a.fields, a.supersedes))
+                .add(AddRequest {
+                    thread: a.thread,
+                    position: a.position,
+                    occurred_at: a.occurred_at,
+                    ..add_request(content, a.fields, a.supersedes)
+                })
                 .await?;
             Ok(output::added(&r))
         }
@@ -497,6 +534,7 @@ pub async fn execute(
                 client.import(file, a.replace).await?,
             ))
         }
+        Command::Ingest(a) => ingest_file(a, client, stdin_allowed).await,
         Command::Backup(a) => {
             let (out, file) = OutFile::create(&a.file)?;
             let (info, bytes) = client.backup(file).await?;

@@ -119,6 +119,35 @@ pub fn added(r: &AddResult) -> Output {
     }
 }
 
+/// `ingest`.
+pub fn ingested(c: &super::ingest::Counts) -> Output {
+    let mut fields = Map::new();
+    for (k, v) in [
+        ("lines", c.lines),
+        ("turns", c.turns),
+        ("added", c.added),
+        ("existing", c.existing),
+        ("rejected", c.rejected),
+        ("skipped", c.skipped),
+        ("invalid", c.invalid),
+    ] {
+        fields.insert(k.into(), v.into());
+    }
+    fields.insert("errors".into(), c.errors.clone().into());
+    let mut human = format!(
+        "{} turns: {} added, {} already stored, {} refused by the write gate; {} lines without \
+         a turn, {} unreadable",
+        c.turns, c.added, c.existing, c.rejected, c.skipped, c.invalid
+    );
+    for e in &c.errors {
+        human.push_str(&format!("\n  {e}"));
+    }
+    Output {
+        json: success(fields),
+        human,
+    }
+}
+
 /// `get` and `update` (with the generation of the read or write), `confirm`
 /// and task moves.
 pub fn memory(m: &Memory, generation: Option<u64>, verb: Option<&str>) -> Output {

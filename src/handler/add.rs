@@ -44,7 +44,10 @@ pub(super) async fn handle(
         Some(_) => WriteKind::Destructive,
         None => WriteKind::Append,
     };
-    let dedup = shared.config().gate.dedup && supersedes.is_none();
+    // A memory from a thread is an event at its place in the thread, not a
+    // statement: it is never merged into another; the same thread position
+    // added again is the same memory (a transcript imported twice).
+    let dedup = shared.config().gate.dedup && supersedes.is_none() && new.thread.is_none();
     let threshold = shared.config().gate.near_duplicate_threshold;
     let now = crate::clock::format(now);
     // The shingles and the sketch are computed here, off the writer thread:
@@ -73,6 +76,15 @@ pub(super) async fn handle(
                 });
             }
             ctx.check_row(old, None)?;
+        }
+        if let (Some(thread), Some(pos)) = (&new.thread, new.thread_pos)
+            && let Some(id) = memories::at_thread_position(ctx.conn, &new.namespace, thread, pos)?
+        {
+            result.id = Some(id);
+            result.deduped = true;
+            result.reason = Some("duplicate".into());
+            result.generation = ctx.generation()?;
+            return Ok(result);
         }
         if dedup && let Some(id) = memories::find_duplicate(ctx.conn, &new, &now)? {
             // A merge changes that row: it is checked like an update.

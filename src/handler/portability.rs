@@ -378,6 +378,9 @@ const IMPORT_COLUMNS: &[&str] = &[
     "created_at",
     "updated_at",
     "rev",
+    "thread",
+    "thread_pos",
+    "occurred_at",
 ];
 
 /// An entry of an import document; one without a namespace goes to the
@@ -463,6 +466,9 @@ fn entry(v: &Value, session_namespace: &str) -> Result<Entry, String> {
         V::Text(text("created_at").unwrap_or_else(|| now.clone())),
         V::Text(text("updated_at").unwrap_or(now)),
         V::Integer(int("rev").unwrap_or(1)),
+        opt(text("thread").filter(|t| !t.trim().is_empty())),
+        int("thread_pos").map_or(V::Null, V::Integer),
+        opt(text("occurred_at")),
     ];
     Ok(Entry {
         source_id: int("id"),

@@ -402,6 +402,9 @@ pub fn command(name: &str, args: Map<String, Value>) -> Result<Command, ToolErro
                     ..MemoryFields::default()
                 },
                 supersedes: a.supersedes,
+                thread: None,
+                position: None,
+                occurred_at: None,
             })
         }
         "memory_search" => {

@@ -20,10 +20,11 @@ pub const COLUMNS: &str = "m.id, m.uid, m.namespace, m.scope, m.scope_owner, m.c
         WHERE t.memory_id = m.id ORDER BY tag)) AS tags, \
     m.superseded_by, m.superseded_at, m.dedupe_key, m.observation_count, m.confirmed_count, \
     m.last_confirmed_at, m.use_count, m.last_used_at, m.access_score, m.source, m.created_by, \
-    m.expires_at, m.created_at, m.updated_at, m.rev, m.changed_generation";
+    m.expires_at, m.created_at, m.updated_at, m.rev, m.changed_generation, m.thread, \
+    m.thread_pos, m.occurred_at";
 
 /// Number of columns in [`COLUMNS`].
-pub const COLUMN_COUNT: usize = 31;
+pub const COLUMN_COUNT: usize = 34;
 
 /// Maps a row selected with [`COLUMNS`] (starting at column 0).
 ///
@@ -63,6 +64,9 @@ pub fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
         updated_at: row.get(28)?,
         rev: row.get(29)?,
         changed_generation: row.get(30)?,
+        thread: row.get(31)?,
+        thread_pos: row.get(32)?,
+        occurred_at: row.get(33)?,
     })
 }
 
@@ -87,6 +91,12 @@ pub struct NewMemory {
     pub scope: String,
     /// Owner for agent/session scope.
     pub scope_owner: Option<String>,
+    /// The thread it comes from.
+    pub thread: Option<String>,
+    /// Its position in the thread (`None`: after the thread's last).
+    pub thread_pos: Option<i64>,
+    /// When what it tells happened (stored time format).
+    pub occurred_at: Option<String>,
     /// The text.
     pub content: String,
     /// Subject.
@@ -131,6 +141,9 @@ impl NewMemory {
             namespace: "default".into(),
             scope: "project".into(),
             scope_owner: None,
+            thread: None,
+            thread_pos: None,
+            occurred_at: None,
             content: content.into(),
             subject: None,
             category: "note".into(),
@@ -156,10 +169,14 @@ impl NewMemory {
 /// # Errors
 /// SQLite errors.
 pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
+    // A threaded memory without a position goes after the thread's last.
     let mut stmt = conn.prepare_cached(
         "INSERT INTO memories (namespace, scope, scope_owner, content, subject, category, tier, \
          importance, confidence, pinned, status, metadata, dedupe_key, source, created_by, \
-         expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+         expires_at, thread, thread_pos, occurred_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+         ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
+         CASE WHEN ?17 IS NULL THEN NULL ELSE coalesce(?18, (SELECT coalesce(max(thread_pos), 0) \
+             + 1 FROM memories WHERE namespace = ?1 AND thread = ?17)) END, ?19)",
     )?;
     stmt.execute(rusqlite::params![
         m.namespace,
@@ -178,6 +195,9 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
         m.source,
         m.created_by,
         m.expires_at,
+        m.thread,
+        m.thread_pos,
+        m.occurred_at,
     ])?;
     let id = conn.last_insert_rowid();
     tags_of_new_row(conn, id, &m.tags)?;
@@ -243,6 +263,26 @@ pub fn backfill(conn: &Connection, ids: &[i64]) -> Result<usize, StoreError> {
         n += usize::from(no_key || no_sketch);
     }
     Ok(n)
+}
+
+/// The memory at a thread position, if one is there (any status): a
+/// transcript turn added again is the same memory.
+///
+/// # Errors
+/// SQLite errors.
+pub fn at_thread_position(
+    conn: &Connection,
+    namespace: &str,
+    thread: &str,
+    pos: i64,
+) -> Result<Option<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT id FROM memories WHERE namespace = ?1 AND thread = ?2 AND thread_pos = ?3 \
+             ORDER BY id LIMIT 1",
+        )?
+        .query_row((namespace, thread, pos), |r| r.get(0))
+        .optional()?)
 }
 
 /// Rows that count for dedup: active (not superseded, not archived, not

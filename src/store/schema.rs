@@ -74,6 +74,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "rev moves on every change; the generation of each row's last change",
         sql: include_str!("schema_v10.sql"),
     },
+    Migration {
+        version: 11,
+        name: "threads, event time, context and date in the search index",
+        sql: include_str!("schema_v11.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -112,6 +117,7 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("trigger", "memory_tag_edit_ad"),
     ("table", "memory_authors"),
     ("trigger", "memories_ad_author"),
+    ("view", "memories_fts_source"),
 ];
 
 /// The on-disk schema version: 0 for an empty database.
@@ -248,7 +254,12 @@ fn normalized_sql(sql: &str) -> String {
 /// recreating one that was dropped outside memd.
 pub fn definition_of(name: &str) -> Option<String> {
     for m in MIGRATIONS.iter().rev() {
-        for prefix in ["CREATE TRIGGER ", "CREATE VIRTUAL TABLE ", "CREATE TABLE "] {
+        for prefix in [
+            "CREATE TRIGGER ",
+            "CREATE VIRTUAL TABLE ",
+            "CREATE TABLE ",
+            "CREATE VIEW ",
+        ] {
             let start = format!("{prefix}{name} ");
             let Some(at) = m.sql.find(&start) else {
                 continue;
@@ -276,7 +287,7 @@ mod tests {
         assert_eq!(current_version(&conn).unwrap(), 0);
         assert!(migrate(&mut conn, dir.path()).unwrap().is_none());
         assert_eq!(current_version(&conn).unwrap(), latest_version());
-        assert!(missing_objects(&conn).unwrap().is_empty());
+        assert_eq!(missing_objects(&conn).unwrap(), Vec::<String>::new());
         // Idempotent.
         assert!(migrate(&mut conn, dir.path()).unwrap().is_none());
     }
@@ -343,10 +354,10 @@ mod tests {
             if *name == "memories" || *name == "memory_meta" {
                 continue;
             }
-            let drop = if *kind == "trigger" {
-                "TRIGGER"
-            } else {
-                "TABLE"
+            let drop = match *kind {
+                "trigger" => "TRIGGER",
+                "view" => "VIEW",
+                _ => "TABLE",
             };
             conn.execute_batch(&format!("DROP {drop} {name}")).unwrap();
             let missing = missing_objects(&conn).unwrap();
@@ -370,7 +381,7 @@ mod tests {
         conn.execute_batch(
             "DROP TRIGGER memories_ai;
              CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-                 INSERT OR REPLACE INTO memories_fts (rowid, content, subject)
+                 INSERT OR REPLACE INTO memories_fts (rowid, content, subject, ctx, date)
                      VALUES (NEW.id, NEW.content, NEW.subject);
              END;",
         )

@@ -1056,8 +1056,8 @@ fn repair_schema(conn: &Connection) -> Result<Vec<String>, StoreError> {
     }
     conn.execute_batch(
         "DELETE FROM memories_fts;
-         INSERT INTO memories_fts (rowid, content, subject)
-             SELECT id, content, subject FROM memories;",
+         INSERT INTO memories_fts (rowid, content, subject, ctx, date)
+             SELECT id, content, subject, ctx, date FROM memories_fts_source;",
     )?;
     Ok(missing)
 }

@@ -388,6 +388,45 @@ fn expires(e: Option<&str>, now: OffsetDateTime) -> Result<Option<String>, Store
     }
 }
 
+/// Longest thread id, in characters.
+pub const MAX_THREAD_CHARS: usize = 256;
+
+/// A thread id: trimmed, non-empty, no control characters.
+fn thread(t: Option<&str>) -> Result<Option<String>, StoreError> {
+    let Some(t) = t.map(str::trim) else {
+        return Ok(None);
+    };
+    if t.is_empty() {
+        return Err(StoreError::InvalidInput(
+            "thread: the thread id is empty".into(),
+        ));
+    }
+    if t.chars().count() > MAX_THREAD_CHARS {
+        return Err(StoreError::InvalidInput(format!(
+            "thread: the thread id is longer than {MAX_THREAD_CHARS} characters"
+        )));
+    }
+    if t.chars().any(char::is_control) {
+        return Err(StoreError::InvalidInput(
+            "thread: the thread id contains control characters".into(),
+        ));
+    }
+    Ok(Some(t.to_string()))
+}
+
+/// A position in a thread: only with a thread, never negative.
+fn thread_pos(thread: Option<&str>, pos: Option<i64>) -> Result<Option<i64>, StoreError> {
+    match (thread, pos) {
+        (None, Some(_)) => Err(StoreError::InvalidInput(
+            "position: a position needs a thread".into(),
+        )),
+        (_, Some(p)) if p < 0 => Err(StoreError::InvalidInput(format!(
+            "position: {p} is negative"
+        ))),
+        (_, p) => Ok(p),
+    }
+}
+
 /// A task status given in metadata: one of the task states.
 fn task_state(value: &serde_json::Value) -> Result<String, StoreError> {
     let state = match value {
@@ -517,6 +556,16 @@ pub fn check_add(
         namespace: who.namespace.clone(),
         scope,
         scope_owner,
+        thread: thread(req.thread.as_deref())?,
+        thread_pos: thread_pos(req.thread.as_deref(), req.position)?,
+        occurred_at: req
+            .occurred_at
+            .as_deref()
+            .map(|s| {
+                clock::parse_event(s)
+                    .map_err(|m| StoreError::InvalidInput(format!("occurred_at: {m}")))
+            })
+            .transpose()?,
         dedupe_key: dedupe_key(&content),
         content,
         subject,
@@ -897,6 +946,9 @@ mod tests {
             updated_at: "2026-01-01T00:00:00.000Z".into(),
             rev: 3,
             changed_generation: 7,
+            thread: None,
+            thread_pos: None,
+            occurred_at: None,
         }
     }
 

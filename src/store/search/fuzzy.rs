@@ -387,6 +387,7 @@ pub fn candidates(
     view: &View,
     fetch: u32,
     vocab: Option<&Terms>,
+    weights: &super::lexical::Weights,
 ) -> Result<Vec<Candidate>, StoreError> {
     let query_words = words::query_words(text);
     let terms = expand(conn, &query_words, vocab)?;
@@ -400,7 +401,7 @@ pub fn candidates(
         .join(" OR ");
     // Stems as query terms: FTS stems them again, which leaves stems alone
     // in all but rare cases.
-    let mut rows = super::lexical::candidates(conn, &fts, view, fetch)?;
+    let mut rows = super::lexical::candidates(conn, &fts, view, fetch, weights)?;
     let best_bm25 = rows.iter().map(|c| c.raw).fold(0.0, f64::max);
     for c in &mut rows {
         let rel = if best_bm25 > 0.0 {

@@ -1,4 +1,5 @@
-//! Lexical search: FTS5 BM25 over content and subject.
+//! Lexical search: FTS5 BM25 over a memory's content, subject, thread
+//! context and date words (schema v11), each column with its weight.
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, params_from_iter};
@@ -6,6 +7,28 @@ use rusqlite::{Connection, params_from_iter};
 use super::super::StoreError;
 use super::super::memories::View;
 use super::Candidate;
+
+/// BM25 weights of the index's columns besides content (1.0) and subject
+/// (2.0).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weights {
+    /// The thread context: the text of the memory's neighbours.
+    pub context: f64,
+    /// The date words.
+    pub date: f64,
+}
+
+impl Weights {
+    /// The `bm25()` call with these weights.
+    fn bm25(&self) -> String {
+        // Formatted with all their digits: the statement is cached per
+        // text, and the weights change only with the config.
+        format!(
+            "bm25(memories_fts, 1.0, 2.0, {:?}, {:?})",
+            self.context, self.date
+        )
+    }
+}
 
 /// Up to `fetch` rows matching an FTS5 query under the view's filters, best
 /// BM25 first, with their BM25 (higher is better). Only what ranking needs
@@ -26,15 +49,49 @@ pub fn candidates(
     fts_query: &str,
     view: &View,
     fetch: u32,
+    weights: &Weights,
 ) -> Result<Vec<Candidate>, StoreError> {
     let mut window = i64::from(fetch.max(1)) * 2;
     loop {
-        let (rows, matched) = window_candidates(conn, fts_query, view, fetch, window)?;
+        let (rows, matched) = window_candidates(conn, fts_query, view, fetch, window, weights)?;
         if rows.len() >= fetch as usize || matched < window {
             return Ok(rows);
         }
         window = window.saturating_mul(8);
     }
+}
+
+/// The BM25 (higher is better) of an FTS5 query for the rows it matches
+/// with ids in `lo..=hi`, with the whole index's statistics: what the query
+/// adds to those rows' scores.
+///
+/// One scan of the query's doclist within the range: FTS5 computes a
+/// phrase's document frequency once per scan, so looking rows up one by
+/// one (`rowid IN (…)`) would count the whole doclist again for each row.
+///
+/// # Errors
+/// As [`candidates`].
+pub fn scores_in_range(
+    conn: &Connection,
+    fts_query: &str,
+    lo: i64,
+    hi: i64,
+    weights: &Weights,
+) -> Result<Vec<(i64, f64)>, StoreError> {
+    let sql = format!(
+        "SELECT rowid, {} FROM memories_fts WHERE memories_fts MATCH ?1 \
+         AND rowid BETWEEN ?2 AND ?3",
+        weights.bm25()
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map((fts_query, lo, hi), |r| {
+        Ok((r.get(0)?, -r.get::<_, f64>(1)?))
+    });
+    rows.and_then(|r| r.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| match fts_error(&e) {
+            Some(msg) => StoreError::InvalidInput(format!("invalid FTS query: {msg}")),
+            None => StoreError::from(e),
+        })
 }
 
 /// One round of [`candidates`]: the `window` best matches by BM25, those
@@ -45,17 +102,19 @@ fn window_candidates(
     view: &View,
     fetch: u32,
     window: i64,
+    weights: &Weights,
 ) -> Result<(Vec<Candidate>, i64), StoreError> {
     let mut params = vec![Value::Text(fts_query.to_string()), Value::Integer(window)];
     // CROSS JOIN keeps the window the outer loop: a plain JOIN lets the
     // planner walk the whole namespace and look each row up.
-    let mut sql = String::from(
+    let mut sql = format!(
         "WITH top AS MATERIALIZED (\
-           SELECT rowid AS id, bm25(memories_fts, 1.0, 2.0) AS score FROM memories_fts \
+           SELECT rowid AS id, {} AS score FROM memories_fts \
            WHERE memories_fts MATCH ?1 ORDER BY score, rowid DESC LIMIT ?2) \
          SELECT m.id, m.content, m.subject, m.category, m.pinned, m.updated_at, top.score, \
            (SELECT count(*) FROM top) \
          FROM top CROSS JOIN memories m ON m.id = top.id WHERE 1",
+        weights.bm25()
     );
     view.push_conditions(&mut sql, &mut params);
     params.push(Value::Integer(i64::from(fetch)));

@@ -4,7 +4,9 @@
 //!
 //! # Layout
 //! - [`words`]: query words, stopwords, the plain FTS query.
-//! - [`lexical`]: BM25 candidates under the view's filters.
+//! - [`lexical`]: BM25 candidates under the view's filters, over a
+//!   memory's text, its thread context and its date words.
+//! - [`feedback`]: words of the best first-pass hits, searched too (pure).
 //! - [`fuzzy`]: vocabulary expansion, edit distance, re-ranking.
 //! - [`semantic`]: cosine candidates among the visible rows.
 //! - [`fusion`]: how hybrid merges the two rankings (pure).
@@ -15,6 +17,7 @@
 //! `[search] fuzzy_below` hits (fuzzy hits come after the lexical ones).
 //! Every hit says how it matched.
 
+pub mod feedback;
 pub mod fusion;
 pub mod fuzzy;
 pub mod lexical;
@@ -97,18 +100,56 @@ fn coverage(query_words: &[String], text: &str) -> f64 {
     let tokens = words::tokens(text);
     let hit = query_words
         .iter()
-        .filter(|w| {
-            tokens.iter().any(|t| {
-                if t == *w {
-                    return true;
-                }
-                let n = w.len().min(t.len());
-                let k = n.saturating_sub(2).max(4);
-                n >= 4 && k <= n && w.get(..k).is_some() && w.get(..k) == t.get(..k)
-            })
-        })
+        .filter(|w| tokens.iter().any(|t| words::same_word(w, t)))
         .count();
     hit as f64 / query_words.len() as f64
+}
+
+/// Pseudo-relevance feedback on first-pass rows: the words of the best
+/// hits ([`feedback::expansion`]) re-score the rows, each gaining
+/// `weight × BM25` of each added word it matches (FTS5's BM25 of an OR
+/// query is the sum of its words' scores, so this is the BM25 of a
+/// weighted query). Only rows that match the query join: a row that shares
+/// words with the best hits but none with the question is not a lexical
+/// hit.
+fn with_feedback(
+    conn: &Connection,
+    q: &Query<'_>,
+    query_words: &[String],
+    rows: &mut [Candidate],
+    weights: &lexical::Weights,
+) -> Result<(), StoreError> {
+    let settings = feedback::Settings {
+        docs: q.rank.feedback_docs,
+        terms: q.rank.feedback_terms,
+        weight: q.rank.feedback_weight,
+    };
+    // With no more rows than feedback reads, there is nothing to reorder
+    // by words they share.
+    if rows.len() <= settings.docs {
+        return Ok(());
+    }
+    let hits: Vec<(f64, i64, &str)> = rows
+        .iter()
+        .map(|c| (c.raw, c.id, c.content.as_str()))
+        .collect();
+    let added = feedback::expansion(&hits, query_words, settings);
+    if added.is_empty() {
+        return Ok(());
+    }
+    let at: std::collections::HashMap<i64, usize> =
+        rows.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
+    let lo = rows.iter().map(|c| c.id).min().unwrap_or(0);
+    let hi = rows.iter().map(|c| c.id).max().unwrap_or(0);
+    for (word, weight) in added {
+        let fts = format!("\"{word}\"");
+        for (id, score) in lexical::scores_in_range(conn, &fts, lo, hi, weights)? {
+            if let Some(i) = at.get(&id) {
+                rows[*i].raw += weight * score;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Rows fetched per search before ranking cuts to the limit.
@@ -175,9 +216,11 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
             return Ok(Vec::new());
         };
         let words = words::query_words(q.text);
-        let mut rows =
-            lexical::candidates(conn, &fts, q.view, fetch(q.limit.saturating_add(q.offset)))?;
+        let weights = q.rank.weights();
+        let fetch = fetch(q.limit.saturating_add(q.offset));
+        let mut rows = lexical::candidates(conn, &fts, q.view, fetch, &weights)?;
         if q.syntax == QuerySyntax::Plain {
+            with_feedback(conn, q, &words, &mut rows, &weights)?;
             for c in &mut rows {
                 let cov = coverage(&words, &c.content);
                 c.raw *= 1.0 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * cov;
@@ -220,6 +263,7 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
                 q.view,
                 fetch(q.limit.saturating_add(q.offset)),
                 q.vocab,
+                &q.rank.weights(),
             )?,
             MatchKind::Fuzzy,
         ))

@@ -31,6 +31,18 @@ pub struct RankConfig {
     /// `auto` mode falls back to fuzzy matching when lexical search finds
     /// fewer hits than this.
     pub fuzzy_below: usize,
+    /// BM25 weight of a memory's thread context (its neighbours' text) next
+    /// to its own text (1.0).
+    pub context_weight: f64,
+    /// BM25 weight of the memory's date as words ("8 May 2023").
+    pub date_weight: f64,
+    /// Pseudo-relevance feedback: first-pass hits whose words are added.
+    pub feedback_docs: usize,
+    /// Pseudo-relevance feedback: words added.
+    pub feedback_terms: usize,
+    /// Pseudo-relevance feedback: weight of the strongest added word next
+    /// to the query's own (0: off).
+    pub feedback_weight: f64,
     /// `[search.hybrid]`: how hybrid search merges lexical and semantic.
     pub hybrid: super::fusion::HybridConfig,
 }
@@ -44,7 +56,22 @@ impl Default for RankConfig {
             evergreen: vec!["preference".into(), "convention".into(), "identity".into()],
             pin_boost: 0.2,
             fuzzy_below: 3,
+            context_weight: 0.7,
+            date_weight: 2.0,
+            feedback_docs: 3,
+            feedback_terms: 10,
+            feedback_weight: 0.0,
             hybrid: Default::default(),
+        }
+    }
+}
+
+impl RankConfig {
+    /// The lexical index's column weights.
+    pub fn weights(&self) -> super::lexical::Weights {
+        super::lexical::Weights {
+            context: self.context_weight,
+            date: self.date_weight,
         }
     }
 }

@@ -153,6 +153,18 @@ pub fn tokens(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether a text's word `t` counts as the query's word `w`: equal, or the
+/// same start (all but the last two letters, at least four) for words of
+/// four letters or more — "painting" and "painted", "deploys" and "deploy".
+pub fn same_word(w: &str, t: &str) -> bool {
+    if t == w {
+        return true;
+    }
+    let n = w.len().min(t.len());
+    let k = n.saturating_sub(2).max(4);
+    n >= 4 && k <= n && w.get(..k).is_some() && w.get(..k) == t.get(..k)
+}
+
 /// The words a query searches for: stopwords dropped unless nothing else is
 /// left, duplicates dropped, order kept.
 pub fn query_words(text: &str) -> Vec<String> {

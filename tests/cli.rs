@@ -314,7 +314,10 @@ fn filters_limit_and_offset() {
     assert_eq!(list(&["--category", "fact"]), vec![1]);
     assert_eq!(list(&["--tag", "x"]), vec![2, 1]);
     assert_eq!(list(&["--tag", "x", "--tag", "y"]), vec![1]);
-    assert_eq!(list(&["--tag", "y", "--tag", "nope", "--any-tag"]), vec![1]);
+    assert_eq!(list(&["--any-tag", "y", "--any-tag", "nope"]), vec![1]);
+    // All of some tags and any of others cannot be asked at once.
+    let (v, code) = d.json(&["list", "--tag", "x", "--any-tag", "y"]);
+    assert_eq!(code, 2, "{v}");
     assert_eq!(list(&["--subject", "s1"]), vec![3]);
     assert_eq!(list(&["--scope", "agent"]), vec![4]);
     assert_eq!(list(&["--meta", "env=prod"]), vec![3]);

@@ -176,7 +176,7 @@ fn every_filter_applies_to_every_mode() {
             "{mode}"
         );
         assert_eq!(
-            run(&["--tag", "ops", "--tag", "nope", "--any-tag"]),
+            run(&["--any-tag", "ops", "--any-tag", "nope"]),
             vec![6],
             "{mode}"
         );

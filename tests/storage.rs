@@ -267,7 +267,7 @@ async fn every_file_memd_writes_is_owner_only() {
     std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o644)).unwrap();
     let (v, code) = d.json(&["export", "--out", export.to_str().unwrap()]);
     assert_eq!(code, 0, "{v}");
-    let (v, code) = d.json(&["backup", copy.to_str().unwrap()]);
+    let (v, code) = d.json(&["backup", "--force", copy.to_str().unwrap()]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(mode(&export), 0o600);
     assert_eq!(mode(&copy), 0o600);

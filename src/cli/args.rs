@@ -103,7 +103,7 @@ pub enum Command {
     /// (idempotent)
     Ingest(IngestArgs),
     /// Write a consistent online copy of the database (a SQLite file)
-    Backup(RestoreArgs),
+    Backup(BackupArgs),
     /// Replace the database with a SQLite file (e.g. a copy of memory.db)
     Restore(RestoreArgs),
     /// Stop the daemon gracefully (never starts a daemon)
@@ -242,9 +242,9 @@ pub struct FilterArgs {
     /// Only memories with this tag (repeatable: all of them)
     #[arg(long = "tag", short = 't', value_name = "TAG")]
     pub tags: Vec<String>,
-    /// With several --tag: any of them instead of all
-    #[arg(long)]
-    pub any_tag: bool,
+    /// Only memories with any of these tags (repeatable; not with --tag)
+    #[arg(long = "any-tag", value_name = "TAG", conflicts_with = "tags")]
+    pub any_tags: Vec<String>,
     /// Only this scope
     #[arg(long)]
     pub scope: Option<String>,
@@ -483,6 +483,16 @@ pub struct IngestArgs {
     /// Category of turns that name none (default: episode)
     #[arg(long, short = 'c')]
     pub category: Option<String>,
+}
+
+/// `backup`.
+#[derive(Debug, Clone, Args)]
+pub struct BackupArgs {
+    /// The SQLite file to write (here, by this client)
+    pub file: PathBuf,
+    /// Replace FILE when it exists
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `restore`.

@@ -133,12 +133,26 @@ pub fn paths(g: &Global) -> Paths {
     })
 }
 
+/// Paths for a client: without a socket given (flag or `MEMD_SOCKET`), the
+/// socket the data dir's running daemon recorded in its lock, so a client
+/// given only a data dir finds that daemon wherever it listens and never
+/// starts another.
+pub fn client_paths(g: &Global) -> Paths {
+    let mut p = paths(g);
+    if g.socket.is_none()
+        && let Some(h) = crate::daemon::lock::holder(&p.lock())
+    {
+        p.socket = h.socket;
+    }
+    p
+}
+
 /// Connects with the global flags, autostarting a daemon when allowed.
 ///
 /// # Errors
 /// Usage errors in the flags, or the connection's error.
 pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, CliError> {
-    let paths = paths(g);
+    let paths = client_paths(g);
     let policy = match g.drift_policy.as_deref() {
         None => None,
         Some(p) => Some(DriftPolicy::parse(p).ok_or_else(|| {
@@ -201,7 +215,7 @@ pub fn run(cli: args::Cli) -> i32 {
             let result = runtime.block_on(async {
                 let autostart = !matches!(command, Command::Status | Command::Stop);
                 let mut client = connect(&g, autostart).await?;
-                execute(command, &mut client, &paths(&g), true).await
+                execute(command, &mut client, &client_paths(&g), true).await
             });
             emit(g.json, result)
         }
@@ -320,8 +334,12 @@ fn filter(f: &FilterArgs) -> Filter {
         scope: f.scope.clone(),
         category: f.category.clone(),
         subject: f.subject.clone(),
-        tags: f.tags.clone(),
-        tags_any: f.any_tag,
+        tags: if f.any_tags.is_empty() {
+            f.tags.clone()
+        } else {
+            f.any_tags.clone()
+        },
+        tags_any: !f.any_tags.is_empty(),
         meta: f.meta.clone(),
         since: f.since.clone(),
         until: f.until.clone(),
@@ -536,6 +554,12 @@ pub async fn execute(
         }
         Command::Ingest(a) => ingest_file(a, client, stdin_allowed).await,
         Command::Backup(a) => {
+            if !a.force && std::fs::symlink_metadata(&a.file).is_ok() {
+                return Err(CliError::Usage(format!(
+                    "{} exists: nothing written; pass --force to replace it",
+                    a.file.display()
+                )));
+            }
             let (out, file) = OutFile::create(&a.file)?;
             let (info, bytes) = client.backup(file).await?;
             out.commit()?;

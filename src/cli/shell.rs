@@ -14,7 +14,7 @@ use clap::Parser;
 use serde_json::Value;
 
 use super::args::{Global, ShellLine};
-use super::{CliError, connect, emit, execute, output::Output, paths};
+use super::{CliError, client_paths, connect, emit, execute, output::Output};
 
 /// Runs the shell; returns the exit code.
 pub fn run(g: &Global) -> i32 {
@@ -30,7 +30,7 @@ pub fn run(g: &Global) -> i32 {
             Ok(c) => c,
             Err(e) => return emit(g.json, Err(e)),
         };
-        let paths = paths(g);
+        let paths = client_paths(g);
         let stdin = std::io::stdin();
         let mut input = stdin.lock();
         let mut raw = Vec::new();
@@ -58,15 +58,19 @@ pub fn run(g: &Global) -> i32 {
                 }
                 continue;
             }
+            let mut json = g.json;
             let result = match parse_line(line) {
-                Ok(ShellLine { command }) => execute(command, &mut client, &paths, false).await,
+                Ok((ShellLine { command }, line_json)) => {
+                    json |= line_json;
+                    execute(command, &mut client, &paths, false).await
+                }
                 Err(LineError::Help(text)) => Ok(Output {
                     json: serde_json::json!({"success": true, "help": text}),
                     human: text,
                 }),
                 Err(LineError::Usage(e)) => Err(CliError::Usage(e)),
             };
-            emit(g.json, result);
+            emit(json, result);
         }
         0
     })
@@ -77,14 +81,24 @@ enum LineError {
     Usage(String),
 }
 
-fn parse_line(line: &str) -> Result<ShellLine, LineError> {
-    let argv = if line.starts_with('{') {
+/// Parses a line; the second value says it asked for JSON output: `--json`
+/// is accepted on a line as on the command line (before a `--`), and
+/// answers that line in JSON.
+fn parse_line(line: &str) -> Result<(ShellLine, bool), LineError> {
+    let mut argv = if line.starts_with('{') {
         json_argv(line).map_err(LineError::Usage)?
     } else {
         shlex::split(line)
             .ok_or_else(|| LineError::Usage("unbalanced quotes in the line".into()))?
     };
-    ShellLine::try_parse_from(argv).map_err(|e| {
+    let end = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
+    let json = argv[..end].iter().any(|a| a == "--json");
+    if json {
+        let rest = argv.split_off(end);
+        argv.retain(|a| a != "--json");
+        argv.extend(rest);
+    }
+    let parsed = ShellLine::try_parse_from(argv).map_err(|e| {
         use clap::error::ErrorKind;
         let text = e.render().to_string().trim_end().to_string();
         match e.kind() {
@@ -93,7 +107,8 @@ fn parse_line(line: &str) -> Result<ShellLine, LineError> {
             }
             _ => LineError::Usage(text),
         }
-    })
+    })?;
+    Ok((parsed, json))
 }
 
 /// Turns a JSON request into the argv of the same command, so JSON lines
@@ -227,10 +242,24 @@ mod tests {
     fn lines_parse_like_the_cli() {
         assert!(matches!(
             parse_line(r#"add "two words" --tag x"#),
-            Ok(ShellLine {
-                command: super::super::args::Command::Add(_)
-            })
+            Ok((
+                ShellLine {
+                    command: super::super::args::Command::Add(_)
+                },
+                false
+            ))
         ));
+        // `--json` on a line answers it in JSON; after `--` it is content.
+        assert!(matches!(
+            parse_line("inject --json"),
+            Ok((
+                ShellLine {
+                    command: super::super::args::Command::Inject
+                },
+                true
+            ))
+        ));
+        assert!(matches!(parse_line("add -- --json"), Ok((_, false))));
         assert!(matches!(
             parse_line("add 'unbalanced"),
             Err(LineError::Usage(_))

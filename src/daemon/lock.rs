@@ -61,3 +61,54 @@ pub fn acquire(path: &Path, socket: &Path) -> Result<DataDirLock, DaemonError> {
         path: path.to_path_buf(),
     })
 }
+
+/// The running daemon of a data dir, as its lock file records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// Its process id.
+    pub pid: u32,
+    /// The socket it listens on.
+    pub socket: PathBuf,
+}
+
+/// The daemon that holds the lock at `path`, when the file names one that
+/// is running: a client given only a data dir finds that data dir's daemon
+/// wherever it listens (a daemon started by systemd or with `--socket`).
+/// Reads the file without locking it (a lock, even shared, taken at the
+/// moment a daemon starts would make that daemon fail).
+pub fn holder(path: &Path) -> Option<Holder> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut lines = text.lines();
+    let pid: u32 = lines.next()?.trim().parse().ok()?;
+    let socket = PathBuf::from(lines.next()?.trim());
+    if socket.as_os_str().is_empty() || !crate::sys::alive(pid) {
+        return None;
+    }
+    Some(Holder { pid, socket })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_holder_is_named_only_while_it_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memd.lock");
+        assert_eq!(holder(&path), None, "no file");
+        let lock = acquire(&path, Path::new("/run/elsewhere/memd.sock")).unwrap();
+        assert_eq!(
+            holder(&path),
+            Some(Holder {
+                pid: std::process::id(),
+                socket: "/run/elsewhere/memd.sock".into()
+            })
+        );
+        drop(lock);
+        // A pid that no longer runs: nothing.
+        std::fs::write(&path, "999999999\n/run/x.sock\n").unwrap();
+        assert_eq!(holder(&path), None);
+        std::fs::write(&path, "garbage").unwrap();
+        assert_eq!(holder(&path), None);
+    }
+}

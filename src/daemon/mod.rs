@@ -178,7 +178,7 @@ pub fn run(mut paths: Paths, config: Config) -> Result<(), DaemonError> {
         );
         paths.socket = bound.path.clone();
     }
-    socket::ensure_private_dir(&paths.data_dir)?;
+    socket::ensure_private_data_dir(&paths.data_dir)?;
     socket::check_path(&paths.socket)?;
     let lock = lock::acquire(&paths.lock(), &paths.socket)?;
     let store = Store::open(&paths.db(), &config)?;

@@ -73,22 +73,59 @@ pub fn check_path(path: &Path) -> Result<(), DaemonError> {
 /// # Errors
 /// [`DaemonError::Io`] when it cannot be created.
 pub fn ensure_private_dir(dir: &Path) -> Result<(), DaemonError> {
+    create_private_dir(dir)?;
+    if let Some(mode) = open_mode(dir) {
+        tracing::warn!(
+            dir = %dir.display(),
+            mode = format!("{mode:o}"),
+            "directory is accessible to other users; memd expects 0700"
+        );
+    }
+    Ok(())
+}
+
+/// The data dir: created with mode 0700; one this user owns that others
+/// may read (made with a plain `mkdir`, 0755) is made 0700 once, with a
+/// note in the log. Another owner's directory is only warned about.
+///
+/// # Errors
+/// [`DaemonError::Io`] when it cannot be created.
+pub fn ensure_private_data_dir(dir: &Path) -> Result<(), DaemonError> {
+    create_private_dir(dir)?;
+    let Some(mode) = open_mode(dir) else {
+        return Ok(());
+    };
+    let ours = std::fs::metadata(dir).is_ok_and(|m| m.uid() == crate::sys::euid());
+    let tightened =
+        ours && std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).is_ok();
+    if tightened {
+        tracing::info!(
+            dir = %dir.display(),
+            was = format!("{mode:o}"),
+            "data directory made private (0700): it holds every memory"
+        );
+    } else {
+        tracing::warn!(
+            dir = %dir.display(),
+            mode = format!("{mode:o}"),
+            "directory is accessible to other users; memd expects 0700"
+        );
+    }
+    Ok(())
+}
+
+fn create_private_dir(dir: &Path) -> Result<(), DaemonError> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| DaemonError::Io(format!("cannot create {}: {e}", dir.display())))?;
-    if let Ok(meta) = std::fs::metadata(dir) {
-        let mode = meta.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            tracing::warn!(
-                dir = %dir.display(),
-                mode = format!("{mode:o}"),
-                "directory is accessible to other users; memd expects 0700"
-            );
-        }
-    }
-    Ok(())
+        .map_err(|e| DaemonError::Io(format!("cannot create {}: {e}", dir.display())))
+}
+
+/// The mode of `dir` when group or others have any access to it.
+fn open_mode(dir: &Path) -> Option<u32> {
+    let mode = std::fs::metadata(dir).ok()?.permissions().mode() & 0o777;
+    (mode & 0o077 != 0).then_some(mode)
 }
 
 /// Binds the socket after removing a stale one.

@@ -468,7 +468,7 @@ pub async fn serve(mut client: Client, global: Global) -> Result<(), String> {
             broken: false,
         }),
         wanted: Notify::new(),
-        paths: crate::cli::paths(&global),
+        paths: crate::cli::client_paths(&global),
         global,
         events,
         last_drift: Mutex::new(None),

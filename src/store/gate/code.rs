@@ -49,6 +49,10 @@ re!(HUNK, r"(?m)^@@ -\d+(,\d+)? \+\d+(,\d+)? @@");
 re!(DIFF_GIT, r"(?m)^diff --git a/\S+ b/\S+");
 re!(DIFF_FILES, r"(?m)^--- \S+.*\n\+\+\+ \S+");
 re!(RUST_PANIC, r"thread '[^']*' panicked at ");
+re!(
+    RUST_PANIC_AT,
+    r"thread '[^']*' panicked at [^\s:]+\.rs:\d+:\d+"
+);
 re!(RUST_FRAME, r"(?m)^\s+\d+: [\w:<>$]+(::\w+)+");
 re!(RUST_AT, r"(?m)^\s+at \S+\.rs:\d+(:\d+)?\s*$");
 re!(PY_TRACE, r"Traceback \(most recent call last\):");
@@ -133,7 +137,10 @@ fn count(re: &Regex, text: &str) -> usize {
 }
 
 fn is_stack_trace(text: &str) -> bool {
-    (RUST_PANIC.is_match(text) && (count(&RUST_FRAME, text) + count(&RUST_AT, text) >= 1))
+    // A panic's first line names its source location, the way a frame does
+    // (Rust prints no backtrace by default).
+    RUST_PANIC_AT.is_match(text)
+        || (RUST_PANIC.is_match(text) && (count(&RUST_FRAME, text) + count(&RUST_AT, text) >= 1))
         || count(&RUST_FRAME, text) + count(&RUST_AT, text) >= 4
         || (PY_TRACE.is_match(text) && count(&PY_FRAME, text) >= 1)
         || count(&PY_FRAME, text) >= 3
@@ -220,6 +227,10 @@ mod tests {
             Kind::StackTrace,
         ),
         (
+            "thread 'main' panicked at src/main.rs:10:5:\ncalled `Option::unwrap()` on a `None` value\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+            Kind::StackTrace,
+        ),
+        (
             "Traceback (most recent call last):\n  File \"/app/main.py\", line 12, in <module>\n    run()\n  File \"/app/main.py\", line 8, in run\n    1/0\nZeroDivisionError: division by zero\n",
             Kind::StackTrace,
         ),
@@ -301,6 +312,7 @@ mod tests {
         "The user prefers tabs over spaces in Makefiles.",
         "We pinned bincode to 2.0.1 because 3.0.0 is an empty release (commit 8f3d2c1).",
         "Python's Traceback is printed to stderr; our wrapper catches ZeroDivisionError in main.py line 8.",
+        "The worker thread 'sync' panicked at startup when the config was empty; a default fixed it.",
         "At startup the service reads src/config.rs then tests/fixtures/v1.sql.",
         "A Java NPE at Service.java:42 happens when the cache is cold; warm it first.",
         "Use `git log --oneline` to find the release commit, then tag it.",

@@ -341,6 +341,31 @@ impl Default for InjectConfig {
     }
 }
 
+/// Named session settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionConfig {
+    /// A named session with no connection for this long ends (its snapshot
+    /// is dropped): `90s`, `30m`, `24h`, `7d`.
+    pub idle_ttl: String,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        SessionConfig {
+            idle_ttl: "24h".into(),
+        }
+    }
+}
+
+impl SessionConfig {
+    /// `idle_ttl` as a duration (validated when the config is loaded).
+    pub fn idle_ttl(&self) -> std::time::Duration {
+        crate::clock::parse_duration(&self.idle_ttl)
+            .unwrap_or(std::time::Duration::from_secs(24 * 3600))
+    }
+}
+
 /// Socket settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -408,6 +433,8 @@ pub struct Config {
     pub drift: DriftConfig,
     /// `[inject]`.
     pub inject: InjectConfig,
+    /// `[session]`: named sessions.
+    pub session: SessionConfig,
     /// `[search]`: ranking and the fuzzy fallback.
     pub search: crate::store::search::rank::RankConfig,
     /// `[lifecycle]`: sweeps.
@@ -580,6 +607,15 @@ impl Config {
             return Err((
                 "storage.max_batch",
                 "storage.max_batch must be at least 1".into(),
+            ));
+        }
+        if crate::clock::parse_duration(&self.session.idle_ttl).is_none_or(|d| d.is_zero()) {
+            return Err((
+                "session.idle_ttl",
+                format!(
+                    "session.idle_ttl `{}` is not a duration like 90s, 30m, 24h or 7d",
+                    self.session.idle_ttl
+                ),
             ));
         }
         for (key, value) in [

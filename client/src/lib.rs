@@ -57,6 +57,9 @@ pub struct ConnectOptions {
     pub budget: Option<u32>,
     /// Generation seen before a reconnect.
     pub seen_generation: Option<u64>,
+    /// A session name: connections with the same name in the same
+    /// namespace are one session; `None` for a session of this connection.
+    pub session: Option<String>,
     /// Time limit for connecting and the handshake.
     pub connect_timeout: Duration,
 }
@@ -71,6 +74,7 @@ impl ConnectOptions {
             policy: None,
             budget: None,
             seen_generation: None,
+            session: None,
             connect_timeout: Duration::from_secs(10),
         }
     }
@@ -150,6 +154,7 @@ impl Client {
             policy: opts.policy,
             budget: opts.budget,
             seen_generation: opts.seen_generation,
+            session: opts.session,
         };
         match client.call(Request::Hello(hello)).await? {
             Response::Welcome(w) => {
@@ -716,6 +721,36 @@ impl Client {
             .await?
         {
             Response::HitsBatch(r) => Ok(r.results),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// The named sessions of this session's namespace (`{"sessions": […]}`).
+    ///
+    /// # Errors
+    /// The daemon's errors.
+    pub async fn session_list(&mut self) -> Result<serde_json::Value> {
+        match self
+            .call(Request::SessionList(memd_proto::SessionListRequest {}))
+            .await?
+        {
+            Response::Report(r) => parse_report(&r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Ends a named session of this namespace (`{"ended": bool}`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when no session has that name.
+    pub async fn session_end(&mut self, name: &str) -> Result<serde_json::Value> {
+        match self
+            .call(Request::SessionEnd(memd_proto::SessionEndRequest {
+                name: name.to_string(),
+            }))
+            .await?
+        {
+            Response::Report(r) => parse_report(&r),
             other => Err(unexpected(&other)),
         }
     }

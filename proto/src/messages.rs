@@ -80,6 +80,10 @@ pub enum Request {
     Reembed(ReembedRequest),
     /// Several searches in one request (their queries embedded in one batch).
     SearchBatch(SearchBatchRequest),
+    /// The named sessions of the session's namespace (answered by `Report`).
+    SessionList(SessionListRequest),
+    /// End a named session of the namespace (answered by `Report`).
+    SessionEnd(SessionEndRequest),
 }
 
 /// Everything the daemon answers. Append only.
@@ -421,6 +425,17 @@ pub struct SearchBatchRequest {
     pub searches: Vec<SearchRequest>,
 }
 
+/// List the named sessions of the namespace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SessionListRequest {}
+
+/// End a named session: its snapshot and read set are dropped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SessionEndRequest {
+    /// Its name.
+    pub name: String,
+}
+
 /// One result per search of a [`SearchBatchRequest`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchBatchResult {
@@ -499,6 +514,10 @@ pub struct Hello {
     pub budget: Option<u32>,
     /// Generation the client saw before reconnecting; `None` for a new view.
     pub seen_generation: Option<u64>,
+    /// A session name: every connection that gives it in the same namespace
+    /// is one session (snapshot, seen generation, read set); `None` for a
+    /// session of this connection alone.
+    pub session: Option<String>,
 }
 
 /// Session opened.

@@ -77,6 +77,7 @@ fn requests() -> Vec<(&'static str, Request)> {
                 policy: Some(DriftPolicy::Strict),
                 budget: Some(4000),
                 seen_generation: Some(17),
+                session: Some("claude-code:4f1c".into()),
             }),
         ),
         (
@@ -170,6 +171,16 @@ fn requests() -> Vec<(&'static str, Request)> {
                     explain: false,
                     offset: 0,
                 }],
+            }),
+        ),
+        (
+            "req_session_list",
+            Request::SessionList(SessionListRequest {}),
+        ),
+        (
+            "req_session_end",
+            Request::SessionEnd(SessionEndRequest {
+                name: "claude-code:4f1c".into(),
             }),
         ),
         ("req_inject", Request::Inject(InjectRequest {})),
@@ -520,9 +531,11 @@ fn request_kind(r: &Request) -> usize {
         Request::Import(_) => 25,
         Request::Reembed(_) => 26,
         Request::SearchBatch(_) => 27,
+        Request::SessionList(_) => 28,
+        Request::SessionEnd(_) => 29,
     }
 }
-const REQUEST_KINDS: usize = 28;
+const REQUEST_KINDS: usize = 30;
 
 /// As [`request_kind`], for responses (events by their own kind).
 fn response_kind(r: &Response) -> usize {

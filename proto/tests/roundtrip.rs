@@ -118,6 +118,7 @@ fn request() -> impl Strategy<Value = Request> {
                     policy: Some(DriftPolicy::Strict),
                     budget,
                     seen_generation,
+                    session: None,
                 })
             }),
     ]

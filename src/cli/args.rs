@@ -43,6 +43,11 @@ pub struct Global {
     /// outside memd since
     #[arg(long, global = true, env = "MEMD_SEEN_GENERATION", value_name = "N")]
     pub seen_generation: Option<u64>,
+    /// Join the named session NAME: every command with the same name in the
+    /// same namespace is one session (frozen block, seen generation, read
+    /// set)
+    #[arg(long, global = true, env = "MEMD_SESSION", value_name = "NAME")]
+    pub session: Option<String>,
     /// Print exactly one compact JSON value per command
     #[arg(long, global = true)]
     pub json: bool,
@@ -120,8 +125,23 @@ pub enum Command {
     Service(ServiceCommand),
     /// Serve one session to an MCP host over stdin/stdout
     Mcp,
+    /// Named sessions of the namespace: list them, end one
+    #[command(subcommand)]
+    Session(SessionCommand),
     /// Rebuild every stored vector with the daemon's embedder (background)
     Reembed,
+}
+
+/// `session …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SessionCommand {
+    /// The named sessions of the namespace
+    List,
+    /// End a named session: its frozen block and read set are dropped
+    End {
+        /// Its name
+        name: String,
+    },
 }
 
 /// `config …`.

@@ -170,6 +170,7 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, CliE
     }
     opts.policy = policy;
     opts.seen_generation = g.seen_generation;
+    opts.session = g.session.clone();
     let spec = if autostart_allowed && !g.no_autostart {
         let program = std::env::current_exe()
             .map_err(|e| CliError::Io(format!("cannot find the memd executable: {e}")))?;
@@ -503,6 +504,13 @@ pub async fn execute(
         Command::Check => output::check(client.check().await?),
         Command::Sweep(a) => Ok(output::report("sweep", client.sweep(a.dry_run).await?)),
         Command::Reembed => Ok(output::report("reembed", client.reembed().await?)),
+        Command::Session(args::SessionCommand::List) => {
+            Ok(output::report("session list", client.session_list().await?))
+        }
+        Command::Session(args::SessionCommand::End { name }) => Ok(output::report(
+            "session end",
+            client.session_end(&name).await?,
+        )),
         Command::Export(a) => {
             let req = memd_client::proto::ExportRequest {
                 format: a.format.clone(),

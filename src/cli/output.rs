@@ -579,6 +579,38 @@ pub fn report(what: &str, report: Value) -> Output {
                 c["sessions"]
             )
         }
+        "session list" => {
+            let rows: Vec<String> = report["sessions"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|s| {
+                            format!(
+                                "{}  agent {}, {} connection(s), idle {} s{}",
+                                s["name"].as_str().unwrap_or_default(),
+                                s["agent"].as_str().unwrap_or_default(),
+                                s["connections"],
+                                s["idle_secs"],
+                                if s["has_block"] == true {
+                                    ", block frozen"
+                                } else {
+                                    ""
+                                }
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            if rows.is_empty() {
+                "no named sessions in this namespace".into()
+            } else {
+                rows.join("\n")
+            }
+        }
+        "session end" => format!(
+            "session {} ended",
+            report["ended"].as_str().unwrap_or_default()
+        ),
         "reembed" => format!(
             "re-embedding {} memories with {} in the background; `memd status` shows progress",
             report["pending"],

@@ -343,13 +343,20 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
         }
     }
     shared.sessions.fetch_sub(1, Ordering::Relaxed);
-    shared
-        .live
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(session.id());
-    if session.owns_session_rows {
-        crate::store::lifecycle::record_session_end(&shared.store, session.id()).await;
+    match &session.named {
+        // A named session outlives its connections: it ends on `session
+        // end` or when idle (see `end_named`).
+        Some(named) => shared.named.leave(named),
+        None => {
+            shared
+                .live
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(session.id());
+            if session.owns_session_rows {
+                crate::store::lifecycle::record_session_end(&shared.store, session.id()).await;
+            }
+        }
     }
     tracing::debug!(session = %session.id(), "session closed");
 }
@@ -490,6 +497,7 @@ async fn handshake(
         config.drift.policy,
         config.inject.budget_chars,
         config.drift.read_set_rows,
+        &shared.named,
     ) {
         Ok(s) => s,
         Err(message) => {

@@ -54,8 +54,10 @@ pub struct Shared {
     pub backups: crate::drift::backup::Backups,
     /// Pending access tracking.
     pub access: crate::store::access::Access,
-    /// Keys of the sessions now connected.
+    /// Keys of the sessions now connected, and of the named sessions.
     pub live: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Named sessions.
+    pub named: crate::session::named::Registry,
     /// Held while a sweep runs (one at a time).
     pub sweeping: tokio::sync::Mutex<()>,
     /// The listener came from the service manager (socket activation).
@@ -242,6 +244,7 @@ async fn serve(
         backups,
         access: Default::default(),
         live: Default::default(),
+        named: Default::default(),
         sweeping: Default::default(),
         socket_inherited: bound.inherited,
         embed,
@@ -251,6 +254,7 @@ async fn serve(
     let sweeper = tokio::spawn(schedule_sweeps(shared.clone()));
     let sidecar = tokio::spawn(sidecar::run(shared.clone()));
     let vocab = tokio::spawn(refresh_vocab(shared.clone()));
+    tokio::spawn(expire_sessions(shared.clone()));
     // Rows there before the daemon serves are old data for the embedding
     // worker; every later one gets the near-duplicate check.
     let existing = shared
@@ -392,6 +396,17 @@ async fn flush_access(shared: Arc<Shared>) {
         if let Err(e) = shared.access.flush(&shared.store).await {
             tracing::warn!(error = %e, "cannot write access counts; will retry");
         }
+    }
+}
+
+/// Ends named sessions idle for `[session] idle_ttl` (checked every
+/// tenth of it, at least each second and at most each minute).
+async fn expire_sessions(shared: Arc<Shared>) {
+    loop {
+        let ttl = shared.config().session.idle_ttl();
+        let every = (ttl / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
+        tokio::time::sleep(every).await;
+        crate::handler::expire_named(&shared, ttl).await;
     }
 }
 

@@ -25,6 +25,7 @@ const LIVE: &[&str] = &[
     "memory.",
     "search.",
     "inject.",
+    "session.",
     "drift.policy",
     "lifecycle.",
     "socket.allow_uids",

@@ -21,7 +21,7 @@ pub(super) async fn handle(
     session: &mut Session,
     shared: &Shared,
 ) -> Result<Response, StoreError> {
-    if let Some(snap) = session.snapshot.clone() {
+    if let Some(snap) = session.snapshot() {
         shared
             .store
             .stats
@@ -74,7 +74,7 @@ pub(super) async fn handle(
         },
     };
     session.saw(read.generation, rendered_rows);
-    session.snapshot = Some(injection.clone());
+    session.set_snapshot(injection.clone());
     Ok(Response::Injected(injection))
 }
 

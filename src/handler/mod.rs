@@ -17,6 +17,7 @@ mod portability;
 mod reembed;
 mod restore;
 mod search;
+mod session;
 mod status;
 mod stop;
 mod subscribe;
@@ -65,6 +66,8 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::Import(r) => portability::import(r, session, shared).await,
         Request::Reembed(r) => reembed::handle(r, session, shared).await,
         Request::SearchBatch(r) => search::batch(r, session, shared).await,
+        Request::SessionList(r) => session::list(r, session, shared).await,
+        Request::SessionEnd(r) => session::end(r, session, shared).await,
     };
     match result {
         Ok(resp) => resp,
@@ -112,10 +115,13 @@ pub fn request_kind(req: &Request) -> &'static str {
         Request::Import(_) => "import",
         Request::Reembed(_) => "reembed",
         Request::SearchBatch(_) => "search_batch",
+        Request::SessionList(_) => "session_list",
+        Request::SessionEnd(_) => "session_end",
     }
 }
 
 pub use portability::run_sweep;
+pub use session::{end_named, expire_named};
 
 /// Runs a session's write under the drift guard. The rules on the
 /// session's whole view run first, inside the write transaction, after the

@@ -1,8 +1,9 @@
 //! A session: one connection's identity and view (the drift guard and the
 //! frozen snapshot).
 //!
-//! A session is created by the handshake and dropped with its connection:
-//! nothing of it outlives the connection.
+//! A session is created by the handshake and dropped with its connection;
+//! a named session's view (seen generation, snapshot, read set) is shared
+//! by every connection that gives its name and outlives them ([`named`]).
 //!
 //! What the session has seen moves in one place, [`Session::saw`]: a read
 //! moves its seen generation and records the rows it showed in the read
@@ -13,8 +14,10 @@
 //! - [`ident`]: a session's identity and the author of a write.
 //! - [`readset`]: the rows a session was shown, at which rev.
 //! - [`snapshot`]: the frozen memory block, as pure rendering rules.
+//! - [`named`]: named sessions, shared by many connections.
 
 pub mod ident;
+pub mod named;
 pub mod readset;
 pub mod snapshot;
 
@@ -36,8 +39,11 @@ pub struct Session {
     /// Inject character budget.
     pub budget: u32,
     /// The generation this session has seen (moved only by
-    /// [`Session::saw`]).
-    seen: u64,
+    /// [`Session::saw`]) and its frozen block: shared by the connections
+    /// of a named session.
+    view: Arc<Mutex<View>>,
+    /// The named session this connection belongs to.
+    pub named: Option<Arc<named::Named>>,
     /// The rows replies showed the session (the row rule), shared with the
     /// writer thread while a write of the session runs.
     reads: Arc<Mutex<ReadSet>>,
@@ -45,13 +51,31 @@ pub struct Session {
     pub subscribed: bool,
     /// A file the client is uploading (restore, import).
     pub upload: Option<Upload>,
-    /// The frozen memory block, once built.
-    pub snapshot: Option<Injection>,
     /// A file prepared for the client to fetch (export, backup).
     pub download: Option<Download>,
     /// The session wrote session-scope memories: its end is recorded (the
     /// lifecycle archives them a while after it).
     pub owns_session_rows: bool,
+}
+
+/// What a session has seen and shows: its seen generation and its frozen
+/// block.
+#[derive(Debug)]
+pub struct View {
+    /// The generation it has seen.
+    pub seen: u64,
+    /// The frozen memory block, once built.
+    pub snapshot: Option<Injection>,
+}
+
+impl View {
+    /// A view at `seen`, no block yet.
+    pub fn new(seen: u64) -> View {
+        View {
+            seen,
+            snapshot: None,
+        }
+    }
 }
 
 /// A file the daemon prepared for a client to fetch (in the data dir, under
@@ -139,9 +163,13 @@ impl Session {
         default_policy: DriftPolicy,
         default_budget: u32,
         read_set_rows: usize,
+        registry: &named::Registry,
     ) -> Result<Session, String> {
         check_name("agent id", &hello.agent_id)?;
         check_name("namespace", &hello.namespace)?;
+        if let Some(name) = &hello.session {
+            check_name("session name", name)?;
+        }
         if let Some(b) = hello.budget.filter(|b| *b > MAX_BUDGET_CHARS) {
             return Err(format!(
                 "inject budget {b} is above the maximum of {MAX_BUDGET_CHARS} characters"
@@ -152,22 +180,67 @@ impl Session {
         let seen = hello
             .seen_generation
             .map_or(generation, |seen| seen.min(generation));
+        let policy = hello.policy.unwrap_or(default_policy);
+        let budget = hello.budget.unwrap_or(default_budget);
+        if let Some(name) = &hello.session {
+            // The handshake's seen generation, policy and budget count only
+            // when it creates the session.
+            let named = registry.join(&hello.namespace, name, || {
+                named::Named::new(
+                    Who {
+                        namespace: hello.namespace.clone(),
+                        agent: hello.agent_id.clone(),
+                        session: name.clone(),
+                    },
+                    policy,
+                    budget,
+                    View::new(seen),
+                    ReadSet::new(seen, read_set_rows),
+                )
+            });
+            return Ok(Session {
+                who: named.who.clone(),
+                policy: named.policy,
+                budget: named.budget,
+                view: named.view.clone(),
+                reads: named.reads.clone(),
+                named: Some(named),
+                subscribed: false,
+                upload: None,
+                owns_session_rows: false,
+                download: None,
+            });
+        }
         Ok(Session {
             who: Arc::new(Who {
                 namespace: hello.namespace.clone(),
                 agent: hello.agent_id.clone(),
                 session: new_session_id(),
             }),
-            policy: hello.policy.unwrap_or(default_policy),
-            budget: hello.budget.unwrap_or(default_budget),
-            seen,
+            policy,
+            budget,
+            view: Arc::new(Mutex::new(View::new(seen))),
             reads: Arc::new(Mutex::new(ReadSet::new(seen, read_set_rows))),
+            named: None,
             subscribed: false,
             upload: None,
-            snapshot: None,
             owns_session_rows: false,
             download: None,
         })
+    }
+
+    fn view(&self) -> std::sync::MutexGuard<'_, View> {
+        self.view.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The frozen block, once built.
+    pub fn snapshot(&self) -> Option<Injection> {
+        self.view().snapshot.clone()
+    }
+
+    /// Freezes a newly built block.
+    pub fn set_snapshot(&mut self, block: Injection) {
+        self.view().snapshot = Some(block);
     }
 
     /// Session key.
@@ -187,14 +260,17 @@ impl Session {
 
     /// The generation this session has seen.
     pub fn seen(&self) -> u64 {
-        self.seen
+        self.view().seen
     }
 
     /// A reply read at `generation` showed the session `rows` (id, rev):
     /// seen moves to `generation` (never back) and the read set records the
     /// rows. The only way a session's view moves.
     pub fn saw(&mut self, generation: u64, rows: impl IntoIterator<Item = (i64, i64)>) {
-        self.seen = self.seen.max(generation);
+        {
+            let mut view = self.view();
+            view.seen = view.seen.max(generation);
+        }
         let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
         for (id, rev) in rows {
             reads.record(generation, id, rev);
@@ -226,7 +302,7 @@ impl Session {
     /// own writes, `compacted` and `refresh` — never after other sessions'
     /// writes or external edits).
     pub fn invalidate(&mut self) {
-        self.snapshot = None;
+        self.view().snapshot = None;
     }
 
     /// The author of this session's writes.
@@ -269,13 +345,23 @@ mod tests {
             policy: None,
             budget: None,
             seen_generation: seen,
+            session: None,
         }
     }
 
     #[test]
     fn seen_starts_at_the_handshake_and_never_ahead_of_the_database() {
-        let open =
-            |seen| Session::open(&hello(seen), 10, DriftPolicy::Standard, 4_000, 64).unwrap();
+        let open = |seen| {
+            Session::open(
+                &hello(seen),
+                10,
+                DriftPolicy::Standard,
+                4_000,
+                64,
+                &named::Registry::default(),
+            )
+            .unwrap()
+        };
         assert_eq!(open(None).seen(), 10);
         assert_eq!(open(Some(7)).seen(), 7);
         assert_eq!(open(Some(99)).seen(), 10);
@@ -284,7 +370,15 @@ mod tests {
     #[test]
     fn a_read_moves_seen_and_fills_the_read_set_an_own_write_only_fills_it() {
         use readset::RowView;
-        let mut s = Session::open(&hello(None), 10, DriftPolicy::Standard, 4_000, 64).unwrap();
+        let mut s = Session::open(
+            &hello(None),
+            10,
+            DriftPolicy::Standard,
+            4_000,
+            64,
+            &named::Registry::default(),
+        )
+        .unwrap();
         s.saw(12, [(1, 3)]);
         assert_eq!(s.seen(), 12);
         s.saw(11, []);

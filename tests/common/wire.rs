@@ -29,6 +29,7 @@ pub fn hello() -> Request {
         policy: None,
         budget: None,
         seen_generation: None,
+        session: None,
     })
 }
 

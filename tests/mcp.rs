@@ -80,6 +80,7 @@ async fn rmcp_client_uses_every_tool_resource_and_prompt() {
         .arg(d.data_dir())
         .args(["--no-autostart", "mcp"])
         .env("HOME", d.dir.path())
+        .current_dir(d.dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -279,6 +280,7 @@ fn mcp_python_sdk_client_end_to_end() {
         .arg(d.data_dir())
         .env("HOME", d.dir.path())
         .env("PYTHONWARNINGS", "ignore")
+        .current_dir(d.dir.path())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -335,6 +337,7 @@ async fn start_mcp(
         .args(flags)
         .arg("mcp")
         .env("HOME", home)
+        .current_dir(home)
         .env_remove("MEMD_NO_AUTOSTART")
         .env_remove("MEMD_SEEN_GENERATION")
         .stdin(Stdio::piped())
@@ -691,4 +694,201 @@ async fn two_mcp_servers_never_overwrite_each_others_update() {
         s.cancel().await.unwrap();
         assert!(child.wait().await.unwrap().success());
     }
+}
+
+/// Runs `memd hook claude-code` once with `event` on stdin, as Claude Code
+/// runs a hook command: (stdout, stderr, exit code).
+fn hook(d: &Daemon, event: &Value) -> (String, String, i32) {
+    use std::io::Write;
+    let mut child = common::memd_command(d.dir.path())
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(["hook", "claude-code"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// The block a SessionStart hook answered with.
+fn context(stdout: &str) -> String {
+    let v: Value =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout:?}"));
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// A Claude Code session replayed as its hooks see it, one process per
+/// event with the documented payloads, while the agent writes through
+/// `memd mcp` (its own session: the host gives MCP servers no session id).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
+    let d = Daemon::start();
+    let project = d.dir.path().join("shop");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    let ns = memd::cli::hook::project_namespace(&project).unwrap();
+    let (v, code) = d.json(&[
+        "--namespace",
+        &ns,
+        "add",
+        "--category",
+        "convention",
+        "prices are in cents",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let event = |name: &str, extra: Value| {
+        let mut e = json!({
+            "session_id": "4f1c2d3e",
+            "transcript_path": project.join("4f1c2d3e.jsonl"),
+            "cwd": project,
+            "hook_event_name": name,
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            e[k] = v.clone();
+        }
+        e
+    };
+    let start = |source: &str| {
+        let (out, err, code) = hook(&d, &event("SessionStart", json!({"source": source})));
+        assert_eq!(code, 0, "{err}");
+        context(&out)
+    };
+    let first = start("startup");
+    assert!(first.contains("prices are in cents"), "{first}");
+    assert_eq!(start("resume"), first, "resume: the same bytes");
+
+    // The agent adds a memory through its MCP server, in the project's
+    // namespace (the server runs in the project's directory).
+    let mut child = tokio::process::Command::new(BIN)
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(["--no-autostart", "mcp"])
+        .env("HOME", d.dir.path())
+        .current_dir(&project)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let s: Session = Host::default().serve(transport).await.unwrap();
+    let added = ok(
+        &s,
+        "memory_store",
+        json!({"content": "refunds go through the billing service", "category": "fact"}),
+    )
+    .await;
+    assert_eq!(added["accepted"], true, "{added}");
+    let (found, _) = d.json(&["--namespace", &ns, "search", "refunds billing"]);
+    assert_eq!(
+        found["count"], 1,
+        "the MCP server wrote in the project's namespace: {found}"
+    );
+    assert_eq!(
+        start("resume"),
+        first,
+        "another session's write leaves the block as it was"
+    );
+
+    // Compaction: the next start gets a new block with the new memory.
+    let (out, err, code) = hook(
+        &d,
+        &event(
+            "PreCompact",
+            json!({"trigger": "auto", "custom_instructions": ""}),
+        ),
+    );
+    assert_eq!((code, out.as_str()), (0, ""), "{err}");
+    let after = start("compact");
+    assert_ne!(after, first);
+    assert!(
+        after.contains("refunds go through the billing service"),
+        "{after}"
+    );
+    assert_eq!(start("resume"), after);
+
+    // An exit that is not a clear keeps the session for a resume.
+    let (_, err, code) = hook(
+        &d,
+        &event("SessionEnd", json!({"reason": "prompt_input_exit"})),
+    );
+    assert_eq!(code, 0, "{err}");
+    let (v, _) = d.json(&["--namespace", &ns, "session", "list"]);
+    assert_eq!(v["sessions"][0]["name"], "claude-code:4f1c2d3e", "{v}");
+    // `/clear` ends it: the session and its block are gone.
+    let (_, err, code) = hook(&d, &event("SessionEnd", json!({"reason": "clear"})));
+    assert_eq!(code, 0, "{err}");
+    let (v, _) = d.json(&["--namespace", &ns, "session", "list"]);
+    assert_eq!(v["sessions"], json!([]), "{v}");
+    drop(s);
+}
+
+/// A hook never breaks the agent: no daemon, bad input — nothing on stdout,
+/// a reason on stderr, exit 0.
+#[test]
+fn a_hook_fails_quietly() {
+    let d = Daemon::start();
+    for input in [&b"not json"[..], br#"{"hook_event_name": "SessionStart"}"#] {
+        use std::io::Write;
+        let mut child = common::memd_command(d.dir.path())
+            .arg("--data-dir")
+            .arg(d.data_dir())
+            .args(["hook", "claude-code"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(out.stdout.is_empty());
+        assert!(!out.stderr.is_empty());
+    }
+    // No daemon answers and none may start.
+    let gone = d.dir.path().join("nowhere");
+    let (out, err, code) = {
+        use std::io::Write;
+        let mut child = common::memd_command(d.dir.path())
+            .arg("--data-dir")
+            .arg(&gone)
+            .args(["--no-autostart", "hook", "claude-code"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(br#"{"session_id": "x", "cwd": "/", "hook_event_name": "SessionStart", "source": "startup"}"#)
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        (
+            o.stdout,
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+            o.status.code(),
+        )
+    };
+    assert_eq!(code, Some(0));
+    assert!(out.is_empty());
+    assert!(err.starts_with("memd hook: "), "{err}");
 }

@@ -128,8 +128,18 @@ pub enum Command {
     /// Named sessions of the namespace: list them, end one
     #[command(subcommand)]
     Session(SessionCommand),
+    /// Answer an agent runtime's hook event (JSON on stdin); never fails the agent
+    #[command(subcommand)]
+    Hook(HookCommand),
     /// Rebuild every stored vector with the daemon's embedder (background)
     Reembed,
+}
+
+/// `hook …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum HookCommand {
+    /// A Claude Code hook (SessionStart, PreCompact, SessionEnd)
+    ClaudeCode,
 }
 
 /// `session …`.

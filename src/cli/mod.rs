@@ -9,6 +9,7 @@
 //! - [`service`]: `memd service install|uninstall|status`.
 
 pub mod args;
+pub mod hook;
 pub mod ingest;
 pub mod output;
 pub mod service;
@@ -203,6 +204,7 @@ pub fn run(cli: args::Cli) -> i32 {
         Command::Daemon => daemon(&g),
         Command::Shell => shell::run(&g),
         Command::Mcp => crate::mcp::run(&g),
+        Command::Hook(args::HookCommand::ClaudeCode) => hook::claude_code(&g),
         Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
         Command::Service(s) => emit(g.json, service::run(&g, s)),
         command => {
@@ -599,9 +601,10 @@ pub async fn execute(
         Command::Shell
         | Command::Daemon
         | Command::Mcp
+        | Command::Hook(_)
         | Command::Config(_)
         | Command::Service(_) => Err(CliError::Usage(
-            "shell, daemon, mcp, config and service cannot run inside a session".into(),
+            "shell, daemon, mcp, hook, config and service cannot run inside a session".into(),
         )),
     }
 }

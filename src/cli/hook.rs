@@ -1,0 +1,266 @@
+//! `memd hook claude-code`: Claude Code's hook events as memd requests, one
+//! process per event, the way the host runs hook commands.
+//!
+//! Every event of one Claude Code session joins the named session
+//! `claude-code:<session_id>` in the namespace of its project, so the
+//! processes share one frozen block:
+//!
+//! - `SessionStart` (startup, resume, clear, compact) → the block as
+//!   additional context, byte-identical until the session writes or
+//!   compacts;
+//! - `PreCompact` → `compacted` (the block after the compaction is new);
+//! - `SessionEnd` with reason `clear` or `logout` → the session ends (its
+//!   block and read set are dropped); other reasons leave it to `[session]
+//!   idle_ttl`, so `claude --resume` gets the same bytes;
+//! - any other event: nothing.
+//!
+//! A hook never breaks the agent: when memd cannot answer, the input is
+//! not a hook event or the time is up, stdout stays empty, one line on
+//! stderr says why, and the exit code is 0.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::args::Global;
+use super::{CliError, connect};
+
+/// How long a hook may take, connecting (and starting a daemon) included.
+const TIME_LIMIT: Duration = Duration::from_secs(5);
+
+/// Claude Code keeps at most this many characters of a hook's context.
+pub const MAX_CONTEXT_CHARS: usize = 10_000;
+
+/// Largest hook input read.
+const MAX_INPUT_BYTES: u64 = 1 << 20;
+
+/// The namespace of a project: the name of the git root that holds `dir`,
+/// lower-cased, with characters other than letters, digits, `.`, `_` and
+/// `-` as `-`, then `-` and the first 8 hex digits of the FNV-1a 64 hash of
+/// the root's absolute path (two checkouts with the same name stay apart).
+/// `None` outside a git work tree.
+pub fn project_namespace(dir: &Path) -> Option<String> {
+    let root = git_root(dir)?;
+    let name: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let hash = crate::session::snapshot::hash(&root.to_string_lossy());
+    Some(format!(
+        "{}-{}",
+        if name.is_empty() { "root" } else { &name },
+        &hash[..8]
+    ))
+}
+
+/// The nearest directory at or above `dir` that holds `.git` (a directory,
+/// or a file in a worktree or submodule).
+fn git_root(dir: &Path) -> Option<PathBuf> {
+    let start = std::fs::canonicalize(dir).ok()?;
+    start
+        .ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
+}
+
+/// What to do for one event.
+#[derive(Debug, PartialEq, Eq)]
+enum Action {
+    /// Print the session's block as context.
+    Inject,
+    /// The host compacts: the next block is new.
+    Compacted,
+    /// End the session.
+    End,
+    /// Nothing to do.
+    Nothing,
+}
+
+fn action(event: &Value) -> Action {
+    match event["hook_event_name"].as_str() {
+        Some("SessionStart") => Action::Inject,
+        Some("PreCompact") => Action::Compacted,
+        Some("SessionEnd") if matches!(event["reason"].as_str(), Some("clear" | "logout")) => {
+            Action::End
+        }
+        _ => Action::Nothing,
+    }
+}
+
+/// The block within the host's limit: whole lines, then a note.
+fn within_limit(block: &str) -> String {
+    if block.chars().count() <= MAX_CONTEXT_CHARS {
+        return block.to_string();
+    }
+    let note = "\n[memd: the memory block was cut to fit the hook's limit]";
+    let room = MAX_CONTEXT_CHARS - note.chars().count();
+    let mut out = String::new();
+    for line in block.split_inclusive('\n') {
+        if out.chars().count() + line.chars().count() > room {
+            break;
+        }
+        out.push_str(line);
+    }
+    out.push_str(note);
+    out
+}
+
+/// Runs `memd hook claude-code`; always exits 0.
+pub fn claude_code(g: &Global) -> i32 {
+    match run(g) {
+        Ok(Some(out)) => println!("{out}"),
+        Ok(None) => {}
+        Err(why) => eprintln!("memd hook: {why}"),
+    }
+    0
+}
+
+fn run(g: &Global) -> Result<Option<String>, String> {
+    let mut input = String::new();
+    std::io::stdin()
+        .take(MAX_INPUT_BYTES)
+        .read_to_string(&mut input)
+        .map_err(|e| format!("cannot read the hook event: {e}"))?;
+    let event: Value = serde_json::from_str(&input)
+        .map_err(|e| format!("the input is not a hook event (JSON): {e}"))?;
+    let action = action(&event);
+    if action == Action::Nothing {
+        return Ok(None);
+    }
+    let session_id = event["session_id"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .ok_or("the hook event has no session_id")?;
+    let mut g = g.clone();
+    if g.namespace.is_none() {
+        let cwd = event["cwd"]
+            .as_str()
+            .map(PathBuf::from)
+            .or_else(|| std::env::current_dir().ok());
+        g.namespace = cwd.as_deref().and_then(project_namespace);
+    }
+    if g.agent.is_none() {
+        g.agent = Some("claude-code".into());
+    }
+    g.session = Some(format!("claude-code:{session_id}"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let work = async {
+        let mut client = connect(&g, true).await?;
+        match action {
+            Action::Inject => {
+                let block = client.inject().await?.block;
+                Ok::<_, CliError>(Some(
+                    json!({
+                        "hookSpecificOutput": {
+                            "hookEventName": "SessionStart",
+                            "additionalContext": within_limit(&block),
+                        }
+                    })
+                    .to_string(),
+                ))
+            }
+            Action::Compacted => {
+                client.compacted().await?;
+                Ok(None)
+            }
+            Action::End => {
+                // Ending a session that no longer exists is not an error.
+                match client
+                    .session_end(g.session.as_deref().unwrap_or_default())
+                    .await
+                {
+                    Ok(_) | Err(memd_client::Error::InvalidInput(_)) => Ok(None),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            Action::Nothing => Ok(None),
+        }
+    };
+    runtime.block_on(async {
+        match tokio::time::timeout(TIME_LIMIT, work).await {
+            Ok(Ok(out)) => Ok(out),
+            Ok(Err(e)) => Err(e.message()),
+            Err(_) => Err(format!("memd did not answer within {TIME_LIMIT:?}")),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_map_to_actions() {
+        let a = |v: Value| action(&v);
+        assert_eq!(
+            a(json!({"hook_event_name": "SessionStart", "source": "resume"})),
+            Action::Inject
+        );
+        assert_eq!(
+            a(json!({"hook_event_name": "PreCompact", "trigger": "auto"})),
+            Action::Compacted
+        );
+        assert_eq!(
+            a(json!({"hook_event_name": "SessionEnd", "reason": "clear"})),
+            Action::End
+        );
+        assert_eq!(
+            a(json!({"hook_event_name": "SessionEnd", "reason": "logout"})),
+            Action::End
+        );
+        assert_eq!(
+            a(json!({"hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})),
+            Action::Nothing,
+            "a resumed session keeps its block"
+        );
+        assert_eq!(
+            a(json!({"hook_event_name": "UserPromptSubmit"})),
+            Action::Nothing
+        );
+    }
+
+    #[test]
+    fn a_long_block_is_cut_at_a_line_within_the_limit() {
+        let short = "## Memory\n- a\n";
+        assert_eq!(within_limit(short), short);
+        let long: String = (0..2000).map(|i| format!("- line {i}\n")).collect();
+        let cut = within_limit(&long);
+        assert!(cut.chars().count() <= MAX_CONTEXT_CHARS);
+        assert!(cut.ends_with("hook's limit]"));
+        assert!(cut.starts_with("- line 0\n- line 1\n"));
+    }
+
+    #[test]
+    fn a_project_is_named_by_its_git_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("My App");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("src/deep")).unwrap();
+        let ns = project_namespace(&root.join("src/deep")).unwrap();
+        assert!(ns.starts_with("my-app-"), "{ns}");
+        assert_eq!(ns.len(), "my-app-".len() + 8);
+        assert_eq!(project_namespace(&root).unwrap(), ns, "stable");
+        let other = dir.path().join("elsewhere/My App");
+        std::fs::create_dir_all(other.join(".git")).unwrap();
+        assert_ne!(
+            project_namespace(&other).unwrap(),
+            ns,
+            "same name, other path"
+        );
+        assert_eq!(project_namespace(&dir.path().join("nope")), None);
+    }
+}

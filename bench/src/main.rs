@@ -3,6 +3,7 @@
 //! - `perf`: latency and throughput of requests over the socket.
 //! - `drift`: external-change detection latency, the guard's cost.
 //! - `eval`: retrieval quality (recall@k, MRR) on a conversation benchmark.
+//! - `hook`: wall time of `memd hook claude-code` per event process.
 //! - `semantic`: embedding throughput, semantic and hybrid query latency at
 //!   10K and 100K memories, the vector index's memory.
 //!
@@ -14,6 +15,7 @@ mod corpus;
 mod daemon;
 mod drift;
 mod eval;
+mod hook;
 mod perf;
 mod semantic;
 mod stats;
@@ -35,6 +37,8 @@ enum Command {
     Drift(drift::DriftArgs),
     /// Retrieval quality on a conversation benchmark
     Eval(eval::EvalArgs),
+    /// Wall time of `memd hook claude-code` (a process per event)
+    Hook(hook::HookArgs),
     /// Embedding throughput, semantic query latency at scale, index memory
     Semantic(semantic::SemanticArgs),
     /// Run the daemon (used by the other commands)
@@ -60,6 +64,7 @@ fn main() -> anyhow::Result<()> {
         Command::Drift(args) => drift::run(args),
         Command::Eval(args) => eval::run(args),
         Command::Semantic(args) => semantic::run(args),
+        Command::Hook(args) => hook::run(args),
         Command::Daemon { data_dir, config } => daemon::run_child(data_dir, config),
         Command::Echo { socket } => perf::echo(&socket),
     }

@@ -107,6 +107,9 @@ pub enum Command {
     /// Store a conversation transcript, one memory per turn, in its thread
     /// (idempotent)
     Ingest(IngestArgs),
+    /// Import notes (CLAUDE.md, AGENTS.md, MEMORY.md): a memory per bullet or
+    /// paragraph (idempotent)
+    ImportMd(ImportMdArgs),
     /// Write a consistent online copy of the database (a SQLite file)
     Backup(BackupArgs),
     /// Replace the database with a SQLite file (e.g. a copy of memory.db)
@@ -513,6 +516,14 @@ pub struct IngestArgs {
     /// Category of turns that name none (default: episode)
     #[arg(long, short = 'c')]
     pub category: Option<String>,
+}
+
+/// `import-md`.
+#[derive(Debug, Clone, Args)]
+pub struct ImportMdArgs {
+    /// The notes files
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 /// `backup`.

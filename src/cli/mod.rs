@@ -10,6 +10,7 @@
 
 pub mod args;
 pub mod hook;
+pub mod import_md;
 pub mod ingest;
 pub mod output;
 pub mod service;
@@ -199,7 +200,14 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, CliE
 
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: args::Cli) -> i32 {
-    let g = cli.global;
+    let mut g = cli.global;
+    // Notes imported in a project go where its agents' sessions read (the
+    // namespace `hook` and `mcp` derive from the git root).
+    if matches!(cli.command, Command::ImportMd(_)) && g.namespace.is_none() {
+        g.namespace = std::env::current_dir()
+            .ok()
+            .and_then(|d| hook::project_namespace(&d));
+    }
     match cli.command {
         Command::Daemon => daemon(&g),
         Command::Shell => shell::run(&g),
@@ -563,6 +571,19 @@ pub async fn execute(
             ))
         }
         Command::Ingest(a) => ingest_file(a, client, stdin_allowed).await,
+        Command::ImportMd(a) => {
+            let mut counts = import_md::Counts::default();
+            for file in &a.files {
+                let text = std::fs::read_to_string(file)
+                    .map_err(|e| CliError::Io(format!("cannot read {}: {e}", file.display())))?;
+                let source = std::fs::canonicalize(file)
+                    .unwrap_or_else(|_| file.clone())
+                    .display()
+                    .to_string();
+                import_md::send(client, &source, import_md::parse(&text), &mut counts).await?;
+            }
+            Ok(output::imported_md(&counts))
+        }
         Command::Backup(a) => {
             if !a.force && std::fs::symlink_metadata(&a.file).is_ok() {
                 return Err(CliError::Usage(format!(

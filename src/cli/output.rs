@@ -119,6 +119,32 @@ pub fn added(r: &AddResult) -> Output {
     }
 }
 
+/// `import-md`.
+pub fn imported_md(c: &super::import_md::Counts) -> Output {
+    let mut fields = Map::new();
+    for (k, v) in [
+        ("files", c.files),
+        ("items", c.items),
+        ("added", c.added),
+        ("existing", c.existing),
+        ("rejected", c.rejected),
+    ] {
+        fields.insert(k.into(), v.into());
+    }
+    fields.insert("errors".into(), c.errors.clone().into());
+    let mut human = format!(
+        "{} items in {} file(s): {} added, {} already there, {} refused by the write gate",
+        c.items, c.files, c.added, c.existing, c.rejected
+    );
+    for e in &c.errors {
+        human.push_str(&format!("\n  {e}"));
+    }
+    Output {
+        json: success(fields),
+        human,
+    }
+}
+
 /// `ingest`.
 pub fn ingested(c: &super::ingest::Counts) -> Output {
     let mut fields = Map::new();

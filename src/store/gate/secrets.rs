@@ -69,6 +69,11 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
             r"\bsk-(?:ant-|proj-|live_|test_)?[A-Za-z0-9_-]{20,}",
             0,
         ),
+        p(
+            "Stripe secret key",
+            r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+            0,
+        ),
         p("Slack token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", 0),
         p(
             "Slack webhook",
@@ -193,6 +198,10 @@ mod tests {
         ),
         ("the deploy user is AKIAIOSFODNN7EXAMPLE", "AWS access key"),
         (
+            "staging charges with sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "Stripe secret key",
+        ),
+        (
             "use ghp_abcdefghijklmnopqrstuvwxyz0123456789 for the CI",
             "GitHub token",
         ),
@@ -234,7 +243,7 @@ mod tests {
         ("POSTGRES_PASSWORD=Tr0ub4dor&3", "credential assignment"),
         (
             "STRIPE_API_KEY=rk_live_51HqLyjWDarjtT1zdp7dc",
-            "credential assignment",
+            "Stripe secret key",
         ),
         ("MY_API_KEY: 9f2c81d07aa4", "credential assignment"),
         (

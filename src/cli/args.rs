@@ -134,8 +134,35 @@ pub enum Command {
     /// Answer an agent runtime's hook event (JSON on stdin); never fails the agent
     #[command(subcommand)]
     Hook(HookCommand),
+    /// Configure an agent runtime to use memd (hooks and MCP server)
+    #[command(subcommand)]
+    Setup(SetupCommand),
     /// Rebuild every stored vector with the daemon's embedder (background)
     Reembed,
+}
+
+/// `setup …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SetupCommand {
+    /// Claude Code: the hooks in settings.json, the MCP server in ~/.claude.json or .mcp.json
+    ClaudeCode(SetupArgs),
+}
+
+/// Flags of `setup`.
+#[derive(Debug, Clone, Args)]
+pub struct SetupArgs {
+    /// The user's files (~/.claude/settings.json, ~/.claude.json; the default)
+    #[arg(long, conflicts_with = "project")]
+    pub user: bool,
+    /// This project's files (.claude/settings.json, .mcp.json)
+    #[arg(long)]
+    pub project: bool,
+    /// Say what would change; write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Remove what setup added
+    #[arg(long)]
+    pub uninstall: bool,
 }
 
 /// `hook …`.

@@ -15,6 +15,7 @@ pub mod ingest;
 pub mod output;
 pub mod service;
 pub mod settings;
+pub mod setup;
 pub mod shell;
 
 use std::io::Read;
@@ -213,6 +214,18 @@ pub fn run(cli: args::Cli) -> i32 {
         Command::Shell => shell::run(&g),
         Command::Mcp => crate::mcp::run(&g),
         Command::Hook(args::HookCommand::ClaudeCode) => hook::claude_code(&g),
+        Command::Setup(args::SetupCommand::ClaudeCode(a)) => emit(
+            g.json,
+            setup::claude_code(
+                if a.project {
+                    setup::Scope::Project
+                } else {
+                    setup::Scope::User
+                },
+                a.dry_run,
+                a.uninstall,
+            ),
+        ),
         Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
         Command::Service(s) => emit(g.json, service::run(&g, s)),
         command => {
@@ -623,9 +636,11 @@ pub async fn execute(
         | Command::Daemon
         | Command::Mcp
         | Command::Hook(_)
+        | Command::Setup(_)
         | Command::Config(_)
         | Command::Service(_) => Err(CliError::Usage(
-            "shell, daemon, mcp, hook, config and service cannot run inside a session".into(),
+            "shell, daemon, mcp, hook, setup, config and service cannot run inside a session"
+                .into(),
         )),
     }
 }

@@ -14,7 +14,7 @@ pub struct Output {
     pub human: String,
 }
 
-fn success(mut fields: Map<String, Value>) -> Value {
+pub(super) fn success(mut fields: Map<String, Value>) -> Value {
     let mut obj = Map::new();
     obj.insert("success".into(), json!(true));
     obj.append(&mut fields);

@@ -192,7 +192,8 @@ fn a_read_only_database_serves_reads_and_refuses_writes_clearly() {
             .arg(d.data_dir())
             .env_clear()
             .env("HOME", d.data_dir())
-            .env("PATH", "/usr/bin:/bin");
+            .env("PATH", "/usr/bin:/bin")
+            .current_dir(d.data_dir());
         cmd.args(args);
         cmd
     };

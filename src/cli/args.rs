@@ -29,7 +29,7 @@ pub struct Global {
     /// Config file [default: $XDG_CONFIG_HOME/memd/config.toml]
     #[arg(long, global = true, env = "MEMD_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Namespace of the session [default: default]
+    /// Namespace of the session [default: the git root's project namespace, else default]
     #[arg(long, global = true, env = "MEMD_NAMESPACE", value_name = "NS")]
     pub namespace: Option<String>,
     /// Agent id of the session [default: default]

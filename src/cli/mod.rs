@@ -202,9 +202,11 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, CliE
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: args::Cli) -> i32 {
     let mut g = cli.global;
-    // Notes imported in a project go where its agents' sessions read (the
-    // namespace `hook` and `mcp` derive from the git root).
-    if matches!(cli.command, Command::ImportMd(_)) && g.namespace.is_none() {
+    // The namespace: `--namespace` > `MEMD_NAMESPACE` > the project's, from
+    // the git root of the working directory > `default` — the same for every
+    // command, so notes imported in a project are what its sessions get
+    // (`hook` derives it from the event's directory instead).
+    if g.namespace.is_none() && !matches!(cli.command, Command::Hook(_)) {
         g.namespace = std::env::current_dir()
             .ok()
             .and_then(|d| hook::project_namespace(&d));

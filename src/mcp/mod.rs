@@ -31,15 +31,6 @@ use crate::cli::args::Global;
 /// Runs the MCP server until the host closes stdin; returns the exit code.
 pub fn run(g: &Global) -> i32 {
     crate::cli::init_logging_with("warn");
-    // Without a namespace given, the project's (as `memd hook` derives it):
-    // the host starts the server in the project's directory.
-    let mut g = g.clone();
-    if g.namespace.is_none() {
-        g.namespace = std::env::current_dir()
-            .ok()
-            .and_then(|d| crate::cli::hook::project_namespace(&d));
-    }
-    let g = &g;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

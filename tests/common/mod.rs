@@ -31,7 +31,9 @@ pub fn memd_command(home: &Path) -> Command {
             cmd.env_remove(&k);
         }
     }
-    cmd.env("HOME", home)
+    // Outside any git work tree: the namespace is `default` unless given.
+    cmd.current_dir(home)
+        .env("HOME", home)
         .env("XDG_DATA_HOME", home.join("xdg-data"))
         .env("XDG_CONFIG_HOME", home.join("xdg-config"))
         .env("XDG_RUNTIME_DIR", home.join("xdg-run"))

@@ -699,11 +699,16 @@ async fn two_mcp_servers_never_overwrite_each_others_update() {
 /// Runs `memd hook claude-code` once with `event` on stdin, as Claude Code
 /// runs a hook command: (stdout, stderr, exit code).
 fn hook(d: &Daemon, event: &Value) -> (String, String, i32) {
+    hook_of(d, "claude-code", event)
+}
+
+/// As [`hook`], for the hook of `host`.
+fn hook_of(d: &Daemon, host: &str, event: &Value) -> (String, String, i32) {
     use std::io::Write;
     let mut child = common::memd_command(d.dir.path())
         .arg("--data-dir")
         .arg(d.data_dir())
-        .args(["hook", "claude-code"])
+        .args(["hook", host])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -891,4 +896,61 @@ fn a_hook_fails_quietly() {
     assert_eq!(code, Some(0));
     assert!(out.is_empty());
     assert!(err.starts_with("memd hook: "), "{err}");
+}
+
+/// Codex CLI's hooks take Claude Code's shape: its session is `codex:<id>`.
+#[test]
+fn a_codex_session_through_its_hooks() {
+    let d = Daemon::start();
+    let project = d.dir.path().join("api");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    let ns = memd::cli::hook::project_namespace(&project).unwrap();
+    let (v, code) = d.json(&[
+        "--namespace",
+        &ns,
+        "add",
+        "--category",
+        "convention",
+        "handlers return typed errors",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let event = |name: &str, extra: Value| {
+        let mut e = json!({"session_id": "019a-77", "cwd": project, "hook_event_name": name,
+                           "transcript_path": null, "model": "gpt-5-codex"});
+        for (k, v) in extra.as_object().unwrap() {
+            e[k] = v.clone();
+        }
+        e
+    };
+    let start = |source: &str| {
+        let (out, err, code) = hook_of(
+            &d,
+            "codex",
+            &event("SessionStart", json!({"source": source})),
+        );
+        assert_eq!(code, 0, "{err}");
+        context(&out)
+    };
+    let first = start("startup");
+    assert!(first.contains("handlers return typed errors"), "{first}");
+    let (v, code) = d.json(&[
+        "--namespace",
+        &ns,
+        "add",
+        "--category",
+        "convention",
+        "ids are ULIDs",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(start("resume"), first);
+    let (_, err, code) = hook_of(
+        &d,
+        "codex",
+        &event("PreCompact", json!({"trigger": "auto"})),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(start("startup").contains("ids are ULIDs"));
+    let (v, _) = d.json(&["--namespace", &ns, "session", "list"]);
+    assert_eq!(v["sessions"][0]["name"], "codex:019a-77", "{v}");
+    assert_eq!(v["sessions"][0]["agent"], "codex", "{v}");
 }

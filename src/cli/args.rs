@@ -170,6 +170,8 @@ pub struct SetupArgs {
 pub enum HookCommand {
     /// A Claude Code hook (SessionStart, PreCompact, SessionEnd)
     ClaudeCode,
+    /// A Codex CLI hook (SessionStart, PreCompact; Claude Code's shape)
+    Codex,
 }
 
 /// `session …`.

@@ -1,9 +1,11 @@
-//! `memd hook claude-code`: Claude Code's hook events as memd requests, one
-//! process per event, the way the host runs hook commands.
+//! `memd hook claude-code` and `memd hook codex`: an agent runtime's hook
+//! events as memd requests, one process per event, the way the host runs
+//! hook commands. Codex CLI's hooks (`hooks.json`) take Claude Code's shape:
+//! the same events where it has them, the same input and output.
 //!
-//! Every event of one Claude Code session joins the named session
-//! `claude-code:<session_id>` in the namespace of its project, so the
-//! processes share one frozen block:
+//! Every event of one host session joins the named session
+//! `<host>:<session_id>` in the namespace of its project, so the processes
+//! share one frozen block:
 //!
 //! - `SessionStart` (startup, resume, clear, compact) → the block as
 //!   additional context, byte-identical until the session writes or
@@ -116,9 +118,28 @@ fn within_limit(block: &str) -> String {
     out
 }
 
-/// Runs `memd hook claude-code`; always exits 0.
-pub fn claude_code(g: &Global) -> i32 {
-    match run(g) {
+/// The agent runtime a hook serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Host {
+    /// Claude Code.
+    ClaudeCode,
+    /// OpenAI's Codex CLI.
+    Codex,
+}
+
+impl Host {
+    /// Its name: the agent id and the session names' prefix.
+    pub fn name(self) -> &'static str {
+        match self {
+            Host::ClaudeCode => "claude-code",
+            Host::Codex => "codex",
+        }
+    }
+}
+
+/// Runs `memd hook claude-code|codex`; always exits 0.
+pub fn run_hook(g: &Global, host: Host) -> i32 {
+    match run(g, host) {
         Ok(Some(out)) => println!("{out}"),
         Ok(None) => {}
         Err(why) => eprintln!("memd hook: {why}"),
@@ -126,7 +147,7 @@ pub fn claude_code(g: &Global) -> i32 {
     0
 }
 
-fn run(g: &Global) -> Result<Option<String>, String> {
+fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
     let mut input = String::new();
     std::io::stdin()
         .take(MAX_INPUT_BYTES)
@@ -151,9 +172,9 @@ fn run(g: &Global) -> Result<Option<String>, String> {
         g.namespace = cwd.as_deref().and_then(project_namespace);
     }
     if g.agent.is_none() {
-        g.agent = Some("claude-code".into());
+        g.agent = Some(host.name().into());
     }
-    g.session = Some(format!("claude-code:{session_id}"));
+    g.session = Some(format!("{}:{session_id}", host.name()));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

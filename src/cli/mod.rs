@@ -215,7 +215,8 @@ pub fn run(cli: args::Cli) -> i32 {
         Command::Daemon => daemon(&g),
         Command::Shell => shell::run(&g),
         Command::Mcp => crate::mcp::run(&g),
-        Command::Hook(args::HookCommand::ClaudeCode) => hook::claude_code(&g),
+        Command::Hook(args::HookCommand::ClaudeCode) => hook::run_hook(&g, hook::Host::ClaudeCode),
+        Command::Hook(args::HookCommand::Codex) => hook::run_hook(&g, hook::Host::Codex),
         Command::Setup(args::SetupCommand::ClaudeCode(a)) => emit(
             g.json,
             setup::claude_code(

@@ -341,6 +341,15 @@ impl Default for InjectConfig {
     }
 }
 
+/// Settings of the `memd` commands (the daemon does not read them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClientConfig {
+    /// Namespace of commands given none (`--namespace`, `MEMD_NAMESPACE`);
+    /// empty: the project's, from the git root, else `default`.
+    pub namespace: String,
+}
+
 /// Named session settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -435,6 +444,8 @@ pub struct Config {
     pub inject: InjectConfig,
     /// `[session]`: named sessions.
     pub session: SessionConfig,
+    /// `[client]`: the commands' own settings.
+    pub client: ClientConfig,
     /// `[search]`: ranking and the fuzzy fallback.
     pub search: crate::store::search::rank::RankConfig,
     /// `[lifecycle]`: sweeps.

@@ -164,3 +164,54 @@ fn a_shell_line_may_ask_for_json() {
         "a line without --json stays text: {lines:?}"
     );
 }
+
+#[test]
+fn the_namespace_comes_from_the_flag_the_environment_the_config_then_the_git_root() {
+    let d = Daemon::start();
+    let project = d.dir.path().join("shop");
+    std::fs::create_dir_all(project.join(".git")).unwrap();
+    let run = |env: Option<&str>, args: &[&str]| {
+        let mut cmd = memd_command(d.dir.path());
+        cmd.current_dir(&project)
+            .arg("--data-dir")
+            .arg(d.data_dir())
+            .args(["--no-autostart", "--json"])
+            .args(args);
+        if let Some(ns) = env {
+            cmd.env("MEMD_NAMESPACE", ns);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let ns_of = |v: &Value| v["memories"][0]["namespace"].as_str().unwrap().to_string();
+    run(None, &["add", "from the project"]);
+    let project_ns = ns_of(&run(None, &["list"]));
+    assert!(project_ns.starts_with("shop-"), "{project_ns}");
+    run(Some("from-env"), &["add", "from the environment"]);
+    assert_eq!(ns_of(&run(Some("from-env"), &["list"])), "from-env");
+    run(
+        Some("from-env"),
+        &["--namespace", "from-flag", "add", "from the flag"],
+    );
+    assert_eq!(
+        ns_of(&run(None, &["--namespace", "from-flag", "list"])),
+        "from-flag"
+    );
+    let config = d.dir.path().join("xdg-config/memd/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "[client]\nnamespace = \"team\"\n").unwrap();
+    run(None, &["add", "from the config"]);
+    let v = run(None, &["list"]);
+    assert_eq!(ns_of(&v), "team");
+    assert_eq!(v["memories"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        ns_of(&run(Some("from-env"), &["list"])),
+        "from-env",
+        "the environment wins"
+    );
+}

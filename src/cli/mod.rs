@@ -206,6 +206,9 @@ pub fn run(cli: args::Cli) -> i32 {
     // the git root of the working directory > `default` — the same for every
     // command, so notes imported in a project are what its sessions get
     // (`hook` derives it from the event's directory instead).
+    if g.namespace.is_none() {
+        g.namespace = configured_namespace(&g);
+    }
     if g.namespace.is_none() && !matches!(cli.command, Command::Hook(_)) {
         g.namespace = std::env::current_dir()
             .ok()
@@ -247,6 +250,19 @@ pub fn run(cli: args::Cli) -> i32 {
             emit(g.json, result)
         }
     }
+}
+
+/// `[client] namespace` of the config file, when set (a file that cannot be
+/// read is the daemon's to report).
+fn configured_namespace(g: &Global) -> Option<String> {
+    let path = paths(g).config;
+    if !path.exists() {
+        return None;
+    }
+    Config::load(&path)
+        .ok()
+        .map(|c| c.client.namespace)
+        .filter(|ns| !ns.trim().is_empty())
 }
 
 fn daemon(g: &Global) -> i32 {

@@ -26,6 +26,7 @@ const LIVE: &[&str] = &[
     "search.",
     "inject.",
     "session.",
+    "client.",
     "drift.policy",
     "lifecycle.",
     "socket.allow_uids",

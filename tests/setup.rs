@@ -146,3 +146,71 @@ fn project_setup_writes_the_projects_files_and_names_its_namespace() {
         "{ not json"
     );
 }
+
+#[test]
+fn codex_setup_edits_config_toml_in_place() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    std::fs::create_dir_all(h.join(".codex")).unwrap();
+    let toml =
+        "# my settings\nmodel = \"gpt-5-codex\"\n\n[mcp_servers.github]\ncommand = \"gh-mcp\"\n";
+    let config = h.join(".codex/config.toml");
+    std::fs::write(&config, toml).unwrap();
+    let v = {
+        let out = memd_command(h)
+            .args(["--json", "setup", "codex"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    assert_eq!(v["changed"].as_array().unwrap().len(), 2, "{v}");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.starts_with(toml),
+        "the file's own lines stay as they were: {text}"
+    );
+    assert!(text.contains("codex_hooks = true"), "{text}");
+    assert!(text.contains("[mcp_servers.memd]"), "{text}");
+    let hooks = read(&h.join(".codex/hooks.json"));
+    assert!(
+        hooks["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with(" hook codex")
+    );
+    assert!(
+        hooks["hooks"].get("SessionEnd").is_none(),
+        "Codex has no SessionEnd"
+    );
+    let again = setup_host(h, "codex", &[]);
+    assert_eq!(again["changed"], json!([]), "{again}");
+    let v = setup_host(h, "codex", &["--uninstall"]);
+    assert_eq!(v["changed"].as_array().unwrap().len(), 2, "{v}");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        !text.contains("mcp_servers.memd") && text.contains("[mcp_servers.github]"),
+        "{text}"
+    );
+    assert_eq!(read(&h.join(".codex/hooks.json")), json!({}));
+}
+
+fn setup_host(home: &Path, host: &str, args: &[&str]) -> Value {
+    let out = memd_command(home)
+        .args(["--json", "setup", host])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}

@@ -146,6 +146,8 @@ pub enum Command {
 pub enum SetupCommand {
     /// Claude Code: the hooks in settings.json, the MCP server in ~/.claude.json or .mcp.json
     ClaudeCode(SetupArgs),
+    /// Codex CLI: the hooks in hooks.json, the MCP server and the hooks feature in config.toml
+    Codex(SetupArgs),
 }
 
 /// Flags of `setup`.

@@ -220,18 +220,18 @@ pub fn run(cli: args::Cli) -> i32 {
         Command::Mcp => crate::mcp::run(&g),
         Command::Hook(args::HookCommand::ClaudeCode) => hook::run_hook(&g, hook::Host::ClaudeCode),
         Command::Hook(args::HookCommand::Codex) => hook::run_hook(&g, hook::Host::Codex),
-        Command::Setup(args::SetupCommand::ClaudeCode(a)) => emit(
-            g.json,
-            setup::claude_code(
-                if a.project {
-                    setup::Scope::Project
-                } else {
-                    setup::Scope::User
-                },
-                a.dry_run,
-                a.uninstall,
-            ),
-        ),
+        Command::Setup(s) => {
+            let (host, a) = match s {
+                args::SetupCommand::ClaudeCode(a) => (hook::Host::ClaudeCode, a),
+                args::SetupCommand::Codex(a) => (hook::Host::Codex, a),
+            };
+            let scope = if a.project {
+                setup::Scope::Project
+            } else {
+                setup::Scope::User
+            };
+            emit(g.json, setup::run(host, scope, a.dry_run, a.uninstall))
+        }
         Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
         Command::Service(s) => emit(g.json, service::run(&g, s)),
         command => {

@@ -1,11 +1,16 @@
-//! `memd setup claude-code`: Claude Code's configuration gets memd's hooks
-//! (`SessionStart`, `PreCompact`, `SessionEnd` → `memd hook claude-code`)
-//! and its MCP server (`memd mcp`), merged into the files Claude Code reads:
+//! `memd setup claude-code|codex`: an agent runtime's configuration gets
+//! memd's hooks (`memd hook claude-code|codex`) and its MCP server (`memd
+//! mcp`), merged into the files the runtime reads:
 //!
-//! - `--user` (default): hooks in `~/.claude/settings.json`, the server in
-//!   `~/.claude.json` (`mcpServers.memd`);
-//! - `--project`: hooks in `./.claude/settings.json`, the server in
-//!   `./.mcp.json`.
+//! - Claude Code, `--user` (default): hooks (`SessionStart`, `PreCompact`,
+//!   `SessionEnd`) in `~/.claude/settings.json`, the server in
+//!   `~/.claude.json` (`mcpServers.memd`); `--project`:
+//!   `./.claude/settings.json` and `./.mcp.json`;
+//! - Codex CLI: hooks (`SessionStart`, `PreCompact`) in `~/.codex/hooks.json`
+//!   (`--project`: `./.codex/hooks.json`), and in `config.toml` next to it
+//!   `[features] codex_hooks = true` and `[mcp_servers.memd]` (the TOML file
+//!   is edited in place: its comments and layout stay; uninstall leaves
+//!   the feature flag, which other hooks may need).
 //!
 //! Every other key stays (JSON objects are rewritten with their keys in
 //! sorted order); running it again changes nothing; a file it changes is
@@ -30,17 +35,23 @@ pub enum Scope {
     Project,
 }
 
-/// The events memd answers.
-pub const EVENTS: [&str; 3] = ["SessionStart", "PreCompact", "SessionEnd"];
+/// The agent runtimes `setup` configures.
+pub use super::hook::Host;
 
-/// Whether a hook command is memd's.
-fn is_ours(command: &str) -> bool {
-    command.trim_end().ends_with(" hook claude-code")
+/// The events memd answers for a host.
+fn events(host: Host) -> &'static [&'static str] {
+    match host {
+        Host::ClaudeCode => &["SessionStart", "PreCompact", "SessionEnd"],
+        Host::Codex => &["SessionStart", "PreCompact"],
+    }
 }
 
-/// Adds (or, with `uninstall`, removes) memd's hook entries in a
-/// `settings.json` value. Returns whether it changed.
-pub fn merge_hooks(settings: &mut Value, command: &str, uninstall: bool) -> bool {
+/// Adds (or, with `uninstall`, removes) memd's hook entries (commands
+/// ending in `hook <host>`) in a hooks file value. Returns whether it
+/// changed.
+pub fn merge_hooks(settings: &mut Value, host: Host, command: &str, uninstall: bool) -> bool {
+    let suffix = format!(" hook {}", host.name());
+    let is_ours = |c: &str| c.trim_end().ends_with(&suffix);
     let before = settings.clone();
     if !settings.is_object() {
         *settings = json!({});
@@ -51,8 +62,8 @@ pub fn merge_hooks(settings: &mut Value, command: &str, uninstall: bool) -> bool
         *hooks = json!({});
     }
     let hooks = hooks.as_object_mut().expect("an object");
-    for event in EVENTS {
-        let groups = hooks.entry(event).or_insert_with(|| json!([]));
+    for event in events(host) {
+        let groups = hooks.entry(*event).or_insert_with(|| json!([]));
         if !groups.is_array() {
             *groups = json!([]);
         }
@@ -124,11 +135,63 @@ pub fn merge_server(config: &mut Value, program: &str, uninstall: bool) -> bool 
     *config != before
 }
 
+/// Codex's `config.toml`: `[features] codex_hooks = true` and
+/// `[mcp_servers.memd]` added (or the server removed), the rest of the
+/// file as it was. `None` when nothing changes.
+///
+/// # Errors
+/// A message when the text is not TOML.
+pub fn merge_codex_config(
+    text: &str,
+    program: &str,
+    uninstall: bool,
+) -> Result<Option<String>, String> {
+    use toml_edit::{Array, DocumentMut, Item, Table, value};
+    let mut doc: DocumentMut = text.parse().map_err(|e| format!("{e}"))?;
+    let table = |doc: &mut DocumentMut, key: &str, implicit: bool| {
+        if !doc.contains_table(key) {
+            let mut t = Table::new();
+            t.set_implicit(implicit);
+            doc.insert(key, Item::Table(t));
+        }
+    };
+    if uninstall {
+        let ours = doc
+            .get("mcp_servers")
+            .and_then(|s| s.get("memd"))
+            .and_then(|m| m.get("command"))
+            .and_then(Item::as_str)
+            .is_some_and(|c| c.ends_with("memd"));
+        if ours && let Some(servers) = doc.get_mut("mcp_servers").and_then(Item::as_table_like_mut)
+        {
+            servers.remove("memd");
+        }
+    } else {
+        table(&mut doc, "features", false);
+        doc["features"]["codex_hooks"] = value(true);
+        table(&mut doc, "mcp_servers", true);
+        let mut server = Table::new();
+        server.insert("command", value(program));
+        server.insert("args", value(Array::from_iter(["mcp"])));
+        let same = doc["mcp_servers"].get("memd").is_some_and(|m| {
+            m.get("command").and_then(Item::as_str) == Some(program)
+                && m.get("args").and_then(Item::as_array).is_some_and(|a| {
+                    a.iter().map(|v| v.as_str()).collect::<Vec<_>>() == [Some("mcp")]
+                })
+        });
+        if !same {
+            doc["mcp_servers"]["memd"] = Item::Table(server);
+        }
+    }
+    let after = doc.to_string();
+    Ok((after != text).then_some(after))
+}
+
 /// One file's change.
 struct Change {
     path: PathBuf,
     old: Option<String>,
-    new: Value,
+    new: String,
 }
 
 fn read_json(path: &Path) -> Result<(Option<String>, Value), CliError> {
@@ -168,11 +231,11 @@ fn write(path: &Path, text: &str, scope: Scope) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// Runs `memd setup claude-code`.
+/// Runs `memd setup claude-code|codex`.
 ///
 /// # Errors
-/// Unreadable or non-JSON files (nothing is changed then), write errors.
-pub fn claude_code(scope: Scope, dry_run: bool, uninstall: bool) -> Result<Output, CliError> {
+/// Unreadable or malformed files (nothing is changed then), write errors.
+pub fn run(host: Host, scope: Scope, dry_run: bool, uninstall: bool) -> Result<Output, CliError> {
     let program = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .map_err(|e| CliError::Io(format!("cannot find the memd executable: {e}")))?
@@ -183,36 +246,77 @@ pub fn claude_code(scope: Scope, dry_run: bool, uninstall: bool) -> Result<Outpu
     } else {
         program.clone()
     };
-    let command = format!("{quoted} hook claude-code");
+    let command = format!("{quoted} hook {}", host.name());
     let cwd = std::env::current_dir().map_err(|e| CliError::Io(e.to_string()))?;
-    let (settings_path, mcp_path) = match scope {
-        Scope::User => {
-            let home = std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .ok_or_else(|| CliError::Usage("HOME is not set".into()))?;
-            (
-                home.join(".claude/settings.json"),
-                home.join(".claude.json"),
-            )
-        }
-        Scope::Project => (cwd.join(".claude/settings.json"), cwd.join(".mcp.json")),
+    let home = || {
+        std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .ok_or_else(|| CliError::Usage("HOME is not set".into()))
     };
+    let (hooks_path, server_path) = match (host, scope) {
+        (Host::ClaudeCode, Scope::User) => {
+            let h = home()?;
+            (h.join(".claude/settings.json"), h.join(".claude.json"))
+        }
+        (Host::ClaudeCode, Scope::Project) => {
+            (cwd.join(".claude/settings.json"), cwd.join(".mcp.json"))
+        }
+        (Host::Codex, Scope::User) => {
+            let h = home()?;
+            (h.join(".codex/hooks.json"), h.join(".codex/config.toml"))
+        }
+        (Host::Codex, Scope::Project) => (
+            cwd.join(".codex/hooks.json"),
+            cwd.join(".codex/config.toml"),
+        ),
+    };
+    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
     let mut changes = Vec::new();
-    let (old, mut settings) = read_json(&settings_path)?;
-    if merge_hooks(&mut settings, &command, uninstall) {
+    let (old, mut hooks) = read_json(&hooks_path)?;
+    if merge_hooks(&mut hooks, host, &command, uninstall) {
         changes.push(Change {
-            path: settings_path.clone(),
+            path: hooks_path.clone(),
             old,
-            new: settings,
+            new: pretty(&hooks),
         });
     }
-    let (old, mut mcp) = read_json(&mcp_path)?;
-    if merge_server(&mut mcp, &program, uninstall) {
-        changes.push(Change {
-            path: mcp_path.clone(),
-            old,
-            new: mcp,
-        });
+    match host {
+        Host::ClaudeCode => {
+            let (old, mut mcp) = read_json(&server_path)?;
+            if merge_server(&mut mcp, &program, uninstall) {
+                changes.push(Change {
+                    path: server_path.clone(),
+                    old,
+                    new: pretty(&mcp),
+                });
+            }
+        }
+        Host::Codex => {
+            let old = match std::fs::read_to_string(&server_path) {
+                Ok(t) => Some(t),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    return Err(CliError::Io(format!(
+                        "cannot read {}: {e}",
+                        server_path.display()
+                    )));
+                }
+            };
+            let merged = merge_codex_config(old.as_deref().unwrap_or(""), &program, uninstall)
+                .map_err(|e| {
+                    CliError::Usage(format!(
+                        "{} is not TOML ({e}); nothing was changed",
+                        server_path.display()
+                    ))
+                })?;
+            if let Some(new) = merged {
+                changes.push(Change {
+                    path: server_path.clone(),
+                    old,
+                    new,
+                });
+            }
+        }
     }
     let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
     let mut done = Vec::new();
@@ -226,8 +330,7 @@ pub fn claude_code(scope: Scope, dry_run: bool, uninstall: bool) -> Result<Outpu
                 })?;
                 entry["backup"] = json!(backup.display().to_string());
             }
-            let text = serde_json::to_string_pretty(&c.new).unwrap_or_default() + "\n";
-            write(&c.path, &text, scope)
+            write(&c.path, &c.new, scope)
                 .map_err(|e| CliError::Io(format!("cannot write {}: {e}", c.path.display())))?;
         }
         done.push(entry);
@@ -246,8 +349,8 @@ pub fn claude_code(scope: Scope, dry_run: bool, uninstall: bool) -> Result<Outpu
         format!(
             "nothing to change: memd is {} in {} and {}",
             if uninstall { "not" } else { "already" },
-            settings_path.display(),
-            mcp_path.display()
+            hooks_path.display(),
+            server_path.display()
         )
     } else {
         done.iter()
@@ -265,7 +368,8 @@ pub fn claude_code(scope: Scope, dry_run: bool, uninstall: bool) -> Result<Outpu
     };
     if !uninstall {
         human.push_str(&format!(
-            "\nhooks: SessionStart, PreCompact, SessionEnd → {command}\nMCP server: memd → {program} mcp\nnamespace: {namespace}"
+            "\nhooks: {} → {command}\nMCP server: memd → {program} mcp\nnamespace: {namespace}",
+            events(host).join(", ")
         ));
     }
     let mut fields = Map::new();
@@ -292,9 +396,19 @@ mod tests {
                       "SessionStart": [{"hooks": [{"type": "command", "command": "echo hi"}]}]}
         });
         let original = s.clone();
-        assert!(merge_hooks(&mut s, "/bin/memd hook claude-code", false));
+        assert!(merge_hooks(
+            &mut s,
+            Host::ClaudeCode,
+            "/bin/memd hook claude-code",
+            false
+        ));
         assert!(
-            !merge_hooks(&mut s, "/bin/memd hook claude-code", false),
+            !merge_hooks(
+                &mut s,
+                Host::ClaudeCode,
+                "/bin/memd hook claude-code",
+                false
+            ),
             "again: no change"
         );
         assert_eq!(s["hooks"]["SessionStart"].as_array().unwrap().len(), 2);
@@ -304,9 +418,14 @@ mod tests {
         );
         assert_eq!(s["hooks"]["PreToolUse"], original["hooks"]["PreToolUse"]);
         // A new path replaces the old entry.
-        assert!(merge_hooks(&mut s, "/opt/memd hook claude-code", false));
+        assert!(merge_hooks(
+            &mut s,
+            Host::ClaudeCode,
+            "/opt/memd hook claude-code",
+            false
+        ));
         assert_eq!(s["hooks"]["SessionEnd"].as_array().unwrap().len(), 1);
-        assert!(merge_hooks(&mut s, "", true));
+        assert!(merge_hooks(&mut s, Host::ClaudeCode, "", true));
         assert_eq!(s, original, "uninstall leaves what was there");
     }
 
@@ -322,5 +441,43 @@ mod tests {
         let mut foreign =
             json!({"mcpServers": {"memd": {"command": "/usr/bin/other-tool", "args": []}}});
         assert!(!merge_server(&mut foreign, "/bin/memd", true), "not ours");
+    }
+
+    #[test]
+    fn codex_config_keeps_its_comments_and_merges_once() {
+        let text = "# my codex settings\nmodel = \"gpt-5-codex\" # the default\n\n[mcp_servers.github]\ncommand = \"gh-mcp\"\n";
+        let merged = merge_codex_config(text, "/bin/memd", false)
+            .unwrap()
+            .unwrap();
+        assert!(
+            merged.starts_with("# my codex settings\nmodel = \"gpt-5-codex\" # the default\n"),
+            "{merged}"
+        );
+        assert!(
+            merged.contains("[mcp_servers.github]\ncommand = \"gh-mcp\"\n"),
+            "{merged}"
+        );
+        assert!(
+            merged.contains("[features]\ncodex_hooks = true\n"),
+            "{merged}"
+        );
+        assert!(
+            merged.contains("[mcp_servers.memd]\ncommand = \"/bin/memd\"\nargs = [\"mcp\"]\n"),
+            "{merged}"
+        );
+        assert_eq!(
+            merge_codex_config(&merged, "/bin/memd", false).unwrap(),
+            None,
+            "again: no change"
+        );
+        let removed = merge_codex_config(&merged, "", true).unwrap().unwrap();
+        assert!(!removed.contains("mcp_servers.memd"), "{removed}");
+        assert!(removed.contains("[mcp_servers.github]"));
+        assert!(merge_codex_config("not = [toml", "/bin/memd", false).is_err());
+        let fresh = merge_codex_config("", "/bin/memd", false).unwrap().unwrap();
+        assert!(
+            !fresh.contains("[mcp_servers]\n"),
+            "no empty parent table: {fresh}"
+        );
     }
 }

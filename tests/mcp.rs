@@ -704,22 +704,34 @@ fn hook(d: &Daemon, event: &Value) -> (String, String, i32) {
 
 /// As [`hook`], for the hook of `host`.
 fn hook_of(d: &Daemon, host: &str, event: &Value) -> (String, String, i32) {
+    run_hook(
+        d.dir.path(),
+        &d.data_dir(),
+        &[host],
+        event.to_string().as_bytes(),
+    )
+}
+
+/// `memd --data-dir DATA hook ARGS` with `input` on stdin: (stdout,
+/// stderr, exit code).
+fn run_hook(
+    home: &std::path::Path,
+    data: &std::path::Path,
+    args: &[&str],
+    input: &[u8],
+) -> (String, String, i32) {
     use std::io::Write;
-    let mut child = common::memd_command(d.dir.path())
+    let mut child = common::memd_command(home)
         .arg("--data-dir")
-        .arg(d.data_dir())
-        .args(["hook", host])
+        .arg(data)
+        .arg("hook")
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(event.to_string().as_bytes())
-        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
     let out = child.wait_with_output().unwrap();
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -851,49 +863,19 @@ async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
 fn a_hook_fails_quietly() {
     let d = Daemon::start();
     for input in [&b"not json"[..], br#"{"hook_event_name": "SessionStart"}"#] {
-        use std::io::Write;
-        let mut child = common::memd_command(d.dir.path())
-            .arg("--data-dir")
-            .arg(d.data_dir())
-            .args(["hook", "claude-code"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(input).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0));
-        assert!(out.stdout.is_empty());
-        assert!(!out.stderr.is_empty());
+        let (out, err, code) = run_hook(d.dir.path(), &d.data_dir(), &["claude-code"], input);
+        assert_eq!(code, 0);
+        assert!(out.is_empty());
+        assert!(!err.is_empty());
     }
     // No daemon answers and none may start.
-    let gone = d.dir.path().join("nowhere");
-    let (out, err, code) = {
-        use std::io::Write;
-        let mut child = common::memd_command(d.dir.path())
-            .arg("--data-dir")
-            .arg(&gone)
-            .args(["--no-autostart", "hook", "claude-code"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(br#"{"session_id": "x", "cwd": "/", "hook_event_name": "SessionStart", "source": "startup"}"#)
-            .unwrap();
-        let o = child.wait_with_output().unwrap();
-        (
-            o.stdout,
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-            o.status.code(),
-        )
-    };
-    assert_eq!(code, Some(0));
+    let (out, err, code) = run_hook(
+        d.dir.path(),
+        &d.dir.path().join("nowhere"),
+        &["--no-autostart", "claude-code"],
+        br#"{"session_id": "x", "cwd": "/", "hook_event_name": "SessionStart", "source": "startup"}"#,
+    );
+    assert_eq!(code, 0);
     assert!(out.is_empty());
     assert!(err.starts_with("memd hook: "), "{err}");
 }

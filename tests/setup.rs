@@ -10,9 +10,14 @@ use common::{BIN, memd_command};
 use serde_json::{Value, json};
 
 fn setup(home: &Path, cwd: &Path, args: &[&str]) -> Value {
+    setup_in(home, cwd, "claude-code", args)
+}
+
+/// `memd --json setup HOST ARGS` run in `cwd`, checked to succeed.
+fn setup_in(home: &Path, cwd: &Path, host: &str, args: &[&str]) -> Value {
     let out = memd_command(home)
         .current_dir(cwd)
-        .args(["--json", "setup", "claude-code"])
+        .args(["--json", "setup", host])
         .args(args)
         .output()
         .unwrap();
@@ -156,19 +161,7 @@ fn codex_setup_edits_config_toml_in_place() {
         "# my settings\nmodel = \"gpt-5-codex\"\n\n[mcp_servers.github]\ncommand = \"gh-mcp\"\n";
     let config = h.join(".codex/config.toml");
     std::fs::write(&config, toml).unwrap();
-    let v = {
-        let out = memd_command(h)
-            .args(["--json", "setup", "codex"])
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()
-    };
+    let v = setup_in(h, h, "codex", &[]);
     assert_eq!(v["changed"].as_array().unwrap().len(), 2, "{v}");
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(
@@ -188,9 +181,9 @@ fn codex_setup_edits_config_toml_in_place() {
         hooks["hooks"].get("SessionEnd").is_none(),
         "Codex has no SessionEnd"
     );
-    let again = setup_host(h, "codex", &[]);
+    let again = setup_in(h, h, "codex", &[]);
     assert_eq!(again["changed"], json!([]), "{again}");
-    let v = setup_host(h, "codex", &["--uninstall"]);
+    let v = setup_in(h, h, "codex", &["--uninstall"]);
     assert_eq!(v["changed"].as_array().unwrap().len(), 2, "{v}");
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(
@@ -198,19 +191,4 @@ fn codex_setup_edits_config_toml_in_place() {
         "{text}"
     );
     assert_eq!(read(&h.join(".codex/hooks.json")), json!({}));
-}
-
-fn setup_host(home: &Path, host: &str, args: &[&str]) -> Value {
-    let out = memd_command(home)
-        .args(["--json", "setup", host])
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }

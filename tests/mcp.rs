@@ -751,13 +751,10 @@ fn context(stdout: &str) -> String {
         .to_string()
 }
 
-/// A Claude Code session replayed as its hooks see it, one process per
-/// event with the documented payloads, while the agent writes through
-/// `memd mcp` (its own session: the host gives MCP servers no session id).
-#[tokio::test(flavor = "multi_thread")]
-async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
-    let d = Daemon::start();
-    let project = d.dir.path().join("shop");
+/// A project (a git work tree) under the daemon's dir, its namespace, and
+/// one convention stored in it.
+fn project_with(d: &Daemon, name: &str, convention: &str) -> (std::path::PathBuf, String) {
+    let project = d.dir.path().join(name);
     std::fs::create_dir_all(project.join(".git")).unwrap();
     let ns = memd::cli::hook::project_namespace(&project).unwrap();
     let (v, code) = d.json(&[
@@ -766,20 +763,35 @@ async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
         "add",
         "--category",
         "convention",
-        "prices are in cents",
+        convention,
     ]);
     assert_eq!(code, 0, "{v}");
+    (project, ns)
+}
+
+/// `base` with the keys of `extra` added.
+fn with(mut base: Value, extra: Value) -> Value {
+    for (k, v) in extra.as_object().unwrap() {
+        base[k] = v.clone();
+    }
+    base
+}
+
+/// A Claude Code session replayed as its hooks see it, one process per
+/// event with the documented payloads, while the agent writes through
+/// `memd mcp` (its own session: the host gives MCP servers no session id).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
+    let d = Daemon::start();
+    let (project, ns) = project_with(&d, "shop", "prices are in cents");
     let event = |name: &str, extra: Value| {
-        let mut e = json!({
+        let base = json!({
             "session_id": "4f1c2d3e",
             "transcript_path": project.join("4f1c2d3e.jsonl"),
             "cwd": project,
             "hook_event_name": name,
         });
-        for (k, v) in extra.as_object().unwrap() {
-            e[k] = v.clone();
-        }
-        e
+        with(base, extra)
     };
     let start = |source: &str| {
         let (out, err, code) = hook(&d, &event("SessionStart", json!({"source": source})));
@@ -884,25 +896,11 @@ fn a_hook_fails_quietly() {
 #[test]
 fn a_codex_session_through_its_hooks() {
     let d = Daemon::start();
-    let project = d.dir.path().join("api");
-    std::fs::create_dir_all(project.join(".git")).unwrap();
-    let ns = memd::cli::hook::project_namespace(&project).unwrap();
-    let (v, code) = d.json(&[
-        "--namespace",
-        &ns,
-        "add",
-        "--category",
-        "convention",
-        "handlers return typed errors",
-    ]);
-    assert_eq!(code, 0, "{v}");
+    let (project, ns) = project_with(&d, "api", "handlers return typed errors");
     let event = |name: &str, extra: Value| {
-        let mut e = json!({"session_id": "019a-77", "cwd": project, "hook_event_name": name,
-                           "transcript_path": null, "model": "gpt-5-codex"});
-        for (k, v) in extra.as_object().unwrap() {
-            e[k] = v.clone();
-        }
-        e
+        let base = json!({"session_id": "019a-77", "cwd": project, "hook_event_name": name,
+                          "transcript_path": null, "model": "gpt-5-codex"});
+        with(base, extra)
     };
     let start = |source: &str| {
         let (out, err, code) = hook_of(

@@ -202,14 +202,20 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, CliE
 /// Runs a parsed command line; returns the exit code.
 pub fn run(cli: args::Cli) -> i32 {
     let mut g = cli.global;
-    // The namespace: `--namespace` > `MEMD_NAMESPACE` > the project's, from
-    // the git root of the working directory > `default` — the same for every
-    // command, so notes imported in a project are what its sessions get
-    // (`hook` derives it from the event's directory instead).
-    if g.namespace.is_none() {
+    // The namespace: `--namespace` > `MEMD_NAMESPACE` > `[client] namespace`
+    // > the project's, from the git root of the working directory >
+    // `default` — the same for every command that opens a session, so notes
+    // imported in a project are what its sessions get (`hook` derives it
+    // from the event's directory instead). The daemon and the service and
+    // config commands open none.
+    let sessionless = matches!(
+        cli.command,
+        Command::Daemon | Command::Service(_) | Command::Config(_)
+    );
+    if g.namespace.is_none() && !sessionless {
         g.namespace = configured_namespace(&g);
     }
-    if g.namespace.is_none() && !matches!(cli.command, Command::Hook(_)) {
+    if g.namespace.is_none() && !sessionless && !matches!(cli.command, Command::Hook(_)) {
         g.namespace = std::env::current_dir()
             .ok()
             .and_then(|d| hook::project_namespace(&d));

@@ -119,24 +119,16 @@ pub fn added(r: &AddResult) -> Output {
     }
 }
 
-/// `import-md`.
-pub fn imported_md(c: &super::import_md::Counts) -> Output {
+/// A load's counts (`ingest`, `import-md`): each count and the first
+/// problems as JSON; the summary line and the problems, one a line, as text.
+fn counted(counts: &[(&str, usize)], errors: &[String], summary: String) -> Output {
     let mut fields = Map::new();
-    for (k, v) in [
-        ("files", c.files),
-        ("items", c.items),
-        ("added", c.added),
-        ("existing", c.existing),
-        ("rejected", c.rejected),
-    ] {
-        fields.insert(k.into(), v.into());
+    for (k, v) in counts {
+        fields.insert((*k).into(), (*v).into());
     }
-    fields.insert("errors".into(), c.errors.clone().into());
-    let mut human = format!(
-        "{} items in {} file(s): {} added, {} already there, {} refused by the write gate",
-        c.items, c.files, c.added, c.existing, c.rejected
-    );
-    for e in &c.errors {
+    fields.insert("errors".into(), errors.to_vec().into());
+    let mut human = summary;
+    for e in errors {
         human.push_str(&format!("\n  {e}"));
     }
     Output {
@@ -145,33 +137,43 @@ pub fn imported_md(c: &super::import_md::Counts) -> Output {
     }
 }
 
+/// `import-md`.
+pub fn imported_md(c: &super::import_md::Counts) -> Output {
+    counted(
+        &[
+            ("files", c.files),
+            ("items", c.items),
+            ("added", c.added),
+            ("existing", c.existing),
+            ("rejected", c.rejected),
+        ],
+        &c.errors,
+        format!(
+            "{} items in {} file(s): {} added, {} already there, {} refused by the write gate",
+            c.items, c.files, c.added, c.existing, c.rejected
+        ),
+    )
+}
+
 /// `ingest`.
 pub fn ingested(c: &super::ingest::Counts) -> Output {
-    let mut fields = Map::new();
-    for (k, v) in [
-        ("lines", c.lines),
-        ("turns", c.turns),
-        ("added", c.added),
-        ("existing", c.existing),
-        ("rejected", c.rejected),
-        ("skipped", c.skipped),
-        ("invalid", c.invalid),
-    ] {
-        fields.insert(k.into(), v.into());
-    }
-    fields.insert("errors".into(), c.errors.clone().into());
-    let mut human = format!(
-        "{} turns: {} added, {} already stored, {} refused by the write gate; {} lines without \
-         a turn, {} unreadable",
-        c.turns, c.added, c.existing, c.rejected, c.skipped, c.invalid
-    );
-    for e in &c.errors {
-        human.push_str(&format!("\n  {e}"));
-    }
-    Output {
-        json: success(fields),
-        human,
-    }
+    counted(
+        &[
+            ("lines", c.lines),
+            ("turns", c.turns),
+            ("added", c.added),
+            ("existing", c.existing),
+            ("rejected", c.rejected),
+            ("skipped", c.skipped),
+            ("invalid", c.invalid),
+        ],
+        &c.errors,
+        format!(
+            "{} turns: {} added, {} already stored, {} refused by the write gate; {} lines \
+             without a turn, {} unreadable",
+            c.turns, c.added, c.existing, c.rejected, c.skipped, c.invalid
+        ),
+    )
 }
 
 /// `get` and `update` (with the generation of the read or write), `confirm`

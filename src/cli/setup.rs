@@ -53,17 +53,10 @@ pub fn merge_hooks(settings: &mut Value, host: Host, command: &str, uninstall: b
     let suffix = format!(" hook {}", host.name());
     let is_ours = |c: &str| c.trim_end().ends_with(&suffix);
     let before = settings.clone();
-    if !settings.is_object() {
-        *settings = json!({});
-    }
-    let root = settings.as_object_mut().expect("an object");
-    let hooks = root.entry("hooks").or_insert_with(|| json!({}));
-    if !hooks.is_object() {
-        *hooks = json!({});
-    }
-    let hooks = hooks.as_object_mut().expect("an object");
+    let root = object(settings);
+    let hooks = object(root.entry("hooks").or_insert(Value::Null));
     for event in events(host) {
-        let groups = hooks.entry(*event).or_insert_with(|| json!([]));
+        let groups = hooks.entry(*event).or_insert(Value::Null);
         if !groups.is_array() {
             *groups = json!([]);
         }
@@ -87,6 +80,14 @@ pub fn merge_hooks(settings: &mut Value, host: Host, command: &str, uninstall: b
     !same_hooks(&before, settings)
 }
 
+/// `value` as an object, made an empty one when it is anything else.
+fn object(value: &mut Value) -> &mut Map<String, Value> {
+    if !value.is_object() {
+        *value = json!({});
+    }
+    value.as_object_mut().expect("an object")
+}
+
 /// Equal but for the order of memd's groups among an event's groups.
 fn same_hooks(a: &Value, b: &Value) -> bool {
     let norm = |v: &Value| {
@@ -107,15 +108,8 @@ fn same_hooks(a: &Value, b: &Value) -> bool {
 /// Returns whether it changed.
 pub fn merge_server(config: &mut Value, program: &str, uninstall: bool) -> bool {
     let before = config.clone();
-    if !config.is_object() {
-        *config = json!({});
-    }
-    let root = config.as_object_mut().expect("an object");
-    let servers = root.entry("mcpServers").or_insert_with(|| json!({}));
-    if !servers.is_object() {
-        *servers = json!({});
-    }
-    let servers = servers.as_object_mut().expect("an object");
+    let root = object(config);
+    let servers = object(root.entry("mcpServers").or_insert(Value::Null));
     let ours = |v: &Value| {
         v["args"][0] == "mcp" && v["command"].as_str().is_some_and(|c| c.ends_with("memd"))
     };

@@ -11,6 +11,11 @@ use std::path::{Path, PathBuf};
 use memd_proto::DriftPolicy;
 use serde::{Deserialize, Serialize};
 
+pub use crate::store::StorageConfig;
+pub use crate::store::gate::settings::{
+    DEFAULT_CATEGORIES, GateConfig, MemoryConfig, SecretPolicy,
+};
+
 /// Longest socket path that fits `sockaddr_un.sun_path` with its NUL.
 pub const MAX_SOCKET_PATH: usize = 107;
 
@@ -104,42 +109,6 @@ fn absolute(p: PathBuf) -> PathBuf {
     }
 }
 
-/// Durability of a commit (`PRAGMA synchronous`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Synchronous {
-    /// fsync on every commit: an acknowledged write survives power loss.
-    #[default]
-    Full,
-    /// fsync at checkpoints only: survives a crash of memd, not of the OS.
-    Normal,
-}
-
-/// Storage settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct StorageConfig {
-    /// `full` (default) or `normal`.
-    pub synchronous: Synchronous,
-    /// How long SQLite waits for a lock held by another process, in ms.
-    pub busy_timeout_ms: u64,
-    /// Number of read-only connections.
-    pub readers: usize,
-    /// Most requests committed together in one transaction (group commit).
-    pub max_batch: usize,
-}
-
-impl Default for StorageConfig {
-    fn default() -> Self {
-        StorageConfig {
-            synchronous: Synchronous::Full,
-            busy_timeout_ms: 5_000,
-            readers: 4,
-            max_batch: 256,
-        }
-    }
-}
-
 /// Limits on what a request may carry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -180,95 +149,6 @@ impl Default for LimitsConfig {
             handshake_timeout_ms: 10_000,
             frame_timeout_ms: 30_000,
             write_timeout_ms: 30_000,
-        }
-    }
-}
-
-/// The default category allowlist (DESIGN.md "Data model").
-pub const DEFAULT_CATEGORIES: &[&str] = &[
-    "preference",
-    "fact",
-    "convention",
-    "decision",
-    "gotcha",
-    "pattern",
-    "procedure",
-    "identity",
-    "project",
-    "note",
-    "task",
-    "episode",
-];
-
-/// Memory model settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct MemoryConfig {
-    /// Allowed categories.
-    pub categories: Vec<String>,
-    /// Category of a memory added without one.
-    pub default_category: String,
-    /// Categories stored as `promoted` when added without `--status`; the
-    /// others start as `candidate` (kept out of the memory block until
-    /// promoted). Unset: every category but `episode`.
-    pub promote_on_write: Option<Vec<String>>,
-}
-
-impl MemoryConfig {
-    /// Whether an add of `category` without `--status` is promoted.
-    pub fn promotes(&self, category: &str) -> bool {
-        match &self.promote_on_write {
-            Some(list) => list.iter().any(|c| c == category),
-            None => category != "episode",
-        }
-    }
-}
-
-impl Default for MemoryConfig {
-    fn default() -> Self {
-        MemoryConfig {
-            categories: DEFAULT_CATEGORIES.iter().map(|s| s.to_string()).collect(),
-            default_category: "note".into(),
-            promote_on_write: None,
-        }
-    }
-}
-
-/// What the gate does with content that looks like a secret.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum SecretPolicy {
-    /// Refuse the write (reason `secret`).
-    #[default]
-    Reject,
-    /// Replace the secret with `[REDACTED]` and store the rest.
-    Redact,
-    /// Store it as it is.
-    Allow,
-}
-
-/// Write gate settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct GateConfig {
-    /// Refuse diffs, stack traces, git log output, path dumps and blobs.
-    pub code_derivable: bool,
-    /// Secrets: reject, redact or allow.
-    pub secrets: SecretPolicy,
-    /// Merge exact duplicates (same normalized text, namespace, scope, owner).
-    pub dedup: bool,
-    /// Jaccard similarity (word 3-shingles) from which an add is a near
-    /// duplicate; above 1.0 turns near-duplicate detection off.
-    pub near_duplicate_threshold: f64,
-}
-
-impl Default for GateConfig {
-    fn default() -> Self {
-        GateConfig {
-            code_derivable: true,
-            secrets: SecretPolicy::Reject,
-            dedup: true,
-            near_duplicate_threshold: 0.85,
         }
     }
 }
@@ -375,6 +255,28 @@ impl SessionConfig {
     }
 }
 
+/// Sidecar settings (`[sidecar]`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SidecarConfig {
+    /// Namespace → file to keep up to date.
+    pub files: std::collections::HashMap<String, PathBuf>,
+    /// Wait after a change before rewriting, in ms (0 means the default).
+    pub debounce_ms: u64,
+}
+
+/// `[sidecar] debounce_ms` when unset (or 0).
+pub const SIDECAR_DEBOUNCE_MS: u64 = 1_000;
+
+impl Default for SidecarConfig {
+    fn default() -> Self {
+        SidecarConfig {
+            files: std::collections::HashMap::new(),
+            debounce_ms: SIDECAR_DEBOUNCE_MS,
+        }
+    }
+}
+
 /// Socket settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -451,7 +353,7 @@ pub struct Config {
     /// `[lifecycle]`: sweeps.
     pub lifecycle: crate::store::lifecycle::rules::LifecycleConfig,
     /// `[sidecar]`: MEMORY.md files kept up to date.
-    pub sidecar: crate::daemon::sidecar::SidecarConfig,
+    pub sidecar: SidecarConfig,
     /// `[socket]`.
     pub socket: SocketConfig,
     /// `[embed]`: the embedder behind semantic and hybrid search.
@@ -484,6 +386,20 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// What the write gate reads: categories, gate switches, content limits.
+    pub fn gate_rules(&self) -> crate::store::gate::Rules<'_> {
+        crate::store::gate::Rules {
+            memory: &self.memory,
+            gate: &self.gate,
+            limits: crate::store::gate::Limits {
+                max_content_bytes: self.limits.max_content_bytes,
+                max_metadata_bytes: self.limits.max_metadata_bytes,
+                max_tags: self.limits.max_tags,
+                max_tag_chars: self.limits.max_tag_chars,
+            },
+        }
+    }
+
     /// Loads the config file; a missing file means defaults.
     ///
     /// # Errors
@@ -824,7 +740,7 @@ mod tests {
         let text = "[socket]\nmode = \"0660\"\n[storage]\nsynchronous = \"normal\"\n";
         let c = Config::parse(Path::new("c.toml"), text).unwrap();
         assert_eq!(c.socket.mode, 0o660);
-        assert_eq!(c.storage.synchronous, Synchronous::Normal);
+        assert_eq!(c.storage.synchronous, crate::store::Synchronous::Normal);
         assert_eq!(
             Config::parse(Path::new("c"), "").unwrap(),
             Config::default()

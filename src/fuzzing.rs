@@ -132,5 +132,10 @@ pub fn gate(data: &[u8]) {
         content: text.into_owned(),
         ..Default::default()
     };
-    let _ = crate::store::gate::check_add(&req, &who, &config, time::OffsetDateTime::UNIX_EPOCH);
+    let _ = crate::store::gate::check_add(
+        &req,
+        &who,
+        &config.gate_rules(),
+        time::OffsetDateTime::UNIX_EPOCH,
+    );
 }

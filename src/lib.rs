@@ -31,5 +31,6 @@ pub mod fuzzing;
 pub mod handler;
 pub mod mcp;
 pub mod session;
+pub mod state;
 pub mod store;
 mod sys;

@@ -194,7 +194,7 @@ impl Floor {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("floor.db");
         let config = memd::config::Config::default();
-        let mut conn = memd::store::open_write_connection(&path, &config)?;
+        let mut conn = memd::store::open_write_connection(&path, &config.storage)?;
         memd::store::schema::migrate(&mut conn, dir.path())?;
         Ok(Floor { conn, _dir: dir })
     }

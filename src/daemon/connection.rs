@@ -26,10 +26,10 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::broadcast;
 use tokio::time::{Instant, timeout, timeout_at};
 
-use super::Shared;
-use super::shutdown::triggered;
 use crate::handler;
 use crate::session::Session;
+use crate::state::Shared;
+use crate::state::shutdown::triggered;
 
 /// How long a connection may take for each step: its preamble and `Hello`,
 /// the rest of a frame once its first byte has arrived, and the write of

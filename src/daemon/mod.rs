@@ -13,7 +13,6 @@ pub mod lock;
 pub mod notify;
 pub mod peer;
 pub mod reload;
-pub mod shutdown;
 pub mod sidecar;
 pub mod socket;
 
@@ -29,58 +28,12 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::config::{Config, ConfigError, Paths};
+use crate::state::Shared;
+use crate::state::shutdown::{Shutdown, triggered};
 use crate::store::{Store, StoreError};
-use shutdown::{Shutdown, triggered};
 
 /// How long in-flight requests may take to finish at shutdown.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
-
-/// What the handlers share.
-pub struct Shared {
-    /// The database.
-    pub store: Store,
-    /// Settings; SIGHUP swaps in what the reloaded file changes live (see
-    /// [`reload`]). Read them with [`Shared::config`].
-    config: std::sync::RwLock<Arc<Config>>,
-    /// Resolved paths.
-    pub paths: Paths,
-    /// The shutdown signal.
-    pub shutdown: Shutdown,
-    /// Open sessions.
-    pub sessions: AtomicUsize,
-    /// Start time.
-    pub started: Instant,
-    /// Drift backups.
-    pub backups: crate::drift::backup::Backups,
-    /// Pending access tracking.
-    pub access: crate::store::access::Access,
-    /// Keys of the sessions now connected, and of the named sessions.
-    pub live: std::sync::Mutex<std::collections::HashSet<String>>,
-    /// Named sessions.
-    pub named: crate::session::named::Registry,
-    /// Held while a sweep runs (one at a time).
-    pub sweeping: tokio::sync::Mutex<()>,
-    /// The listener came from the service manager (socket activation).
-    pub socket_inherited: bool,
-    /// The embedder, the model lock and the vector index.
-    pub embed: crate::embed::EmbedService,
-}
-
-impl Shared {
-    /// The settings in force now (a reload may replace them between two
-    /// calls; hold the returned value for one decision).
-    pub fn config(&self) -> Arc<Config> {
-        self.config
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// Replaces the settings (after a reload).
-    pub fn set_config(&self, config: Config) {
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
-    }
-}
 
 /// Why the daemon could not start (or stopped abnormally).
 #[derive(Debug, thiserror::Error)]
@@ -183,7 +136,11 @@ pub fn run(mut paths: Paths, config: Config) -> Result<(), DaemonError> {
     socket::ensure_private_data_dir(&paths.data_dir)?;
     socket::check_path(&paths.socket)?;
     let lock = lock::acquire(&paths.lock(), &paths.socket)?;
-    let store = Store::open(&paths.db(), &config)?;
+    let store = Store::open(
+        &paths.db(),
+        &config.storage,
+        Duration::from_millis(config.drift.poll_ms),
+    )?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("memd-rt")

@@ -16,8 +16,8 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::Shared;
 use crate::config::Config;
+use crate::state::Shared;
 
 /// Prefixes of the dotted keys that apply without a restart.
 const LIVE: &[&str] = &[
@@ -230,7 +230,10 @@ mod tests {
         let m = merge(&old, &new);
         assert_eq!(m.applied, vec!["gate.secrets", "socket.allow_uids"]);
         assert_eq!(m.restart, vec!["sidecar.files.default", "storage.readers"]);
-        assert_eq!(m.config.gate.secrets, crate::config::SecretPolicy::Allow);
+        assert_eq!(
+            m.config.gate.secrets,
+            crate::store::gate::SecretPolicy::Allow
+        );
         assert_eq!(m.config.socket.allow_uids, vec![1001]);
         assert_eq!(
             m.config.storage.readers, 4,

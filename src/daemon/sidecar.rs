@@ -6,39 +6,15 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
-
-use super::Shared;
 use crate::session::create_private;
 use crate::session::snapshot::Builder;
+use crate::state::Shared;
 use crate::store::inject;
 use crate::store::readers::ReadKind;
-
-/// Sidecar settings (`[sidecar]`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SidecarConfig {
-    /// Namespace → file to keep up to date.
-    pub files: HashMap<String, PathBuf>,
-    /// Wait after a change before rewriting, in ms (0 means the default).
-    pub debounce_ms: u64,
-}
-
-/// `[sidecar] debounce_ms` when unset (or 0).
-const DEFAULT_DEBOUNCE_MS: u64 = 1_000;
-
-impl Default for SidecarConfig {
-    fn default() -> Self {
-        SidecarConfig {
-            files: HashMap::new(),
-            debounce_ms: DEFAULT_DEBOUNCE_MS,
-        }
-    }
-}
 
 /// The last line of every sidecar file.
 pub const FOOTER: &str = "<!-- end of memd memory -->\n";
@@ -89,7 +65,7 @@ pub async fn run(shared: Arc<Shared>) {
         return;
     }
     let debounce = match config.sidecar.debounce_ms {
-        0 => Duration::from_millis(DEFAULT_DEBOUNCE_MS),
+        0 => Duration::from_millis(crate::config::SIDECAR_DEBOUNCE_MS),
         ms => Duration::from_millis(ms),
     };
     let mut written: HashMap<String, String> = HashMap::new();

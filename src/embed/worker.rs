@@ -30,8 +30,8 @@ use super::rules::{self, Embedded, Finding, LockCheck, ModelLock, Neighbor, Thre
 use super::service::State;
 use super::vectors::{Index, Probe, from_blob, to_blob};
 use super::{EmbedError, Embedder, Provider};
-use crate::daemon::Shared;
 use crate::session::ident::Author;
+use crate::state::Shared;
 use crate::store::StoreError;
 use crate::store::readers::ReadKind;
 

@@ -15,9 +15,9 @@
 use memd_proto::{AddRequest, AddResult, Response};
 use time::OffsetDateTime;
 
-use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
+use crate::state::Shared;
 use crate::store::gate::similar::{self, Verdict};
 use crate::store::memories::{self, View};
 use crate::store::{StoreError, gate};
@@ -32,7 +32,7 @@ pub(super) async fn handle(
     shared: &Shared,
 ) -> Result<Response, StoreError> {
     let now = OffsetDateTime::now_utc();
-    let mut new = gate::check_add(&req, &session.who, &shared.config(), now)?;
+    let mut new = gate::check_add(&req, &session.who, &shared.config().gate_rules(), now)?;
     session.owns_session_rows |= new.scope == "session";
     let supersedes = req.supersedes;
     // The memory to supersede is looked up even when superseded or archived,

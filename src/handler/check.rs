@@ -3,8 +3,8 @@
 use memd_proto::{CheckRequest, Report, Response};
 use serde_json::json;
 
-use crate::daemon::Shared;
 use crate::session::Session;
+use crate::state::Shared;
 use crate::store::readers::ReadKind;
 use crate::store::{StoreError, read_generation, schema};
 

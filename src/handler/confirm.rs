@@ -5,10 +5,10 @@ use memd_proto::{
 };
 use time::OffsetDateTime;
 
-use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
 use crate::session::ident::Author;
+use crate::state::Shared;
 use crate::store::gate::task;
 use crate::store::memories::{self, Changes};
 use crate::store::{StoreError, gate};

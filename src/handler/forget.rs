@@ -3,9 +3,9 @@
 use memd_proto::{Filter, ForgetRequest, ForgetResult, Response};
 use time::OffsetDateTime;
 
-use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
+use crate::state::Shared;
 use crate::store::{StoreError, gate, memories};
 
 pub(super) async fn handle(

@@ -3,8 +3,8 @@
 use memd_proto::{Filter, GetRequest, MemoryReply, Response};
 use time::OffsetDateTime;
 
-use crate::daemon::Shared;
 use crate::session::Session;
+use crate::state::Shared;
 use crate::store::readers::ReadKind;
 use crate::store::{StoreError, gate, memories};
 

@@ -10,9 +10,9 @@ use memd_proto::{
     CompactedRequest, InjectRequest, InjectStats, Injection, RefreshRequest, Response,
 };
 
-use crate::daemon::Shared;
 use crate::session::Session;
 use crate::session::snapshot::{self, Builder};
+use crate::state::Shared;
 use crate::store::readers::ReadKind;
 use crate::store::{StoreError, inject};
 

@@ -26,10 +26,10 @@ mod update;
 
 use memd_proto::{DriftNotice, ErrorBody, ErrorCode, Request, Response};
 
-use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
 use crate::drift::refusal::Refusal;
 use crate::session::Session;
+use crate::state::Shared;
 use crate::store::{Guard, StoreError, WriteCtx};
 
 /// Handles one request of an open session.

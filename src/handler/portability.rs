@@ -18,9 +18,9 @@ use rusqlite::{Connection, OptionalExtension, params_from_iter};
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
-use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
 use crate::session::{Download, Session, create_private};
+use crate::state::Shared;
 use crate::store::lifecycle::{self, Trigger};
 use crate::store::memories::{COLUMNS, row_to_memory};
 use crate::store::readers::ReadKind;

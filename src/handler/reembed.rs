@@ -8,11 +8,11 @@
 use memd_proto::{ReembedRequest, Report, Response};
 use serde_json::json;
 
-use crate::daemon::Shared;
 use crate::embed::rules::ModelLock;
 use crate::embed::worker::write_lock;
 use crate::session::Session;
 use crate::session::ident::Author;
+use crate::state::Shared;
 use crate::store::StoreError;
 
 pub(super) async fn handle(

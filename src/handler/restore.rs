@@ -6,8 +6,8 @@
 use memd_proto::{Report, Response, RestoreRequest, UploadAck, UploadChunk};
 use serde_json::json;
 
-use crate::daemon::Shared;
 use crate::session::{Session, Upload};
+use crate::state::Shared;
 use crate::store::StoreError;
 
 pub(super) async fn upload(

@@ -8,8 +8,8 @@ use memd_proto::{
 };
 use time::OffsetDateTime;
 
-use crate::daemon::Shared;
 use crate::session::Session;
+use crate::state::Shared;
 use crate::store::readers::ReadKind;
 use crate::store::{StoreError, gate, search};
 

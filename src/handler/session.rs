@@ -6,9 +6,9 @@ use std::time::Duration;
 use memd_proto::{Report, Response, SessionEndRequest, SessionListRequest};
 use serde_json::json;
 
-use crate::daemon::Shared;
 use crate::session::Session;
 use crate::session::named::Named;
+use crate::state::Shared;
 use crate::store::StoreError;
 
 /// The named sessions of the session's namespace.

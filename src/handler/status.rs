@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use memd_proto::{PROTOCOL_VERSION, Response, StatusReply, StatusRequest};
 use serde_json::json;
 
-use crate::daemon::Shared;
 use crate::session::Session;
+use crate::state::Shared;
 use crate::store::readers::ReadKind;
 use crate::store::{StoreError, read_generation};
 

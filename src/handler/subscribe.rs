@@ -2,8 +2,8 @@
 
 use memd_proto::{Response, SubscribeRequest};
 
-use crate::daemon::Shared;
 use crate::session::Session;
+use crate::state::Shared;
 use crate::store::StoreError;
 
 pub(super) async fn handle(

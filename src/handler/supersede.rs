@@ -9,9 +9,9 @@ use memd_proto::{
 use rusqlite::{Connection, OptionalExtension};
 use time::OffsetDateTime;
 
-use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
+use crate::state::Shared;
 use crate::store::memories::{self, View};
 use crate::store::readers::ReadKind;
 use crate::store::{StoreError, gate};

@@ -3,9 +3,9 @@
 use memd_proto::{Filter, MemoryReply, Response, UpdateRequest};
 use time::OffsetDateTime;
 
-use crate::daemon::Shared;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
+use crate::state::Shared;
 use crate::store::{StoreError, gate, memories};
 
 pub(super) async fn handle(
@@ -14,7 +14,7 @@ pub(super) async fn handle(
     shared: &Shared,
 ) -> Result<Response, StoreError> {
     let now = OffsetDateTime::now_utc();
-    let changes = gate::check_update(&req, &session.who, &shared.config(), now)?;
+    let changes = gate::check_update(&req, &session.who, &shared.config().gate_rules(), now)?;
     session.owns_session_rows |=
         req.scope.as_deref().and_then(gate::normalize_scope) == Some("session");
     // An update may reach superseded and archived rows (to restore them).

@@ -31,8 +31,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::config::{Config, Synchronous};
 use crate::drift::highwater::HighWater;
+use serde::{Deserialize, Serialize};
 
 pub use readers::Readers;
 pub use writer::{Guard, WriteCtx, Writer};
@@ -213,8 +213,12 @@ impl Store {
     /// # Errors
     /// [`StoreError`] when the file cannot be opened, is not memd's, or has a
     /// newer schema.
-    pub fn open(path: &Path, config: &Config) -> Result<Store, StoreError> {
-        let mut conn = open_write_connection(path, config)?;
+    pub fn open(
+        path: &Path,
+        storage: &StorageConfig,
+        poll: std::time::Duration,
+    ) -> Result<Store, StoreError> {
+        let mut conn = open_write_connection(path, storage)?;
         let backup_dir = path.parent().unwrap_or(Path::new("."));
         if let Some(copy) = schema::migrate(&mut conn, backup_dir)? {
             tracing::info!(copy = %copy.display(), "copied the database before upgrading it");
@@ -228,8 +232,8 @@ impl Store {
         let stats = Arc::new(Stats::default());
         let readers = Readers::new(
             path.to_path_buf(),
-            config.storage.readers,
-            config.storage.busy_timeout_ms,
+            storage.readers,
+            storage.busy_timeout_ms,
             stats.clone(),
             generations.clone(),
         );
@@ -237,7 +241,8 @@ impl Store {
         let writer = Writer::spawn(writer::WriterSetup {
             conn,
             path: path.to_path_buf(),
-            config: config.clone(),
+            storage: storage.clone(),
+            poll,
             generations: generations.clone(),
             stats: stats.clone(),
             readers: readers.pool(),
@@ -328,23 +333,24 @@ fn startup_generations(
 ///
 /// # Errors
 /// SQLite errors.
-pub fn open_write_connection(path: &Path, config: &Config) -> Result<Connection, StoreError> {
+pub fn open_write_connection(
+    path: &Path,
+    storage: &StorageConfig,
+) -> Result<Connection, StoreError> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
-    conn.busy_timeout(std::time::Duration::from_millis(
-        config.storage.busy_timeout_ms,
-    ))?;
+    conn.busy_timeout(std::time::Duration::from_millis(storage.busy_timeout_ms))?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::Sqlite(format!(
             "cannot switch the database to WAL mode (it stays in {mode} mode)"
         )));
     }
-    let sync = match config.storage.synchronous {
+    let sync = match storage.synchronous {
         Synchronous::Full => "FULL",
         Synchronous::Normal => "NORMAL",
     };
@@ -400,4 +406,40 @@ pub fn read_generation(conn: &Connection) -> Result<u64, StoreError> {
             e => Err(e),
         })?;
     Ok(v.unwrap_or(0).max(0) as u64)
+}
+
+/// Durability of a commit (`PRAGMA synchronous`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    /// fsync on every commit: an acknowledged write survives power loss.
+    #[default]
+    Full,
+    /// fsync at checkpoints only: survives a crash of memd, not of the OS.
+    Normal,
+}
+
+/// Storage settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// `full` (default) or `normal`.
+    pub synchronous: Synchronous,
+    /// How long SQLite waits for a lock held by another process, in ms.
+    pub busy_timeout_ms: u64,
+    /// Number of read-only connections.
+    pub readers: usize,
+    /// Most requests committed together in one transaction (group commit).
+    pub max_batch: usize,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            synchronous: Synchronous::Full,
+            busy_timeout_ms: 5_000,
+            readers: 4,
+            max_batch: 256,
+        }
+    }
 }

@@ -28,9 +28,9 @@ use memd_proto::{DriftEvent, DriftNotice, DriftPolicy, RowDrift};
 use rusqlite::{Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
+use super::StorageConfig;
 use super::readers::Pool;
 use super::{Generations, Stats, StoreError, memories, read_generation, schema};
-use crate::config::Config;
 use crate::drift::highwater::HighWater;
 use crate::drift::log::{Attribution, CommitLog, Committer};
 use crate::drift::policy::{self, Decision, Facts, RowFacts, WriteKind};
@@ -340,7 +340,8 @@ impl CheckHandle {
 pub(super) struct WriterSetup {
     pub conn: Connection,
     pub path: PathBuf,
-    pub config: Config,
+    pub storage: StorageConfig,
+    pub poll: std::time::Duration,
     pub generations: Arc<Generations>,
     pub stats: Arc<Stats>,
     pub readers: Arc<Pool>,
@@ -363,8 +364,9 @@ impl Writer {
         let state = Thread {
             conn,
             path: setup.path,
-            max_batch: setup.config.storage.max_batch,
-            config: setup.config,
+            max_batch: setup.storage.max_batch,
+            storage: setup.storage,
+            poll: setup.poll,
             generations: setup.generations,
             stats: setup.stats,
             readers: setup.readers,
@@ -503,7 +505,8 @@ fn watch_wal(conn: &mut Connection, frames: &Arc<AtomicI64>) -> Result<(), Store
 struct Thread {
     conn: Connection,
     path: PathBuf,
-    config: Config,
+    storage: StorageConfig,
+    poll: std::time::Duration,
     generations: Arc<Generations>,
     stats: Arc<Stats>,
     max_batch: usize,
@@ -529,7 +532,7 @@ struct Thread {
 impl Thread {
     fn run(mut self, rx: mpsc::Receiver<Msg>) {
         let mut stop = None;
-        let poll = std::time::Duration::from_millis(self.config.drift.poll_ms);
+        let poll = self.poll;
         while stop.is_none() {
             // Nothing queued and a long WAL: checkpoint now, while no client
             // waits for the writer.
@@ -936,7 +939,7 @@ impl Thread {
     }
 
     fn open_current_file(&mut self) -> Result<(), StoreError> {
-        let mut conn = super::open_write_connection(&self.path, &self.config)?;
+        let mut conn = super::open_write_connection(&self.path, &self.storage)?;
         watch_wal(&mut conn, &self.wal_frames)?;
         let dir = self.path.parent().unwrap_or(Path::new("."));
         schema::migrate(&mut conn, dir)?;

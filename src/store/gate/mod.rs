@@ -16,6 +16,7 @@
 
 pub mod code;
 pub mod secrets;
+pub mod settings;
 pub mod similar;
 pub mod task;
 
@@ -25,7 +26,7 @@ use time::OffsetDateTime;
 use super::StoreError;
 use super::memories::{Changes, MetaMatch, Namespaces, NewMemory, View};
 use crate::clock;
-use crate::config::{Config, SecretPolicy};
+pub use settings::{Limits, Rules, SecretPolicy};
 
 /// Longest subject, in characters.
 pub const MAX_SUBJECT_CHARS: usize = 200;
@@ -66,32 +67,32 @@ fn scope_and_owner(scope: Option<&str>, who: &Who) -> Result<(String, Option<Str
     Ok((scope.to_string(), owner))
 }
 
-fn category(c: Option<&str>, config: &Config) -> Result<String, StoreError> {
+fn category(c: Option<&str>, rules: &Rules<'_>) -> Result<String, StoreError> {
     let c = match c {
-        None => return Ok(config.memory.default_category.clone()),
+        None => return Ok(rules.memory.default_category.clone()),
         Some(c) => c.trim().to_lowercase(),
     };
-    if config.memory.categories.contains(&c) {
+    if rules.memory.categories.contains(&c) {
         Ok(c)
     } else {
         Err(StoreError::Rejected {
             reason: "category",
             message: format!(
                 "unknown category `{c}`; allowed: {}",
-                config.memory.categories.join(", ")
+                rules.memory.categories.join(", ")
             ),
         })
     }
 }
 
-fn content(text: &str, config: &Config) -> Result<(String, bool), StoreError> {
+fn content(text: &str, rules: &Rules<'_>) -> Result<(String, bool), StoreError> {
     if text.trim().is_empty() {
         return Err(StoreError::Rejected {
             reason: "empty",
             message: "content is empty".into(),
         });
     }
-    let max = config.limits.max_content_bytes;
+    let max = rules.limits.max_content_bytes;
     if text.len() > max {
         return Err(StoreError::Rejected {
             reason: "too_large",
@@ -107,7 +108,7 @@ fn content(text: &str, config: &Config) -> Result<(String, bool), StoreError> {
             "content contains a NUL byte".into(),
         ));
     }
-    if config.gate.code_derivable
+    if rules.gate.code_derivable
         && let Some(kind) = code::detect(text)
     {
         return Err(StoreError::Rejected {
@@ -119,19 +120,19 @@ fn content(text: &str, config: &Config) -> Result<(String, bool), StoreError> {
             ),
         });
     }
-    guard_secrets(text, config)
+    guard_secrets(text, rules)
 }
 
 /// Applies the secret policy; `true` when something was redacted.
-fn guard_secrets(text: &str, config: &Config) -> Result<(String, bool), StoreError> {
-    if config.gate.secrets == SecretPolicy::Allow {
+fn guard_secrets(text: &str, rules: &Rules<'_>) -> Result<(String, bool), StoreError> {
+    if rules.gate.secrets == SecretPolicy::Allow {
         return Ok((text.to_string(), false));
     }
     let found = secrets::find(text);
     let Some(first) = found.first() else {
         return Ok((text.to_string(), false));
     };
-    match config.gate.secrets {
+    match rules.gate.secrets {
         SecretPolicy::Reject => Err(StoreError::Rejected {
             reason: "secret",
             message: format!(
@@ -168,12 +169,12 @@ pub fn dedupe_key(content: &str) -> String {
 fn guard_fields(
     tags: &mut [String],
     meta: &mut serde_json::Map<String, serde_json::Value>,
-    config: &Config,
+    rules: &Rules<'_>,
 ) -> Result<bool, StoreError> {
-    if config.gate.secrets == SecretPolicy::Allow {
+    if rules.gate.secrets == SecretPolicy::Allow {
         return Ok(false);
     }
-    let reject = config.gate.secrets == SecretPolicy::Reject;
+    let reject = rules.gate.secrets == SecretPolicy::Reject;
     let refuse = |what: String, kind: &str| StoreError::Rejected {
         reason: "secret",
         message: format!(
@@ -235,7 +236,7 @@ fn guard_fields(
     Ok(redacted)
 }
 
-fn subject(s: Option<&str>, config: &Config) -> Result<(Option<String>, bool), StoreError> {
+fn subject(s: Option<&str>, rules: &Rules<'_>) -> Result<(Option<String>, bool), StoreError> {
     let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
         return Ok((None, false));
     };
@@ -249,7 +250,7 @@ fn subject(s: Option<&str>, config: &Config) -> Result<(Option<String>, bool), S
             "subject contains control characters".into(),
         ));
     }
-    let (s, redacted) = guard_secrets(s, config)?;
+    let (s, redacted) = guard_secrets(s, rules)?;
     Ok((Some(s), redacted))
 }
 
@@ -257,18 +258,18 @@ fn subject(s: Option<&str>, config: &Config) -> Result<(Option<String>, bool), S
 ///
 /// # Errors
 /// [`StoreError::InvalidInput`] for empty, too long or too many tags.
-pub fn tags(tags: &[String], config: &Config) -> Result<Vec<String>, StoreError> {
+pub fn tags(tags: &[String], rules: &Rules<'_>) -> Result<Vec<String>, StoreError> {
     let mut out: Vec<String> = Vec::with_capacity(tags.len());
     for t in tags {
         let t = t.trim().to_lowercase();
         if t.is_empty() {
             return Err(StoreError::InvalidInput("a tag is empty".into()));
         }
-        if t.chars().count() > config.limits.max_tag_chars {
+        if t.chars().count() > rules.limits.max_tag_chars {
             return Err(StoreError::InvalidInput(format!(
                 "tag `{}…` is longer than {} characters (limits.max_tag_chars)",
                 t.chars().take(20).collect::<String>(),
-                config.limits.max_tag_chars
+                rules.limits.max_tag_chars
             )));
         }
         if t.chars().any(char::is_control) {
@@ -280,11 +281,11 @@ pub fn tags(tags: &[String], config: &Config) -> Result<Vec<String>, StoreError>
             out.push(t);
         }
     }
-    if out.len() > config.limits.max_tags {
+    if out.len() > rules.limits.max_tags {
         return Err(StoreError::InvalidInput(format!(
             "{} tags; the limit is {} (limits.max_tags)",
             out.len(),
-            config.limits.max_tags
+            rules.limits.max_tags
         )));
     }
     out.sort();
@@ -346,13 +347,13 @@ fn depth(v: &serde_json::Value) -> usize {
 /// [`StoreError::InvalidInput`] naming the problem.
 pub fn metadata(
     text: &str,
-    config: &Config,
+    rules: &Rules<'_>,
 ) -> Result<serde_json::Map<String, serde_json::Value>, StoreError> {
-    if text.len() > config.limits.max_metadata_bytes {
+    if text.len() > rules.limits.max_metadata_bytes {
         return Err(StoreError::InvalidInput(format!(
             "metadata is {} bytes; the limit is {} (limits.max_metadata_bytes)",
             text.len(),
-            config.limits.max_metadata_bytes
+            rules.limits.max_metadata_bytes
         )));
     }
     let value: serde_json::Value = serde_json::from_str(text)
@@ -531,25 +532,25 @@ pub fn task_changes(current: &Memory, changes: &mut Changes) -> Result<(), Store
 pub fn check_add(
     req: &AddRequest,
     who: &Who,
-    config: &Config,
+    rules: &Rules<'_>,
     now: OffsetDateTime,
 ) -> Result<NewMemory, StoreError> {
     let (scope, scope_owner) = scope_and_owner(req.scope.as_deref(), who)?;
-    let category = category(req.category.as_deref(), config)?;
-    let (content, redacted_content) = content(&req.content, config)?;
-    let (subject, redacted_subject) = subject(req.subject.as_deref(), config)?;
+    let category = category(req.category.as_deref(), rules)?;
+    let (content, redacted_content) = content(&req.content, rules)?;
+    let (subject, redacted_subject) = subject(req.subject.as_deref(), rules)?;
     let mut meta = match &req.metadata {
-        Some(text) => metadata(text, config)?,
+        Some(text) => metadata(text, rules)?,
         None => serde_json::Map::new(),
     };
     if category == task::CATEGORY {
         task_metadata(&mut meta)?;
     }
-    let mut tags = tags(&req.tags, config)?;
-    let redacted_fields = guard_fields(&mut tags, &mut meta, config)?;
+    let mut tags = tags(&req.tags, rules)?;
+    let redacted_fields = guard_fields(&mut tags, &mut meta, rules)?;
     let status = match &req.status {
         Some(s) => status(s)?,
-        None if config.memory.promotes(&category) => "promoted".into(),
+        None if rules.memory.promotes(&category) => "promoted".into(),
         None => "candidate".into(),
     };
     Ok(NewMemory {
@@ -592,12 +593,12 @@ pub fn check_add(
 pub fn check_update(
     req: &UpdateRequest,
     who: &Who,
-    config: &Config,
+    rules: &Rules<'_>,
     now: OffsetDateTime,
 ) -> Result<Changes, StoreError> {
     let content = match &req.content {
         Some(c) => {
-            let (c, _) = content(c, config)?;
+            let (c, _) = content(c, rules)?;
             Some((c.clone(), dedupe_key(&c)))
         }
         None => None,
@@ -605,13 +606,13 @@ pub fn check_update(
     let mut metadata = req
         .metadata
         .as_deref()
-        .map(|m| metadata(m, config))
+        .map(|m| metadata(m, rules))
         .transpose()?;
-    let mut tags = req.tags.as_deref().map(|t| tags(t, config)).transpose()?;
+    let mut tags = req.tags.as_deref().map(|t| tags(t, rules)).transpose()?;
     guard_fields(
         tags.as_deref_mut().unwrap_or_default(),
         metadata.as_mut().unwrap_or(&mut serde_json::Map::new()),
-        config,
+        rules,
     )?;
     Ok(Changes {
         scope: req
@@ -622,13 +623,13 @@ pub fn check_update(
         category: req
             .category
             .as_deref()
-            .map(|c| category(Some(c), config))
+            .map(|c| category(Some(c), rules))
             .transpose()?,
         content,
         subject: req
             .subject
             .as_deref()
-            .map(|s| subject(Some(s), config).map(|(s, _)| s))
+            .map(|s| subject(Some(s), rules).map(|(s, _)| s))
             .transpose()?,
         tier: req.tier.map(|t| tier(Some(t))).transpose()?,
         pinned: req.pinned,
@@ -748,7 +749,12 @@ mod tests {
 
     #[test]
     fn expiry_must_be_in_the_future() {
-        let c = Config::default();
+        let (memory, gate) = (Default::default(), Default::default());
+        let c = Rules {
+            memory: &memory,
+            gate: &gate,
+            limits: Limits::default(),
+        };
         let mut r = add("x");
         r.expires = Some("7d".into());
         let m = check_add(&r, &who(), &c, NOW).unwrap();
@@ -767,7 +773,12 @@ mod tests {
 
     #[test]
     fn scope_aliases_and_owner_from_session() {
-        let c = Config::default();
+        let (memory, gate) = (Default::default(), Default::default());
+        let c = Rules {
+            memory: &memory,
+            gate: &gate,
+            limits: Limits::default(),
+        };
         for (given, scope, owner) in [
             (None, "project", None),
             (Some("user"), "agent", Some("a1")),
@@ -794,7 +805,12 @@ mod tests {
 
     #[test]
     fn gate_reasons() {
-        let c = Config::default();
+        let (memory, gate) = (Default::default(), Default::default());
+        let c = Rules {
+            memory: &memory,
+            gate: &gate,
+            limits: Limits::default(),
+        };
         let cases: Vec<(AddRequest, &str)> = vec![
             (add("   "), "empty"),
             (add(&"x".repeat(10 * 1024 + 1)), "too_large"),
@@ -832,7 +848,12 @@ mod tests {
 
     #[test]
     fn invalid_fields() {
-        let c = Config::default();
+        let (memory, gate) = (Default::default(), Default::default());
+        let c = Rules {
+            memory: &memory,
+            gate: &gate,
+            limits: Limits::default(),
+        };
         let bad = [
             AddRequest {
                 tier: Some(4),
@@ -881,7 +902,12 @@ mod tests {
 
     #[test]
     fn tags_are_normalized() {
-        let c = Config::default();
+        let (memory, gate) = (Default::default(), Default::default());
+        let c = Rules {
+            memory: &memory,
+            gate: &gate,
+            limits: Limits::default(),
+        };
         let t = tags(&["Ops".into(), " ops ".into(), "Déploi".into()], &c).unwrap();
         assert_eq!(t, vec!["déploi".to_string(), "ops".to_string()]);
         let many: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
@@ -899,7 +925,12 @@ mod tests {
 
     #[test]
     fn expiry_is_absolute() {
-        let c = Config::default();
+        let (memory, gate) = (Default::default(), Default::default());
+        let c = Rules {
+            memory: &memory,
+            gate: &gate,
+            limits: Limits::default(),
+        };
         let m = check_add(
             &AddRequest {
                 expires: Some("2d".into()),

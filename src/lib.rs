@@ -29,6 +29,7 @@ pub mod drift;
 pub mod embed;
 pub mod fuzzing;
 pub mod handler;
+pub mod jobs;
 pub mod mcp;
 pub mod session;
 pub mod state;

@@ -63,7 +63,7 @@ pub(crate) fn embedder() -> anyhow::Result<std::sync::Arc<dyn Embedder>> {
     let config = EmbedConfig::default();
     let dir = memd::embed::model_dir(&config, |k| std::env::var_os(k));
     let svc = EmbedService::new(config, dir);
-    memd::embed::worker::build(&svc)?.context("no embedder configured")
+    memd::embed::build(&svc)?.context("no embedder configured")
 }
 
 fn search_req(q: &str, mode: SearchMode) -> SearchRequest {

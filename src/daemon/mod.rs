@@ -218,13 +218,13 @@ async fn serve(
         .store
         .readers
         .read(crate::store::readers::ReadKind::Internal, |conn| {
-            crate::embed::worker::newest_id(conn)
+            crate::store::vectors::newest_id(conn)
         })
         .await
         .map(|r| r.value)
         .inspect_err(|e| tracing::warn!(error = %e, "cannot read the newest memory"))
         .ok();
-    let embedder = tokio::spawn(crate::embed::worker::run(shared.clone(), existing));
+    let embedder = tokio::spawn(crate::jobs::embed::run(shared.clone(), existing));
     let backfill = tokio::spawn({
         let shared = shared.clone();
         async move {
@@ -390,7 +390,7 @@ async fn schedule_sweeps(shared: Arc<Shared>) {
 fn start_watcher(store: &Store, config: &Config) -> Option<crate::drift::watcher::DataDirWatcher> {
     let handle = store.writer.check_handle()?;
     let debounce = Duration::from_millis(config.drift.debounce_ms);
-    match crate::drift::watcher::spawn(&store.path, handle, debounce) {
+    match crate::drift::watcher::spawn(&store.path, move || handle.check(), debounce) {
         Ok(w) => Some(w),
         Err(e) => {
             tracing::warn!(error = %e, "cannot watch the data dir; external changes will be seen by polling or at the next write");

@@ -15,12 +15,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use memd_proto::Memory;
-use rusqlite::Connection;
 use serde_json::{Value, json};
-
-use crate::store::memories::{COLUMNS, row_to_memory};
-use crate::store::readers::ReadKind;
-use crate::store::{Store, StoreError};
 
 /// Writes and prunes drift backups.
 pub struct Backups {
@@ -55,32 +50,38 @@ impl Backups {
     }
 
     /// The backup for a refusal caused by the change at generation `cause`,
-    /// written on first use.
+    /// written on first use with the rows `read` returns (every row, and
+    /// the generation they were read at).
     ///
     /// # Errors
     /// Reading the rows or writing the file failed.
-    pub async fn for_refusal(
+    pub async fn for_refusal<F, Fut, E>(
         &self,
-        store: &Store,
         cause: u64,
         observed: u64,
-    ) -> Result<PathBuf, StoreError> {
+        read: F,
+    ) -> Result<PathBuf, E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<(Vec<Memory>, u64), E>>,
+        E: From<std::io::Error>,
+    {
         let mut made = self.made.lock().await;
         if let Some(path) = made.get(&cause)
             && path.exists()
         {
             return Ok(path.clone());
         }
-        let read = store.readers.read(ReadKind::Internal, all_rows).await?;
+        let (entries, generation) = read().await?;
         let (dir, keep, max_bytes) = (self.dir.clone(), self.keep, self.max_bytes);
-        let rows = read.value.len();
+        let rows = entries.len();
         let path = tokio::task::spawn_blocking(move || {
-            let path = write(&dir, observed, read.generation, &read.value)?;
+            let path = write(&dir, observed, generation, &entries)?;
             prune(&dir, keep, max_bytes, &path);
             Ok::<_, std::io::Error>(path)
         })
         .await
-        .map_err(|e| StoreError::Io(format!("backup task failed: {e}")))??;
+        .map_err(|e| std::io::Error::other(format!("backup task failed: {e}")))??;
         tracing::warn!(
             path = %path.display(),
             rows,
@@ -95,19 +96,6 @@ impl Backups {
     pub fn count(&self) -> usize {
         list(&self.dir).len()
     }
-}
-
-/// Every row, every column, tags included, by id.
-///
-/// # Errors
-/// SQLite errors.
-pub fn all_rows(conn: &Connection) -> Result<Vec<Memory>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM memories m ORDER BY m.id");
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt
-        .query_map([], row_to_memory)?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
 }
 
 /// The backup document.

@@ -17,8 +17,6 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::store::writer::CheckHandle;
-
 /// Keeps the watch alive.
 pub struct DataDirWatcher {
     #[cfg(not(target_os = "linux"))]
@@ -35,13 +33,15 @@ fn is_database_file(name: &OsStr, db_name: &OsStr) -> bool {
             .is_some_and(|s| s == "-wal" || s == "-shm")
 }
 
-/// Starts watching the directory of `db`.
+/// Starts watching the directory of `db`; after each burst of changes
+/// (and `debounce`), calls `check` (the writer's external-change check)
+/// until it returns `false`.
 ///
 /// # Errors
 /// When the platform watcher cannot be created or the directory watched.
 pub fn spawn(
     db: &Path,
-    writer: CheckHandle,
+    check: impl Fn() -> bool + Send + 'static,
     debounce: Duration,
 ) -> std::io::Result<DataDirWatcher> {
     let dir = db.parent().unwrap_or(Path::new(".")).to_path_buf();
@@ -54,7 +54,7 @@ pub fn spawn(
             while rx.recv().is_ok() {
                 std::thread::sleep(debounce);
                 while rx.try_recv().is_ok() {}
-                if !writer.check() {
+                if !check() {
                     break;
                 }
             }

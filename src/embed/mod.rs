@@ -1,5 +1,5 @@
 //! Embeddings: the [`Embedder`] trait, its backends, the vectors they make,
-//! and the background worker that keeps every memory's vector current.
+//! and the rules the embedding worker applies.
 //!
 //! # Layout
 //! - [`local`]: all-MiniLM-L6-v2 run in-process with candle (cargo feature
@@ -12,7 +12,10 @@
 //!   auto-supersession (pure).
 //! - [`service`]: the embedder's state as the daemon sees it (loading,
 //!   ready, locked to another model, unavailable) and the index.
-//! - [`worker`]: the thread that embeds rows without a current vector.
+//! - [`build`]: the embedder the settings ask for.
+//!
+//! The worker that embeds rows lives in `jobs::embed`; the vectors' tables
+//! in `store::vectors`.
 //!
 //! Every backend returns unit-length vectors, so cosine is a dot product.
 
@@ -22,9 +25,10 @@ pub mod local;
 pub mod rules;
 pub mod service;
 pub mod vectors;
-pub mod worker;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -214,6 +218,51 @@ pub fn normalize(v: &mut [f32]) {
             *x /= norm;
         }
     }
+}
+
+/// Builds the embedder the settings ask for (blocking: loads a model or
+/// probes a server).
+///
+/// # Errors
+/// [`EmbedError`] saying why none could be made.
+pub fn build(svc: &EmbedService) -> Result<Option<Arc<dyn Embedder>>, EmbedError> {
+    let c = &svc.config;
+    let http = |protocol, default_url: &str| -> Result<Option<Arc<dyn Embedder>>, EmbedError> {
+        let api_key = (protocol == http::Protocol::Openai)
+            .then(|| std::env::var(&c.api_key_env).ok())
+            .flatten()
+            .filter(|k| !k.is_empty());
+        let e = http::HttpEmbedder::connect(http::HttpSettings {
+            protocol,
+            url: c.url.clone().unwrap_or_else(|| default_url.to_string()),
+            model: c.model.clone().unwrap_or_default(),
+            api_key,
+            timeout: Duration::from_millis(c.timeout_ms),
+            retries: c.retries,
+            backoff: Duration::from_millis(250),
+        })?;
+        Ok(Some(Arc::new(e)))
+    };
+    match c.provider {
+        Provider::None => Ok(None),
+        Provider::Ollama => http(http::Protocol::Ollama, "http://127.0.0.1:11434"),
+        Provider::Openai => http(http::Protocol::Openai, "https://api.openai.com"),
+        Provider::Auto | Provider::Local => local(svc),
+    }
+}
+
+#[cfg(feature = "local-embed")]
+fn local(svc: &EmbedService) -> Result<Option<Arc<dyn Embedder>>, EmbedError> {
+    Ok(Some(Arc::new(local::LocalEmbedder::load(&svc.model_dir)?)))
+}
+
+#[cfg(not(feature = "local-embed"))]
+fn local(_svc: &EmbedService) -> Result<Option<Arc<dyn Embedder>>, EmbedError> {
+    Err(EmbedError::Model(
+        "this memd was built without the local embedder (cargo feature `local-embed`); \
+         configure [embed] provider = \"ollama\" or \"openai\""
+            .into(),
+    ))
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use serde_json::{Value, json};
 use super::rules::{LockCheck, ModelLock, check_lock, mismatch_message};
 use super::vectors::Index;
 use super::{EmbedConfig, Embedder, Provider};
-use crate::store::StoreError;
 
 /// Where the embedder is.
 #[derive(Clone)]
@@ -95,19 +94,19 @@ impl EmbedService {
     /// The embedder, whatever the lock says (for `reembed`).
     ///
     /// # Errors
-    /// [`StoreError::NotConfigured`] when there is none or it is not ready.
-    pub fn embedder(&self) -> Result<Arc<dyn Embedder>, StoreError> {
+    /// [`NotReady`] when there is none or it is not ready.
+    pub fn embedder(&self) -> Result<Arc<dyn Embedder>, NotReady> {
         match self.state() {
             State::Ready(e) => Ok(e),
-            State::Off => Err(StoreError::NotConfigured(
+            State::Off => Err(NotReady(
                 "no embedder is configured ([embed] provider = \"none\"); semantic and hybrid \
                  search need one: use --mode lexical or fuzzy, or configure a provider"
                     .into(),
             )),
-            State::Unavailable(why) => Err(StoreError::NotConfigured(format!(
+            State::Unavailable(why) => Err(NotReady(format!(
                 "no embedder is available: {why}; use --mode lexical or fuzzy meanwhile"
             ))),
-            State::Loading => Err(StoreError::NotConfigured(
+            State::Loading => Err(NotReady(
                 "the embedder is still loading; retry in a moment, or use --mode lexical".into(),
             )),
         }
@@ -117,18 +116,16 @@ impl EmbedService {
     /// come from its model.
     ///
     /// # Errors
-    /// [`StoreError::NotConfigured`] without a ready embedder, or when the
+    /// [`NotReady`] without a ready embedder, or when the
     /// stored vectors were made by another model (the message names both
     /// and says how to re-embed).
-    pub fn ready(&self) -> Result<Arc<dyn Embedder>, StoreError> {
+    pub fn ready(&self) -> Result<Arc<dyn Embedder>, NotReady> {
         let e = self.embedder()?;
         match check_lock(self.lock().as_ref(), e.model_id(), e.dim()) {
             LockCheck::Free | LockCheck::Same => Ok(e),
-            LockCheck::Other(stored) => Err(StoreError::NotConfigured(mismatch_message(
-                &stored,
-                e.model_id(),
-                e.dim(),
-            ))),
+            LockCheck::Other(stored) => {
+                Err(NotReady(mismatch_message(&stored, e.model_id(), e.dim())))
+            }
         }
     }
 
@@ -184,3 +181,9 @@ impl EmbedService {
         self.kick();
     }
 }
+
+/// Why semantic search or `reembed` cannot run now: no embedder, one still
+/// loading, or one locked out by the vectors of another model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotReady(pub String);

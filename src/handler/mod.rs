@@ -30,6 +30,7 @@ use crate::drift::policy::WriteKind;
 use crate::drift::refusal::Refusal;
 use crate::session::Session;
 use crate::state::Shared;
+use crate::store::readers::ReadKind;
 use crate::store::{Guard, StoreError, WriteCtx};
 
 /// Handles one request of an open session.
@@ -171,7 +172,14 @@ where
                 session.saw(shared.store.generations.current().max(view.actual), []);
                 match shared
                     .backups
-                    .for_refusal(&shared.store, view.cause, view.observed)
+                    .for_refusal(view.cause, view.observed, || async {
+                        let read = shared
+                            .store
+                            .readers
+                            .read(ReadKind::Internal, crate::store::memories::all_rows)
+                            .await?;
+                        Ok::<_, StoreError>((read.value, read.generation))
+                    })
                     .await
                 {
                     Ok(path) => view.backup = Some(path.display().to_string()),

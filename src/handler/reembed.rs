@@ -9,11 +9,11 @@ use memd_proto::{ReembedRequest, Report, Response};
 use serde_json::json;
 
 use crate::embed::rules::ModelLock;
-use crate::embed::worker::write_lock;
 use crate::session::Session;
 use crate::session::ident::Author;
 use crate::state::Shared;
 use crate::store::StoreError;
+use crate::store::vectors::write_lock;
 
 pub(super) async fn handle(
     _req: ReembedRequest,

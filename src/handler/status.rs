@@ -35,7 +35,7 @@ pub(super) async fn handle(
             // Counting vectors reads every row: only when there is an
             // embedder to report on.
             let vectors = if embedder {
-                crate::embed::worker::counts(conn)?
+                crate::store::vectors::counts(conn)?
             } else {
                 (0, 0)
             };

@@ -1069,6 +1069,19 @@ pub fn delete(conn: &Connection, id: i64) -> Result<bool, StoreError> {
     Ok(n > 0)
 }
 
+/// Every row, every column, tags included, by id.
+///
+/// # Errors
+/// SQLite errors.
+pub fn all_rows(conn: &Connection) -> Result<Vec<memd_proto::Memory>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM memories m ORDER BY m.id");
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt
+        .query_map([], row_to_memory)?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,7 @@ pub mod memories;
 pub mod readers;
 pub mod schema;
 pub mod search;
+pub mod vectors;
 pub mod writer;
 
 use std::path::{Path, PathBuf};
@@ -122,6 +123,12 @@ impl From<rusqlite::Error> for StoreError {
             }
         }
         StoreError::Sqlite(e.to_string())
+    }
+}
+
+impl From<crate::embed::service::NotReady> for StoreError {
+    fn from(e: crate::embed::service::NotReady) -> Self {
+        StoreError::NotConfigured(e.0)
     }
 }
 

@@ -24,125 +24,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memd_proto::{DriftEvent, SimilarEvent};
-use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
-use super::rules::{self, Embedded, Finding, LockCheck, ModelLock, Neighbor, Thresholds};
-use super::service::State;
-use super::vectors::{Index, Probe, from_blob, to_blob};
-use super::{EmbedError, Embedder, Provider};
+use crate::embed::rules::{self, Embedded, Finding, LockCheck, ModelLock, Thresholds};
+use crate::embed::service::State;
+use crate::embed::vectors::{Index, Probe};
+use crate::embed::{EmbedError, Embedder, Provider, build};
 use crate::session::ident::Author;
 use crate::state::Shared;
 use crate::store::StoreError;
 use crate::store::readers::ReadKind;
+use crate::store::vectors::{self, Pending as Row};
 
 /// How often the worker looks at the generation while idle.
 const POLL: Duration = Duration::from_millis(100);
-
-/// Reads the model lock from `memory_meta`.
-///
-/// # Errors
-/// SQLite errors.
-pub fn read_lock(conn: &Connection) -> Result<Option<ModelLock>, StoreError> {
-    let get = |key: &str| -> Result<Option<String>, StoreError> {
-        Ok(conn
-            .prepare_cached("SELECT value FROM memory_meta WHERE key = ?1")?
-            .query_row([key], |r| r.get(0))
-            .optional()?)
-    };
-    Ok(match (get("embed_model")?, get("embed_dim")?) {
-        (Some(model), Some(dim)) => dim.parse().ok().map(|dim| ModelLock { model, dim }),
-        _ => None,
-    })
-}
-
-/// Writes the model lock.
-///
-/// # Errors
-/// SQLite errors.
-pub fn write_lock(conn: &Connection, lock: &ModelLock) -> Result<(), StoreError> {
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO memory_meta (key, value) VALUES ('embed_model', ?1), \
-         ('embed_dim', ?2)",
-    )?
-    .execute((&lock.model, lock.dim.to_string()))?;
-    Ok(())
-}
-
-/// The newest row id (0 without rows).
-///
-/// # Errors
-/// SQLite errors.
-pub fn newest_id(conn: &Connection) -> Result<i64, StoreError> {
-    Ok(
-        conn.query_row("SELECT coalesce(max(id), 0) FROM memories", [], |r| {
-            r.get(0)
-        })?,
-    )
-}
-
-/// Counts of rows with a vector and rows still to embed.
-///
-/// # Errors
-/// SQLite errors.
-pub fn counts(conn: &Connection) -> Result<(i64, i64), StoreError> {
-    let embedded: i64 = conn
-        .prepare_cached("SELECT count(*) FROM memory_vectors v WHERE EXISTS (SELECT 1 FROM memories m WHERE m.id = v.memory_id)")?
-        .query_row([], |r| r.get(0))?;
-    let pending: i64 = conn
-        .prepare_cached(
-            "SELECT count(*) FROM memories m WHERE NOT EXISTS \
-             (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id)",
-        )?
-        .query_row([], |r| r.get(0))?;
-    Ok((embedded, pending))
-}
-
-/// Builds the embedder the settings ask for (blocking: loads a model or
-/// probes a server).
-///
-/// # Errors
-/// [`EmbedError`] saying why none could be made.
-pub fn build(svc: &super::EmbedService) -> Result<Option<Arc<dyn Embedder>>, EmbedError> {
-    let c = &svc.config;
-    let http = |protocol, default_url: &str| -> Result<Option<Arc<dyn Embedder>>, EmbedError> {
-        let api_key = (protocol == super::http::Protocol::Openai)
-            .then(|| std::env::var(&c.api_key_env).ok())
-            .flatten()
-            .filter(|k| !k.is_empty());
-        let e = super::http::HttpEmbedder::connect(super::http::HttpSettings {
-            protocol,
-            url: c.url.clone().unwrap_or_else(|| default_url.to_string()),
-            model: c.model.clone().unwrap_or_default(),
-            api_key,
-            timeout: Duration::from_millis(c.timeout_ms),
-            retries: c.retries,
-            backoff: Duration::from_millis(250),
-        })?;
-        Ok(Some(Arc::new(e)))
-    };
-    match c.provider {
-        Provider::None => Ok(None),
-        Provider::Ollama => http(super::http::Protocol::Ollama, "http://127.0.0.1:11434"),
-        Provider::Openai => http(super::http::Protocol::Openai, "https://api.openai.com"),
-        Provider::Auto | Provider::Local => local(svc),
-    }
-}
-
-#[cfg(feature = "local-embed")]
-fn local(svc: &super::EmbedService) -> Result<Option<Arc<dyn Embedder>>, EmbedError> {
-    Ok(Some(Arc::new(super::local::LocalEmbedder::load(
-        &svc.model_dir,
-    )?)))
-}
-
-#[cfg(not(feature = "local-embed"))]
-fn local(_svc: &super::EmbedService) -> Result<Option<Arc<dyn Embedder>>, EmbedError> {
-    Err(EmbedError::Model(
-        "this memd was built without the local embedder (cargo feature `local-embed`); \
-         configure [embed] provider = \"ollama\" or \"openai\""
-            .into(),
-    ))
-}
 
 /// Runs the worker until the daemon stops. `existing` is the newest row
 /// when the daemon started serving (read before it accepted anyone): rows
@@ -260,9 +154,6 @@ struct Worker {
     embedded_through: i64,
 }
 
-/// A row to embed: id, namespace and the text as read.
-type Row = (i64, String, String);
-
 impl Worker {
     /// Reads the lock and every stored vector into a new index; returns the
     /// newest row id.
@@ -273,24 +164,9 @@ impl Worker {
             .store
             .readers
             .read(ReadKind::Internal, move |conn| {
-                let lock = read_lock(conn)?;
-                let newest = newest_id(conn)?;
-                let mut index = Index::new(dim);
-                if lock.as_ref().is_none_or(|l| l.dim == dim) {
-                    let mut stmt = conn.prepare(
-                        "SELECT v.memory_id, m.namespace, v.vector FROM memory_vectors v \
-                         JOIN memories m ON m.id = v.memory_id",
-                    )?;
-                    let mut rows = stmt.query([])?;
-                    while let Some(r) = rows.next()? {
-                        let id: i64 = r.get(0)?;
-                        let ns: String = r.get(1)?;
-                        let blob: Vec<u8> = r.get(2)?;
-                        if let Some(v) = from_blob(&blob, dim) {
-                            index.upsert(id, &ns, &v);
-                        }
-                    }
-                }
+                let lock = vectors::read_lock(conn)?;
+                let newest = vectors::newest_id(conn)?;
+                let index = vectors::load_index(conn, lock.as_ref(), dim)?;
                 Ok((lock, index, newest))
             })
             .await?;
@@ -311,11 +187,8 @@ impl Worker {
             .store
             .readers
             .read(ReadKind::Internal, |conn| {
-                let lock = read_lock(conn)?;
-                let mut stmt = conn.prepare("SELECT memory_id FROM memory_vectors")?;
-                let ids = stmt
-                    .query_map([], |r| r.get::<_, i64>(0))?
-                    .collect::<Result<HashSet<i64>, _>>()?;
+                let lock = vectors::read_lock(conn)?;
+                let ids = vectors::stored_ids(conn)?;
                 Ok((lock, ids))
             })
             .await?;
@@ -360,7 +233,9 @@ impl Worker {
                 .shared
                 .store
                 .readers
-                .read(ReadKind::Internal, move |conn| pending(conn, limit))
+                .read(ReadKind::Internal, move |conn| {
+                    vectors::pending(conn, limit)
+                })
                 .await?;
             let rows: Vec<Row> = read
                 .value
@@ -461,11 +336,11 @@ impl Worker {
             .writer
             .call(Author::Daemon, move |ctx| {
                 match rules::check_lock(
-                    read_lock(ctx.conn)?.as_ref(),
+                    vectors::read_lock(ctx.conn)?.as_ref(),
                     &job_lock.model,
                     job_lock.dim,
                 ) {
-                    LockCheck::Free => write_lock(ctx.conn, &job_lock)?,
+                    LockCheck::Free => vectors::write_lock(ctx.conn, &job_lock)?,
                     LockCheck::Same => {}
                     LockCheck::Other(stored) => {
                         return Err(StoreError::NotConfigured(rules::mismatch_message(
@@ -475,18 +350,7 @@ impl Worker {
                         )));
                     }
                 }
-                let mut stmt = ctx.conn.prepare_cached(
-                    "INSERT OR REPLACE INTO memory_vectors (memory_id, vector) SELECT ?1, ?2 \
-                     WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?1 \
-                     AND CAST(content AS TEXT) IS ?3 AND namespace IS ?4)",
-                )?;
-                let mut written = Vec::new();
-                for (id, ns, text, v) in items {
-                    if stmt.execute((id, to_blob(&v), &text, &ns))? > 0 {
-                        written.push((id, ns, v));
-                    }
-                }
-                Ok(written)
+                vectors::store(ctx.conn, items)
             })
             .await;
         match result {
@@ -553,7 +417,7 @@ impl Worker {
                 .store
                 .readers
                 .read(ReadKind::Internal, move |conn| {
-                    neighbors_of(conn, id, &close)
+                    vectors::neighbors_of(conn, id, &close)
                 })
                 .await?;
             let Some(me) = read.value else {
@@ -590,26 +454,7 @@ impl Worker {
             .store
             .writer
             .call(Author::Daemon, move |ctx| {
-                let still = ctx
-                    .conn
-                    .prepare_cached(
-                        "SELECT count(*) FROM memories WHERE id IN (?1, ?2) \
-                         AND superseded_by IS NULL",
-                    )?
-                    .query_row((newer, older), |r| r.get::<_, i64>(0))?;
-                if still != 2 {
-                    return Ok(false);
-                }
-                ctx.conn
-                    .prepare_cached(
-                        "INSERT OR REPLACE INTO memory_similar (memory_id, similar_to, cosine) \
-                         VALUES (?1, ?2, ?3)",
-                    )?
-                    .execute((newer, older, f64::from(cosine)))?;
-                if supersede {
-                    crate::store::memories::supersede(ctx.conn, older, newer)?;
-                }
-                Ok(true)
+                vectors::record_similar(ctx.conn, newer, older, cosine, supersede)
             })
             .await?;
         if done {
@@ -630,96 +475,4 @@ impl Worker {
         }
         Ok(())
     }
-}
-
-/// Rows without a vector, oldest first.
-fn pending(conn: &Connection, limit: i64) -> Result<Vec<Row>, StoreError> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT m.id, m.namespace, CAST(m.content AS TEXT) FROM memories m WHERE NOT EXISTS \
-         (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id) ORDER BY m.id LIMIT ?1",
-    )?;
-    let rows = stmt
-        .query_map([limit], |r| {
-            Ok((
-                r.get(0)?,
-                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-                r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-            ))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(rows)
-}
-
-/// A freshly embedded row and its close neighbors.
-struct Close {
-    namespace: String,
-    subject: Option<String>,
-    metadata: String,
-    /// The close rows that are active in its namespace, scope and owner,
-    /// older and newer ones.
-    neighbors: Vec<Neighbor>,
-}
-
-/// The row's namespace, subject and metadata (`None` when it is gone or
-/// superseded), and which of the close rows are active in its namespace,
-/// scope and owner.
-fn neighbors_of(
-    conn: &Connection,
-    id: i64,
-    close: &[(i64, f32)],
-) -> Result<Option<Close>, StoreError> {
-    let me: Option<(String, Option<String>, String)> = conn
-        .prepare_cached(
-            "SELECT namespace, subject, CAST(metadata AS TEXT) FROM memories \
-             WHERE id = ?1 AND superseded_by IS NULL",
-        )?
-        .query_row([id], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-            ))
-        })
-        .optional()?;
-    let Some((namespace, subject, metadata)) = me else {
-        return Ok(None);
-    };
-    let marks = vec!["?"; close.len()].join(", ");
-    let sql = format!(
-        "SELECT o.id, o.subject, CAST(o.metadata AS TEXT) FROM memories n JOIN memories o \
-         ON o.namespace = n.namespace AND o.scope = n.scope AND o.scope_owner IS n.scope_owner \
-         WHERE n.id = ? AND o.id IN ({marks}) AND o.superseded_by IS NULL \
-         AND o.status <> 'archived' AND (o.expires_at IS NULL OR o.expires_at > ?)"
-    );
-    let mut params: Vec<rusqlite::types::Value> = vec![id.into()];
-    params.extend(close.iter().map(|(i, _)| rusqlite::types::Value::from(*i)));
-    params.push(crate::clock::now().into());
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt
-        .query_map(params_from_iter(params), |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, Option<String>>(1)?,
-                r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-            ))
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    let neighbors = rows
-        .into_iter()
-        .filter_map(|(oid, subject, metadata)| {
-            let cosine = close.iter().find(|(i, _)| *i == oid)?.1;
-            Some(Neighbor {
-                id: oid,
-                cosine,
-                subject,
-                metadata,
-            })
-        })
-        .collect();
-    Ok(Some(Close {
-        namespace,
-        subject,
-        metadata,
-        neighbors,
-    }))
 }

@@ -1,0 +1,270 @@
+//! The vectors' tables: `memory_vectors`, `memory_similar` and the model
+//! lock in `memory_meta`, as the embedding worker and the handlers read and
+//! write them.
+
+use std::collections::HashSet;
+
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
+
+use super::StoreError;
+use crate::embed::rules::{ModelLock, Neighbor};
+use crate::embed::vectors::{Index, from_blob, to_blob};
+
+/// A row to embed: id, namespace and the text as read.
+pub type Pending = (i64, String, String);
+
+/// Reads the model lock from `memory_meta`.
+///
+/// # Errors
+/// SQLite errors.
+pub fn read_lock(conn: &Connection) -> Result<Option<ModelLock>, StoreError> {
+    let get = |key: &str| -> Result<Option<String>, StoreError> {
+        Ok(conn
+            .prepare_cached("SELECT value FROM memory_meta WHERE key = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?)
+    };
+    Ok(match (get("embed_model")?, get("embed_dim")?) {
+        (Some(model), Some(dim)) => dim.parse().ok().map(|dim| ModelLock { model, dim }),
+        _ => None,
+    })
+}
+
+/// Writes the model lock.
+///
+/// # Errors
+/// SQLite errors.
+pub fn write_lock(conn: &Connection, lock: &ModelLock) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO memory_meta (key, value) VALUES ('embed_model', ?1), \
+         ('embed_dim', ?2)",
+    )?
+    .execute((&lock.model, lock.dim.to_string()))?;
+    Ok(())
+}
+
+/// The newest row id (0 without rows).
+///
+/// # Errors
+/// SQLite errors.
+pub fn newest_id(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(
+        conn.query_row("SELECT coalesce(max(id), 0) FROM memories", [], |r| {
+            r.get(0)
+        })?,
+    )
+}
+
+/// Counts of rows with a vector and rows still to embed.
+///
+/// # Errors
+/// SQLite errors.
+pub fn counts(conn: &Connection) -> Result<(i64, i64), StoreError> {
+    let embedded: i64 = conn
+        .prepare_cached("SELECT count(*) FROM memory_vectors v WHERE EXISTS (SELECT 1 FROM memories m WHERE m.id = v.memory_id)")?
+        .query_row([], |r| r.get(0))?;
+    let pending: i64 = conn
+        .prepare_cached(
+            "SELECT count(*) FROM memories m WHERE NOT EXISTS \
+             (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id)",
+        )?
+        .query_row([], |r| r.get(0))?;
+    Ok((embedded, pending))
+}
+
+/// Every stored vector of `dim` dimensions, with its row's namespace, in a
+/// new index (empty when the lock names another dimension).
+///
+/// # Errors
+/// SQLite errors.
+pub fn load_index(
+    conn: &Connection,
+    lock: Option<&ModelLock>,
+    dim: usize,
+) -> Result<Index, StoreError> {
+    let mut index = Index::new(dim);
+    if lock.is_none_or(|l| l.dim == dim) {
+        let mut stmt = conn.prepare(
+            "SELECT v.memory_id, m.namespace, v.vector FROM memory_vectors v \
+             JOIN memories m ON m.id = v.memory_id",
+        )?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let id: i64 = r.get(0)?;
+            let ns: String = r.get(1)?;
+            let blob: Vec<u8> = r.get(2)?;
+            if let Some(v) = from_blob(&blob, dim) {
+                index.upsert(id, &ns, &v);
+            }
+        }
+    }
+    Ok(index)
+}
+
+/// The ids of the rows that have a stored vector.
+///
+/// # Errors
+/// SQLite errors.
+pub fn stored_ids(conn: &Connection) -> Result<HashSet<i64>, StoreError> {
+    let mut stmt = conn.prepare("SELECT memory_id FROM memory_vectors")?;
+    let ids = stmt
+        .query_map([], |r| r.get::<_, i64>(0))?
+        .collect::<Result<HashSet<i64>, _>>()?;
+    Ok(ids)
+}
+
+/// Stores each vector whose row still holds the embedded text in the same
+/// namespace; returns the ones stored.
+///
+/// # Errors
+/// SQLite errors.
+pub fn store(
+    conn: &Connection,
+    items: Vec<(i64, String, String, Vec<f32>)>,
+) -> Result<Vec<(i64, String, Vec<f32>)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "INSERT OR REPLACE INTO memory_vectors (memory_id, vector) SELECT ?1, ?2 \
+         WHERE EXISTS (SELECT 1 FROM memories WHERE id = ?1 \
+         AND CAST(content AS TEXT) IS ?3 AND namespace IS ?4)",
+    )?;
+    let mut written = Vec::new();
+    for (id, ns, text, v) in items {
+        if stmt.execute((id, to_blob(&v), &text, &ns))? > 0 {
+            written.push((id, ns, v));
+        }
+    }
+    Ok(written)
+}
+
+/// Records `newer` as a near duplicate of `older` (and supersedes `older`
+/// when asked) if both are still active; `false` when one is not.
+///
+/// # Errors
+/// SQLite errors.
+pub fn record_similar(
+    conn: &Connection,
+    newer: i64,
+    older: i64,
+    cosine: f32,
+    supersede: bool,
+) -> Result<bool, StoreError> {
+    let still = conn
+        .prepare_cached(
+            "SELECT count(*) FROM memories WHERE id IN (?1, ?2) \
+             AND superseded_by IS NULL",
+        )?
+        .query_row((newer, older), |r| r.get::<_, i64>(0))?;
+    if still != 2 {
+        return Ok(false);
+    }
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO memory_similar (memory_id, similar_to, cosine) \
+         VALUES (?1, ?2, ?3)",
+    )?
+    .execute((newer, older, f64::from(cosine)))?;
+    if supersede {
+        super::memories::supersede(conn, older, newer)?;
+    }
+    Ok(true)
+}
+
+/// Rows without a vector, oldest first.
+///
+/// # Errors
+/// SQLite errors.
+pub fn pending(conn: &Connection, limit: i64) -> Result<Vec<Pending>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.id, m.namespace, CAST(m.content AS TEXT) FROM memories m WHERE NOT EXISTS \
+         (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id) ORDER BY m.id LIMIT ?1",
+    )?;
+    let rows = stmt
+        .query_map([limit], |r| {
+            Ok((
+                r.get(0)?,
+                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// A freshly embedded row and its close neighbors.
+pub struct Close {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its subject.
+    pub subject: Option<String>,
+    /// Its metadata (JSON text).
+    pub metadata: String,
+    /// The close rows that are active in its namespace, scope and owner,
+    /// older and newer ones.
+    pub neighbors: Vec<Neighbor>,
+}
+
+/// The row's namespace, subject and metadata (`None` when it is gone or
+/// superseded), and which of the close rows are active in its namespace,
+/// scope and owner.
+///
+/// # Errors
+/// SQLite errors.
+pub fn neighbors_of(
+    conn: &Connection,
+    id: i64,
+    close: &[(i64, f32)],
+) -> Result<Option<Close>, StoreError> {
+    let me: Option<(String, Option<String>, String)> = conn
+        .prepare_cached(
+            "SELECT namespace, subject, CAST(metadata AS TEXT) FROM memories \
+             WHERE id = ?1 AND superseded_by IS NULL",
+        )?
+        .query_row([id], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+            ))
+        })
+        .optional()?;
+    let Some((namespace, subject, metadata)) = me else {
+        return Ok(None);
+    };
+    let marks = vec!["?"; close.len()].join(", ");
+    let sql = format!(
+        "SELECT o.id, o.subject, CAST(o.metadata AS TEXT) FROM memories n JOIN memories o \
+         ON o.namespace = n.namespace AND o.scope = n.scope AND o.scope_owner IS n.scope_owner \
+         WHERE n.id = ? AND o.id IN ({marks}) AND o.superseded_by IS NULL \
+         AND o.status <> 'archived' AND (o.expires_at IS NULL OR o.expires_at > ?)"
+    );
+    let mut params: Vec<rusqlite::types::Value> = vec![id.into()];
+    params.extend(close.iter().map(|(i, _)| rusqlite::types::Value::from(*i)));
+    params.push(crate::clock::now().into());
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt
+        .query_map(params_from_iter(params), |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let neighbors = rows
+        .into_iter()
+        .filter_map(|(oid, subject, metadata)| {
+            let cosine = close.iter().find(|(i, _)| *i == oid)?.1;
+            Some(Neighbor {
+                id: oid,
+                cosine,
+                subject,
+                metadata,
+            })
+        })
+        .collect();
+    Ok(Some(Close {
+        namespace,
+        subject,
+        metadata,
+        neighbors,
+    }))
+}

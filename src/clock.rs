@@ -161,17 +161,4 @@ mod tests {
         assert_eq!(parse_past("1h", now).unwrap(), "2025-12-31T23:00:00.000Z");
         assert!(parse_future("soon", now).is_err());
     }
-
-    #[test]
-    fn stored_format_matches_sqlite() {
-        let conn = rusqlite::Connection::open_in_memory().unwrap();
-        let sqlite: String = conn
-            .query_row(
-                "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', '2026-06-07 18:00:00.5')",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(sqlite, format(datetime!(2026-06-07 18:00:00.5 UTC)));
-    }
 }

@@ -86,6 +86,45 @@ pub enum Request {
     SessionEnd(SessionEndRequest),
 }
 
+impl Request {
+    /// The request's kind: a stable snake_case name, for logs and for
+    /// naming its handler (`handler/<kind>.rs` in the daemon).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Request::Hello(_) => "hello",
+            Request::Add(_) => "add",
+            Request::Get(_) => "get",
+            Request::List(_) => "list",
+            Request::Update(_) => "update",
+            Request::Forget(_) => "forget",
+            Request::Search(_) => "search",
+            Request::Status(_) => "status",
+            Request::Stop(_) => "stop",
+            Request::Subscribe(_) => "subscribe",
+            Request::Check(_) => "check",
+            Request::Upload(_) => "upload",
+            Request::Restore(_) => "restore",
+            Request::Inject(_) => "inject",
+            Request::Compacted(_) => "compacted",
+            Request::Refresh(_) => "refresh",
+            Request::Supersede(_) => "supersede",
+            Request::History(_) => "history",
+            Request::Confirm(_) => "confirm",
+            Request::Prune(_) => "prune",
+            Request::Task(_) => "task",
+            Request::Sweep(_) => "sweep",
+            Request::Export(_) => "export",
+            Request::Backup(_) => "backup",
+            Request::Fetch(_) => "fetch",
+            Request::Import(_) => "import",
+            Request::Reembed(_) => "reembed",
+            Request::SearchBatch(_) => "search_batch",
+            Request::SessionList(_) => "session_list",
+            Request::SessionEnd(_) => "session_end",
+        }
+    }
+}
+
 /// Everything the daemon answers. Append only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Response {

@@ -363,7 +363,7 @@ async fn expire_sessions(shared: Arc<Shared>) {
         let ttl = shared.config().session.idle_ttl();
         let every = (ttl / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
         tokio::time::sleep(every).await;
-        crate::handler::expire_named(&shared, ttl).await;
+        crate::jobs::sessions::expire(&shared, ttl).await;
     }
 }
 
@@ -372,7 +372,7 @@ async fn schedule_sweeps(shared: Arc<Shared>) {
     let lifecycle = shared.config().lifecycle.clone();
     let hours = lifecycle.interval_hours;
     if lifecycle.at_start
-        && let Err(e) = crate::handler::run_sweep(&shared, Trigger::Start, false).await
+        && let Err(e) = crate::jobs::sweep::run(&shared, Trigger::Start, false).await
     {
         tracing::warn!(error = %e, "sweep at start failed");
     }
@@ -381,7 +381,7 @@ async fn schedule_sweeps(shared: Arc<Shared>) {
     }
     loop {
         tokio::time::sleep(Duration::from_secs_f64(hours * 3_600.0)).await;
-        if let Err(e) = crate::handler::run_sweep(&shared, Trigger::Schedule, false).await {
+        if let Err(e) = crate::jobs::sweep::run(&shared, Trigger::Schedule, false).await {
             tracing::warn!(error = %e, "scheduled sweep failed");
         }
     }

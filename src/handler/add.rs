@@ -55,7 +55,7 @@ pub(super) async fn handle(
     let mine = similar::profile(&new.content);
     new.sketch = Some(similar::sketch(&mine));
     let mine = (dedup && threshold <= 1.0).then_some(mine);
-    let result = super::guarded(shared, session, kind, move |ctx, drift| {
+    let result = super::support::guarded(shared, session, kind, move |ctx, drift| {
         let mut result = AddResult {
             accepted: true,
             id: None,

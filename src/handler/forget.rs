@@ -20,13 +20,14 @@ pub(super) async fn handle(
     };
     let view = gate::view(&filter, &session.who, OffsetDateTime::now_utc())?;
     let (id, expect_rev) = (req.id, req.expect_rev);
-    let generation = super::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
-        let current =
-            memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
-        ctx.check_row(current.id, expect_rev)?;
-        memories::delete(ctx.conn, id)?;
-        ctx.generation()
-    })
-    .await?;
+    let generation =
+        super::support::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
+            let current =
+                memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
+            ctx.check_row(current.id, expect_rev)?;
+            memories::delete(ctx.conn, id)?;
+            ctx.generation()
+        })
+        .await?;
     Ok(Response::Forgotten(ForgetResult { id, generation }))
 }

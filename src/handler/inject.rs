@@ -6,9 +6,7 @@
 
 use std::sync::atomic::Ordering;
 
-use memd_proto::{
-    CompactedRequest, InjectRequest, InjectStats, Injection, RefreshRequest, Response,
-};
+use memd_proto::{InjectRequest, InjectStats, Injection, Response};
 
 use crate::session::Session;
 use crate::session::snapshot::{self, Builder};
@@ -76,22 +74,4 @@ pub(super) async fn handle(
     session.saw(read.generation, rendered_rows);
     session.set_snapshot(injection.clone());
     Ok(Response::Injected(injection))
-}
-
-pub(super) async fn compacted(
-    _req: CompactedRequest,
-    session: &mut Session,
-    _shared: &Shared,
-) -> Result<Response, StoreError> {
-    session.invalidate();
-    Ok(Response::Invalidated)
-}
-
-pub(super) async fn refresh(
-    _req: RefreshRequest,
-    session: &mut Session,
-    _shared: &Shared,
-) -> Result<Response, StoreError> {
-    session.invalidate();
-    Ok(Response::Invalidated)
 }

@@ -14,7 +14,7 @@ pub(super) async fn handle(
     shared: &Shared,
 ) -> Result<Response, StoreError> {
     let view = gate::view(&req.filter, &session.who, OffsetDateTime::now_utc())?;
-    let limit = super::page_limit(req.limit, shared);
+    let limit = super::support::page_limit(req.limit, shared);
     let offset = req.offset;
     let read = shared
         .store

@@ -31,12 +31,9 @@ pub(super) async fn handle(
         .store
         .writer
         .call(Author::Daemon, move |ctx| {
-            ctx.conn
-                .execute_batch("DELETE FROM memory_vectors; DELETE FROM memory_similar;")?;
+            crate::store::vectors::clear(ctx.conn)?;
             write_lock(ctx.conn, &job_lock)?;
-            Ok(ctx
-                .conn
-                .query_row("SELECT count(*) FROM memories", [], |r| r.get::<_, i64>(0))?)
+            crate::store::memories::count(ctx.conn)
         })
         .await?;
     {

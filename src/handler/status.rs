@@ -20,17 +20,8 @@ pub(super) async fn handle(
         .store
         .readers
         .read(ReadKind::Internal, move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT status, count(*) FROM memories GROUP BY status ORDER BY status",
-            )?;
-            let by_status = stmt
-                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
-                .collect::<Result<Vec<_>, _>>()?;
-            let db_uuid: String = conn.query_row(
-                "SELECT value FROM memory_meta WHERE key = 'db_uuid'",
-                [],
-                |r| r.get(0),
-            )?;
+            let by_status = crate::store::memories::count_by_status(conn)?;
+            let db_uuid = crate::store::health::db_uuid(conn)?;
             let sweeps = crate::store::lifecycle::recent(conn, 5)?;
             // Counting vectors reads every row: only when there is an
             // embedder to report on.

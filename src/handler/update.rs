@@ -26,7 +26,7 @@ pub(super) async fn handle(
     let view = gate::view(&filter, &session.who, now)?;
     let (id, expect_rev) = (req.id, req.expect_rev);
     let (memory, generation) =
-        super::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
+        super::support::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
             let current =
                 memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
             ctx.check_row(id, expect_rev)?;

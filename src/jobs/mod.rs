@@ -4,3 +4,5 @@
 //! through a request handler (see ARCHITECTURE.md "Layers").
 
 pub mod embed;
+pub mod sessions;
+pub mod sweep;

@@ -1082,6 +1082,60 @@ pub fn all_rows(conn: &Connection) -> Result<Vec<memd_proto::Memory>, StoreError
     Ok(rows)
 }
 
+/// `confirm`: one more confirmation, now. Not an edit: `rev` and the
+/// generation do not move.
+///
+/// # Errors
+/// SQLite errors.
+pub fn confirm(conn: &Connection, id: i64, now: &str) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE memories SET confirmed_count = confirmed_count + 1, last_confirmed_at = ?1 \
+         WHERE id = ?2",
+        (now, id),
+    )?;
+    Ok(())
+}
+
+/// Ids of the rows expired at `now`, of one namespace or of all, by id.
+///
+/// # Errors
+/// SQLite errors.
+pub fn expired_ids(
+    conn: &Connection,
+    now: &str,
+    namespace: Option<&str>,
+) -> Result<Vec<i64>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
+         AND (?2 IS NULL OR namespace = ?2) ORDER BY id",
+    )?;
+    let ids = stmt
+        .query_map((now, namespace), |r| r.get::<_, i64>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ids)
+}
+
+/// How many rows there are.
+///
+/// # Errors
+/// SQLite errors.
+pub fn count(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row("SELECT count(*) FROM memories", [], |r| r.get(0))?)
+}
+
+/// Row counts by status, by status name.
+///
+/// # Errors
+/// SQLite errors.
+pub fn count_by_status(conn: &Connection) -> Result<Vec<(String, i64)>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached("SELECT status, count(*) FROM memories GROUP BY status ORDER BY status")?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

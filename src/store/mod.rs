@@ -16,7 +16,11 @@
 //! thread, reads to `spawn_blocking`.
 
 pub mod access;
+pub mod chains;
+pub mod export;
 pub mod gate;
+pub mod health;
+pub mod import;
 pub mod inject;
 pub mod lifecycle;
 pub mod memories;
@@ -448,5 +452,26 @@ impl Default for StorageConfig {
             readers: 4,
             max_batch: 256,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    #[test]
+    fn stored_format_matches_sqlite() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let sqlite: String = conn
+            .query_row(
+                "SELECT strftime('%Y-%m-%dT%H:%M:%fZ', '2026-06-07 18:00:00.5')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(
+            sqlite,
+            crate::clock::format(datetime!(2026-06-07 18:00:00.5 UTC))
+        );
     }
 }

@@ -268,3 +268,12 @@ pub fn neighbors_of(
         neighbors,
     }))
 }
+
+/// Forgets every vector and near-duplicate finding (before `reembed`).
+///
+/// # Errors
+/// SQLite errors.
+pub fn clear(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch("DELETE FROM memory_vectors; DELETE FROM memory_similar;")?;
+    Ok(())
+}

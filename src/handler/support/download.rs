@@ -1,0 +1,39 @@
+//! The session's download file: `export` and `backup` prepare it in the
+//! data dir (mode 0600), `fetch` reads it.
+
+use memd_proto::{DownloadInfo, Response};
+use serde_json::Value;
+
+use crate::session::{Download, Session, create_private};
+use crate::state::Shared;
+use crate::store::StoreError;
+
+/// The session's download file, replacing an earlier one.
+pub(crate) fn new_download(
+    shared: &Shared,
+    session: &mut Session,
+) -> Result<(std::path::PathBuf, std::fs::File), StoreError> {
+    session.download = None;
+    let path = shared
+        .paths
+        .data_dir
+        .join(format!(".download-{}.tmp", session.id()));
+    let file = create_private(&path)?;
+    Ok((path, file))
+}
+
+/// Keeps `file` as the session's download and answers with its size and
+/// `info`.
+pub(crate) fn finish_download(
+    session: &mut Session,
+    path: std::path::PathBuf,
+    file: std::fs::File,
+    info: Value,
+) -> Result<Response, StoreError> {
+    let size = file.metadata()?.len();
+    session.download = Some(Download { path, file, size });
+    Ok(Response::Download(DownloadInfo {
+        size,
+        info: info.to_string(),
+    }))
+}

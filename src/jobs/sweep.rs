@@ -1,0 +1,36 @@
+//! The lifecycle sweep as the daemon runs it: one at a time, over the
+//! store's sweep (decay, tiers, expiry, scope limits), at start, on a
+//! schedule and on demand.
+
+use serde_json::Value;
+use time::OffsetDateTime;
+
+use crate::state::Shared;
+use crate::store::StoreError;
+use crate::store::lifecycle::{self, Trigger};
+
+/// Runs a sweep (one at a time).
+///
+/// # Errors
+/// As [`lifecycle::sweep`].
+pub async fn run(shared: &Shared, trigger: Trigger, dry_run: bool) -> Result<Value, StoreError> {
+    let _one = shared.sweeping.lock().await;
+    let live = shared
+        .live
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let config = shared.config();
+    let report = lifecycle::sweep(
+        &shared.store,
+        &config.lifecycle,
+        live,
+        trigger,
+        dry_run,
+        OffsetDateTime::now_utc(),
+    )
+    .await;
+    // A sweep reads every row in chunks; what it allocated goes back.
+    crate::sys::release_free_memory();
+    report
+}

@@ -13,8 +13,11 @@
 //!   queries, search, the write gate.
 //! - [`embed`]: the embedder (local model or HTTP provider), vectors, the
 //!   background embedding worker.
-//! - [`cli`]: the `memd` command line, `memd shell`, `config show` and
-//!   `service install|uninstall|status`.
+//! - [`commands`]: the client commands shared by the command line and the
+//!   MCP server: their arguments, connecting, running one over a session,
+//!   their output and errors.
+//! - [`cli`]: the `memd` command line, `memd shell`, hooks, `setup`,
+//!   `config show` and `service install|uninstall|status`.
 //! - [`mcp`]: `memd mcp`, a stdio MCP server that is one session.
 //! - [`clock`]: the stored time format.
 //! - [`fuzzing`]: the bodies of the fuzz targets (`fuzz/`), replayed by a
@@ -23,6 +26,7 @@
 
 pub mod cli;
 pub mod clock;
+pub mod commands;
 pub mod config;
 pub mod daemon;
 pub mod drift;

@@ -1,15 +1,21 @@
-//! The `memd` binary: CLI, daemon and shell in one executable.
+//! The `memd` binary: CLI, daemon, shell and MCP server in one executable.
+//! `memd mcp` goes to the MCP server, every other command to the CLI.
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use memd::commands::EXIT_USAGE;
+use memd::commands::args::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = match memd::cli::args::Cli::try_parse() {
+    let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    let code = memd::cli::run(cli);
+    let code = match cli.command {
+        Command::Mcp => memd::mcp::run(cli.global),
+        _ => memd::cli::run(cli),
+    };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
@@ -32,12 +38,8 @@ fn usage_error(e: clap::Error) -> ExitCode {
             "{}",
             serde_json::json!({"success": false, "code": "usage", "error": msg.trim_end()})
         );
-        return ExitCode::from(memd::cli::EXIT_USAGE as u8);
+        return ExitCode::from(EXIT_USAGE as u8);
     }
     let _ = e.print();
-    ExitCode::from(if is_info {
-        0
-    } else {
-        memd::cli::EXIT_USAGE as u8
-    })
+    ExitCode::from(if is_info { 0 } else { EXIT_USAGE as u8 })
 }

@@ -12,7 +12,7 @@ use memd::config::{Config, PathFlags, Paths};
 
 /// Entry point of the child process.
 pub fn run_child(data_dir: PathBuf, config: Option<PathBuf>) -> anyhow::Result<()> {
-    memd::cli::init_logging();
+    memd::commands::init_logging();
     let paths = Paths::resolve(&PathFlags {
         data_dir: Some(data_dir),
         socket: None,

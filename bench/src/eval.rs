@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use memd::cli::ingest;
+use memd::commands::ingest;
 use memd_client::{Client, ConnectOptions, Filter, QuerySyntax, SearchMode, SearchRequest};
 use serde::Deserialize;
 use serde_json::{Value, json};

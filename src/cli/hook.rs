@@ -21,13 +21,14 @@
 //! stderr says why, and the exit code is 0.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::args::Global;
-use super::{CliError, connect};
+use crate::commands::args::Global;
+pub use crate::commands::project_namespace;
+use crate::commands::{CommandError, connect};
 
 /// How long a hook may take, connecting (and starting a daemon) included.
 const TIME_LIMIT: Duration = Duration::from_secs(5);
@@ -37,44 +38,6 @@ pub const MAX_CONTEXT_CHARS: usize = 10_000;
 
 /// Largest hook input read.
 const MAX_INPUT_BYTES: u64 = 1 << 20;
-
-/// The namespace of a project: the name of the git root that holds `dir`,
-/// lower-cased, with characters other than letters, digits, `.`, `_` and
-/// `-` as `-`, then `-` and the first 8 hex digits of the FNV-1a 64 hash of
-/// the root's absolute path (two checkouts with the same name stay apart).
-/// `None` outside a git work tree.
-pub fn project_namespace(dir: &Path) -> Option<String> {
-    let root = git_root(dir)?;
-    let name: String = root
-        .file_name()
-        .map(|n| n.to_string_lossy().to_lowercase())
-        .unwrap_or_default()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let hash = crate::session::snapshot::hash(&root.to_string_lossy());
-    Some(format!(
-        "{}-{}",
-        if name.is_empty() { "root" } else { &name },
-        &hash[..8]
-    ))
-}
-
-/// The nearest directory at or above `dir` that holds `.git` (a directory,
-/// or a file in a worktree or submodule).
-fn git_root(dir: &Path) -> Option<PathBuf> {
-    let start = std::fs::canonicalize(dir).ok()?;
-    start
-        .ancestors()
-        .find(|d| d.join(".git").exists())
-        .map(Path::to_path_buf)
-}
 
 /// What to do for one event.
 #[derive(Debug, PartialEq, Eq)]
@@ -184,7 +147,7 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
         match action {
             Action::Inject => {
                 let block = client.inject().await?.block;
-                Ok::<_, CliError>(Some(
+                Ok::<_, CommandError>(Some(
                     json!({
                         "hookSpecificOutput": {
                             "hookEventName": "SessionStart",
@@ -263,25 +226,5 @@ mod tests {
         assert!(cut.chars().count() <= MAX_CONTEXT_CHARS);
         assert!(cut.ends_with("hook's limit]"));
         assert!(cut.starts_with("- line 0\n- line 1\n"));
-    }
-
-    #[test]
-    fn a_project_is_named_by_its_git_root() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("My App");
-        std::fs::create_dir_all(root.join(".git")).unwrap();
-        std::fs::create_dir_all(root.join("src/deep")).unwrap();
-        let ns = project_namespace(&root.join("src/deep")).unwrap();
-        assert!(ns.starts_with("my-app-"), "{ns}");
-        assert_eq!(ns.len(), "my-app-".len() + 8);
-        assert_eq!(project_namespace(&root).unwrap(), ns, "stable");
-        let other = dir.path().join("elsewhere/My App");
-        std::fs::create_dir_all(other.join(".git")).unwrap();
-        assert_ne!(
-            project_namespace(&other).unwrap(),
-            ns,
-            "same name, other path"
-        );
-        assert_eq!(project_namespace(&dir.path().join("nope")), None);
     }
 }

@@ -14,9 +14,9 @@ use std::process::Command as Process;
 
 use serde_json::{Value, json};
 
-use super::args::{Global, ServiceArgs, ServiceCommand};
-use super::output::Output;
-use super::{CliError, paths};
+use crate::commands::args::{Global, ServiceArgs, ServiceCommand};
+use crate::commands::output::Output;
+use crate::commands::{CommandError, paths};
 
 /// The checked-in socket unit.
 pub const SOCKET_UNIT: &str = include_str!("../../systemd/memd.socket");
@@ -40,13 +40,13 @@ pub enum Manager {
 }
 
 impl Manager {
-    fn parse(name: Option<&str>) -> Result<Manager, CliError> {
+    fn parse(name: Option<&str>) -> Result<Manager, CommandError> {
         match name {
             None if cfg!(target_os = "macos") => Ok(Manager::Launchd),
             None => Ok(Manager::Systemd),
             Some("systemd") => Ok(Manager::Systemd),
             Some("launchd") => Ok(Manager::Launchd),
-            Some(other) => Err(CliError::Usage(format!(
+            Some(other) => Err(CommandError::Usage(format!(
                 "unknown service manager `{other}`: expected systemd or launchd"
             ))),
         }
@@ -227,9 +227,9 @@ fn gui_domain() -> String {
 /// Runs `memd service …`.
 ///
 /// # Errors
-/// Usage errors; [`CliError::Io`] when files cannot be written or the
+/// Usage errors; [`CommandError::Io`] when files cannot be written or the
 /// service manager fails (the message says what to run by hand).
-pub fn run(g: &Global, command: ServiceCommand) -> Result<Output, CliError> {
+pub fn run(g: &Global, command: ServiceCommand) -> Result<Output, CommandError> {
     match command {
         ServiceCommand::Install(a) => install(g, &a),
         ServiceCommand::Uninstall(a) => uninstall(&a),
@@ -237,10 +237,10 @@ pub fn run(g: &Global, command: ServiceCommand) -> Result<Output, CliError> {
     }
 }
 
-fn spec(g: &Global) -> Result<Spec, CliError> {
+fn spec(g: &Global) -> Result<Spec, CommandError> {
     let exe = std::env::current_exe()
         .and_then(|p| p.canonicalize())
-        .map_err(|e| CliError::Io(format!("cannot find the memd executable: {e}")))?;
+        .map_err(|e| CommandError::Io(format!("cannot find the memd executable: {e}")))?;
     let p = paths(g);
     Ok(Spec {
         exe,
@@ -256,13 +256,14 @@ fn spec(g: &Global) -> Result<Spec, CliError> {
 
 /// The directories of the `[sidecar]` files the config names (the daemon
 /// writes each file through a temporary one beside it).
-fn sidecar_dirs(config: &Path) -> Result<Vec<PathBuf>, CliError> {
-    let text = crate::config::Config::read_text(config).map_err(|e| CliError::Io(e.to_string()))?;
+fn sidecar_dirs(config: &Path) -> Result<Vec<PathBuf>, CommandError> {
+    let text =
+        crate::config::Config::read_text(config).map_err(|e| CommandError::Io(e.to_string()))?;
     let Some(text) = text else {
         return Ok(Vec::new());
     };
-    let config =
-        crate::config::Config::parse(config, &text).map_err(|e| CliError::Usage(e.to_string()))?;
+    let config = crate::config::Config::parse(config, &text)
+        .map_err(|e| CommandError::Usage(e.to_string()))?;
     let mut dirs: Vec<PathBuf> = config
         .sidecar
         .files
@@ -282,13 +283,13 @@ fn runtime_socket() -> Option<PathBuf> {
         .map(|r| PathBuf::from(r).join("memd").join("memd.sock"))
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
+fn write_file(path: &Path, text: &str) -> Result<(), CommandError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::Io(format!("cannot create {}: {e}", dir.display())))?;
+            .map_err(|e| CommandError::Io(format!("cannot create {}: {e}", dir.display())))?;
     }
     std::fs::write(path, text)
-        .map_err(|e| CliError::Io(format!("cannot write {}: {e}", path.display())))
+        .map_err(|e| CommandError::Io(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Stops a daemon that answers on the socket (e.g. one a client started),
@@ -301,7 +302,7 @@ fn stop_running(g: &Global) -> bool {
         return false;
     };
     rt.block_on(async {
-        let Ok(mut client) = super::connect(g, false).await else {
+        let Ok(mut client) = crate::commands::connect(g, false).await else {
             return false;
         };
         if client.stop().await.is_err() {
@@ -317,7 +318,7 @@ fn stop_running(g: &Global) -> bool {
     })
 }
 
-fn install(g: &Global, a: &ServiceArgs) -> Result<Output, CliError> {
+fn install(g: &Global, a: &ServiceArgs) -> Result<Output, CommandError> {
     let manager = Manager::parse(a.manager.as_deref())?;
     let spec = spec(g)?;
     let files = unit_files(manager);
@@ -335,7 +336,9 @@ fn install(g: &Global, a: &ServiceArgs) -> Result<Output, CliError> {
             .recursive(true)
             .mode(0o700)
             .create(&spec.data_dir)
-            .map_err(|e| CliError::Io(format!("cannot create {}: {e}", spec.data_dir.display())))?;
+            .map_err(|e| {
+                CommandError::Io(format!("cannot create {}: {e}", spec.data_dir.display()))
+            })?;
     }
     let commands: Vec<Vec<String>> = match manager {
         Manager::Systemd => vec![
@@ -361,7 +364,7 @@ fn install(g: &Global, a: &ServiceArgs) -> Result<Output, CliError> {
         for cmd in &commands {
             let args: Vec<&str> = cmd[1..].iter().map(String::as_str).collect();
             call(&cmd[0], &args).map_err(|e| {
-                CliError::Io(format!(
+                CommandError::Io(format!(
                     "{e}. The unit files are written ({}); start them by hand: {}",
                     files
                         .iter()
@@ -407,7 +410,7 @@ fn shown(commands: &[Vec<String>]) -> String {
         .join(" && ")
 }
 
-fn uninstall(a: &ServiceArgs) -> Result<Output, CliError> {
+fn uninstall(a: &ServiceArgs) -> Result<Output, CommandError> {
     let manager = Manager::parse(a.manager.as_deref())?;
     let files = unit_files(manager);
     let mut warnings = Vec::new();
@@ -431,7 +434,12 @@ fn uninstall(a: &ServiceArgs) -> Result<Output, CliError> {
         match std::fs::remove_file(f) {
             Ok(()) => removed.push(f.clone()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(CliError::Io(format!("cannot remove {}: {e}", f.display()))),
+            Err(e) => {
+                return Err(CommandError::Io(format!(
+                    "cannot remove {}: {e}",
+                    f.display()
+                )));
+            }
         }
     }
     if !a.no_start
@@ -483,7 +491,7 @@ fn unit_state(manager: Manager, no_start: bool) -> Value {
     }
 }
 
-fn status(g: &Global, a: &ServiceArgs) -> Result<Output, CliError> {
+fn status(g: &Global, a: &ServiceArgs) -> Result<Output, CommandError> {
     let manager = Manager::parse(a.manager.as_deref())?;
     let files: Vec<Value> = unit_files(manager)
         .into_iter()
@@ -496,7 +504,7 @@ fn status(g: &Global, a: &ServiceArgs) -> Result<Output, CliError> {
         .ok()
         .and_then(|rt| {
             rt.block_on(async {
-                let mut client = super::connect(g, false).await.ok()?;
+                let mut client = crate::commands::connect(g, false).await.ok()?;
                 client.status().await.ok()
             })
         });

@@ -10,9 +10,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use super::args::Global;
-use super::output::Output;
-use super::{CliError, paths};
+use crate::commands::args::Global;
+use crate::commands::output::Output;
+use crate::commands::{CommandError, paths};
 use crate::config::{Config, file_keys};
 
 /// Where a path came from: the flag, its environment variable, or the
@@ -30,17 +30,19 @@ fn path_source(flag: Option<&Path>, env: &str) -> String {
 /// Builds the report.
 ///
 /// # Errors
-/// [`CliError::Usage`] (exit 2) for an invalid file, with line and column;
-/// [`CliError::Io`] when it cannot be read.
-pub fn show(g: &Global) -> Result<Output, CliError> {
+/// [`CommandError::Usage`] (exit 2) for an invalid file, with line and column;
+/// [`CommandError::Io`] when it cannot be read.
+pub fn show(g: &Global) -> Result<Output, CommandError> {
     let paths = paths(g);
-    let text = Config::read_text(&paths.config).map_err(|e| CliError::Io(e.to_string()))?;
+    let text = Config::read_text(&paths.config).map_err(|e| CommandError::Io(e.to_string()))?;
     let config = match &text {
-        Some(t) => Config::parse(&paths.config, t).map_err(|e| CliError::Usage(e.to_string()))?,
+        Some(t) => {
+            Config::parse(&paths.config, t).map_err(|e| CommandError::Usage(e.to_string()))?
+        }
         None => Config::default(),
     };
     let set_in_file = match &text {
-        Some(t) => file_keys(t).map_err(CliError::Usage)?,
+        Some(t) => file_keys(t).map_err(CommandError::Usage)?,
         None => Default::default(),
     };
     let mut settings = Map::new();

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::CliError;
-use super::output::{Output, success};
+use crate::commands::CommandError;
+use crate::commands::output::{Output, success};
 
 /// Where the entries go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,12 +188,12 @@ struct Change {
     new: String,
 }
 
-fn read_json(path: &Path) -> Result<(Option<String>, Value), CliError> {
+fn read_json(path: &Path) -> Result<(Option<String>, Value), CommandError> {
     match std::fs::read_to_string(path) {
         Ok(text) if text.trim().is_empty() => Ok((Some(text), json!({}))),
         Ok(text) => {
             let v = serde_json::from_str(&text).map_err(|e| {
-                CliError::Usage(format!(
+                CommandError::Usage(format!(
                     "{} is not JSON ({e}); nothing was changed",
                     path.display()
                 ))
@@ -201,7 +201,10 @@ fn read_json(path: &Path) -> Result<(Option<String>, Value), CliError> {
             Ok((Some(text), v))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok((None, json!({}))),
-        Err(e) => Err(CliError::Io(format!("cannot read {}: {e}", path.display()))),
+        Err(e) => Err(CommandError::Io(format!(
+            "cannot read {}: {e}",
+            path.display()
+        ))),
     }
 }
 
@@ -229,10 +232,15 @@ fn write(path: &Path, text: &str, scope: Scope) -> std::io::Result<()> {
 ///
 /// # Errors
 /// Unreadable or malformed files (nothing is changed then), write errors.
-pub fn run(host: Host, scope: Scope, dry_run: bool, uninstall: bool) -> Result<Output, CliError> {
+pub fn run(
+    host: Host,
+    scope: Scope,
+    dry_run: bool,
+    uninstall: bool,
+) -> Result<Output, CommandError> {
     let program = std::env::current_exe()
         .and_then(std::fs::canonicalize)
-        .map_err(|e| CliError::Io(format!("cannot find the memd executable: {e}")))?
+        .map_err(|e| CommandError::Io(format!("cannot find the memd executable: {e}")))?
         .display()
         .to_string();
     let quoted = if program.contains([' ', '\'', '"']) {
@@ -241,11 +249,11 @@ pub fn run(host: Host, scope: Scope, dry_run: bool, uninstall: bool) -> Result<O
         program.clone()
     };
     let command = format!("{quoted} hook {}", host.name());
-    let cwd = std::env::current_dir().map_err(|e| CliError::Io(e.to_string()))?;
+    let cwd = std::env::current_dir().map_err(|e| CommandError::Io(e.to_string()))?;
     let home = || {
         std::env::var_os("HOME")
             .map(PathBuf::from)
-            .ok_or_else(|| CliError::Usage("HOME is not set".into()))
+            .ok_or_else(|| CommandError::Usage("HOME is not set".into()))
     };
     let (hooks_path, server_path) = match (host, scope) {
         (Host::ClaudeCode, Scope::User) => {
@@ -290,7 +298,7 @@ pub fn run(host: Host, scope: Scope, dry_run: bool, uninstall: bool) -> Result<O
                 Ok(t) => Some(t),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                 Err(e) => {
-                    return Err(CliError::Io(format!(
+                    return Err(CommandError::Io(format!(
                         "cannot read {}: {e}",
                         server_path.display()
                     )));
@@ -298,7 +306,7 @@ pub fn run(host: Host, scope: Scope, dry_run: bool, uninstall: bool) -> Result<O
             };
             let merged = merge_codex_config(old.as_deref().unwrap_or(""), &program, uninstall)
                 .map_err(|e| {
-                    CliError::Usage(format!(
+                    CommandError::Usage(format!(
                         "{} is not TOML ({e}); nothing was changed",
                         server_path.display()
                     ))
@@ -320,17 +328,19 @@ pub fn run(host: Host, scope: Scope, dry_run: bool, uninstall: bool) -> Result<O
             if let Some(old) = &c.old {
                 let backup = PathBuf::from(format!("{}.memd-backup-{stamp}", c.path.display()));
                 write(&backup, old, Scope::User).map_err(|e| {
-                    CliError::Io(format!("cannot back up {}: {e}", c.path.display()))
+                    CommandError::Io(format!("cannot back up {}: {e}", c.path.display()))
                 })?;
                 entry["backup"] = json!(backup.display().to_string());
             }
             write(&c.path, &c.new, scope)
-                .map_err(|e| CliError::Io(format!("cannot write {}: {e}", c.path.display())))?;
+                .map_err(|e| CommandError::Io(format!("cannot write {}: {e}", c.path.display())))?;
         }
         done.push(entry);
     }
     let namespace = match scope {
-        Scope::Project => super::hook::project_namespace(&cwd).unwrap_or_else(|| "default".into()),
+        Scope::Project => {
+            crate::commands::project_namespace(&cwd).unwrap_or_else(|| "default".into())
+        }
         Scope::User => "each project's own (from its git root)".into(),
     };
     let verb = match (uninstall, dry_run) {

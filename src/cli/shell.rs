@@ -13,8 +13,9 @@ use std::io::BufRead;
 use clap::Parser;
 use serde_json::Value;
 
-use super::args::{Global, ShellLine};
-use super::{CliError, client_paths, connect, emit, execute, output::Output};
+use super::emit;
+use crate::commands::args::{Global, ShellLine};
+use crate::commands::{CommandError, Output, client_paths, connect, execute};
 
 /// Runs the shell; returns the exit code.
 pub fn run(g: &Global) -> i32 {
@@ -23,7 +24,7 @@ pub fn run(g: &Global) -> i32 {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => return emit(g.json, Err(CliError::Io(e.to_string()))),
+        Err(e) => return emit(g.json, Err(CommandError::Io(e.to_string()))),
     };
     runtime.block_on(async {
         let mut client = match connect(g, true).await {
@@ -40,21 +41,24 @@ pub fn run(g: &Global) -> i32 {
                 Ok(0) => break,
                 Ok(_) => {}
                 Err(e) => {
-                    emit(g.json, Err(CliError::Io(format!("cannot read stdin: {e}"))));
+                    emit(
+                        g.json,
+                        Err(CommandError::Io(format!("cannot read stdin: {e}"))),
+                    );
                     return 1;
                 }
             }
             let Ok(line) = std::str::from_utf8(&raw) else {
                 emit(
                     g.json,
-                    Err(CliError::Usage("the line is not valid UTF-8".into())),
+                    Err(CommandError::Usage("the line is not valid UTF-8".into())),
                 );
                 continue;
             };
             let line = line.trim();
             if line.is_empty() {
                 if g.json {
-                    emit(true, Err(CliError::Usage("empty line".into())));
+                    emit(true, Err(CommandError::Usage("empty line".into())));
                 }
                 continue;
             }
@@ -68,7 +72,7 @@ pub fn run(g: &Global) -> i32 {
                     json: serde_json::json!({"success": true, "help": text}),
                     human: text,
                 }),
-                Err(LineError::Usage(e)) => Err(CliError::Usage(e)),
+                Err(LineError::Usage(e)) => Err(CommandError::Usage(e)),
             };
             emit(json, result);
         }
@@ -244,7 +248,7 @@ mod tests {
             parse_line(r#"add "two words" --tag x"#),
             Ok((
                 ShellLine {
-                    command: super::super::args::Command::Add(_)
+                    command: crate::commands::args::Command::Add(_)
                 },
                 false
             ))
@@ -254,7 +258,7 @@ mod tests {
             parse_line("inject --json"),
             Ok((
                 ShellLine {
-                    command: super::super::args::Command::Inject
+                    command: crate::commands::args::Command::Inject
                 },
                 true
             ))

@@ -26,11 +26,16 @@
 mod server;
 pub mod tools;
 
-use crate::cli::args::Global;
+use crate::commands::args::Global;
+use crate::commands::{connect, init_logging_with, resolve_namespace};
 
 /// Runs the MCP server until the host closes stdin; returns the exit code.
-pub fn run(g: &Global) -> i32 {
-    crate::cli::init_logging_with("warn");
+///
+/// The session opens in the namespace every command gets (see
+/// [`resolve_namespace`]).
+pub fn run(mut g: Global) -> i32 {
+    resolve_namespace(&mut g, true);
+    init_logging_with("warn");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -44,14 +49,14 @@ pub fn run(g: &Global) -> i32 {
         }
     };
     let code = runtime.block_on(async {
-        let client = match crate::cli::connect(g, true).await {
+        let client = match connect(&g, true).await {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("memd mcp: {}", e.message());
                 return e.exit_code();
             }
         };
-        match server::serve(client, g.clone()).await {
+        match server::serve(client, g).await {
             Ok(()) => 0,
             Err(message) => {
                 eprintln!("memd mcp: {message}");

@@ -42,8 +42,8 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast};
 
 use super::tools::{self, ToolError};
-use crate::cli::CliError;
-use crate::cli::args::{Command, Global, TaskCommand};
+use crate::commands::CommandError;
+use crate::commands::args::{Command, Global, TaskCommand};
 use crate::config::Paths;
 
 /// The frozen memory block.
@@ -135,9 +135,9 @@ enum Broke {
 }
 
 /// Whether an error means the connection to the daemon is gone.
-fn broke(e: &CliError, written: bool) -> Option<Broke> {
+fn broke(e: &CommandError, written: bool) -> Option<Broke> {
     match e {
-        CliError::Client(memd_client::Error::Io(_) | memd_client::Error::Closed) => {
+        CommandError::Client(memd_client::Error::Io(_) | memd_client::Error::Closed) => {
             Some(if written {
                 Broke::InFlight
             } else {
@@ -145,7 +145,9 @@ fn broke(e: &CliError, written: bool) -> Option<Broke> {
             })
         }
         // The daemon is stopping: this connection is about to end.
-        CliError::Client(memd_client::Error::Daemon(b)) if b.code == ErrorCode::ShuttingDown => {
+        CommandError::Client(memd_client::Error::Daemon(b))
+            if b.code == ErrorCode::ShuttingDown =>
+        {
             Some(Broke::InFlight)
         }
         _ => None,
@@ -153,16 +155,16 @@ fn broke(e: &CliError, written: bool) -> Option<Broke> {
 }
 
 /// The error of a write whose connection broke while it was in flight.
-fn maybe_applied(e: &CliError, reconnected: Result<(), &CliError>) -> CliError {
+fn maybe_applied(e: &CommandError, reconnected: Result<(), &CommandError>) -> CommandError {
     let cause = match e {
-        CliError::Client(memd_client::Error::Io(io)) => io.to_string(),
+        CommandError::Client(memd_client::Error::Io(io)) => io.to_string(),
         other => other.message(),
     };
     let now = match reconnected {
         Ok(()) => "memd mcp is connected to the daemon again".to_string(),
         Err(e) => format!("connecting to the daemon again failed ({})", e.message()),
     };
-    CliError::Client(memd_client::Error::Io(std::io::Error::new(
+    CommandError::Client(memd_client::Error::Io(std::io::Error::new(
         std::io::ErrorKind::ConnectionAborted,
         format!(
             "{cause}: the connection to the daemon broke before it answered, so this write may or \
@@ -275,16 +277,16 @@ impl Session {
     /// Connects to the daemon again (starting one when `autostart` allows
     /// and the flags do not forbid it), with the generation the session
     /// has seen, and subscribes to its events.
-    async fn reconnect(&self, conn: &mut Conn, autostart: bool) -> Result<(), CliError> {
+    async fn reconnect(&self, conn: &mut Conn, autostart: bool) -> Result<(), CommandError> {
         let seen = conn.client.seen_generation();
         let mut g = self.global.clone();
         g.seen_generation = Some(seen);
         let mut pause = Duration::from_millis(50);
         let client = loop {
             let attempt = async {
-                let mut client = crate::cli::connect(&g, autostart).await?;
+                let mut client = crate::commands::connect(&g, autostart).await?;
                 client.subscribe().await?;
-                Ok::<_, CliError>(client)
+                Ok::<_, CommandError>(client)
             };
             match attempt.await {
                 Ok(client) => break client,
@@ -308,16 +310,16 @@ impl Session {
         Ok(())
     }
 
-    async fn once(&self, client: &mut Client, job: &Job) -> Result<Reply, CliError> {
+    async fn once(&self, client: &mut Client, job: &Job) -> Result<Reply, CommandError> {
         let result = match job {
-            Job::Command(c) => crate::cli::execute((**c).clone(), client, &self.paths, false)
+            Job::Command(c) => crate::commands::execute((**c).clone(), client, &self.paths, false)
                 .await
                 .map(|out| Reply::Json(out.json)),
             Job::Inject => client
                 .inject()
                 .await
                 .map(|i| Reply::Block(i.block))
-                .map_err(CliError::from),
+                .map_err(CommandError::from),
         };
         self.collect_pushes(client);
         result
@@ -326,7 +328,7 @@ impl Session {
     /// Runs one request, connecting again first when the connection is
     /// gone, and once more on a new connection when it breaks under a
     /// request that is safe to repeat.
-    async fn request(&self, job: Job) -> Result<Reply, CliError> {
+    async fn request(&self, job: Job) -> Result<Reply, CommandError> {
         let mut conn = self.lock().await;
         if conn.broken {
             self.reconnect(&mut conn, true).await?;
@@ -355,17 +357,17 @@ impl Session {
     }
 
     /// Runs one CLI command over the session.
-    async fn run(&self, command: Command) -> Result<Value, CliError> {
+    async fn run(&self, command: Command) -> Result<Value, CommandError> {
         match self.request(Job::Command(Box::new(command))).await? {
             Reply::Json(v) => Ok(v),
-            Reply::Block(_) => Err(CliError::Io("unexpected answer".into())),
+            Reply::Block(_) => Err(CommandError::Io("unexpected answer".into())),
         }
     }
 
-    async fn inject(&self) -> Result<String, CliError> {
+    async fn inject(&self) -> Result<String, CommandError> {
         match self.request(Job::Inject).await? {
             Reply::Block(b) => Ok(b),
-            Reply::Json(_) => Err(CliError::Io("unexpected answer".into())),
+            Reply::Json(_) => Err(CommandError::Io("unexpected answer".into())),
         }
     }
 }
@@ -468,7 +470,7 @@ pub async fn serve(mut client: Client, global: Global) -> Result<(), String> {
             broken: false,
         }),
         wanted: Notify::new(),
-        paths: crate::cli::client_paths(&global),
+        paths: crate::commands::client_paths(&global),
         global,
         events,
         last_drift: Mutex::new(None),
@@ -543,7 +545,7 @@ fn resources() -> Vec<Resource> {
     ]
 }
 
-fn error_result(e: &CliError) -> CallToolResult {
+fn error_result(e: &CommandError) -> CallToolResult {
     CallToolResult::structured_error(e.json())
 }
 
@@ -588,7 +590,7 @@ impl ServerHandler for Memd {
                 ));
             }
             Err(ToolError::Arguments(message)) => {
-                return Ok(error_result(&CliError::Usage(message)).into());
+                return Ok(error_result(&CommandError::Usage(message)).into());
             }
         };
         let result = match self.session.run(command).await {

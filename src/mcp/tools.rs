@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::cli::args::{
+use crate::commands::args::{
     AddArgs, Command, FilterArgs, ForgetArgs, GetArgs, IdArgs, ListArgs, MemoryFields, SearchArgs,
     SupersedeArgs, TaskAddArgs, TaskCommand, TaskListArgs, TaskMoveArgs, UpdateArgs,
 };

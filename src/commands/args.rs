@@ -1,5 +1,5 @@
 //! The command line (DESIGN.md "CLI contract"), shared by `memd` and
-//! `memd shell` lines.
+//! `memd shell` lines; the MCP tools build the same commands.
 
 use std::path::PathBuf;
 

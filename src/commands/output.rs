@@ -1,5 +1,6 @@
-//! What the CLI prints: one compact JSON value with `--json`, readable text
-//! otherwise. Both are built from the same response, here.
+//! A command's result in both forms: one compact JSON value (what `--json`
+//! prints and what an MCP tool returns) and readable text (what the CLI
+//! prints otherwise). Both are built from the same response, here.
 
 use memd_client::proto::json as wire_json;
 use memd_client::{AddResult, ForgetResult, Memory, MemoryList, SearchResult};
@@ -14,7 +15,8 @@ pub struct Output {
     pub human: String,
 }
 
-pub(super) fn success(mut fields: Map<String, Value>) -> Value {
+/// `{success: true, ...fields}`.
+pub fn success(mut fields: Map<String, Value>) -> Value {
     let mut obj = Map::new();
     obj.insert("success".into(), json!(true));
     obj.append(&mut fields);
@@ -500,7 +502,7 @@ fn text(v: &Value) -> String {
 ///
 /// # Errors
 /// A failed check, with the report in the JSON.
-pub fn check(report: Value) -> Result<Output, super::CliError> {
+pub fn check(report: Value) -> Result<Output, super::CommandError> {
     let ok = report["ok"].as_bool().unwrap_or(false);
     let human = format!(
         "integrity      {}\nsearch index   {} ({} rows for {} memories, {} out of sync, \
@@ -533,7 +535,7 @@ pub fn check(report: Value) -> Result<Output, super::CliError> {
             human,
         })
     } else {
-        Err(super::CliError::Check { report, human })
+        Err(super::CommandError::Check { report, human })
     }
 }
 

@@ -1,0 +1,73 @@
+//! A command's failure: what went wrong, its exit code (DESIGN.md "CLI
+//! contract"), its message and its `--json` form. The CLI prints it; the MCP
+//! server returns its JSON as a tool error.
+
+use serde_json::{Value, json};
+
+/// Exit code of a usage error.
+pub const EXIT_USAGE: i32 = 2;
+
+/// A failed command.
+#[derive(Debug)]
+pub enum CommandError {
+    /// From the daemon or the connection.
+    Client(memd_client::Error),
+    /// Bad arguments found before anything was sent.
+    Usage(String),
+    /// A local file or stdin could not be read.
+    Io(String),
+    /// `check` found problems.
+    Check {
+        /// The report.
+        report: Value,
+        /// Its human form.
+        human: String,
+    },
+}
+
+impl From<memd_client::Error> for CommandError {
+    fn from(e: memd_client::Error) -> Self {
+        CommandError::Client(e)
+    }
+}
+
+impl CommandError {
+    /// The exit code (DESIGN.md "CLI contract").
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CommandError::Client(e) => e.exit_code(),
+            CommandError::Usage(_) => EXIT_USAGE,
+            CommandError::Io(_) | CommandError::Check { .. } => 1,
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> String {
+        match self {
+            CommandError::Client(e) => e.to_string(),
+            CommandError::Usage(m) | CommandError::Io(m) => m.clone(),
+            CommandError::Check { human, .. } => format!("check failed:\n{human}"),
+        }
+    }
+
+    /// `{success: false, code, error, ...}`.
+    pub fn json(&self) -> Value {
+        match self {
+            CommandError::Client(e) => {
+                let mut v = memd_client::proto::json::error(&e.body());
+                v["code"] = json!(e.code());
+                v["error"] = json!(e.to_string());
+                v
+            }
+            CommandError::Usage(m) => json!({"success": false, "code": "usage", "error": m}),
+            CommandError::Io(m) => json!({"success": false, "code": "io", "error": m}),
+            CommandError::Check { report, .. } => {
+                let mut v = report.clone();
+                v["success"] = json!(false);
+                v["code"] = json!("check_failed");
+                v["error"] = json!("the integrity check found problems");
+                v
+            }
+        }
+    }
+}

@@ -1,0 +1,513 @@
+//! Running one command over an open session: the request it makes, the
+//! local files it reads or writes (the daemon never opens a path a client
+//! names), and its result as an [`Output`].
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use memd_client::{
+    AddRequest, Client, Filter, GetRequest, ListRequest, QuerySyntax, SearchMode, SearchRequest,
+    UpdateRequest,
+};
+use serde_json::{Value, json};
+
+use super::CommandError;
+use super::args::{self, Command, FilterArgs, MemoryFields};
+use super::output::{self, Output};
+use super::{import_md, ingest};
+use crate::config::Paths;
+
+/// Reads content given as `-` (stdin) or `--file`.
+fn content_from(
+    text: Option<String>,
+    file: Option<&Path>,
+    stdin_allowed: bool,
+) -> Result<Option<String>, CommandError> {
+    let bytes = match (text.as_deref(), file) {
+        (_, Some(path)) => std::fs::read(path)
+            .map_err(|e| CommandError::Io(format!("cannot read {}: {e}", path.display())))?,
+        (Some("-"), None) if stdin_allowed => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .map_err(|e| CommandError::Io(format!("cannot read stdin: {e}")))?;
+            buf
+        }
+        (Some("-"), None) => {
+            return Err(CommandError::Usage(
+                "`-` (stdin) is not available in the shell: use --file F or a JSON line".into(),
+            ));
+        }
+        (other, None) => return Ok(other.map(str::to_string)),
+    };
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| CommandError::Usage("the content is not valid UTF-8".into()))
+}
+
+/// `ingest`: reads the transcript here, adds its turns one by one.
+async fn ingest_file(
+    a: args::IngestArgs,
+    client: &mut Client,
+    stdin_allowed: bool,
+) -> Result<Output, CommandError> {
+    let format = ingest::Format::parse(&a.format).map_err(CommandError::Usage)?;
+    let from_stdin = a.file.as_os_str() == "-";
+    let text = if from_stdin {
+        content_from(Some("-".into()), None, stdin_allowed)?
+    } else {
+        content_from(None, Some(&a.file), stdin_allowed)?
+    }
+    .unwrap_or_default();
+    let default_thread = a.thread.clone().unwrap_or_else(|| {
+        if from_stdin {
+            "stdin".into()
+        } else {
+            a.file
+                .file_stem()
+                .map_or_else(|| "transcript".into(), |s| s.to_string_lossy().into_owned())
+        }
+    });
+    let parsed = ingest::parse(&text, format, &default_thread, a.category.as_deref());
+    let counts = ingest::send(client, parsed).await?;
+    Ok(output::ingested(&counts))
+}
+
+fn metadata_json(meta: &[(String, String)]) -> Option<String> {
+    if meta.is_empty() {
+        return None;
+    }
+    let obj: serde_json::Map<String, Value> = meta
+        .iter()
+        .map(|(k, v)| {
+            let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.clone()));
+            (k.clone(), value)
+        })
+        .collect();
+    Some(Value::Object(obj).to_string())
+}
+
+fn filter(f: &FilterArgs) -> Filter {
+    Filter {
+        namespaces: f.namespaces.clone(),
+        all_namespaces: f.all_namespaces,
+        scope: f.scope.clone(),
+        category: f.category.clone(),
+        subject: f.subject.clone(),
+        tags: if f.any_tags.is_empty() {
+            f.tags.clone()
+        } else {
+            f.any_tags.clone()
+        },
+        tags_any: !f.any_tags.is_empty(),
+        meta: f.meta.clone(),
+        since: f.since.clone(),
+        until: f.until.clone(),
+        updated_since: f.updated_since.clone(),
+        updated_until: f.updated_until.clone(),
+        include_superseded: f.include_superseded,
+        include_archived: f.include_archived,
+        status: f.status.clone(),
+    }
+}
+
+fn add_request(content: String, f: MemoryFields, supersedes: Option<i64>) -> AddRequest {
+    AddRequest {
+        thread: None,
+        position: None,
+        occurred_at: None,
+        content,
+        category: f.category,
+        subject: f.subject,
+        tags: f.tags,
+        scope: f.scope,
+        tier: f.tier,
+        pinned: f.pin,
+        importance: f.importance,
+        status: f.status,
+        confidence: f.confidence,
+        expires: f.expires,
+        supersedes,
+        metadata: metadata_json(&f.meta),
+    }
+}
+
+/// Runs one client command over an open session.
+///
+/// # Errors
+/// [`CommandError`] with the exit code of the failure.
+pub async fn execute(
+    command: Command,
+    client: &mut Client,
+    paths: &Paths,
+    stdin_allowed: bool,
+) -> Result<Output, CommandError> {
+    match command {
+        Command::Add(a) => {
+            let content =
+                content_from(a.text, a.file.as_deref(), stdin_allowed)?.ok_or_else(|| {
+                    CommandError::Usage("add needs TEXT, `-` (stdin) or --file F".into())
+                })?;
+            let r = client
+                .add(AddRequest {
+                    thread: a.thread,
+                    position: a.position,
+                    occurred_at: a.occurred_at,
+                    ..add_request(content, a.fields, a.supersedes)
+                })
+                .await?;
+            Ok(output::added(&r))
+        }
+        Command::Get(a) => {
+            let r = client
+                .get_with(GetRequest {
+                    id: a.id,
+                    include_inactive: a.include_inactive,
+                })
+                .await?;
+            Ok(output::memory(&r.memory, Some(r.generation), None))
+        }
+        Command::List(a) => {
+            let r = client
+                .list(ListRequest {
+                    filter: filter(&a.filter),
+                    limit: a.filter.limit,
+                    offset: a.offset,
+                })
+                .await?;
+            Ok(output::list(&r))
+        }
+        Command::Search(a) => {
+            let mode = SearchMode::parse(&a.mode).ok_or_else(|| {
+                CommandError::Usage(format!(
+                    "unknown mode `{}`: expected auto, lexical, fuzzy, semantic or hybrid",
+                    a.mode
+                ))
+            })?;
+            let syntax = match a.syntax.as_str() {
+                "plain" => QuerySyntax::Plain,
+                "fts" => QuerySyntax::Fts,
+                other => {
+                    return Err(CommandError::Usage(format!(
+                        "unknown syntax `{other}`: expected plain or fts"
+                    )));
+                }
+            };
+            let r = client
+                .search(SearchRequest {
+                    query: a.query,
+                    filter: filter(&a.filter),
+                    limit: a.filter.limit,
+                    mode,
+                    syntax,
+                    explain: a.explain,
+                    offset: a.offset,
+                })
+                .await?;
+            Ok(output::hits(&r))
+        }
+        Command::Update(a) => {
+            let content = content_from(a.content, a.file.as_deref(), stdin_allowed)?;
+            let f = a.fields;
+            let pinned = match (f.pin, a.unpin) {
+                (true, _) => Some(true),
+                (_, true) => Some(false),
+                _ => None,
+            };
+            let req = UpdateRequest {
+                id: a.id,
+                content,
+                category: f.category,
+                subject: f.subject,
+                tags: (a.clear_tags || !f.tags.is_empty()).then_some(f.tags),
+                scope: f.scope,
+                tier: f.tier,
+                pinned,
+                importance: f.importance,
+                status: f.status,
+                confidence: f.confidence,
+                expires: f.expires,
+                metadata: metadata_json(&f.meta),
+                expect_rev: a.expect_rev,
+            };
+            let r = client.update(req).await?;
+            Ok(output::memory(
+                &r.memory,
+                Some(r.generation),
+                Some("updated"),
+            ))
+        }
+        Command::Forget(a) => {
+            let r = client.forget(a.id, a.expect_rev).await?;
+            Ok(output::forgotten(&r))
+        }
+        Command::Supersede(a) => Ok(output::superseded(&client.supersede(a.old, a.new).await?)),
+        Command::History(a) => Ok(output::history(&client.history(a.id).await?)),
+        Command::Confirm(a) => Ok(output::memory(
+            &client.confirm(a.id).await?,
+            None,
+            Some("confirmed"),
+        )),
+        Command::Prune(a) => Ok(output::pruned(
+            &client.prune(a.dry_run, a.all_namespaces).await?,
+        )),
+        Command::Task(t) => task(t, client, stdin_allowed).await,
+        Command::Inject => Ok(output::injected(&client.inject().await?)),
+        Command::Compacted => {
+            client.compacted().await?;
+            Ok(output::invalidated())
+        }
+        Command::Refresh => {
+            client.refresh().await?;
+            Ok(output::invalidated())
+        }
+        Command::Status => Ok(output::status(client.status().await?)),
+        Command::Check => output::check(client.check().await?),
+        Command::Sweep(a) => Ok(output::report("sweep", client.sweep(a.dry_run).await?)),
+        Command::Reembed => Ok(output::report("reembed", client.reembed().await?)),
+        Command::Session(args::SessionCommand::List) => {
+            Ok(output::report("session list", client.session_list().await?))
+        }
+        Command::Session(args::SessionCommand::End { name }) => Ok(output::report(
+            "session end",
+            client.session_end(&name).await?,
+        )),
+        Command::Export(a) => {
+            let req = memd_client::proto::ExportRequest {
+                format: a.format.clone(),
+                namespaces: a.namespaces.clone(),
+                all_namespaces: a.all_namespaces,
+                top: a.top,
+            };
+            match &a.out {
+                Some(path) => {
+                    let (out, file) = OutFile::create(path)?;
+                    let (info, bytes) = client.export(req, file).await?;
+                    out.commit()?;
+                    Ok(output::downloaded(info, bytes, path))
+                }
+                None if a.format == "markdown" => {
+                    // Text: the output itself, and under --json (or in
+                    // `shell --json`) one JSON object that carries it.
+                    let mut text = Vec::new();
+                    let (info, _) = client.export(req, &mut text).await?;
+                    let text = String::from_utf8_lossy(&text).trim_end().to_string();
+                    Ok(output::Output {
+                        json: json!({
+                            "success": true,
+                            "format": "markdown",
+                            "entries": info["entries"],
+                            "markdown": text,
+                        }),
+                        human: text,
+                    })
+                }
+                None => {
+                    // The JSON document itself (one compact line) is the
+                    // output, streamed.
+                    let (_, _) = client.export(req, Stdout).await?;
+                    Ok(output::Output {
+                        json: serde_json::Value::Null,
+                        human: String::new(),
+                    })
+                }
+            }
+        }
+        Command::Import(a) => {
+            let file = std::fs::File::open(&a.file)
+                .map_err(|e| CommandError::Io(format!("cannot open {}: {e}", a.file.display())))?;
+            Ok(output::report(
+                "import",
+                client.import(file, a.replace).await?,
+            ))
+        }
+        Command::Ingest(a) => ingest_file(a, client, stdin_allowed).await,
+        Command::ImportMd(a) => {
+            let mut counts = import_md::Counts::default();
+            for file in &a.files {
+                let text = std::fs::read_to_string(file).map_err(|e| {
+                    CommandError::Io(format!("cannot read {}: {e}", file.display()))
+                })?;
+                let source = std::fs::canonicalize(file)
+                    .unwrap_or_else(|_| file.clone())
+                    .display()
+                    .to_string();
+                import_md::send(client, &source, import_md::parse(&text), &mut counts).await?;
+            }
+            Ok(output::imported_md(&counts))
+        }
+        Command::Backup(a) => {
+            if !a.force && std::fs::symlink_metadata(&a.file).is_ok() {
+                return Err(CommandError::Usage(format!(
+                    "{} exists: nothing written; pass --force to replace it",
+                    a.file.display()
+                )));
+            }
+            let (out, file) = OutFile::create(&a.file)?;
+            let (info, bytes) = client.backup(file).await?;
+            out.commit()?;
+            Ok(output::downloaded(info, bytes, &a.file))
+        }
+        Command::Restore(a) => {
+            let file = std::fs::File::open(&a.file)
+                .map_err(|e| CommandError::Io(format!("cannot open {}: {e}", a.file.display())))?;
+            Ok(output::restored(client.restore(file).await?))
+        }
+        Command::Stop => {
+            // A socket inherited from systemd stays after the daemon exits
+            // (and a connection to it starts the daemon again): wait for
+            // the process instead.
+            let inherited_pid = client
+                .status()
+                .await
+                .ok()
+                .filter(|s| s["socket_inherited"] == true)
+                .and_then(|s| s["pid"].as_u64())
+                .and_then(|pid| u32::try_from(pid).ok());
+            client.stop().await?;
+            match inherited_pid {
+                Some(pid) => wait_exit(pid).await,
+                None => wait_gone(&paths.socket).await,
+            }
+            Ok(output::stopped())
+        }
+        Command::Shell
+        | Command::Daemon
+        | Command::Mcp
+        | Command::Hook(_)
+        | Command::Setup(_)
+        | Command::Config(_)
+        | Command::Service(_) => Err(CommandError::Usage(
+            "shell, daemon, mcp, hook, setup, config and service cannot run inside a session"
+                .into(),
+        )),
+    }
+}
+
+async fn task(
+    command: args::TaskCommand,
+    client: &mut Client,
+    stdin_allowed: bool,
+) -> Result<Output, CommandError> {
+    use args::TaskCommand as T;
+    let (id, status, expect_rev) = match command {
+        T::Add(a) => {
+            let content = content_from(Some(a.text), None, stdin_allowed)?.unwrap_or_default();
+            let mut meta = a.meta;
+            meta.push(("status".into(), "pending".into()));
+            let fields = MemoryFields {
+                category: Some("task".into()),
+                subject: a.subject,
+                tags: a.tags,
+                scope: a.scope,
+                importance: a.importance,
+                meta,
+                ..MemoryFields::default()
+            };
+            let r = client.add(add_request(content, fields, None)).await?;
+            return Ok(output::added(&r));
+        }
+        T::List(a) => {
+            let mut filter = Filter {
+                category: Some("task".into()),
+                ..Filter::default()
+            };
+            if !a.all {
+                filter.meta.push(("surface".into(), "startup".into()));
+            }
+            let r = client
+                .list(ListRequest {
+                    filter,
+                    limit: a.limit,
+                    offset: 0,
+                })
+                .await?;
+            return Ok(output::tasks(&r));
+        }
+        T::Start(a) => (a.id, "in_progress", a.expect_rev),
+        T::Done(a) => (a.id, "completed", a.expect_rev),
+        T::Cancel(a) => (a.id, "cancelled", a.expect_rev),
+    };
+    let m = client.task(id, status, expect_rev).await?;
+    Ok(output::memory(&m, None, Some(&format!("task {status}:"))))
+}
+
+/// Standard output as a `Send` writer (the standard lock is not `Send`,
+/// and a command's future may move between threads).
+struct Stdout;
+
+impl std::io::Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        std::io::stdout().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stdout().flush()
+    }
+}
+
+/// An output file for the client: written under a temporary name beside
+/// the destination (mode 0600, created new, never through a symlink) and
+/// renamed over it only when the download completed, so a failed export or
+/// backup leaves an existing file as it was.
+struct OutFile {
+    tmp: PathBuf,
+    dest: PathBuf,
+    done: bool,
+}
+
+impl OutFile {
+    fn create(dest: &Path) -> Result<(OutFile, std::fs::File), CommandError> {
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dest.with_file_name(format!(".{name}.memd-{}.part", std::process::id()));
+        let file = crate::session::create_private(&tmp)
+            .map_err(|e| CommandError::Io(format!("cannot write {}: {e}", dest.display())))?;
+        Ok((
+            OutFile {
+                tmp,
+                dest: dest.to_path_buf(),
+                done: false,
+            },
+            file,
+        ))
+    }
+
+    /// Puts the finished file in place (replacing what was there).
+    fn commit(mut self) -> Result<(), CommandError> {
+        std::fs::rename(&self.tmp, &self.dest)
+            .map_err(|e| CommandError::Io(format!("cannot write {}: {e}", self.dest.display())))?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for OutFile {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// After `stop` of a socket-activated daemon: waits (up to 15 s) until its
+/// process is gone.
+async fn wait_exit(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && crate::sys::alive(pid) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// After `stop`: waits (up to 15 s) until the daemon has removed its socket,
+/// which it does last, after draining the writer and checkpointing — so a
+/// script that runs `memd stop` can rely on the daemon being gone.
+async fn wait_gone(socket: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && socket.exists() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -1,7 +1,7 @@
 //! Paths and settings: where the data dir, socket and config file are, and
 //! what the config file may say.
 //!
-//! Path precedence is DESIGN.md "Files and paths": flag > environment >
+//! Path precedence is ARCHITECTURE.md "Files and paths": flag > environment >
 //! XDG default. The config file is TOML; every key is optional and unknown
 //! keys are an error (a typo must not silently fall back to a default).
 

@@ -1,28 +1,26 @@
 //! memd: a daemon that gives AI agents a shared, persistent memory.
 //!
 //! One process owns one SQLite database; many agent sessions talk to it over
-//! a Unix socket. See `DESIGN.md` for the contract and the README for use.
+//! a Unix socket. ARCHITECTURE.md describes the layers below (each imports
+//! only lower ones; `tests/structure.rs` checks it) and the README the use.
 //!
-//! # Layout
-//! - [`config`]: paths (data dir, socket, config file) and settings.
-//! - [`daemon`]: lock, socket hygiene, accept loop, connections, shutdown.
-//! - [`handler`]: one file per request kind; [`handler::dispatch`] matches
-//!   every request exhaustively.
-//! - [`session`]: a connection's identity and view.
-//! - [`store`]: schema and migrations, the writer thread, the reader pool,
-//!   queries, search, the write gate.
-//! - [`embed`]: the embedder (local model or HTTP provider), vectors, the
-//!   background embedding worker.
-//! - [`commands`]: the client commands shared by the command line and the
-//!   MCP server: their arguments, connecting, running one over a session,
-//!   their output and errors.
-//! - [`cli`]: the `memd` command line, `memd shell`, hooks, `setup`,
-//!   `config show` and `service install|uninstall|status`.
-//! - [`mcp`]: `memd mcp`, a stdio MCP server that is one session.
-//! - [`clock`]: the stored time format.
-//! - [`fuzzing`]: the bodies of the fuzz targets (`fuzz/`), replayed by a
-//!   stable test.
-//! - `sys`: the few libc calls std does not wrap.
+//! # Layout, lowest layer first
+//! - `sys`, [`clock`]: the few libc calls std does not wrap; the stored time
+//!   format.
+//! - [`session`]: a session's identity, view, read set and snapshot rules;
+//!   [`embed`]: the embedder trait, its backends, vectors and their rules.
+//! - [`drift`]: the drift guard's policy, refusals, backups and watcher.
+//! - [`store`]: every SQL statement — schema, writer thread, readers, named
+//!   queries per table or concern, search, the write gate.
+//! - [`config`]: paths and the config file, gathering each owner's settings.
+//! - [`state`]: what handlers and jobs share.
+//! - [`jobs`]: the embedding worker, sweeps, named-session expiry.
+//! - [`handler`]: one file per request; [`handler::dispatch`].
+//! - [`daemon`]: lock, socket, accept loop, connections, signals, reload.
+//! - [`commands`]: what the CLI and the MCP server share; [`fuzzing`]: the
+//!   fuzz target bodies, replayed by a stable test.
+//! - [`cli`]: the `memd` command line; [`mcp`]: `memd mcp`, a stdio MCP
+//!   server that is one session.
 
 pub mod cli;
 pub mod clock;

@@ -651,7 +651,7 @@ fn global_flags_come_from_the_environment_or_after_the_subcommand() {
     assert!(!empty.join("memd.sock").exists());
 }
 
-/// `status --json` has every key DESIGN.md names, with the types it names.
+/// `status --json` has every key it promises, with its type.
 #[test]
 fn status_json_has_the_documented_keys() {
     let d = Daemon::start();

@@ -1,4 +1,4 @@
-//! The command line (DESIGN.md "CLI contract"), shared by `memd` and
+//! The command line (ARCHITECTURE.md "CLI contract"), shared by `memd` and
 //! `memd shell` lines; the MCP tools build the same commands.
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! A command's failure: what went wrong, its exit code (DESIGN.md "CLI
+//! A command's failure: what went wrong, its exit code (ARCHITECTURE.md "CLI
 //! contract"), its message and its `--json` form. The CLI prints it; the MCP
 //! server returns its JSON as a tool error.
 
@@ -32,7 +32,7 @@ impl From<memd_client::Error> for CommandError {
 }
 
 impl CommandError {
-    /// The exit code (DESIGN.md "CLI contract").
+    /// The exit code (ARCHITECTURE.md "CLI contract").
     pub fn exit_code(&self) -> i32 {
         match self {
             CommandError::Client(e) => e.exit_code(),

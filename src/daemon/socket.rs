@@ -1,4 +1,4 @@
-//! Socket hygiene (DESIGN.md "Files and paths"): the path must fit
+//! Socket hygiene (ARCHITECTURE.md "Files and paths"): the path must fit
 //! `sun_path`; the parent directory is created 0700 (a wider existing one is
 //! warned about); a socket that answers is never replaced; one nobody answers
 //! on is stale and removed; anything else at the path (a file, a symlink) is

@@ -5,7 +5,7 @@
 //! record: put in place while no daemon runs, it would start at its old
 //! generation and hand out numbers that sessions already saw. This file,
 //! `<data_dir>/memd.generation`, survives such a swap, so a start-up finds
-//! the generation went back and moves it forward (DESIGN.md "Drift").
+//! the generation went back and moves it forward (ARCHITECTURE.md "Drift").
 //!
 //! It is a fixed-width decimal number, rewritten in place by the writer
 //! thread before each commit that moves the generation (one `pwrite`, no

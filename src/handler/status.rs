@@ -1,4 +1,5 @@
-//! `status`: the daemon's state as JSON (keys in DESIGN.md "CLI contract").
+//! `status`: the daemon's state as JSON (its keys are part of the CLI
+//! contract: ARCHITECTURE.md "CLI contract").
 
 use std::sync::atomic::Ordering;
 

@@ -1,5 +1,5 @@
 //! The frozen snapshot: the memory block a session injects into its
-//! model's prompt (DESIGN.md "Frozen snapshot").
+//! model's prompt (ARCHITECTURE.md "Frozen snapshot").
 //!
 //! Pure rules: rows arrive in priority order (pinned, tier, importance,
 //! category, created_at, id); [`Builder`] takes each one that still fits the

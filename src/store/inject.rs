@@ -1,5 +1,5 @@
 //! The read behind a snapshot build: promoted, active, unexpired memories
-//! visible to the session, in priority order (DESIGN.md "Frozen snapshot").
+//! visible to the session, in priority order (ARCHITECTURE.md "Frozen snapshot").
 
 use rusqlite::Connection;
 

@@ -142,7 +142,7 @@ impl From<std::io::Error> for StoreError {
     }
 }
 
-/// Generations as the daemon knows them (DESIGN.md "Drift").
+/// Generations as the daemon knows them (ARCHITECTURE.md "Drift").
 #[derive(Debug)]
 pub struct Generations {
     /// Newest generation the daemon has read or produced.
@@ -340,7 +340,7 @@ fn startup_generations(
 }
 
 /// Opens the connection that the writer thread will own, with the pragmas of
-/// DESIGN.md "Processes and threads".
+/// ARCHITECTURE.md "Processes and threads".
 ///
 /// # Errors
 /// SQLite errors.

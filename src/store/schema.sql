@@ -1,6 +1,6 @@
 -- memd schema, version 1.
 --
--- Rules external tools rely on (DESIGN.md "Schema rules"):
+-- Rules external tools rely on (ARCHITECTURE.md "Schema rules"):
 -- * a plain sqlite3 shell can write: `INSERT INTO memories(content) VALUES ('x')`
 --   works, defaults fill the rest;
 -- * triggers and defaults use only built-ins of SQLite 3.37+ shells (no JSON

@@ -1,5 +1,5 @@
 -- memd schema, version 2: an index in the order a session's memory block is
--- built (DESIGN.md "Frozen snapshot"), so a cold inject reads only the rows
+-- built (ARCHITECTURE.md "Frozen snapshot"), so a cold inject reads only the rows
 -- that fit its budget instead of sorting the namespace. Partial on active
 -- rows, covering the visibility columns so counting eligible rows needs no
 -- table lookups.

@@ -10,7 +10,7 @@
 //! ([`CommitLog`]): the drift guard traces each row's last change to a
 //! session, the daemon or an external writer through it.
 //!
-//! Every external-change check runs here, between batches (DESIGN.md
+//! Every external-change check runs here, between batches (ARCHITECTURE.md
 //! "Drift"): each batch starts by reading the generation inside its write
 //! transaction, and the file watcher wakes the thread with [`Writer::check`]
 //! so a change is seen within milliseconds even when nobody writes. The

@@ -1,5 +1,5 @@
 //! The write gate and request validation: pure rules from a request and the
-//! config to the plain values the store writes (DESIGN.md "Write gate").
+//! config to the plain values the store writes (ARCHITECTURE.md "Write gate").
 //!
 //! Order for an add: normalize the scope; category allowlist; size limit;
 //! code-derivable content ([`code`]); secrets ([`secrets`]); then the

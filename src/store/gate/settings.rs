@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The default category allowlist (DESIGN.md "Data model").
+/// The default category allowlist (ARCHITECTURE.md "Data model").
 pub const DEFAULT_CATEGORIES: &[&str] = &[
     "preference",
     "fact",

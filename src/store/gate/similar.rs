@@ -1,4 +1,4 @@
-//! Near-duplicate rules (DESIGN.md "Write gate"): Jaccard similarity over
+//! Near-duplicate rules (ARCHITECTURE.md "Write gate"): Jaccard similarity over
 //! word 3-shingles with digits kept; never a merge when the numbers differ
 //! ("port 5432" vs "port 5433" is an update, not a duplicate) or the text is
 //! shorter than [`MIN_MERGE_WORDS`] words.

@@ -195,6 +195,34 @@ pub fn plain_query(text: &str) -> Option<String> {
     }
 }
 
+/// Whether FTS5, with memd's tokenizer, parses `query` as a `MATCH`
+/// expression (an in-memory table per thread): what the query fuzz target
+/// checks of every [`plain_query`].
+///
+/// # Errors
+/// SQLite's message when the query is not valid FTS5.
+pub fn check_match_syntax(query: &str) -> Result<(), String> {
+    thread_local! {
+        static FTS: rusqlite::Connection = {
+            let conn = rusqlite::Connection::open_in_memory().expect("in-memory database");
+            conn.execute_batch(
+                "CREATE VIRTUAL TABLE t USING fts5(content, subject, \
+                 tokenize = 'porter unicode61 remove_diacritics 2');
+                 INSERT INTO t VALUES ('the deploy script lives in ops', 'deploy');",
+            )
+            .expect("FTS5 table");
+            conn
+        };
+    }
+    FTS.with(|conn| {
+        conn.query_row("SELECT count(*) FROM t WHERE t MATCH ?1", [query], |r| {
+            r.get::<_, i64>(0)
+        })
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

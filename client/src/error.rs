@@ -135,7 +135,7 @@ impl Error {
         }
     }
 
-    /// The CLI's exit code (DESIGN.md "CLI contract"): 1 error (not found
+    /// The CLI's exit code (ARCHITECTURE.md "CLI contract"): 1 error (not found
     /// included), 2 usage, 3 drift, 4 conflict, 5 unreachable or protocol
     /// mismatch, 6 rejected by the write gate.
     pub fn exit_code(&self) -> i32 {

@@ -172,7 +172,7 @@ impl Client {
         &self.welcome
     }
 
-    /// The generation this session has seen (DESIGN.md "Drift"), as far as
+    /// The generation this session has seen (ARCHITECTURE.md "Drift"), as far as
     /// the client can tell from the answers: the handshake's, then that of
     /// every read (`get`, `list`, `search`, `history`, `inject`) and drift
     /// refusal. Never ahead of the daemon's own count, so passing it as

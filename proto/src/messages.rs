@@ -686,7 +686,7 @@ pub struct AddRequest {
     pub occurred_at: Option<String>,
 }
 
-/// Outcome of an add (DESIGN.md "Write gate").
+/// Outcome of an add (ARCHITECTURE.md "Write gate").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AddResult {
     /// The memory is stored (possibly merged into an existing one).

@@ -5,20 +5,21 @@
 
 use memd_proto::{Frame, Request, Response};
 
-/// Frame decoding: a header and a body as a peer could send them. A body
-/// that decodes as a request or a response re-encodes to bytes that decode
-/// to the same message; nothing panics or allocates past the frame limit.
+/// Frame decoding: bytes as a peer could send them, fed to the codec's
+/// [`memd_proto::FrameBuffer`] in two reads, after a preamble. A body that
+/// decodes as a request or a response re-encodes to bytes that decode to the
+/// same message; nothing panics or allocates past the frame limit.
 pub fn frame(data: &[u8]) {
-    if data.len() >= memd_proto::PREAMBLE_LEN {
-        let mut pre = [0u8; memd_proto::PREAMBLE_LEN];
-        pre.copy_from_slice(&data[..memd_proto::PREAMBLE_LEN]);
+    let mut buf = memd_proto::FrameBuffer::new();
+    let (first, second) = data.split_at(data.len() / 2);
+    buf.extend(first);
+    if let Some(pre) = buf.take_preamble() {
         let _ = memd_proto::parse_preamble(&pre);
     }
-    if data.len() >= memd_proto::HEADER_LEN {
-        let header = [data[0], data[1], data[2], data[3]];
-        if let Ok(len) = memd_proto::frame_len(header) {
-            let body = &data[memd_proto::HEADER_LEN..];
-            let _ = memd_proto::decode::<Request>(&body[..len.min(body.len())]);
+    buf.extend(second);
+    while let Ok(Some(body)) = buf.next_body() {
+        if let Ok(f) = memd_proto::decode::<Request>(&body) {
+            round_trip(f);
         }
     }
     request(data);

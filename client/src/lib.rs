@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
 
 pub use error::{Error, Result};
@@ -37,10 +37,7 @@ pub use memd_proto::{
     MemoryList, MemoryReply, QuerySyntax, SearchMode, SearchRequest, SearchResult, UpdateRequest,
     Welcome,
 };
-use memd_proto::{Frame, HEADER_LEN, Hello, PREAMBLE_LEN, Request, Response};
-
-/// Bytes asked of the socket at a time when no frame size is known yet.
-const READ_CHUNK: usize = 16 * 1024;
+use memd_proto::{Frame, FrameBuffer, Hello, Request, Response};
 
 /// How to reach the daemon and what session to open.
 #[derive(Debug, Clone)]
@@ -83,14 +80,14 @@ impl ConnectOptions {
 /// An open session with the daemon.
 #[derive(Debug)]
 pub struct Client {
-    stream: BufReader<UnixStream>,
+    stream: UnixStream,
     next_id: u64,
     welcome: Welcome,
     /// Pushes (frame id 0) received while waiting for a response.
     pushes: VecDeque<Response>,
     /// Bytes of frames received but not yet decoded: reading into it is
     /// cancel safe, so [`Client::next_event`] can sit in a `select!`.
-    rbuf: Vec<u8>,
+    rbuf: FrameBuffer,
     /// The session's seen generation as far as this client can tell.
     seen: u64,
     /// The last request went out whole.
@@ -119,16 +116,17 @@ impl Client {
     }
 
     async fn handshake(stream: UnixStream, opts: ConnectOptions) -> Result<Client> {
-        let mut stream = BufReader::new(stream);
-        stream.get_mut().write_all(&memd_proto::preamble()).await?;
-        let mut preamble = [0u8; PREAMBLE_LEN];
-        stream
-            .read_exact(&mut preamble)
-            .await
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::UnexpectedEof => Error::Closed,
-                _ => Error::Io(e),
-            })?;
+        let mut stream = stream;
+        stream.write_all(&memd_proto::preamble()).await?;
+        let mut rbuf = FrameBuffer::new();
+        let preamble = loop {
+            if let Some(preamble) = rbuf.take_preamble() {
+                break preamble;
+            }
+            if stream.read_buf(rbuf.unfilled()).await? == 0 {
+                return Err(Error::Closed);
+            }
+        };
         let version = memd_proto::parse_preamble(&preamble)?;
         memd_proto::check_version(version)?;
         let mut client = Client {
@@ -141,7 +139,7 @@ impl Client {
                 protocol: version,
             },
             pushes: VecDeque::new(),
-            rbuf: Vec::new(),
+            rbuf,
             seen: 0,
             written: false,
         };
@@ -239,7 +237,7 @@ impl Client {
         self.next_id += 1;
         self.written = false;
         let bytes = memd_proto::encode(&Frame { id, body: req })?;
-        if let Err(e) = self.stream.get_mut().write_all(&bytes).await {
+        if let Err(e) = self.stream.write_all(&bytes).await {
             // A daemon that refuses a connection (busy, another user) sends
             // its reason and closes: the reason is still ours to read.
             if matches!(
@@ -278,21 +276,12 @@ impl Client {
     /// nothing and the next one resumes the same frame.
     async fn read_frame(&mut self) -> Result<Frame<Response>> {
         loop {
-            if self.rbuf.len() >= HEADER_LEN {
-                let header = [self.rbuf[0], self.rbuf[1], self.rbuf[2], self.rbuf[3]];
-                let len = memd_proto::frame_len(header)?;
-                if self.rbuf.len() >= HEADER_LEN + len {
-                    let frame = memd_proto::decode(&self.rbuf[HEADER_LEN..HEADER_LEN + len]);
-                    self.rbuf.drain(..HEADER_LEN + len);
-                    return Ok(frame?);
-                }
-                self.rbuf.reserve(HEADER_LEN + len - self.rbuf.len());
-            } else {
-                self.rbuf.reserve(READ_CHUNK);
+            if let Some(frame) = self.rbuf.next_frame()? {
+                return Ok(frame);
             }
             let n = self
                 .stream
-                .read_buf(&mut self.rbuf)
+                .read_buf(self.rbuf.unfilled())
                 .await
                 .map_err(|e| match e.kind() {
                     std::io::ErrorKind::UnexpectedEof => Error::Closed,

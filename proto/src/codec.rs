@@ -7,9 +7,10 @@
 //! of a bincode-encoded [`Frame`]. [`MAX_FRAME_LEN`] is enforced on every
 //! frame, in both directions.
 //!
-//! This module is sans-IO: the daemon and the client read the 4-byte header,
-//! call [`frame_len`], read the body and call [`decode`]. Keeping bincode
-//! behind these few functions keeps a future format change to this file.
+//! This module is sans-IO: the daemon and the client read bytes from their
+//! socket into one [`FrameBuffer`], which hands back the preamble and each
+//! complete frame body, and call [`decode`] on it. Keeping bincode and the
+//! framing behind these few items keeps a future format change to this file.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -186,4 +187,111 @@ pub fn peek_id(body: &[u8]) -> Option<u64> {
     bincode::serde::decode_from_slice::<u64, _>(body, config())
         .ok()
         .map(|(id, _)| id)
+}
+
+/// Bytes read from a socket and not yet handed back as a frame.
+///
+/// The one frame loop of the protocol, shared by the daemon and the client.
+/// It does no I/O: the caller reads into [`FrameBuffer::unfilled`] (with
+/// tokio's `read_buf`, which either reads or does nothing, so a read
+/// cancelled in a `select!` loses no byte), then asks for the preamble or
+/// the next frame body. A frame that is only partly here stays buffered
+/// until the rest arrives. Each header is checked against [`MAX_FRAME_LEN`]
+/// as soon as its 4 bytes are in, before the body is waited for.
+#[derive(Debug, Default)]
+pub struct FrameBuffer {
+    buf: Vec<u8>,
+}
+
+impl FrameBuffer {
+    /// Bytes reserved ahead of a read when the size of what comes next is
+    /// not known yet.
+    pub const READ_CHUNK: usize = 16 * 1024;
+
+    /// An empty buffer.
+    pub fn new() -> FrameBuffer {
+        FrameBuffer::default()
+    }
+
+    /// Whether no byte is waiting (between frames).
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Bytes waiting, complete frames or not.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The buffer to read into: bytes appended to it are taken as received.
+    /// Capacity is reserved first, for the rest of a frame whose header is
+    /// in (so a large frame is one allocation), or a [`Self::READ_CHUNK`].
+    pub fn unfilled(&mut self) -> &mut Vec<u8> {
+        let wanted = match self.announced() {
+            Some(Ok(len)) => (HEADER_LEN + len).saturating_sub(self.buf.len()),
+            _ => Self::READ_CHUNK,
+        };
+        let spare = self.buf.capacity() - self.buf.len();
+        if spare < wanted.max(Self::READ_CHUNK / 4) {
+            self.buf.reserve(wanted.max(Self::READ_CHUNK / 4));
+        }
+        &mut self.buf
+    }
+
+    /// Appends received bytes (for callers that read into their own slice).
+    pub fn extend(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The peer's preamble once its 8 bytes are in; `None` before.
+    pub fn take_preamble(&mut self) -> Option<[u8; PREAMBLE_LEN]> {
+        if self.buf.len() < PREAMBLE_LEN {
+            return None;
+        }
+        let mut out = [0u8; PREAMBLE_LEN];
+        out.copy_from_slice(&self.buf[..PREAMBLE_LEN]);
+        self.buf.drain(..PREAMBLE_LEN);
+        Some(out)
+    }
+
+    /// The body of the next frame once it is whole; `None` while bytes are
+    /// missing.
+    ///
+    /// # Errors
+    /// [`CodecError::TooLarge`] or [`CodecError::Empty`] for a bad header,
+    /// as soon as it is in: the connection cannot be resynchronised and
+    /// should be closed.
+    pub fn next_body(&mut self) -> Result<Option<Vec<u8>>, CodecError> {
+        let Some(len) = self.announced().transpose()? else {
+            return Ok(None);
+        };
+        let end = HEADER_LEN + len;
+        if self.buf.len() < end {
+            return Ok(None);
+        }
+        let rest = self.buf.split_off(end);
+        let mut body = std::mem::replace(&mut self.buf, rest);
+        body.drain(..HEADER_LEN);
+        Ok(Some(body))
+    }
+
+    /// The next frame, decoded, once it is whole; `None` while bytes are
+    /// missing. A frame that does not decode is consumed all the same, so
+    /// the next call reads the frame after it.
+    ///
+    /// # Errors
+    /// As [`Self::next_body`], and as [`decode`].
+    pub fn next_frame<B: DeserializeOwned>(&mut self) -> Result<Option<Frame<B>>, CodecError> {
+        match self.next_body()? {
+            Some(body) => decode(&body).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The length the buffered header announces, checked; `None` before
+    /// the header is whole.
+    fn announced(&self) -> Option<Result<usize, CodecError>> {
+        let header: [u8; HEADER_LEN] = self.buf.get(..HEADER_LEN)?.try_into().ok()?;
+        Some(frame_len(header))
+    }
 }

@@ -14,7 +14,7 @@ pub mod json;
 pub mod messages;
 
 pub use codec::{
-    CodecError, HEADER_LEN, MAGIC, MAX_FRAME_LEN, PREAMBLE_LEN, PROTOCOL_VERSION, check_version,
-    decode, encode, frame_len, parse_preamble, peek_id, preamble,
+    CodecError, FrameBuffer, HEADER_LEN, MAGIC, MAX_FRAME_LEN, PREAMBLE_LEN, PROTOCOL_VERSION,
+    check_version, decode, encode, frame_len, parse_preamble, peek_id, preamble,
 };
 pub use messages::*;

@@ -238,3 +238,94 @@ proptest! {
         check(id, resp)?;
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200)
+    ))]
+
+    /// However the bytes of a preamble and several frames are cut into
+    /// reads, the buffer hands back the preamble and the same frames in
+    /// order, and nothing before each is whole.
+    #[test]
+    fn frame_buffer_reassembles_any_split(
+        reqs in proptest::collection::vec(request(), 1..5),
+        cuts in proptest::collection::vec(1usize..64, 1..40),
+    ) {
+        let mut wire = preamble().to_vec();
+        let mut ends = Vec::new();
+        for (i, req) in reqs.iter().enumerate() {
+            wire.extend(encode(&Frame { id: i as u64 + 1, body: req.clone() }).unwrap());
+            ends.push(wire.len());
+        }
+        let mut buf = FrameBuffer::new();
+        let mut got_preamble = None;
+        let mut got: Vec<Frame<Request>> = Vec::new();
+        let mut at = 0;
+        let mut cuts = cuts.into_iter().cycle();
+        while at < wire.len() {
+            let n = cuts.next().unwrap().min(wire.len() - at);
+            buf.unfilled().extend_from_slice(&wire[at..at + n]);
+            at += n;
+            if got_preamble.is_none() {
+                got_preamble = buf.take_preamble();
+                if got_preamble.is_none() {
+                    prop_assert!(at < PREAMBLE_LEN);
+                    continue;
+                }
+            }
+            while let Some(frame) = buf.next_frame::<Request>().unwrap() {
+                // A frame comes out only once all its bytes are in.
+                prop_assert!(at >= ends[got.len()]);
+                got.push(frame);
+            }
+            prop_assert!(got.len() == ends.len() || at < ends[got.len()]);
+        }
+        prop_assert_eq!(got_preamble, Some(preamble()));
+        prop_assert!(buf.is_empty());
+        prop_assert_eq!(got.len(), reqs.len());
+        for (i, (frame, req)) in got.iter().zip(&reqs).enumerate() {
+            prop_assert_eq!(frame.id, i as u64 + 1);
+            prop_assert_eq!(
+                encode(frame).unwrap(),
+                encode(&Frame { id: frame.id, body: req.clone() }).unwrap()
+            );
+        }
+    }
+}
+
+#[test]
+fn frame_buffer_refuses_a_bad_header_before_its_body() {
+    let mut buf = FrameBuffer::new();
+    buf.extend(&u32::try_from(MAX_FRAME_LEN + 1).unwrap().to_be_bytes());
+    assert!(matches!(
+        buf.next_body(),
+        Err(CodecError::TooLarge { len, .. }) if len == MAX_FRAME_LEN + 1
+    ));
+    let mut buf = FrameBuffer::new();
+    buf.extend(&[0, 0, 0, 0]);
+    assert!(matches!(buf.next_body(), Err(CodecError::Empty)));
+    let mut buf = FrameBuffer::new();
+    buf.extend(&[0, 0, 0]);
+    assert!(matches!(buf.next_body(), Ok(None)));
+}
+
+#[test]
+fn frame_buffer_consumes_a_frame_that_does_not_decode() {
+    let mut buf = FrameBuffer::new();
+    buf.extend(&[0, 0, 0, 2, 0xff, 0xff]);
+    buf.extend(
+        &encode(&Frame {
+            id: 7,
+            body: Request::Get(GetRequest {
+                id: 1,
+                include_inactive: false,
+            }),
+        })
+        .unwrap(),
+    );
+    assert!(buf.next_frame::<Request>().is_err());
+    let next = buf.next_frame::<Request>().unwrap().unwrap();
+    assert_eq!(next.id, 7);
+    assert!(buf.is_empty());
+}

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use memd_proto::{
-    CodecError, ErrorBody, ErrorCode, Event, Frame, HEADER_LEN, MAX_FRAME_LEN, PREAMBLE_LEN,
+    CodecError, ErrorBody, ErrorCode, Event, Frame, FrameBuffer, MAX_FRAME_LEN, PREAMBLE_LEN,
     PROTOCOL_VERSION, Request, Response, Welcome,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -51,9 +51,6 @@ impl Timeouts {
         }
     }
 }
-/// Bytes read from the socket at a time.
-const READ_CHUNK: usize = 64 * 1024;
-
 /// Why reading a frame stopped.
 #[derive(Debug)]
 enum ReadError {
@@ -67,11 +64,13 @@ enum ReadError {
     Io(std::io::Error),
 }
 
-/// Reads frames into a buffer that outlives a cancelled wait: `next` can
-/// sit in a `select!` without ever losing half a frame.
+/// Reads frames into the codec's [`FrameBuffer`], which outlives a
+/// cancelled wait: `next` can sit in a `select!` without ever losing half a
+/// frame. Adds the one thing the buffer cannot know: how long a frame that
+/// has started arriving may take.
 struct FrameReader {
     rd: OwnedReadHalf,
-    buf: Vec<u8>,
+    buf: FrameBuffer,
     /// When the frame that has started arriving must be complete.
     deadline: Option<Instant>,
     /// How long a started frame may take.
@@ -82,46 +81,20 @@ impl FrameReader {
     fn new(rd: OwnedReadHalf, frame_timeout: Duration) -> FrameReader {
         FrameReader {
             rd,
-            buf: Vec::new(),
+            buf: FrameBuffer::new(),
             deadline: None,
             frame_timeout,
         }
     }
 
-    /// Bytes needed for the next frame, or the frame's body once complete.
-    fn parse(&mut self) -> Result<Option<Vec<u8>>, ReadError> {
-        if self.buf.len() < HEADER_LEN {
-            return Ok(None);
-        }
-        let header = [self.buf[0], self.buf[1], self.buf[2], self.buf[3]];
-        let len = memd_proto::frame_len(header).map_err(ReadError::Header)?;
-        if self.buf.len() < HEADER_LEN + len {
-            return Ok(None);
-        }
-        let body = self.buf[HEADER_LEN..HEADER_LEN + len].to_vec();
-        self.buf.drain(..HEADER_LEN + len);
-        Ok(Some(body))
-    }
-
-    /// Reads at least `n` buffered bytes.
-    async fn fill(&mut self, n: usize) -> Result<(), ReadError> {
-        while self.buf.len() < n {
-            self.read_some().await?;
-        }
-        Ok(())
-    }
-
     /// One read from the socket (cancel safe: `read_buf` either reads or
     /// does nothing).
     async fn read_some(&mut self) -> Result<(), ReadError> {
-        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
-            self.buf.reserve(READ_CHUNK);
-        }
         let read = match self.deadline {
-            Some(deadline) => timeout_at(deadline, self.rd.read_buf(&mut self.buf))
+            Some(deadline) => timeout_at(deadline, self.rd.read_buf(self.buf.unfilled()))
                 .await
                 .map_err(|_| ReadError::Stalled(self.frame_timeout))?,
-            None => self.rd.read_buf(&mut self.buf).await,
+            None => self.rd.read_buf(self.buf.unfilled()).await,
         };
         match read {
             Ok(0) if self.buf.is_empty() => Err(ReadError::Closed),
@@ -136,12 +109,16 @@ impl FrameReader {
         }
     }
 
+    /// The clock for the next frame starts with its first byte.
+    fn restart_clock(&mut self) {
+        self.deadline = (!self.buf.is_empty()).then(|| Instant::now() + self.frame_timeout);
+    }
+
     /// The next frame's body.
     async fn next(&mut self) -> Result<Vec<u8>, ReadError> {
         loop {
-            if let Some(body) = self.parse()? {
-                // The clock for the next frame starts with its first byte.
-                self.deadline = (!self.buf.is_empty()).then(|| Instant::now() + self.frame_timeout);
+            if let Some(body) = self.buf.next_body().map_err(ReadError::Header)? {
+                self.restart_clock();
                 return Ok(body);
             }
             self.read_some().await?;
@@ -150,12 +127,13 @@ impl FrameReader {
 
     /// The 8-byte preamble.
     async fn preamble(&mut self) -> Result<[u8; PREAMBLE_LEN], ReadError> {
-        self.fill(PREAMBLE_LEN).await?;
-        let mut p = [0u8; PREAMBLE_LEN];
-        p.copy_from_slice(&self.buf[..PREAMBLE_LEN]);
-        self.buf.drain(..PREAMBLE_LEN);
-        self.deadline = (!self.buf.is_empty()).then(|| Instant::now() + self.frame_timeout);
-        Ok(p)
+        loop {
+            if let Some(preamble) = self.buf.take_preamble() {
+                self.restart_clock();
+                return Ok(preamble);
+            }
+            self.read_some().await?;
+        }
     }
 }
 

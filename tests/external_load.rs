@@ -278,7 +278,7 @@ async fn no_stale_write_discards_an_external_change() {
     // inserts and deletes, and the sessions' accepted forgets; the database
     // is intact.
     let check = d.client().await.check().await.unwrap();
-    assert_eq!(check["ok"], true, "{check}");
+    assert!(check.ok, "{check:?}");
     let rows = common::sqlite3(&d.db(), "SELECT count(*) FROM memories");
     assert_eq!(
         rows.trim().parse::<usize>().unwrap(),

@@ -406,8 +406,8 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         let report = client.import(&doc[..], false).await?;
         load_time += t.elapsed();
         anyhow::ensure!(
-            report["inserted"].as_u64() == Some(part.len() as u64),
-            "import inserted {report}"
+            report.inserted == part.len() as u64,
+            "import inserted {report:?}"
         );
         floor.load(part)?;
         loaded = *scale;
@@ -649,7 +649,7 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         )
         .note(format!(
             "sweep of {} rows took {:.1} s",
-            report["counts"]["decayed"],
+            report.counts.decayed,
             took.as_secs_f64()
         )),
     );

@@ -263,7 +263,7 @@ pub(crate) async fn scale(
     let report = c
         .import(&crate::perf::export_doc(items, 0)[..], false)
         .await?;
-    anyhow::ensure!(report["inserted"].as_u64() == Some(n as u64), "{report}");
+    anyhow::ensure!(report.inserted == n as u64, "{report:?}");
     drop(c);
     d.stop()?;
 

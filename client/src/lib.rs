@@ -466,16 +466,16 @@ impl Client {
         }
     }
 
-    /// The daemon's integrity report (SQLite, FTS, triggers) as JSON.
+    /// The daemon's integrity report (SQLite, FTS, triggers).
     ///
     /// # Errors
     /// Connection errors.
-    pub async fn check(&mut self) -> Result<serde_json::Value> {
+    pub async fn check(&mut self) -> Result<memd_proto::CheckReport> {
         match self
             .call(Request::Check(memd_proto::CheckRequest {}))
             .await?
         {
-            Response::Report(r) => parse_report(&r),
+            Response::Checked(r) => Ok(r),
             other => Err(unexpected(&other)),
         }
     }
@@ -515,13 +515,16 @@ impl Client {
     /// # Errors
     /// [`Error::InvalidInput`] when the file is not a usable memd database
     /// (then nothing changed).
-    pub async fn restore(&mut self, reader: impl std::io::Read) -> Result<serde_json::Value> {
+    pub async fn restore(
+        &mut self,
+        reader: impl std::io::Read,
+    ) -> Result<memd_proto::RestoreReport> {
         self.upload(reader).await?;
         match self
             .call(Request::Restore(memd_proto::RestoreRequest {}))
             .await?
         {
-            Response::Report(r) => parse_report(&r),
+            Response::Restored(r) => Ok(r),
             other => Err(unexpected(&other)),
         }
     }
@@ -667,29 +670,28 @@ impl Client {
     ///
     /// # Errors
     /// Connection errors; a failed sweep.
-    pub async fn sweep(&mut self, dry_run: bool) -> Result<serde_json::Value> {
+    pub async fn sweep(&mut self, dry_run: bool) -> Result<memd_proto::SweepReport> {
         match self
             .call(Request::Sweep(memd_proto::SweepRequest { dry_run }))
             .await?
         {
-            Response::Report(r) => parse_report(&r),
+            Response::Swept(r) => Ok(r),
             other => Err(unexpected(&other)),
         }
     }
 
     /// Drops every stored vector and has the daemon re-embed every memory
     /// with its embedder, in the background (progress in `status`).
-    /// Returns `{model, dim, previous_model, previous_dim, pending}`.
     ///
     /// # Errors
     /// [`Error::Daemon`] with code `not_configured` when the daemon has no
     /// ready embedder.
-    pub async fn reembed(&mut self) -> Result<serde_json::Value> {
+    pub async fn reembed(&mut self) -> Result<memd_proto::ReembedReport> {
         match self
             .call(Request::Reembed(memd_proto::ReembedRequest {}))
             .await?
         {
-            Response::Report(r) => parse_report(&r),
+            Response::Reembedding(r) => Ok(r),
             other => Err(unexpected(&other)),
         }
     }
@@ -714,32 +716,32 @@ impl Client {
         }
     }
 
-    /// The named sessions of this session's namespace (`{"sessions": […]}`).
+    /// The named sessions of this session's namespace.
     ///
     /// # Errors
     /// The daemon's errors.
-    pub async fn session_list(&mut self) -> Result<serde_json::Value> {
+    pub async fn session_list(&mut self) -> Result<memd_proto::SessionList> {
         match self
             .call(Request::SessionList(memd_proto::SessionListRequest {}))
             .await?
         {
-            Response::Report(r) => parse_report(&r),
+            Response::Sessions(r) => Ok(r),
             other => Err(unexpected(&other)),
         }
     }
 
-    /// Ends a named session of this namespace (`{"ended": bool}`).
+    /// Ends a named session of this namespace.
     ///
     /// # Errors
     /// [`Error::InvalidInput`] when no session has that name.
-    pub async fn session_end(&mut self, name: &str) -> Result<serde_json::Value> {
+    pub async fn session_end(&mut self, name: &str) -> Result<memd_proto::SessionEnded> {
         match self
             .call(Request::SessionEnd(memd_proto::SessionEndRequest {
                 name: name.to_string(),
             }))
             .await?
         {
-            Response::Report(r) => parse_report(&r),
+            Response::SessionEnded(r) => Ok(r),
             other => Err(unexpected(&other)),
         }
     }
@@ -823,13 +825,13 @@ impl Client {
         &mut self,
         reader: impl std::io::Read,
         replace: bool,
-    ) -> Result<serde_json::Value> {
+    ) -> Result<memd_proto::ImportReport> {
         self.upload(reader).await?;
         match self
             .call(Request::Import(memd_proto::ImportRequest { replace }))
             .await?
         {
-            Response::Report(r) => parse_report(&r),
+            Response::Imported(r) => Ok(r),
             other => Err(unexpected(&other)),
         }
     }
@@ -846,10 +848,6 @@ fn read_full(reader: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result
         }
     }
     Ok(n)
-}
-
-fn parse_report(r: &memd_proto::Report) -> Result<serde_json::Value> {
-    serde_json::from_str(&r.json).map_err(|e| Error::Protocol(format!("report is not JSON: {e}")))
 }
 
 fn unexpected(resp: &Response) -> Error {

@@ -80,9 +80,9 @@ pub enum Request {
     Reembed(ReembedRequest),
     /// Several searches in one request (their queries embedded in one batch).
     SearchBatch(SearchBatchRequest),
-    /// The named sessions of the session's namespace (answered by `Report`).
+    /// The named sessions of the session's namespace.
     SessionList(SessionListRequest),
-    /// End a named session of the namespace (answered by `Report`).
+    /// End a named session of the namespace.
     SessionEnd(SessionEndRequest),
 }
 
@@ -148,8 +148,8 @@ pub enum Response {
     Error(ErrorBody),
     /// Answer to [`Request::Subscribe`].
     Subscribed,
-    /// A JSON report: answer to [`Request::Check`] and [`Request::Restore`].
-    Report(Report),
+    /// Answer to [`Request::Check`] (the slot of v6's JSON `Report`).
+    Checked(CheckReport),
     /// Answer to [`Request::Upload`].
     Uploaded(UploadAck),
     /// A push from the daemon (frame id 0).
@@ -172,6 +172,18 @@ pub enum Response {
     Chunk(Chunk),
     /// Answer to [`Request::SearchBatch`]: one result per search, in order.
     HitsBatch(SearchBatchResult),
+    /// Answer to [`Request::Sweep`].
+    Swept(SweepReport),
+    /// Answer to [`Request::Import`].
+    Imported(ImportReport),
+    /// Answer to [`Request::Restore`].
+    Restored(RestoreReport),
+    /// Answer to [`Request::Reembed`]: the re-embedding has started.
+    Reembedding(ReembedReport),
+    /// Answer to [`Request::SessionList`].
+    Sessions(SessionList),
+    /// Answer to [`Request::SessionEnd`].
+    SessionEnded(SessionEnded),
 }
 
 /// Run a sweep.
@@ -419,11 +431,145 @@ pub struct UploadAck {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct RestoreRequest {}
 
-/// A JSON report.
+/// The database's health: SQLite's integrity check, the search index's
+/// integrity and sync, the schema's required objects.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Report {
-    /// JSON object text.
-    pub json: String,
+pub struct CheckReport {
+    /// Every finding below is clean.
+    pub ok: bool,
+    /// `PRAGMA integrity_check`'s lines: `["ok"]` alone when sound.
+    pub integrity: Vec<String>,
+    /// The full-text index's own findings (lines starting `fts5`); empty
+    /// when sound.
+    pub fts_integrity: Vec<String>,
+    /// Rows in `memories`.
+    pub memories: u64,
+    /// Rows in the full-text index.
+    pub fts_rows: u64,
+    /// Rows whose index entry is missing or differs.
+    pub fts_out_of_sync: u64,
+    /// Index entries without a row.
+    pub fts_orphans: u64,
+    /// Required triggers and indexes that are missing.
+    pub missing_objects: Vec<String>,
+    /// The schema version.
+    pub schema_version: i64,
+    /// The generation read.
+    pub generation: u64,
+}
+
+/// What a lifecycle sweep did (or, dry, would do).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepReport {
+    /// `start`, `schedule` or `manual`.
+    pub trigger: String,
+    /// Only counted; nothing changed.
+    pub dry_run: bool,
+    /// When it started (RFC 3339, UTC).
+    pub started_at: String,
+    /// When it ended.
+    pub ended_at: String,
+    /// Rows touched, by step.
+    pub counts: SweepCounts,
+}
+
+/// Rows a sweep touched, by step.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepCounts {
+    /// Rows whose access score decayed.
+    pub decayed: u64,
+    /// Rows moved down a tier.
+    pub demoted: u64,
+    /// Rows archived from tier 3.
+    pub archived: u64,
+    /// Candidates promoted.
+    pub promoted: u64,
+    /// Rows archived by scope limits.
+    pub limited: u64,
+    /// Expired rows deleted.
+    pub expired: u64,
+    /// Session-scope rows of ended sessions archived.
+    pub sessions: u64,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImportReport {
+    /// Entries in the file.
+    pub read: u64,
+    /// Entries stored as new rows.
+    pub inserted: u64,
+    /// Entries whose uid already existed (kept as they were).
+    pub skipped: u64,
+    /// Existing rows replaced (`--replace`).
+    pub replaced: u64,
+    /// Supersession links restored.
+    pub links: u64,
+    /// Links to rows neither in the file nor in the database.
+    pub dangling_links: u64,
+    /// Entries that did not parse.
+    pub invalid: u64,
+    /// The first few of those, with their byte offset.
+    pub errors: Vec<String>,
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestoreReport {
+    /// Size of the restored file.
+    pub bytes: u64,
+    /// The generation recorded in the file.
+    pub generation_in_file: u64,
+    /// The generation after the restore (above every earlier one).
+    pub generation: u64,
+}
+
+/// A re-embedding that has started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReembedReport {
+    /// The model now locked.
+    pub model: String,
+    /// Its dimension.
+    pub dim: u64,
+    /// The model locked before, if any.
+    pub previous_model: Option<String>,
+    /// Its dimension.
+    pub previous_dim: Option<u64>,
+    /// Memories to embed, in the background.
+    pub pending: u64,
+}
+
+/// The named sessions of a namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionList {
+    /// One entry per named session.
+    pub sessions: Vec<NamedSessionInfo>,
+}
+
+/// One named session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamedSessionInfo {
+    /// Its name (`<host>:<id>` for agent runtimes).
+    pub name: String,
+    /// The agent id that opened it.
+    pub agent: String,
+    /// Connections open on it now.
+    pub connections: u64,
+    /// Seconds since a connection last opened or closed.
+    pub idle_secs: u64,
+    /// The generation it has seen.
+    pub seen_generation: u64,
+    /// Whether its memory block is frozen.
+    pub has_block: bool,
+}
+
+/// A named session that ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionEnded {
+    /// Its name.
+    pub ended: String,
+    /// Connections that were still open on it.
+    pub connections: u64,
 }
 
 /// Pushes from the daemon. Append only.

@@ -319,9 +319,18 @@ fn responses() -> Vec<(&'static str, Response)> {
         ),
         ("resp_subscribed", Response::Subscribed),
         (
-            "resp_report",
-            Response::Report(Report {
-                json: r#"{"ok":true}"#.into(),
+            "resp_checked",
+            Response::Checked(CheckReport {
+                ok: false,
+                integrity: vec!["ok".into()],
+                fts_integrity: vec!["fts5: checksum mismatch for table memories_fts".into()],
+                memories: 12,
+                fts_rows: 11,
+                fts_out_of_sync: 1,
+                fts_orphans: 0,
+                missing_objects: vec!["memories_ai".into()],
+                schema_version: 9,
+                generation: 40,
             }),
         ),
         (
@@ -460,6 +469,75 @@ fn responses() -> Vec<(&'static str, Response)> {
                 }),
             }),
         ),
+        (
+            "resp_swept",
+            Response::Swept(SweepReport {
+                trigger: "manual".into(),
+                dry_run: true,
+                started_at: "2026-06-07T18:00:00.000Z".into(),
+                ended_at: "2026-06-07T18:00:00.250Z".into(),
+                counts: SweepCounts {
+                    decayed: 7,
+                    demoted: 1,
+                    archived: 2,
+                    promoted: 3,
+                    limited: 0,
+                    expired: 4,
+                    sessions: 5,
+                },
+            }),
+        ),
+        (
+            "resp_imported",
+            Response::Imported(ImportReport {
+                read: 6,
+                inserted: 3,
+                skipped: 1,
+                replaced: 0,
+                links: 2,
+                dangling_links: 1,
+                invalid: 1,
+                errors: vec!["entry at byte 812: missing content".into()],
+            }),
+        ),
+        (
+            "resp_restored",
+            Response::Restored(RestoreReport {
+                bytes: 1_048_576,
+                generation_in_file: 30,
+                generation: 61,
+            }),
+        ),
+        (
+            "resp_reembedding",
+            Response::Reembedding(ReembedReport {
+                model: "ollama:bag-24".into(),
+                dim: 24,
+                previous_model: Some("ollama:bag-16".into()),
+                previous_dim: Some(16),
+                pending: 2,
+            }),
+        ),
+        (
+            "resp_sessions",
+            Response::Sessions(SessionList {
+                sessions: vec![NamedSessionInfo {
+                    name: "claude-code:4f1c".into(),
+                    agent: "claude-code".into(),
+                    connections: 2,
+                    idle_secs: 0,
+                    seen_generation: 17,
+                    has_block: true,
+                }],
+            }),
+        ),
+        (
+            "resp_session_ended",
+            Response::SessionEnded(SessionEnded {
+                ended: "claude-code:4f1c".into(),
+                connections: 1,
+            }),
+        ),
     ]
 }
 
@@ -550,7 +628,7 @@ fn response_kind(r: &Response) -> usize {
         Response::Stopping => 7,
         Response::Error(_) => 8,
         Response::Subscribed => 9,
-        Response::Report(_) => 10,
+        Response::Checked(_) => 10,
         Response::Uploaded(_) => 11,
         Response::Event(Event::Drift(_)) => 12,
         Response::Event(Event::Similar(_)) => 13,
@@ -562,9 +640,15 @@ fn response_kind(r: &Response) -> usize {
         Response::Download(_) => 19,
         Response::Chunk(_) => 20,
         Response::HitsBatch(_) => 21,
+        Response::Swept(_) => 22,
+        Response::Imported(_) => 23,
+        Response::Restored(_) => 24,
+        Response::Reembedding(_) => 25,
+        Response::Sessions(_) => 26,
+        Response::SessionEnded(_) => 27,
     }
 }
-const RESPONSE_KINDS: usize = 22;
+const RESPONSE_KINDS: usize = 28;
 
 #[test]
 fn golden_bytes_cover_every_message_kind() {

@@ -264,15 +264,14 @@ pub async fn execute(
         }
         Command::Status => Ok(output::status(client.status().await?)),
         Command::Check => output::check(client.check().await?),
-        Command::Sweep(a) => Ok(output::report("sweep", client.sweep(a.dry_run).await?)),
-        Command::Reembed => Ok(output::report("reembed", client.reembed().await?)),
+        Command::Sweep(a) => Ok(output::swept(&client.sweep(a.dry_run).await?)),
+        Command::Reembed => Ok(output::reembedding(&client.reembed().await?)),
         Command::Session(args::SessionCommand::List) => {
-            Ok(output::report("session list", client.session_list().await?))
+            Ok(output::sessions(&client.session_list().await?))
         }
-        Command::Session(args::SessionCommand::End { name }) => Ok(output::report(
-            "session end",
-            client.session_end(&name).await?,
-        )),
+        Command::Session(args::SessionCommand::End { name }) => {
+            Ok(output::session_ended(&client.session_end(&name).await?))
+        }
         Command::Export(a) => {
             let req = memd_client::proto::ExportRequest {
                 format: a.format.clone(),
@@ -317,10 +316,7 @@ pub async fn execute(
         Command::Import(a) => {
             let file = std::fs::File::open(&a.file)
                 .map_err(|e| CommandError::Io(format!("cannot open {}: {e}", a.file.display())))?;
-            Ok(output::report(
-                "import",
-                client.import(file, a.replace).await?,
-            ))
+            Ok(output::imported(&client.import(file, a.replace).await?))
         }
         Command::Ingest(a) => ingest_file(a, client, stdin_allowed).await,
         Command::ImportMd(a) => {
@@ -352,7 +348,7 @@ pub async fn execute(
         Command::Restore(a) => {
             let file = std::fs::File::open(&a.file)
                 .map_err(|e| CommandError::Io(format!("cannot open {}: {e}", a.file.display())))?;
-            Ok(output::restored(client.restore(file).await?))
+            Ok(output::restored(&client.restore(file).await?))
         }
         Command::Stop => {
             // A socket inherited from systemd stays after the daemon exits

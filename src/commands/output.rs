@@ -3,6 +3,9 @@
 //! prints otherwise). Both are built from the same response, here.
 
 use memd_client::proto::json as wire_json;
+use memd_client::proto::{
+    CheckReport, ImportReport, ReembedReport, RestoreReport, SessionEnded, SessionList, SweepReport,
+};
 use memd_client::{AddResult, ForgetResult, Memory, MemoryList, SearchResult};
 use serde_json::{Map, Value, json};
 
@@ -498,60 +501,75 @@ fn text(v: &Value) -> String {
     }
 }
 
-/// `check`: success only when everything is in order.
+/// A typed reply's fields as a JSON object.
+fn fields(reply: &impl serde::Serialize) -> Map<String, Value> {
+    match serde_json::to_value(reply) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+/// `check`: success only when everything is in order. In JSON, a clean
+/// integrity check or search index reads `"ok"`, a dirty one lists its
+/// findings.
 ///
 /// # Errors
 /// A failed check, with the report in the JSON.
-pub fn check(report: Value) -> Result<Output, super::CommandError> {
-    let ok = report["ok"].as_bool().unwrap_or(false);
+pub fn check(report: CheckReport) -> Result<Output, super::CommandError> {
+    let integrity = if report.integrity == ["ok"] {
+        json!("ok")
+    } else {
+        json!(report.integrity)
+    };
+    let fts_integrity = if report.fts_integrity.is_empty() {
+        "ok".to_string()
+    } else {
+        report.fts_integrity.join("; ")
+    };
     let human = format!(
         "integrity      {}\nsearch index   {} ({} rows for {} memories, {} out of sync, \
          {} without a row)\n\
          triggers       {}\nschema         v{}, generation {}",
-        text(&report["integrity"]),
-        text(&report["fts_integrity"]),
-        report["fts_rows"],
-        report["memories"],
-        report["fts_out_of_sync"],
-        report["fts_orphans"],
-        if report["missing_objects"]
-            .as_array()
-            .is_some_and(|a| a.is_empty())
-        {
+        text(&integrity),
+        fts_integrity,
+        report.fts_rows,
+        report.memories,
+        report.fts_out_of_sync,
+        report.fts_orphans,
+        if report.missing_objects.is_empty() {
             "all present".to_string()
         } else {
-            format!("missing {}", report["missing_objects"])
+            format!("missing {}", json!(report.missing_objects))
         },
-        report["schema_version"],
-        report["generation"],
+        report.schema_version,
+        report.generation,
     );
-    if ok {
-        let fields = match report {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
+    let mut map = fields(&report);
+    map.insert("integrity".into(), integrity);
+    map.insert("fts_integrity".into(), json!(fts_integrity));
+    if report.ok {
         Ok(Output {
-            json: success(fields),
+            json: success(map),
             human,
         })
     } else {
-        Err(super::CommandError::Check { report, human })
+        Err(super::CommandError::Check {
+            report: Value::Object(map),
+            human,
+        })
     }
 }
 
 /// `restore`.
-pub fn restored(report: Value) -> Output {
-    let human = format!(
-        "restored {} bytes; generation {} (the file had {})",
-        report["bytes"], report["generation"], report["generation_in_file"]
-    );
-    let fields = match report {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
+pub fn restored(report: &RestoreReport) -> Output {
+    let mut map = fields(report);
+    map.insert("restored".into(), json!(true));
     Output {
-        json: success(fields),
-        human,
+        json: success(map),
+        human: format!(
+            "restored {} bytes; generation {} (the file had {})",
+            report.bytes, report.generation, report.generation_in_file
+        ),
     }
 }
 
@@ -587,89 +605,91 @@ pub fn invalidated() -> Output {
     }
 }
 
-/// A daemon report (sweep, import): its keys as they are.
-pub fn report(what: &str, report: Value) -> Output {
-    let human = match what {
-        "sweep" => {
-            let c = &report["counts"];
+/// `sweep`.
+pub fn swept(report: &SweepReport) -> Output {
+    let c = &report.counts;
+    Output {
+        json: success(fields(report)),
+        human: format!(
+            "sweep{}: {} decayed, {} demoted, {} archived (tier 3), {} promoted, {} archived \
+             over limits, {} expired deleted, {} session rows archived",
+            if report.dry_run { " (dry run)" } else { "" },
+            c.decayed,
+            c.demoted,
+            c.archived,
+            c.promoted,
+            c.limited,
+            c.expired,
+            c.sessions
+        ),
+    }
+}
+
+/// `session list`.
+pub fn sessions(list: &SessionList) -> Output {
+    let rows: Vec<String> = list
+        .sessions
+        .iter()
+        .map(|s| {
             format!(
-                "sweep{}: {} decayed, {} demoted, {} archived (tier 3), {} promoted, {} archived \
-                 over limits, {} expired deleted, {} session rows archived",
-                if report["dry_run"] == true {
-                    " (dry run)"
-                } else {
-                    ""
-                },
-                c["decayed"],
-                c["demoted"],
-                c["archived"],
-                c["promoted"],
-                c["limited"],
-                c["expired"],
-                c["sessions"]
+                "{}  agent {}, {} connection(s), idle {} s{}",
+                s.name,
+                s.agent,
+                s.connections,
+                s.idle_secs,
+                if s.has_block { ", block frozen" } else { "" }
             )
-        }
-        "session list" => {
-            let rows: Vec<String> = report["sessions"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .map(|s| {
-                            format!(
-                                "{}  agent {}, {} connection(s), idle {} s{}",
-                                s["name"].as_str().unwrap_or_default(),
-                                s["agent"].as_str().unwrap_or_default(),
-                                s["connections"],
-                                s["idle_secs"],
-                                if s["has_block"] == true {
-                                    ", block frozen"
-                                } else {
-                                    ""
-                                }
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            if rows.is_empty() {
-                "no named sessions in this namespace".into()
-            } else {
-                rows.join("\n")
-            }
-        }
-        "session end" => format!(
-            "session {} ended",
-            report["ended"].as_str().unwrap_or_default()
-        ),
-        "reembed" => format!(
+        })
+        .collect();
+    Output {
+        json: success(fields(list)),
+        human: if rows.is_empty() {
+            "no named sessions in this namespace".into()
+        } else {
+            rows.join("\n")
+        },
+    }
+}
+
+/// `session end`.
+pub fn session_ended(ended: &SessionEnded) -> Output {
+    Output {
+        json: success(fields(ended)),
+        human: format!("session {} ended", ended.ended),
+    }
+}
+
+/// `reembed`.
+pub fn reembedding(report: &ReembedReport) -> Output {
+    Output {
+        json: success(fields(report)),
+        human: format!(
             "re-embedding {} memories with {} in the background; `memd status` shows progress",
-            report["pending"],
-            report["model"].as_str().unwrap_or("?")
+            report.pending, report.model
         ),
-        _ => format!(
-            "read {}, inserted {}, skipped {} (uid exists), replaced {}, invalid {}, links {} \
-             ({} dangling){}",
-            report["read"],
-            report["inserted"],
-            report["skipped"],
-            report["replaced"],
-            report["invalid"],
-            report["links"],
-            report["dangling_links"],
-            report["errors"]
-                .as_array()
-                .filter(|a| !a.is_empty())
-                .map(|a| format!("\n{}", a.iter().map(text).collect::<Vec<_>>().join("\n")))
-                .unwrap_or_default()
-        ),
-    };
-    let fields = match report {
-        Value::Object(m) => m,
-        _ => Map::new(),
+    }
+}
+
+/// `import`.
+pub fn imported(report: &ImportReport) -> Output {
+    let errors = if report.errors.is_empty() {
+        String::new()
+    } else {
+        format!("\n{}", report.errors.join("\n"))
     };
     Output {
-        json: success(fields),
-        human,
+        json: success(fields(report)),
+        human: format!(
+            "read {}, inserted {}, skipped {} (uid exists), replaced {}, invalid {}, links {} \
+             ({} dangling){errors}",
+            report.read,
+            report.inserted,
+            report.skipped,
+            report.replaced,
+            report.invalid,
+            report.links,
+            report.dangling_links,
+        ),
     }
 }
 

@@ -1,7 +1,7 @@
 //! `import`: an uploaded export or drift backup, in chunks under the drift guard.
 
-use memd_proto::{ImportRequest, Report, Response};
-use serde_json::{Value, json};
+use memd_proto::{ImportReport, ImportRequest, Response};
+use serde_json::Value;
 
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
@@ -71,21 +71,20 @@ pub(super) async fn handle(
             *t += c;
         }
     }
-    let report = json!({
-        "read": read,
-        "inserted": totals[0],
-        "skipped": totals[1],
-        "replaced": totals[2],
-        "links": totals[3],
-        "dangling_links": totals[4],
-        "invalid": invalid,
-        "errors": errors,
-    });
-    tracing::info!(session = %session.id(), report = %report, "import done");
+    let [inserted, skipped, replaced, links, dangling_links] = totals;
+    let report = ImportReport {
+        read,
+        inserted,
+        skipped,
+        replaced,
+        links,
+        dangling_links,
+        invalid,
+        errors,
+    };
+    tracing::info!(session = %session.id(), report = ?report, "import done");
     // The document was read whole; its pages go back to the system.
     drop(doc);
     crate::sys::release_free_memory();
-    Ok(Response::Report(Report {
-        json: report.to_string(),
-    }))
+    Ok(Response::Imported(report))
 }

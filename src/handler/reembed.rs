@@ -5,8 +5,7 @@
 //! generation moves); the worker then embeds every row in the background,
 //! with progress in `status` (`embedder.embedded`, `embedder.pending`).
 
-use memd_proto::{ReembedRequest, Report, Response};
-use serde_json::json;
+use memd_proto::{ReembedReport, ReembedRequest, Response};
 
 use crate::embed::rules::ModelLock;
 use crate::session::Session;
@@ -47,14 +46,11 @@ pub(super) async fn handle(
     shared.embed.set_lock(Some(lock.clone()));
     shared.embed.request_reload();
     tracing::info!(model = %lock.model, pending, "re-embedding every memory");
-    Ok(Response::Report(Report {
-        json: json!({
-            "model": lock.model,
-            "dim": lock.dim,
-            "previous_model": previous.as_ref().map(|l| l.model.clone()),
-            "previous_dim": previous.as_ref().map(|l| l.dim),
-            "pending": pending,
-        })
-        .to_string(),
+    Ok(Response::Reembedding(ReembedReport {
+        model: lock.model,
+        dim: lock.dim as u64,
+        previous_model: previous.as_ref().map(|l| l.model.clone()),
+        previous_dim: previous.as_ref().map(|l| l.dim as u64),
+        pending: pending as u64,
     }))
 }

@@ -3,8 +3,7 @@
 //! database through the SQLite backup API. A restore counts as an external
 //! change: every session must read again before a destructive write.
 
-use memd_proto::{Report, Response, RestoreRequest};
-use serde_json::json;
+use memd_proto::{Response, RestoreReport, RestoreRequest};
 
 use crate::session::Session;
 use crate::state::Shared;
@@ -24,13 +23,9 @@ pub(super) async fn handle(
     tracing::warn!(session = %session.id(), bytes, "restoring the database from an uploaded file");
     let restored = shared.store.writer.restore(upload.path.clone()).await?;
     drop(upload);
-    let report = json!({
-        "restored": true,
-        "bytes": bytes,
-        "generation_in_file": restored.generation_in_file,
-        "generation": restored.generation,
-    });
-    Ok(Response::Report(Report {
-        json: report.to_string(),
+    Ok(Response::Restored(RestoreReport {
+        bytes,
+        generation_in_file: restored.generation_in_file,
+        generation: restored.generation,
     }))
 }

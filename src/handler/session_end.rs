@@ -1,7 +1,6 @@
 //! `session end`: ends a named session.
 
-use memd_proto::{Report, Response, SessionEndRequest};
-use serde_json::json;
+use memd_proto::{Response, SessionEndRequest, SessionEnded};
 
 use crate::session::Session;
 use crate::state::Shared;
@@ -22,7 +21,8 @@ pub(super) async fn handle(
     };
     let connections = named.connections();
     crate::jobs::sessions::end(shared, named).await;
-    Ok(Response::Report(Report {
-        json: json!({ "ended": req.name, "connections": connections }).to_string(),
+    Ok(Response::SessionEnded(SessionEnded {
+        ended: req.name,
+        connections: connections as u64,
     }))
 }

@@ -1,7 +1,6 @@
 //! `session list`: the named sessions of the session's namespace.
 
-use memd_proto::{Report, Response, SessionListRequest};
-use serde_json::json;
+use memd_proto::{NamedSessionInfo, Response, SessionList, SessionListRequest};
 
 use crate::session::Session;
 use crate::state::Shared;
@@ -13,22 +12,18 @@ pub(super) async fn handle(
     session: &mut Session,
     shared: &Shared,
 ) -> Result<Response, StoreError> {
-    let sessions: Vec<_> = shared
+    let sessions = shared
         .named
         .list(session.namespace())
         .into_iter()
-        .map(|s| {
-            json!({
-                "name": s.name,
-                "agent": s.agent,
-                "connections": s.connections,
-                "idle_secs": s.idle_secs,
-                "seen_generation": s.seen,
-                "has_block": s.has_block,
-            })
+        .map(|s| NamedSessionInfo {
+            name: s.name,
+            agent: s.agent,
+            connections: s.connections as u64,
+            idle_secs: s.idle_secs,
+            seen_generation: s.seen,
+            has_block: s.has_block,
         })
         .collect();
-    Ok(Response::Report(Report {
-        json: json!({ "sessions": sessions }).to_string(),
-    }))
+    Ok(Response::Sessions(SessionList { sessions }))
 }

@@ -1,6 +1,6 @@
 //! `sweep`: the lifecycle sweep on demand (decay, tiers, expiry, scope limits).
 
-use memd_proto::{Report, Response, SweepRequest};
+use memd_proto::{Response, SweepRequest};
 
 use crate::session::Session;
 use crate::state::Shared;
@@ -13,7 +13,5 @@ pub(super) async fn handle(
     shared: &Shared,
 ) -> Result<Response, StoreError> {
     let report = crate::jobs::sweep::run(shared, Trigger::Manual, req.dry_run).await?;
-    Ok(Response::Report(Report {
-        json: report.to_string(),
-    }))
+    Ok(Response::Swept(report))
 }

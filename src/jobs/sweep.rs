@@ -2,7 +2,7 @@
 //! store's sweep (decay, tiers, expiry, scope limits), at start, on a
 //! schedule and on demand.
 
-use serde_json::Value;
+use memd_proto::SweepReport;
 use time::OffsetDateTime;
 
 use crate::state::Shared;
@@ -13,7 +13,11 @@ use crate::store::lifecycle::{self, Trigger};
 ///
 /// # Errors
 /// As [`lifecycle::sweep`].
-pub async fn run(shared: &Shared, trigger: Trigger, dry_run: bool) -> Result<Value, StoreError> {
+pub async fn run(
+    shared: &Shared,
+    trigger: Trigger,
+    dry_run: bool,
+) -> Result<SweepReport, StoreError> {
     let _one = shared.sweeping.lock().await;
     let live = shared
         .live

@@ -148,7 +148,7 @@ pub async fn sweep(
     trigger: Trigger,
     dry_run: bool,
     now: OffsetDateTime,
-) -> Result<Value, StoreError> {
+) -> Result<memd_proto::SweepReport, StoreError> {
     let started = crate::clock::format(now);
     // At most 250 rows per transaction, whatever the config says: a client
     // request never waits behind more than one small chunk.
@@ -204,13 +204,13 @@ pub async fn sweep(
     }
     let counts = result?;
     tracing::info!(trigger = trigger.as_str(), dry_run, counts = ?counts, "sweep done");
-    Ok(json!({
-        "trigger": trigger.as_str(),
-        "dry_run": dry_run,
-        "started_at": started,
-        "ended_at": ended,
-        "counts": counts.map(),
-    }))
+    Ok(memd_proto::SweepReport {
+        trigger: trigger.as_str().to_string(),
+        dry_run,
+        started_at: started,
+        ended_at: ended,
+        counts: counts.into(),
+    })
 }
 
 async fn run_steps(

@@ -18,8 +18,6 @@
 //!   retention score are archived — never deleted, never pinned ones — until
 //!   the count is at the limit.
 
-use std::collections::HashMap;
-
 use serde::Deserialize;
 
 /// Lifecycle settings (`[lifecycle]`).
@@ -234,18 +232,17 @@ pub struct Counts {
     pub sessions: u64,
 }
 
-impl Counts {
-    /// As a JSON-friendly map.
-    pub fn map(&self) -> HashMap<&'static str, u64> {
-        HashMap::from([
-            ("decayed", self.decayed),
-            ("demoted", self.demoted),
-            ("archived", self.archived),
-            ("promoted", self.promoted),
-            ("limited", self.limited),
-            ("expired", self.expired),
-            ("sessions", self.sessions),
-        ])
+impl From<Counts> for memd_proto::SweepCounts {
+    fn from(c: Counts) -> memd_proto::SweepCounts {
+        memd_proto::SweepCounts {
+            decayed: c.decayed,
+            demoted: c.demoted,
+            archived: c.archived,
+            promoted: c.promoted,
+            limited: c.limited,
+            expired: c.expired,
+            sessions: c.sessions,
+        }
     }
 }
 

@@ -138,6 +138,7 @@ fn killed(e: memd_client::Error) {
             memd_client::Error::Closed
                 | memd_client::Error::Io(_)
                 | memd_client::Error::Protocol(_)
+                | memd_client::Error::Frame(_)
         ),
         "a write failed for another reason than the kill: {e}"
     );

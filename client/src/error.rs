@@ -50,6 +50,10 @@ pub enum Error {
     /// The peer broke the protocol (not memd, or a malformed frame).
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A frame from the daemon that the codec refused (malformed, too
+    /// large, empty); the codec's error is its source.
+    #[error("protocol error: {0}")]
+    Frame(#[source] CodecError),
     /// The connection closed before the answer arrived.
     #[error("the daemon closed the connection")]
     Closed,
@@ -98,7 +102,7 @@ impl From<CodecError> for Error {
                 ErrorCode::InvalidInput,
                 format!("the request is {len} bytes, over the {max}-byte frame limit"),
             ))),
-            other => Error::Protocol(other.to_string()),
+            other => Error::Frame(other),
         }
     }
 }
@@ -120,7 +124,7 @@ impl Error {
             Error::ProtocolMismatch { .. } => {
                 ErrorBody::new(ErrorCode::ProtocolMismatch, self.to_string())
             }
-            Error::Protocol(_) | Error::Closed | Error::Io(_) => {
+            Error::Protocol(_) | Error::Frame(_) | Error::Closed | Error::Io(_) => {
                 ErrorBody::new(ErrorCode::Internal, self.to_string())
             }
         }
@@ -130,7 +134,7 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::Unreachable { .. } | Error::Autostart(_) => "unreachable",
-            Error::Protocol(_) | Error::Closed | Error::Io(_) => "connection",
+            Error::Protocol(_) | Error::Frame(_) | Error::Closed | Error::Io(_) => "connection",
             _ => self.body().code.as_str(),
         }
     }
@@ -148,7 +152,7 @@ impl Error {
             // A mode that needs an embedder the daemon does not have ready.
             Error::Daemon(b) if b.code == ErrorCode::NotConfigured => 2,
             Error::NotFound(_) | Error::Daemon(_) => 1,
-            Error::Protocol(_) | Error::Closed | Error::Io(_) => 5,
+            Error::Protocol(_) | Error::Frame(_) | Error::Closed | Error::Io(_) => 5,
         }
     }
 }

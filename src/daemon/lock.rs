@@ -9,6 +9,7 @@ use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use super::DaemonError;
+use crate::store::Cause;
 
 /// The held lock; dropping it releases the lock.
 #[derive(Debug)]
@@ -24,8 +25,12 @@ pub struct DataDirLock {
 /// [`DaemonError::AlreadyRunning`] when another process holds it;
 /// [`DaemonError::Io`] when the file cannot be opened.
 pub fn acquire(path: &Path, socket: &Path) -> Result<DataDirLock, DaemonError> {
-    let mut file = crate::sys::open_private(path)
-        .map_err(|e| DaemonError::Io(format!("cannot open lock file {}: {e}", path.display())))?;
+    let mut file = crate::sys::open_private(path).map_err(|e| {
+        DaemonError::Io(Cause::context(
+            format!("cannot open lock file {}", path.display()),
+            e,
+        ))
+    })?;
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
@@ -41,9 +46,9 @@ pub fn acquire(path: &Path, socket: &Path) -> Result<DataDirLock, DaemonError> {
             });
         }
         Err(TryLockError::Error(e)) => {
-            return Err(DaemonError::Io(format!(
-                "cannot lock {}: {e}",
-                path.display()
+            return Err(DaemonError::Io(Cause::context(
+                format!("cannot lock {}", path.display()),
+                e,
             )));
         }
     }

@@ -30,7 +30,7 @@ use tokio::task::JoinSet;
 use crate::config::{Config, ConfigError, Paths};
 use crate::state::Shared;
 use crate::state::shutdown::{Shutdown, triggered};
-use crate::store::{Store, StoreError};
+use crate::store::{Cause, Store, StoreError};
 
 /// How long in-flight requests may take to finish at shutdown.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
@@ -63,9 +63,9 @@ pub enum DaemonError {
     /// The database could not be opened.
     #[error("cannot open the database: {0}")]
     Store(#[from] StoreError),
-    /// A file-system failure.
+    /// A file-system failure (the `io::Error` is its source).
     #[error("{0}")]
-    Io(String),
+    Io(#[source] Cause),
 }
 
 /// File descriptors the daemon needs besides its connections: SQLite files
@@ -145,7 +145,7 @@ pub fn run(mut paths: Paths, config: Config) -> Result<(), DaemonError> {
         .enable_all()
         .thread_name("memd-rt")
         .build()
-        .map_err(|e| DaemonError::Io(format!("cannot start the runtime: {e}")))?;
+        .map_err(|e| DaemonError::Io(Cause::context("cannot start the runtime", e)))?;
     let result = runtime.block_on(serve(paths, config, store, inherited));
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(lock);
@@ -173,7 +173,7 @@ async fn serve(
             if !bound.inherited {
                 socket::remove_if_ours(&bound.path, bound.id);
             }
-            return Err(DaemonError::Io(format!("cannot listen: {e}")));
+            return Err(DaemonError::Io(Cause::context("cannot listen", e)));
         }
     };
     let max_connections = config.limits.max_connections;

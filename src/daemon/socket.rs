@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::DaemonError;
 use crate::config::MAX_SOCKET_PATH;
+use crate::store::Cause;
 
 /// A bound listener and the identity of the file it created.
 #[derive(Debug)]
@@ -39,7 +40,7 @@ pub fn inherited(listener: std::os::unix::net::UnixListener) -> Result<Bound, Da
     })?;
     listener
         .set_nonblocking(true)
-        .map_err(|e| DaemonError::Io(e.to_string()))?;
+        .map_err(|e| DaemonError::Io(Cause::of(e)))?;
     let id = std::fs::symlink_metadata(&path)
         .map(|m| (m.dev(), m.ino()))
         .unwrap_or((0, 0));
@@ -119,7 +120,12 @@ fn create_private_dir(dir: &Path) -> Result<(), DaemonError> {
         .recursive(true)
         .mode(0o700)
         .create(dir)
-        .map_err(|e| DaemonError::Io(format!("cannot create {}: {e}", dir.display())))
+        .map_err(|e| {
+            DaemonError::Io(Cause::context(
+                format!("cannot create {}", dir.display()),
+                e,
+            ))
+        })
 }
 
 /// The mode of `dir` when group or others have any access to it.
@@ -146,9 +152,9 @@ pub fn bind(path: &Path, mode: u32) -> Result<Bound, DaemonError> {
                 Err(e) => {
                     tracing::info!(path = %path.display(), error = %e, "removing a stale socket");
                     std::fs::remove_file(path).map_err(|e| {
-                        DaemonError::Io(format!(
-                            "cannot remove stale socket {}: {e}",
-                            path.display()
+                        DaemonError::Io(Cause::context(
+                            format!("cannot remove stale socket {}", path.display()),
+                            e,
                         ))
                     })?;
                 }
@@ -170,21 +176,27 @@ pub fn bind(path: &Path, mode: u32) -> Result<Bound, DaemonError> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
-            return Err(DaemonError::Io(format!(
-                "cannot inspect {}: {e}",
-                path.display()
+            return Err(DaemonError::Io(Cause::context(
+                format!("cannot inspect {}", path.display()),
+                e,
             )));
         }
     }
-    let listener = std::os::unix::net::UnixListener::bind(path)
-        .map_err(|e| DaemonError::Io(format!("cannot bind {}: {e}", path.display())))?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-        .map_err(|e| DaemonError::Io(format!("cannot chmod {}: {e}", path.display())))?;
-    let meta = std::fs::symlink_metadata(path)
-        .map_err(|e| DaemonError::Io(format!("cannot stat {}: {e}", path.display())))?;
+    let listener = std::os::unix::net::UnixListener::bind(path).map_err(|e| {
+        DaemonError::Io(Cause::context(format!("cannot bind {}", path.display()), e))
+    })?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| {
+        DaemonError::Io(Cause::context(
+            format!("cannot chmod {}", path.display()),
+            e,
+        ))
+    })?;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| {
+        DaemonError::Io(Cause::context(format!("cannot stat {}", path.display()), e))
+    })?;
     listener
         .set_nonblocking(true)
-        .map_err(|e| DaemonError::Io(e.to_string()))?;
+        .map_err(|e| DaemonError::Io(Cause::of(e)))?;
     Ok(Bound {
         listener,
         path: path.to_path_buf(),

@@ -7,8 +7,8 @@ use serde_json::json;
 
 use crate::session::Session;
 use crate::state::Shared;
-use crate::store::StoreError;
 use crate::store::readers::ReadKind;
+use crate::store::{Cause, StoreError};
 
 pub(super) async fn handle(
     req: ExportRequest,
@@ -44,7 +44,9 @@ pub(super) async fn handle(
             } else {
                 crate::store::export::write_json(conn, namespaces.as_deref(), &mut w)?
             };
-            let file = w.into_inner().map_err(|e| StoreError::Io(e.to_string()))?;
+            let file = w
+                .into_inner()
+                .map_err(|e| StoreError::Io(Cause::of(e.into_error())))?;
             file.sync_all()?;
             Ok(n)
         })

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
 use crate::state::Shared;
-use crate::store::StoreError;
+use crate::store::{Cause, StoreError};
 
 /// Entries imported per transaction. Small on purpose: inside a job's
 /// savepoint every statement's own savepoint is released by truncating the
@@ -32,7 +32,7 @@ pub(super) async fn handle(
         Ok::<_, StoreError>((doc, layout))
     })
     .await
-    .map_err(|e| StoreError::Io(e.to_string()))??;
+    .map_err(|e| StoreError::Io(Cause::of(e)))??;
     drop(upload);
     let kind = if req.replace {
         WriteKind::Destructive

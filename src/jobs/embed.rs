@@ -31,9 +31,9 @@ use crate::embed::vectors::{Index, Probe};
 use crate::embed::{EmbedError, Embedder, Provider, build};
 use crate::session::ident::Author;
 use crate::state::Shared;
-use crate::store::StoreError;
 use crate::store::readers::ReadKind;
 use crate::store::vectors::{self, Pending as Row};
+use crate::store::{Cause, StoreError};
 
 /// How often the worker looks at the generation while idle.
 const POLL: Duration = Duration::from_millis(100);
@@ -288,7 +288,7 @@ impl Worker {
             }
         })
         .await
-        .map_err(|e| StoreError::Io(format!("the embedding task failed: {e}")))?;
+        .map_err(|e| StoreError::Io(Cause::context("the embedding task failed", e)))?;
         match out {
             Ok(v) => {
                 for ((id, _, _), vec) in rows.iter().zip(&v) {
@@ -302,13 +302,13 @@ impl Worker {
                 }
                 Ok(v)
             }
-            Err(EmbedError::Unreachable(m)) => Err(StoreError::Io(m)),
+            Err(EmbedError::Unreachable(m)) => Err(StoreError::Io(Cause::msg(m))),
             Err(e) if rows.len() == 1 => {
                 tracing::warn!(id = rows[0].0, error = %e, "the embedder refused this memory");
                 self.failed.insert(rows[0].0);
                 Ok(vec![None])
             }
-            Err(e) => Err(StoreError::Io(e.to_string())),
+            Err(e) => Err(StoreError::Io(Cause::of(e))),
         }
     }
 

@@ -8,7 +8,7 @@ use rusqlite::{Connection, params_from_iter};
 use serde_json::json;
 
 use super::memories::{COLUMNS, row_to_memory};
-use super::{StoreError, read_generation};
+use super::{Cause, StoreError, read_generation};
 
 fn namespace_clause(namespaces: Option<&[String]>) -> (String, Vec<String>) {
     match namespaces {
@@ -50,7 +50,7 @@ pub fn write_json(
             w.write_all(b",")?;
         }
         serde_json::to_writer(&mut *w, &memd_proto::json::memory(&m))
-            .map_err(|e| StoreError::Io(e.to_string()))?;
+            .map_err(|e| StoreError::Io(Cause::of(e)))?;
         n += 1;
     }
     w.write_all(b"]}\n")?;

@@ -11,12 +11,14 @@
 //! - [`lifecycle`]: decay, tiers, expiry and scope-limit sweeps.
 //! - [`gate`]: validation of what a request may write (pure rules).
 //! - [`inject`]: the read behind a session's memory block.
+//! - `error`: [`StoreError`], and [`Cause`], which keeps the error below.
 //!
 //! No SQLite call runs on a tokio worker thread: writes go to the writer
 //! thread, reads to `spawn_blocking`.
 
 pub mod access;
 pub mod chains;
+mod error;
 pub mod export;
 pub mod gate;
 pub mod health;
@@ -39,108 +41,9 @@ use rusqlite::{Connection, OpenFlags};
 use crate::drift::highwater::HighWater;
 use serde::{Deserialize, Serialize};
 
+pub use error::{Cause, StoreError};
 pub use readers::Readers;
 pub use writer::{Guard, WriteCtx, Writer};
-
-/// What can go wrong in the store. Cloneable, so one commit failure can be
-/// reported to every request of its batch.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum StoreError {
-    /// No such row, or not visible to the session.
-    #[error("memory {0} not found")]
-    NotFound(i64),
-    /// `expect_rev` mismatch and similar.
-    #[error("{message}")]
-    Conflict {
-        /// What conflicted.
-        message: String,
-        /// The row's current rev.
-        current_rev: Option<i64>,
-    },
-    /// Refused by the write gate.
-    #[error("{message}")]
-    Rejected {
-        /// Reason code (`too_large`, `category`, …).
-        reason: &'static str,
-        /// Explanation.
-        message: String,
-    },
-    /// Invalid request arguments.
-    #[error("{0}")]
-    InvalidInput(String),
-    /// A feature that is not configured or not ready (semantic search
-    /// without an embedder, or with vectors of another model).
-    #[error("{0}")]
-    NotConfigured(String),
-    /// The disk is full.
-    #[error(
-        "the disk holding the database is full ({0}); nothing was written, reads keep working; \
-         free some space and retry"
-    )]
-    StorageFull(String),
-    /// The database cannot be written.
-    #[error(
-        "the database is read-only ({0}); nothing was written, reads keep working; check the \
-         permissions of memory.db and its directory, and that the file system is writable"
-    )]
-    ReadOnly(String),
-    /// Another process holds the database lock for too long.
-    #[error("the database is locked by another process: {0}")]
-    Busy(String),
-    /// The file's schema is newer than this binary.
-    #[error(
-        "the database has schema version {found}, newer than the {supported} this memd supports; \
-         upgrade memd (the file was left untouched)"
-    )]
-    SchemaTooNew {
-        /// On-disk version.
-        found: i64,
-        /// Newest version this binary knows.
-        supported: i64,
-    },
-    /// The file is a SQLite database but not memd's.
-    #[error("the file is a SQLite database that memd did not create (no memd_schema table)")]
-    NotMemd,
-    /// Any other SQLite failure.
-    #[error("sqlite: {0}")]
-    Sqlite(String),
-    /// A file-system failure.
-    #[error("{0}")]
-    Io(String),
-    /// The writer has stopped (the daemon is shutting down).
-    #[error("the store is closed")]
-    Closed,
-    /// Refused by the drift guard: the session's view is stale.
-    #[error("{}", .0.message())]
-    Drift(Box<crate::drift::refusal::Refusal>),
-}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> Self {
-        use rusqlite::ErrorCode as C;
-        if let rusqlite::Error::SqliteFailure(f, _) = &e {
-            match f.code {
-                C::DiskFull => return StoreError::StorageFull(e.to_string()),
-                C::ReadOnly => return StoreError::ReadOnly(e.to_string()),
-                C::DatabaseBusy | C::DatabaseLocked => return StoreError::Busy(e.to_string()),
-                _ => {}
-            }
-        }
-        StoreError::Sqlite(e.to_string())
-    }
-}
-
-impl From<crate::embed::service::NotReady> for StoreError {
-    fn from(e: crate::embed::service::NotReady) -> Self {
-        StoreError::NotConfigured(e.0)
-    }
-}
-
-impl From<std::io::Error> for StoreError {
-    fn from(e: std::io::Error) -> Self {
-        StoreError::Io(e.to_string())
-    }
-}
 
 /// Generations as the daemon knows them (ARCHITECTURE.md "Drift").
 #[derive(Debug)]
@@ -357,9 +260,9 @@ pub fn open_write_connection(
     conn.busy_timeout(std::time::Duration::from_millis(storage.busy_timeout_ms))?;
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
-        return Err(StoreError::Sqlite(format!(
+        return Err(StoreError::Sqlite(Cause::msg(format!(
             "cannot switch the database to WAL mode (it stays in {mode} mode)"
-        )));
+        ))));
     }
     let sync = match storage.synchronous {
         Synchronous::Full => "FULL",

@@ -16,7 +16,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::Semaphore;
 
-use super::{Generations, Stats, StoreError, read_generation};
+use super::{Cause, Generations, Stats, StoreError, read_generation};
 
 /// Whether a read counts in `stats.db_reads` (client requests) or not
 /// (`status`, background work).
@@ -151,7 +151,7 @@ impl Readers {
         .await
         // A panicking closure loses its connection; the pool opens a new one
         // next time.
-        .map_err(|e| StoreError::Sqlite(format!("read failed: {e}")))??;
+        .map_err(|e| StoreError::Sqlite(Cause::context("read failed", e)))??;
         self.generations.observe(read.generation);
         Ok(read)
     }
@@ -187,7 +187,7 @@ impl Readers {
             result
         })
         .await
-        .map_err(|e| StoreError::Sqlite(format!("read failed: {e}")))?
+        .map_err(|e| StoreError::Sqlite(Cause::context("read failed", e)))?
     }
 
     /// Closes every idle connection; later reads fail.

@@ -30,7 +30,7 @@ use tokio::sync::oneshot;
 
 use super::StorageConfig;
 use super::readers::Pool;
-use super::{Generations, Stats, StoreError, memories, read_generation, schema};
+use super::{Cause, Generations, Stats, StoreError, memories, read_generation, schema};
 use crate::drift::highwater::HighWater;
 use crate::drift::log::{Attribution, CommitLog, Committer};
 use crate::drift::policy::{self, Decision, Facts, RowFacts, WriteKind};
@@ -294,7 +294,7 @@ where
             // The job's own error wins: it was rolled back anyway.
             (Err(_), Some(Err(e))) => Err(e),
             (Err(e), _) => Err(e),
-            (Ok(()), None) => Err(StoreError::Sqlite("the job did not run".into())),
+            (Ok(()), None) => Err(StoreError::Sqlite(Cause::msg("the job did not run"))),
         };
         // The requester may have gone away (client disconnected): fine, the
         // write is committed either way.
@@ -796,7 +796,7 @@ impl Thread {
     fn begin(&mut self) -> Result<(), StoreError> {
         self.ensure_file()?;
         if let Some(msg) = &self.broken {
-            return Err(StoreError::Io(msg.clone()));
+            return Err(StoreError::Io(Cause::msg(msg.clone())));
         }
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         let checked = self.check_external(true);
@@ -977,7 +977,7 @@ impl Thread {
 
     fn restore(&mut self, path: &Path) -> Result<Restored, StoreError> {
         if let Some(msg) = &self.broken {
-            return Err(StoreError::Io(msg.clone()));
+            return Err(StoreError::Io(Cause::msg(msg.clone())));
         }
         let generation_in_file = check_restorable(path)?;
         let readers = self.readers.clone();
@@ -1050,7 +1050,9 @@ fn repair_schema(conn: &Connection) -> Result<Vec<String>, StoreError> {
     for object in &missing {
         let name = schema::object_name(object);
         let sql = schema::definition_of(name).ok_or_else(|| {
-            StoreError::Sqlite(format!("{object} is missing and memd cannot recreate it"))
+            StoreError::Sqlite(Cause::msg(format!(
+                "{object} is missing and memd cannot recreate it"
+            )))
         })?;
         if object.starts_with("trigger ") {
             conn.execute_batch(&format!("DROP TRIGGER IF EXISTS {name}"))?;

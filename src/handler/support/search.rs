@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 use crate::session::Session;
 use crate::state::Shared;
 use crate::store::readers::ReadKind;
-use crate::store::{StoreError, gate, search};
+use crate::store::{Cause, StoreError, gate, search};
 
 /// Runs searches in one read transaction; semantic ones get their query
 /// vectors from one embedding call first.
@@ -52,7 +52,7 @@ pub(crate) async fn run(
             embedder.embed(&refs)
         })
         .await
-        .map_err(|e| StoreError::Io(format!("the embedding task failed: {e}")))?;
+        .map_err(|e| StoreError::Io(Cause::context("the embedding task failed", e)))?;
         match embedded {
             Ok(v) => v,
             // `auto` asked for no embedder: when the provider fails, it

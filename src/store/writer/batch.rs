@@ -1,0 +1,166 @@
+//! Group commit: the jobs of one batch run in one `BEGIN IMMEDIATE`
+//! transaction, each inside its own savepoint; the batch commits once, and
+//! only then is each job answered (an acknowledged write is durable).
+
+use std::sync::atomic::Ordering;
+
+use rusqlite::Connection;
+use tokio::sync::oneshot;
+
+use crate::drift::log::Committer;
+use crate::session::ident::Author;
+use crate::store::{Cause, StoreError, read_generation};
+
+use super::ctx::WriteCtx;
+
+use super::Thread;
+
+pub(super) trait Job: Send {
+    fn author(&self) -> &Author;
+    /// Runs inside a savepoint; `false` rolls the savepoint back.
+    fn run(&mut self, ctx: &mut WriteCtx<'_>) -> bool;
+    /// Called after the batch's commit (or its failure).
+    fn finish(self: Box<Self>, commit: Result<(), StoreError>);
+}
+
+pub(super) struct CallJob<F, T> {
+    author: Author,
+    f: Option<F>,
+    out: Option<Result<T, StoreError>>,
+    reply: oneshot::Sender<Result<T, StoreError>>,
+}
+
+impl<F, T> CallJob<F, T> {
+    pub(super) fn new(
+        author: Author,
+        f: F,
+        reply: oneshot::Sender<Result<T, StoreError>>,
+    ) -> CallJob<F, T> {
+        CallJob {
+            author,
+            f: Some(f),
+            out: None,
+            reply,
+        }
+    }
+}
+
+impl<F, T> Job for CallJob<F, T>
+where
+    F: FnOnce(&mut WriteCtx<'_>) -> Result<T, StoreError> + Send,
+    T: Send,
+{
+    fn author(&self) -> &Author {
+        &self.author
+    }
+
+    fn run(&mut self, ctx: &mut WriteCtx<'_>) -> bool {
+        let f = self.f.take().expect("a job runs once");
+        let out = f(ctx);
+        let ok = out.is_ok();
+        self.out = Some(out);
+        ok
+    }
+
+    fn finish(self: Box<Self>, commit: Result<(), StoreError>) {
+        let result = match (commit, self.out) {
+            (Ok(()), Some(out)) => out,
+            // The job's own error wins: it was rolled back anyway.
+            (Err(_), Some(Err(e))) => Err(e),
+            (Err(e), _) => Err(e),
+            (Ok(()), None) => Err(StoreError::Sqlite(Cause::msg("the job did not run"))),
+        };
+        // The requester may have gone away (client disconnected): fine, the
+        // write is committed either way.
+        let _ = self.reply.send(result);
+    }
+}
+
+/// Runs a parameterless statement from the statement cache (no re-parse per
+/// request); `false` on failure.
+pub(super) fn run_cached(conn: &Connection, sql: &str) -> bool {
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.execute([]))
+        .is_ok()
+}
+
+impl Thread {
+    pub(super) fn run_batch(&mut self, mut batch: Vec<Box<dyn Job>>) {
+        if let Err(e) = self.begin() {
+            for job in batch {
+                job.finish(Err(e.clone()));
+            }
+            return;
+        }
+        let mut logged = 0;
+        for job in batch.iter_mut() {
+            let before = read_generation(&self.conn).unwrap_or(0);
+            let ok = run_cached(&self.conn, "SAVEPOINT job") && {
+                let author = job.author().clone();
+                let mut ctx =
+                    WriteCtx::new(&self.conn, &self.generations, &author, &self.log, before);
+                job.run(&mut ctx)
+            };
+            if ok {
+                run_cached(&self.conn, "RELEASE job");
+                let after = read_generation(&self.conn).unwrap_or(before);
+                if after > before {
+                    // Logged at once: a later job of this batch must see it.
+                    let by = match job.author() {
+                        Author::Session(who) => Committer::Session(who.clone()),
+                        Author::Daemon => Committer::Daemon,
+                    };
+                    self.log.push(before, after, by);
+                    logged += 1;
+                }
+            } else {
+                run_cached(&self.conn, "ROLLBACK TO job");
+                run_cached(&self.conn, "RELEASE job");
+            }
+        }
+        let committed = read_generation(&self.conn).and_then(|g| {
+            self.persist_generations(g)?;
+            // Before the commit: no session can see a generation the mark
+            // does not cover.
+            self.highwater.record(g);
+            self.conn.execute_batch("COMMIT")?;
+            Ok(g)
+        });
+        match committed {
+            Ok(g) => {
+                self.generations.own_last.store(g, Ordering::Release);
+                self.generations.own_commit.store(g, Ordering::Release);
+                self.generations.observe(g);
+                self.stats.commits.fetch_add(1, Ordering::Relaxed);
+                self.stats
+                    .writes
+                    .fetch_add(batch.len() as u64, Ordering::Relaxed);
+                for job in batch {
+                    job.finish(Ok(()));
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "commit failed; the batch was rolled back");
+                let _ = self.conn.execute_batch("ROLLBACK");
+                self.log.unpush(logged);
+                for job in batch {
+                    job.finish(Err(e.clone()));
+                }
+            }
+        }
+    }
+
+    /// Opens the batch's transaction and runs the external-change check.
+    fn begin(&mut self) -> Result<(), StoreError> {
+        self.ensure_file()?;
+        if let Some(msg) = &self.broken {
+            return Err(StoreError::Io(Cause::msg(msg.clone())));
+        }
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let checked = self.check_external(true);
+        if checked.is_err() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        checked.map(|_| ())
+    }
+}

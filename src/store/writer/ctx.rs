@@ -1,0 +1,254 @@
+//! What a job sees inside the batch's transaction ([`WriteCtx`]), and the
+//! drift guard's check of a session's write against what it has seen
+//! ([`Guard`]; the rules themselves are `drift::policy`, ARCHITECTURE.md
+//! "Drift").
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+use memd_proto::{DriftNotice, DriftPolicy, RowDrift};
+use rusqlite::Connection;
+
+use crate::drift::log::{Attribution, CommitLog, Committer};
+use crate::drift::policy::{self, Decision, Facts, RowFacts, WriteKind};
+use crate::drift::refusal::{self, Refusal, RowChange, RowRefusal, ViewRefusal};
+use crate::session::ident::{Author, Who};
+use crate::session::readset::{ReadSet, RowView};
+use crate::store::{Generations, StoreError, memories, read_generation};
+
+/// Rows named in the message of a refusal on the whole view.
+pub(super) const CHANGES_NAMED: usize = 3;
+
+/// What a session's write is checked against.
+#[derive(Debug, Clone)]
+pub struct Guard {
+    /// The session's policy.
+    pub policy: DriftPolicy,
+    /// The session's seen generation.
+    pub seen: u64,
+    /// Append or destructive.
+    pub kind: WriteKind,
+    /// The session.
+    pub who: Arc<Who>,
+    /// The session's read set (the row rule).
+    pub reads: Arc<Mutex<ReadSet>>,
+}
+
+/// What a job sees while it runs: the connection inside the batch's
+/// transaction, and the generation state.
+pub struct WriteCtx<'a> {
+    /// The write connection, inside an open transaction.
+    pub conn: &'a Connection,
+    /// Generation bookkeeping (already updated for this batch's check).
+    pub generations: &'a Generations,
+    /// Who submitted this job.
+    pub author: &'a Author,
+    log: &'a CommitLog,
+    guard: Option<Guard>,
+    wrote: Vec<i64>,
+    /// The generation when the job started.
+    start: u64,
+}
+
+impl<'a> WriteCtx<'a> {
+    /// A job's view of the batch's transaction, at generation `start`.
+    pub(super) fn new(
+        conn: &'a Connection,
+        generations: &'a Generations,
+        author: &'a Author,
+        log: &'a CommitLog,
+        start: u64,
+    ) -> WriteCtx<'a> {
+        WriteCtx {
+            conn,
+            generations,
+            author,
+            log,
+            guard: None,
+            wrote: Vec::new(),
+            start,
+        }
+    }
+}
+
+impl WriteCtx<'_> {
+    /// The generation as this transaction sees it now.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn generation(&self) -> Result<u64, StoreError> {
+        read_generation(self.conn)
+    }
+
+    /// Applies the drift policy's rules on the session's whole view, and
+    /// keeps `guard` for the row checks of this job ([`WriteCtx::check_row`]):
+    /// `Ok(None)` to go ahead, `Ok(Some(notice))` to go ahead on a stale view
+    /// (an append under `standard` or `external`).
+    ///
+    /// # Errors
+    /// [`StoreError::Drift`] when the write must be refused.
+    pub fn guard(&mut self, guard: Guard) -> Result<Option<DriftNotice>, StoreError> {
+        let current = self.generation()?;
+        let facts = Facts {
+            seen: guard.seen,
+            external_epoch: self.generations.external_epoch.load(Ordering::Acquire),
+            other_session: self.log.newest_other_since(
+                guard.seen,
+                &guard.who.session,
+                &guard.who.namespace,
+            ),
+            current,
+        };
+        let decision = policy::decide(guard.policy, guard.kind, &facts);
+        let seen = guard.seen;
+        self.guard = Some(guard);
+        match decision {
+            Decision::Allow => Ok(None),
+            Decision::Notice => Ok(Some(DriftNotice {
+                generation_observed: seen,
+                generation_actual: current,
+            })),
+            Decision::Refuse { cause, rule } => {
+                let (changes, more) = self.changes_since(seen)?;
+                Err(StoreError::Drift(Box::new(Refusal::View(ViewRefusal {
+                    rule,
+                    observed: seen,
+                    actual: current,
+                    cause,
+                    backup: None,
+                    changes,
+                    more,
+                }))))
+            }
+        }
+    }
+
+    /// A few rows changed after generation `seen`, with their authors.
+    fn changes_since(&self, seen: u64) -> Result<(Vec<RowChange>, bool), StoreError> {
+        let mut found = memories::changed_since(self.conn, seen, CHANGES_NAMED + 1)?;
+        let more = found.len() > CHANGES_NAMED;
+        found.truncate(CHANGES_NAMED);
+        let changes = found
+            .into_iter()
+            .map(|c| RowChange {
+                id: c.id,
+                deleted: c.deleted,
+                by: refusal::changed_by(&self.log.author_of(c.generation)),
+            })
+            .collect();
+        Ok((changes, more))
+    }
+
+    /// The row rule, for a row this job is about to change (the drift guard
+    /// on one row), checked against the row as this transaction sees it.
+    /// With `expect_rev` the request names the version it is based on: a
+    /// mismatch is a conflict, a match passes. Jobs of the daemon pass.
+    ///
+    /// The row is remembered as written by this job (see
+    /// [`WriteCtx::wrote`]). A missing row passes: the job reports it.
+    ///
+    /// # Errors
+    /// [`StoreError::Conflict`] for an `expect_rev` mismatch,
+    /// [`StoreError::Drift`] for a row-rule refusal, SQLite errors.
+    pub fn check_row(&mut self, id: i64, expect_rev: Option<i64>) -> Result<(), StoreError> {
+        self.wrote.push(id);
+        let Some((rev_now, changed_generation)) = memories::change_mark(self.conn, id)? else {
+            return Ok(());
+        };
+        if let Some(rev) = expect_rev {
+            if rev == rev_now {
+                return Ok(());
+            }
+            return Err(StoreError::Conflict {
+                message: format!(
+                    "memory {id} is at rev {rev_now}, not the expected {rev}: it changed since \
+                     you read it; read it again and retry"
+                ),
+                current_rev: Some(rev_now),
+            });
+        }
+        let Some(guard) = &self.guard else {
+            return Ok(());
+        };
+        let view = guard
+            .reads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .view(id);
+        let author = self.author_of(id, changed_generation)?;
+        let changed_by_self = matches!(
+            &author,
+            Attribution::Known(Committer::Session(who)) if who.session == guard.who.session
+        );
+        let facts = RowFacts {
+            view,
+            rev_now,
+            changed_generation,
+            changed_by_self,
+        };
+        if policy::decide_row(guard.policy, &facts) {
+            return Ok(());
+        }
+        let current = memories::fetch(self.conn, id)?.ok_or(StoreError::NotFound(id))?;
+        Err(StoreError::Drift(Box::new(Refusal::Row(Box::new(
+            RowRefusal {
+                observed: guard.seen,
+                actual: self.generation()?,
+                row: RowDrift {
+                    changed_at: current.updated_at.clone(),
+                    current,
+                    changed_by: refusal::changed_by(&author),
+                    rev_seen: match view {
+                        RowView::Read { rev } => Some(rev),
+                        RowView::Unread { .. } => None,
+                    },
+                    rev_now,
+                },
+            },
+        )))))
+    }
+
+    /// Who made the change of row `id` at generation `g`: the session
+    /// memd recorded for it, else the commit log's answer.
+    fn author_of(&self, id: i64, g: u64) -> Result<Attribution, StoreError> {
+        if let Some((session, agent)) = memories::author(self.conn, id, g)? {
+            let namespace = match self.log.author_of(g) {
+                Attribution::Known(Committer::Session(who)) => who.namespace.clone(),
+                _ => String::new(),
+            };
+            return Ok(Attribution::Known(Committer::Session(Arc::new(Who {
+                namespace,
+                agent,
+                session,
+            }))));
+        }
+        Ok(self.log.author_of(g))
+    }
+
+    /// Remembers that this job wrote row `id` (a row it created): the
+    /// session's read set gets the row's rev after the commit.
+    pub fn wrote(&mut self, id: i64) {
+        self.wrote.push(id);
+    }
+
+    /// Ends the job's row bookkeeping: records this session as the author
+    /// of the rows the job changed, and returns the rows it wrote that
+    /// still exist, with their revs now.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn written_revs(&self) -> Result<Vec<(i64, i64)>, StoreError> {
+        let who = match self.author {
+            Author::Session(who) => Some((who.session.as_str(), who.agent.as_str())),
+            Author::Daemon => None,
+        };
+        let mut out = Vec::with_capacity(self.wrote.len());
+        for id in &self.wrote {
+            if let Some(rev) = memories::record_author(self.conn, *id, self.start, who)? {
+                out.push((*id, rev));
+            }
+        }
+        Ok(out)
+    }
+}

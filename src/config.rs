@@ -11,10 +11,8 @@ use std::path::{Path, PathBuf};
 use memd_proto::DriftPolicy;
 use serde::{Deserialize, Serialize};
 
+pub use crate::gate::settings::{DEFAULT_CATEGORIES, GateConfig, MemoryConfig, SecretPolicy};
 pub use crate::store::StorageConfig;
-pub use crate::store::gate::settings::{
-    DEFAULT_CATEGORIES, GateConfig, MemoryConfig, SecretPolicy,
-};
 
 /// Longest socket path that fits `sockaddr_un.sun_path` with its NUL.
 pub const MAX_SOCKET_PATH: usize = 107;
@@ -387,11 +385,11 @@ pub enum ConfigError {
 
 impl Config {
     /// What the write gate reads: categories, gate switches, content limits.
-    pub fn gate_rules(&self) -> crate::store::gate::Rules<'_> {
-        crate::store::gate::Rules {
+    pub fn gate_rules(&self) -> crate::gate::Rules<'_> {
+        crate::gate::Rules {
             memory: &self.memory,
             gate: &self.gate,
-            limits: crate::store::gate::Limits {
+            limits: crate::gate::Limits {
                 max_content_bytes: self.limits.max_content_bytes,
                 max_metadata_bytes: self.limits.max_metadata_bytes,
                 max_tags: self.limits.max_tags,

@@ -84,7 +84,7 @@ pub fn query(data: &[u8]) {
 /// (other than around the `[REDACTED]` marker itself), and near-duplicate
 /// profiles compare a text as identical to itself.
 pub fn gate(data: &[u8]) {
-    use crate::store::gate::{code, dedupe_key, secrets, similar};
+    use crate::gate::{code, dedupe_key, secrets, similar};
     let text = String::from_utf8_lossy(data);
     let _ = code::detect(&text);
     let found = secrets::find(&text);
@@ -105,7 +105,7 @@ pub fn gate(data: &[u8]) {
     );
     let _ = similar::sketch(&p);
     let config = crate::config::Config::default();
-    let who = crate::store::gate::Who {
+    let who = crate::gate::Who {
         namespace: "default".into(),
         agent: "fuzz".into(),
         session: "fuzz".into(),
@@ -114,7 +114,7 @@ pub fn gate(data: &[u8]) {
         content: text.into_owned(),
         ..Default::default()
     };
-    let _ = crate::store::gate::check_add(
+    let _ = crate::gate::check_add(
         &req,
         &who,
         &config.gate_rules(),

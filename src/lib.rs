@@ -9,9 +9,10 @@
 //!   format.
 //! - [`session`]: a session's identity, view, read set and snapshot rules;
 //!   [`embed`]: the embedder trait, its backends, vectors and their rules.
-//! - [`drift`]: the drift guard's policy, refusals, backups and watcher.
+//! - [`drift`]: the drift guard's policy, refusals, backups and watcher;
+//!   [`gate`]: the write gate, pure rules from a request to what is stored.
 //! - [`store`]: every SQL statement — schema, writer thread, readers, named
-//!   queries per table or concern, search, the write gate.
+//!   queries per table or concern, search.
 //! - [`config`]: paths and the config file, gathering each owner's settings.
 //! - [`state`]: what handlers and jobs share.
 //! - [`jobs`]: the embedding worker, sweeps, named-session expiry.
@@ -30,6 +31,7 @@ pub mod daemon;
 pub mod drift;
 pub mod embed;
 pub mod fuzzing;
+pub mod gate;
 pub mod handler;
 pub mod jobs;
 pub mod mcp;

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use memd::store::memories::{self, View};
+use memd::gate::{NewMemory, View};
+use memd::store::memories;
 use memd::store::search::{self, rank::RankConfig};
 use memd_client::{
     AddRequest, Client, ConnectOptions, DriftPolicy, Filter, ListRequest, QuerySyntax, SearchMode,
@@ -199,11 +200,11 @@ impl Floor {
         Ok(Floor { conn, _dir: dir })
     }
 
-    fn new_memory(item: &Item) -> memories::NewMemory {
-        memories::NewMemory {
+    fn new_memory(item: &Item) -> NewMemory {
+        NewMemory {
             category: item.category.to_string(),
             tags: item.tags.clone(),
-            ..memories::NewMemory::plain(&item.content)
+            ..NewMemory::plain(&item.content)
         }
     }
 

@@ -230,10 +230,7 @@ mod tests {
         let m = merge(&old, &new);
         assert_eq!(m.applied, vec!["gate.secrets", "socket.allow_uids"]);
         assert_eq!(m.restart, vec!["sidecar.files.default", "storage.readers"]);
-        assert_eq!(
-            m.config.gate.secrets,
-            crate::store::gate::SecretPolicy::Allow
-        );
+        assert_eq!(m.config.gate.secrets, crate::gate::SecretPolicy::Allow);
         assert_eq!(m.config.socket.allow_uids, vec![1001]);
         assert_eq!(
             m.config.storage.readers, 4,

@@ -1,6 +1,6 @@
 //! `add`: the write gate, then insert (and supersede, when asked).
 //!
-//! The gate's steps that need no database ran in `store::gate::check_add`.
+//! The gate's steps that need no database ran in `gate::check_add`.
 //! Inside the write transaction come exact dedup, then the near-duplicate
 //! check — candidates are the rows sharing a MinHash sketch hash (a few
 //! index lookups, never a scan of the namespace), compared by shingle
@@ -16,11 +16,13 @@ use memd_proto::{AddRequest, AddResult, Response};
 use time::OffsetDateTime;
 
 use crate::drift::policy::WriteKind;
+use crate::gate;
+use crate::gate::View;
+use crate::gate::similar::{self, Verdict};
 use crate::session::Session;
 use crate::state::Shared;
-use crate::store::gate::similar::{self, Verdict};
-use crate::store::memories::{self, View};
-use crate::store::{StoreError, gate};
+use crate::store::StoreError;
+use crate::store::memories::{self};
 
 /// Near-duplicate candidates taken per sketch hash: an add compares at most
 /// [`similar::SKETCH`] times this many rows.

@@ -4,10 +4,11 @@ use memd_proto::{ConfirmRequest, Filter, MemoryReply, Response};
 use time::OffsetDateTime;
 
 use crate::drift::policy::WriteKind;
+use crate::gate;
 use crate::session::Session;
 use crate::state::Shared;
+use crate::store::StoreError;
 use crate::store::memories::{self};
-use crate::store::{StoreError, gate};
 
 /// `confirm`: `confirmed_count + 1`, `last_confirmed_at`. Not an edit: the
 /// generation and `rev` do not move.

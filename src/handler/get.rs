@@ -3,10 +3,11 @@
 use memd_proto::{Filter, GetRequest, MemoryReply, Response};
 use time::OffsetDateTime;
 
+use crate::gate;
 use crate::session::Session;
 use crate::state::Shared;
 use crate::store::readers::ReadKind;
-use crate::store::{StoreError, gate, memories};
+use crate::store::{StoreError, memories};
 
 pub(super) async fn handle(
     req: GetRequest,

@@ -2,7 +2,7 @@
 //!
 //! Each file is named after its request and exposes one function, `handle`:
 //! it loads what it needs (the store's named functions), decides with the
-//! pure rules (`store::gate`, the drift and snapshot rules), persists
+//! pure rules (`gate`, the drift and snapshot rules), persists
 //! through the writer thread, and answers. A reply that shows rows tells
 //! the session with [`Session::saw`]; a write goes through
 //! [`support::guarded`]. What several handlers share lives in [`support`].

@@ -4,11 +4,13 @@ use memd_proto::{Filter, MemoryReply, Response, TaskRequest};
 use time::OffsetDateTime;
 
 use crate::drift::policy::WriteKind;
+use crate::gate;
+use crate::gate::Changes;
+use crate::gate::task;
 use crate::session::Session;
 use crate::state::Shared;
-use crate::store::gate::task;
-use crate::store::memories::{self, Changes};
-use crate::store::{StoreError, gate};
+use crate::store::StoreError;
+use crate::store::memories::{self};
 
 /// `task start|done|cancel`: checks the transition, sets the task's
 /// `status`, keeps `surface = "startup"` only while the task is open.

@@ -4,9 +4,10 @@ use memd_proto::{Filter, MemoryReply, Response, UpdateRequest};
 use time::OffsetDateTime;
 
 use crate::drift::policy::WriteKind;
+use crate::gate;
 use crate::session::Session;
 use crate::state::Shared;
-use crate::store::{StoreError, gate, memories};
+use crate::store::{StoreError, memories};
 
 pub(super) async fn handle(
     req: UpdateRequest,

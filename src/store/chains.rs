@@ -7,7 +7,8 @@ use memd_proto::{Memory, Revision};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::StoreError;
-use super::memories::{self, View};
+use super::memories::{self};
+use crate::gate::View;
 
 /// Longest chain walked.
 pub const MAX_CHAIN: usize = 1_000;

@@ -164,6 +164,23 @@ impl From<crate::embed::service::NotReady> for StoreError {
     }
 }
 
+impl From<crate::gate::GateError> for StoreError {
+    fn from(e: crate::gate::GateError) -> Self {
+        use crate::gate::GateError;
+        match e {
+            GateError::Rejected { reason, message } => StoreError::Rejected { reason, message },
+            GateError::InvalidInput(message) => StoreError::InvalidInput(message),
+            GateError::Conflict {
+                message,
+                current_rev,
+            } => StoreError::Conflict {
+                message,
+                current_rev,
+            },
+        }
+    }
+}
+
 impl From<std::io::Error> for StoreError {
     fn from(e: std::io::Error) -> Self {
         StoreError::Io(Cause::of(e))

@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, params_from_iter};
 use serde_json::Value;
 
-use super::{StoreError, WriteCtx, gate};
+use super::{StoreError, WriteCtx};
+use crate::gate;
 
 /// One entry of an export or a drift backup, checked.
 pub struct Entry {

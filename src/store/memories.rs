@@ -11,6 +11,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
 use memd_proto::Memory;
 
 use super::StoreError;
+use crate::gate::{Changes, MetaMatch, Namespaces, NewMemory, View};
 
 /// The columns of [`Memory`], in [`row_to_memory`] order, for a `memories m`
 /// alias. Tags come as a JSON array from a correlated subquery.
@@ -82,88 +83,6 @@ fn text(row: &Row<'_>, idx: usize) -> rusqlite::Result<String> {
     })
 }
 
-/// A validated memory ready to insert (built by the write gate).
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewMemory {
-    /// Namespace.
-    pub namespace: String,
-    /// `project`, `agent` or `session`.
-    pub scope: String,
-    /// Owner for agent/session scope.
-    pub scope_owner: Option<String>,
-    /// The thread it comes from.
-    pub thread: Option<String>,
-    /// Its position in the thread (`None`: after the thread's last).
-    pub thread_pos: Option<i64>,
-    /// When what it tells happened (stored time format).
-    pub occurred_at: Option<String>,
-    /// The text.
-    pub content: String,
-    /// Subject.
-    pub subject: Option<String>,
-    /// Category.
-    pub category: String,
-    /// Tier 1..3.
-    pub tier: i64,
-    /// Importance.
-    pub importance: String,
-    /// Confidence.
-    pub confidence: f64,
-    /// Pinned.
-    pub pinned: bool,
-    /// Status.
-    pub status: String,
-    /// Metadata JSON object text.
-    pub metadata: String,
-    /// Tags, normalized and unique.
-    pub tags: Vec<String>,
-    /// Dedup key.
-    pub dedupe_key: String,
-    /// `agent`, `user`, …
-    pub source: String,
-    /// Agent id of the writer.
-    pub created_by: Option<String>,
-    /// Expiry (stored time format).
-    pub expires_at: Option<String>,
-    /// The gate replaced a secret with `[REDACTED]` (not stored).
-    pub redacted: bool,
-    /// The near-duplicate sketch of `content` when it was computed already
-    /// (off the writer thread); `insert` computes it otherwise.
-    pub sketch: Option<Vec<i64>>,
-}
-
-impl NewMemory {
-    /// A promoted project-scope note in `default` with every other field at
-    /// its default (the gate builds real ones; tests and benchmarks start
-    /// from this).
-    pub fn plain(content: &str) -> NewMemory {
-        NewMemory {
-            namespace: "default".into(),
-            scope: "project".into(),
-            scope_owner: None,
-            thread: None,
-            thread_pos: None,
-            occurred_at: None,
-            content: content.into(),
-            subject: None,
-            category: "note".into(),
-            tier: 2,
-            importance: "medium".into(),
-            confidence: 1.0,
-            pinned: false,
-            status: "promoted".into(),
-            metadata: "{}".into(),
-            tags: Vec::new(),
-            dedupe_key: super::gate::dedupe_key(content),
-            source: "agent".into(),
-            created_by: None,
-            expires_at: None,
-            redacted: false,
-            sketch: None,
-        }
-    }
-}
-
 /// Inserts a memory and its tags; returns the new id.
 ///
 /// # Errors
@@ -213,7 +132,7 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
 /// # Errors
 /// SQLite errors.
 pub fn set_sketch(conn: &Connection, id: i64, content: &str) -> Result<(), StoreError> {
-    let sketch = super::gate::similar::sketch(&super::gate::similar::profile(content));
+    let sketch = crate::gate::similar::sketch(&crate::gate::similar::profile(content));
     store_sketch(conn, id, &sketch)
 }
 
@@ -255,7 +174,7 @@ pub fn backfill(conn: &Connection, ids: &[i64]) -> Result<usize, StoreError> {
             continue;
         };
         if no_key {
-            set_key.execute((super::gate::dedupe_key(&content), id))?;
+            set_key.execute((crate::gate::dedupe_key(&content), id))?;
         }
         if no_sketch {
             set_sketch(conn, *id, &content)?;
@@ -311,7 +230,7 @@ pub fn find_duplicate(
     let mut rows = stmt.query((&m.namespace, &m.scope, &m.scope_owner, now, &m.dedupe_key))?;
     while let Some(row) = rows.next()? {
         let content: String = row.get(1)?;
-        if super::gate::dedupe_key(&content) == m.dedupe_key {
+        if crate::gate::dedupe_key(&content) == m.dedupe_key {
             return Ok(Some(row.get(0)?));
         }
     }
@@ -545,87 +464,7 @@ pub fn by_ids(
     Ok(out)
 }
 
-/// Which namespaces a read covers.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Namespaces {
-    /// These (the session's own, or ones the request named).
-    Only(Vec<String>),
-    /// Every namespace (explicit opt-in).
-    All,
-}
-
-/// What a session may see, and the filters of one request.
-#[derive(Debug, Clone, PartialEq)]
-pub struct View {
-    /// Namespaces covered.
-    pub namespaces: Namespaces,
-    /// The session's agent id (owner of agent-scope rows it sees).
-    pub agent: String,
-    /// The session key (owner of session-scope rows it sees).
-    pub session: String,
-    /// Only this scope.
-    pub scope: Option<String>,
-    /// Only this category.
-    pub category: Option<String>,
-    /// Only this subject.
-    pub subject: Option<String>,
-    /// Tags to match.
-    pub tags: Vec<String>,
-    /// Match any tag instead of all.
-    pub tags_any: bool,
-    /// Metadata conditions.
-    pub meta: Vec<MetaMatch>,
-    /// Created at or after (stored time format).
-    pub since: Option<String>,
-    /// Created before (stored time format).
-    pub until: Option<String>,
-    /// Updated at or after (stored time format).
-    pub updated_since: Option<String>,
-    /// Updated before (stored time format).
-    pub updated_until: Option<String>,
-    /// Include superseded rows.
-    pub include_superseded: bool,
-    /// Include archived rows.
-    pub include_archived: bool,
-    /// Only this status.
-    pub status: Option<String>,
-    /// "Now" for expiry (stored time format).
-    pub now: String,
-}
-
-/// One `key=value` metadata condition, typed as JSON.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MetaMatch {
-    /// Top-level key.
-    pub key: String,
-    /// The value as JSON.
-    pub value: serde_json::Value,
-}
-
 impl View {
-    /// A view of one namespace with no filters.
-    pub fn namespace(namespace: &str, agent: &str, session: &str) -> View {
-        View {
-            namespaces: Namespaces::Only(vec![namespace.to_string()]),
-            agent: agent.to_string(),
-            session: session.to_string(),
-            scope: None,
-            category: None,
-            subject: None,
-            tags: Vec::new(),
-            tags_any: false,
-            meta: Vec::new(),
-            since: None,
-            until: None,
-            updated_since: None,
-            updated_until: None,
-            include_superseded: false,
-            include_archived: false,
-            status: None,
-            now: crate::clock::now(),
-        }
-    }
-
     /// Appends the view's conditions (each starting with ` AND `) to `sql`,
     /// with their parameters, for a `memories m` alias.
     pub fn push_conditions(&self, sql: &mut String, params: &mut Vec<Value>) {
@@ -793,35 +632,6 @@ pub fn list(
         .query_map(params_from_iter(params), row_to_memory)?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)
-}
-
-/// Column changes of an update, validated by the gate.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Changes {
-    /// New content and its dedup key.
-    pub content: Option<(String, String)>,
-    /// New category.
-    pub category: Option<String>,
-    /// New subject (`Some(None)` clears it).
-    pub subject: Option<Option<String>>,
-    /// New scope and owner.
-    pub scope: Option<(String, Option<String>)>,
-    /// New tier.
-    pub tier: Option<i64>,
-    /// New pinned flag.
-    pub pinned: Option<bool>,
-    /// New importance.
-    pub importance: Option<String>,
-    /// New status.
-    pub status: Option<String>,
-    /// New confidence.
-    pub confidence: Option<f64>,
-    /// New expiry (`Some(None)` clears it).
-    pub expires_at: Option<Option<String>>,
-    /// Metadata keys to merge in (a JSON object).
-    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
-    /// New tag set.
-    pub tags: Option<Vec<String>>,
 }
 
 /// Applies changes to a row. Unchanged values are not written, so an update

@@ -9,7 +9,6 @@
 //! - [`search`]: lexical and fuzzy search, ranking.
 //! - [`access`]: batched access tracking (use counts), never an edit.
 //! - [`lifecycle`]: decay, tiers, expiry and scope-limit sweeps.
-//! - [`gate`]: validation of what a request may write (pure rules).
 //! - [`inject`]: the read behind a session's memory block.
 //! - `error`: [`StoreError`], and [`Cause`], which keeps the error below.
 //!
@@ -20,7 +19,6 @@ pub mod access;
 pub mod chains;
 mod error;
 pub mod export;
-pub mod gate;
 pub mod health;
 pub mod import;
 pub mod inject;

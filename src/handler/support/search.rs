@@ -4,10 +4,11 @@
 use memd_proto::{SearchMode, SearchRequest, SearchResult};
 use time::OffsetDateTime;
 
+use crate::gate;
 use crate::session::Session;
 use crate::state::Shared;
 use crate::store::readers::ReadKind;
-use crate::store::{Cause, StoreError, gate, search};
+use crate::store::{Cause, StoreError, search};
 
 /// Runs searches in one read transaction; semantic ones get their query
 /// vectors from one embedding call first.

@@ -16,9 +16,9 @@ use std::collections::HashMap;
 use rusqlite::Connection;
 
 use super::super::StoreError;
-use super::super::memories::View;
 use super::vocab::Terms;
 use super::{Candidate, words};
+use crate::gate::View;
 
 /// Candidate terms kept per query word.
 const TERMS_PER_WORD: usize = 6;

@@ -5,8 +5,8 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, params_from_iter};
 
 use super::super::StoreError;
-use super::super::memories::View;
 use super::Candidate;
+use crate::gate::View;
 
 /// BM25 weights of the index's columns besides content (1.0) and subject
 /// (2.0).

@@ -33,7 +33,8 @@ use rusqlite::Connection;
 use time::OffsetDateTime;
 
 use super::StoreError;
-use super::memories::{self, View};
+use super::memories::{self};
+use crate::gate::View;
 use rank::RankConfig;
 
 pub use words::plain_query;

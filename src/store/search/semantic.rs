@@ -16,9 +16,9 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, params_from_iter};
 
 use super::super::StoreError;
-use super::super::memories::{Namespaces, View};
 use super::Candidate;
 use crate::embed::vectors::{Index, Probe};
+use crate::gate::{Namespaces, View};
 
 /// What semantic search needs: the query's vector and the index.
 #[derive(Debug, Clone)]

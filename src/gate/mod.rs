@@ -5,28 +5,59 @@
 //! code-derivable content ([`code`]); secrets ([`secrets`]); then the
 //! remaining fields. Exact and near-duplicate merges ([`similar`]) need the
 //! database and run in the writer (`handler::add`). A gate refusal is
-//! [`StoreError::Rejected`] with a reason code (exit 6 from the CLI); a
-//! malformed argument is [`StoreError::InvalidInput`] (exit 2).
+//! [`GateError::Rejected`] with a reason code (exit 6 from the CLI); a
+//! malformed argument is [`GateError::InvalidInput`] (exit 2).
+//!
+//! Pure: no SQL, no I/O. Its inputs are the request, the session's
+//! identity ([`Who`]) and the settings ([`Rules`]); its outputs are the
+//! plain values of [`types`] the store writes.
 //!
 //! # Layout
 //! - [`code`]: diffs, stack traces, git log output, path dumps, blobs.
 //! - [`secrets`]: keys, tokens and credential assignments; redaction.
 //! - [`similar`]: shingles, Jaccard, the merge/similar verdict.
 //! - [`task`]: task states and transitions.
+//! - [`settings`]: the gate's configuration and its input [`Rules`].
+//! - [`types`]: what the gate lets through.
 
 pub mod code;
 pub mod secrets;
 pub mod settings;
 pub mod similar;
 pub mod task;
+pub mod types;
 
 use memd_proto::{AddRequest, Filter, Memory, UpdateRequest};
 use time::OffsetDateTime;
 
-use super::StoreError;
-use super::memories::{Changes, MetaMatch, Namespaces, NewMemory, View};
 use crate::clock;
 pub use settings::{Limits, Rules, SecretPolicy};
+pub use types::{Changes, MetaMatch, Namespaces, NewMemory, View};
+
+/// Why the gate refused a request.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GateError {
+    /// Refused by a rule of the gate (exit 6 from the CLI).
+    #[error("{message}")]
+    Rejected {
+        /// Reason code (`too_large`, `category`, …).
+        reason: &'static str,
+        /// Explanation.
+        message: String,
+    },
+    /// A malformed argument (exit 2).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// A change the row's current state does not allow (a closed task
+    /// reopened).
+    #[error("{message}")]
+    Conflict {
+        /// What conflicted.
+        message: String,
+        /// The row's current rev.
+        current_rev: Option<i64>,
+    },
+}
 
 /// Longest subject, in characters.
 pub const MAX_SUBJECT_CHARS: usize = 200;
@@ -47,10 +78,10 @@ pub fn normalize_scope(s: &str) -> Option<&'static str> {
     }
 }
 
-fn scope_and_owner(scope: Option<&str>, who: &Who) -> Result<(String, Option<String>), StoreError> {
+fn scope_and_owner(scope: Option<&str>, who: &Who) -> Result<(String, Option<String>), GateError> {
     let scope = match scope {
         None => "project",
-        Some(s) => normalize_scope(s).ok_or_else(|| StoreError::Rejected {
+        Some(s) => normalize_scope(s).ok_or_else(|| GateError::Rejected {
             reason: "scope",
             message: format!(
                 "unknown scope `{s}`: expected project, agent or session \
@@ -67,7 +98,7 @@ fn scope_and_owner(scope: Option<&str>, who: &Who) -> Result<(String, Option<Str
     Ok((scope.to_string(), owner))
 }
 
-fn category(c: Option<&str>, rules: &Rules<'_>) -> Result<String, StoreError> {
+fn category(c: Option<&str>, rules: &Rules<'_>) -> Result<String, GateError> {
     let c = match c {
         None => return Ok(rules.memory.default_category.clone()),
         Some(c) => c.trim().to_lowercase(),
@@ -75,7 +106,7 @@ fn category(c: Option<&str>, rules: &Rules<'_>) -> Result<String, StoreError> {
     if rules.memory.categories.contains(&c) {
         Ok(c)
     } else {
-        Err(StoreError::Rejected {
+        Err(GateError::Rejected {
             reason: "category",
             message: format!(
                 "unknown category `{c}`; allowed: {}",
@@ -85,16 +116,16 @@ fn category(c: Option<&str>, rules: &Rules<'_>) -> Result<String, StoreError> {
     }
 }
 
-fn content(text: &str, rules: &Rules<'_>) -> Result<(String, bool), StoreError> {
+fn content(text: &str, rules: &Rules<'_>) -> Result<(String, bool), GateError> {
     if text.trim().is_empty() {
-        return Err(StoreError::Rejected {
+        return Err(GateError::Rejected {
             reason: "empty",
             message: "content is empty".into(),
         });
     }
     let max = rules.limits.max_content_bytes;
     if text.len() > max {
-        return Err(StoreError::Rejected {
+        return Err(GateError::Rejected {
             reason: "too_large",
             message: format!(
                 "content is {} bytes; the limit is {max} bytes (limits.max_content_bytes). \
@@ -104,14 +135,14 @@ fn content(text: &str, rules: &Rules<'_>) -> Result<(String, bool), StoreError> 
         });
     }
     if text.contains('\0') {
-        return Err(StoreError::InvalidInput(
+        return Err(GateError::InvalidInput(
             "content contains a NUL byte".into(),
         ));
     }
     if rules.gate.code_derivable
         && let Some(kind) = code::detect(text)
     {
-        return Err(StoreError::Rejected {
+        return Err(GateError::Rejected {
             reason: "code_derivable",
             message: format!(
                 "content looks like {}: memory keeps what was learned, not what can be \
@@ -124,7 +155,7 @@ fn content(text: &str, rules: &Rules<'_>) -> Result<(String, bool), StoreError> 
 }
 
 /// Applies the secret policy; `true` when something was redacted.
-fn guard_secrets(text: &str, rules: &Rules<'_>) -> Result<(String, bool), StoreError> {
+fn guard_secrets(text: &str, rules: &Rules<'_>) -> Result<(String, bool), GateError> {
     if rules.gate.secrets == SecretPolicy::Allow {
         return Ok((text.to_string(), false));
     }
@@ -133,7 +164,7 @@ fn guard_secrets(text: &str, rules: &Rules<'_>) -> Result<(String, bool), StoreE
         return Ok((text.to_string(), false));
     };
     match rules.gate.secrets {
-        SecretPolicy::Reject => Err(StoreError::Rejected {
+        SecretPolicy::Reject => Err(GateError::Rejected {
             reason: "secret",
             message: format!(
                 "the text looks like it holds a secret ({}); memory is not a secret store. \
@@ -170,12 +201,12 @@ fn guard_fields(
     tags: &mut [String],
     meta: &mut serde_json::Map<String, serde_json::Value>,
     rules: &Rules<'_>,
-) -> Result<bool, StoreError> {
+) -> Result<bool, GateError> {
     if rules.gate.secrets == SecretPolicy::Allow {
         return Ok(false);
     }
     let reject = rules.gate.secrets == SecretPolicy::Reject;
-    let refuse = |what: String, kind: &str| StoreError::Rejected {
+    let refuse = |what: String, kind: &str| GateError::Rejected {
         reason: "secret",
         message: format!(
             "{what} looks like it holds a secret ({kind}); memory is not a secret store. \
@@ -236,17 +267,17 @@ fn guard_fields(
     Ok(redacted)
 }
 
-fn subject(s: Option<&str>, rules: &Rules<'_>) -> Result<(Option<String>, bool), StoreError> {
+fn subject(s: Option<&str>, rules: &Rules<'_>) -> Result<(Option<String>, bool), GateError> {
     let Some(s) = s.map(str::trim).filter(|s| !s.is_empty()) else {
         return Ok((None, false));
     };
     if s.chars().count() > MAX_SUBJECT_CHARS {
-        return Err(StoreError::InvalidInput(format!(
+        return Err(GateError::InvalidInput(format!(
             "subject is longer than {MAX_SUBJECT_CHARS} characters"
         )));
     }
     if s.chars().any(char::is_control) {
-        return Err(StoreError::InvalidInput(
+        return Err(GateError::InvalidInput(
             "subject contains control characters".into(),
         ));
     }
@@ -257,23 +288,23 @@ fn subject(s: Option<&str>, rules: &Rules<'_>) -> Result<(Option<String>, bool),
 /// Normalizes tags: trimmed, lower-cased, unique, sorted.
 ///
 /// # Errors
-/// [`StoreError::InvalidInput`] for empty, too long or too many tags.
-pub fn tags(tags: &[String], rules: &Rules<'_>) -> Result<Vec<String>, StoreError> {
+/// [`GateError::InvalidInput`] for empty, too long or too many tags.
+pub fn tags(tags: &[String], rules: &Rules<'_>) -> Result<Vec<String>, GateError> {
     let mut out: Vec<String> = Vec::with_capacity(tags.len());
     for t in tags {
         let t = t.trim().to_lowercase();
         if t.is_empty() {
-            return Err(StoreError::InvalidInput("a tag is empty".into()));
+            return Err(GateError::InvalidInput("a tag is empty".into()));
         }
         if t.chars().count() > rules.limits.max_tag_chars {
-            return Err(StoreError::InvalidInput(format!(
+            return Err(GateError::InvalidInput(format!(
                 "tag `{}…` is longer than {} characters (limits.max_tag_chars)",
                 t.chars().take(20).collect::<String>(),
                 rules.limits.max_tag_chars
             )));
         }
         if t.chars().any(char::is_control) {
-            return Err(StoreError::InvalidInput(
+            return Err(GateError::InvalidInput(
                 "a tag contains control characters".into(),
             ));
         }
@@ -282,7 +313,7 @@ pub fn tags(tags: &[String], rules: &Rules<'_>) -> Result<Vec<String>, StoreErro
         }
     }
     if out.len() > rules.limits.max_tags {
-        return Err(StoreError::InvalidInput(format!(
+        return Err(GateError::InvalidInput(format!(
             "{} tags; the limit is {} (limits.max_tags)",
             out.len(),
             rules.limits.max_tags
@@ -292,42 +323,42 @@ pub fn tags(tags: &[String], rules: &Rules<'_>) -> Result<Vec<String>, StoreErro
     Ok(out)
 }
 
-fn tier(t: Option<i64>) -> Result<i64, StoreError> {
+fn tier(t: Option<i64>) -> Result<i64, GateError> {
     match t {
         None => Ok(2),
         Some(t @ 1..=3) => Ok(t),
-        Some(t) => Err(StoreError::InvalidInput(format!(
+        Some(t) => Err(GateError::InvalidInput(format!(
             "tier {t} is out of range: expected 1, 2 or 3"
         ))),
     }
 }
 
-fn importance(i: Option<&str>) -> Result<String, StoreError> {
+fn importance(i: Option<&str>) -> Result<String, GateError> {
     let i = i.map(|s| s.trim().to_ascii_lowercase());
     match i.as_deref() {
         None => Ok("medium".into()),
         Some(v @ ("low" | "medium" | "high")) => Ok(v.to_string()),
-        Some(v) => Err(StoreError::InvalidInput(format!(
+        Some(v) => Err(GateError::InvalidInput(format!(
             "unknown importance `{v}`: expected low, medium or high"
         ))),
     }
 }
 
-fn status(s: &str) -> Result<String, StoreError> {
+fn status(s: &str) -> Result<String, GateError> {
     let s = s.trim().to_ascii_lowercase();
     match s.as_str() {
         "candidate" | "promoted" | "archived" => Ok(s),
-        _ => Err(StoreError::InvalidInput(format!(
+        _ => Err(GateError::InvalidInput(format!(
             "unknown status `{s}`: expected candidate, promoted or archived"
         ))),
     }
 }
 
-fn confidence(c: Option<f64>) -> Result<f64, StoreError> {
+fn confidence(c: Option<f64>) -> Result<f64, GateError> {
     match c {
         None => Ok(1.0),
         Some(c) if (0.0..=1.0).contains(&c) => Ok(c),
-        Some(c) => Err(StoreError::InvalidInput(format!(
+        Some(c) => Err(GateError::InvalidInput(format!(
             "confidence {c} is out of range: expected 0.0 to 1.0"
         ))),
     }
@@ -344,43 +375,43 @@ fn depth(v: &serde_json::Value) -> usize {
 /// Parses metadata: a JSON object within the size and depth limits.
 ///
 /// # Errors
-/// [`StoreError::InvalidInput`] naming the problem.
+/// [`GateError::InvalidInput`] naming the problem.
 pub fn metadata(
     text: &str,
     rules: &Rules<'_>,
-) -> Result<serde_json::Map<String, serde_json::Value>, StoreError> {
+) -> Result<serde_json::Map<String, serde_json::Value>, GateError> {
     if text.len() > rules.limits.max_metadata_bytes {
-        return Err(StoreError::InvalidInput(format!(
+        return Err(GateError::InvalidInput(format!(
             "metadata is {} bytes; the limit is {} (limits.max_metadata_bytes)",
             text.len(),
             rules.limits.max_metadata_bytes
         )));
     }
     let value: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| StoreError::InvalidInput(format!("metadata is not valid JSON: {e}")))?;
+        .map_err(|e| GateError::InvalidInput(format!("metadata is not valid JSON: {e}")))?;
     if depth(&value) > MAX_METADATA_DEPTH {
-        return Err(StoreError::InvalidInput(format!(
+        return Err(GateError::InvalidInput(format!(
             "metadata is nested deeper than {MAX_METADATA_DEPTH} levels"
         )));
     }
     match value {
         serde_json::Value::Object(map) => Ok(map),
-        _ => Err(StoreError::InvalidInput(
+        _ => Err(GateError::InvalidInput(
             "metadata must be a JSON object".into(),
         )),
     }
 }
 
-fn expires(e: Option<&str>, now: OffsetDateTime) -> Result<Option<String>, StoreError> {
+fn expires(e: Option<&str>, now: OffsetDateTime) -> Result<Option<String>, GateError> {
     match e.map(str::trim).filter(|s| !s.is_empty()) {
         None => Ok(None),
         Some(s) => {
             let at = clock::parse_future(s, now)
-                .map_err(|m| StoreError::InvalidInput(format!("expires: {m}")))?;
+                .map_err(|m| GateError::InvalidInput(format!("expires: {m}")))?;
             // A memory that expired before it was written would vanish at
             // once: surely a mistake (`forget` removes a memory).
             if at <= clock::format(now) {
-                return Err(StoreError::InvalidInput(format!(
+                return Err(GateError::InvalidInput(format!(
                     "expires: `{s}` is not in the future"
                 )));
             }
@@ -393,22 +424,22 @@ fn expires(e: Option<&str>, now: OffsetDateTime) -> Result<Option<String>, Store
 pub const MAX_THREAD_CHARS: usize = 256;
 
 /// A thread id: trimmed, non-empty, no control characters.
-fn thread(t: Option<&str>) -> Result<Option<String>, StoreError> {
+fn thread(t: Option<&str>) -> Result<Option<String>, GateError> {
     let Some(t) = t.map(str::trim) else {
         return Ok(None);
     };
     if t.is_empty() {
-        return Err(StoreError::InvalidInput(
+        return Err(GateError::InvalidInput(
             "thread: the thread id is empty".into(),
         ));
     }
     if t.chars().count() > MAX_THREAD_CHARS {
-        return Err(StoreError::InvalidInput(format!(
+        return Err(GateError::InvalidInput(format!(
             "thread: the thread id is longer than {MAX_THREAD_CHARS} characters"
         )));
     }
     if t.chars().any(char::is_control) {
-        return Err(StoreError::InvalidInput(
+        return Err(GateError::InvalidInput(
             "thread: the thread id contains control characters".into(),
         ));
     }
@@ -416,12 +447,12 @@ fn thread(t: Option<&str>) -> Result<Option<String>, StoreError> {
 }
 
 /// A position in a thread: only with a thread, never negative.
-fn thread_pos(thread: Option<&str>, pos: Option<i64>) -> Result<Option<i64>, StoreError> {
+fn thread_pos(thread: Option<&str>, pos: Option<i64>) -> Result<Option<i64>, GateError> {
     match (thread, pos) {
-        (None, Some(_)) => Err(StoreError::InvalidInput(
+        (None, Some(_)) => Err(GateError::InvalidInput(
             "position: a position needs a thread".into(),
         )),
-        (_, Some(p)) if p < 0 => Err(StoreError::InvalidInput(format!(
+        (_, Some(p)) if p < 0 => Err(GateError::InvalidInput(format!(
             "position: {p} is negative"
         ))),
         (_, p) => Ok(p),
@@ -429,18 +460,18 @@ fn thread_pos(thread: Option<&str>, pos: Option<i64>) -> Result<Option<i64>, Sto
 }
 
 /// A task status given in metadata: one of the task states.
-fn task_state(value: &serde_json::Value) -> Result<String, StoreError> {
+fn task_state(value: &serde_json::Value) -> Result<String, GateError> {
     let state = match value {
         serde_json::Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    task::state(&state).map_err(StoreError::InvalidInput)?;
+    task::state(&state).map_err(GateError::InvalidInput)?;
     Ok(state)
 }
 
 /// Fills in what a task needs: `status` (pending by default, one of the
 /// task states) and `surface = "startup"` while it is open.
-fn task_metadata(meta: &mut serde_json::Map<String, serde_json::Value>) -> Result<(), StoreError> {
+fn task_metadata(meta: &mut serde_json::Map<String, serde_json::Value>) -> Result<(), GateError> {
     let state = match meta.get("status") {
         None => "pending".to_string(),
         Some(v) => task_state(v)?,
@@ -463,9 +494,9 @@ fn task_metadata(meta: &mut serde_json::Map<String, serde_json::Value>) -> Resul
 /// pending work.
 ///
 /// # Errors
-/// [`StoreError::InvalidInput`] for a status that is not a task state,
-/// [`StoreError::Conflict`] for a transition that is not allowed.
-pub fn task_changes(current: &Memory, changes: &mut Changes) -> Result<(), StoreError> {
+/// [`GateError::InvalidInput`] for a status that is not a task state,
+/// [`GateError::Conflict`] for a transition that is not allowed.
+pub fn task_changes(current: &Memory, changes: &mut Changes) -> Result<(), GateError> {
     let was = current.category == task::CATEGORY;
     let is = changes
         .category
@@ -507,7 +538,7 @@ pub fn task_changes(current: &Memory, changes: &mut Changes) -> Result<(), Store
         && task::STATES.contains(&from)
         && from != to
     {
-        task::transition(from, &to).map_err(|message| StoreError::Conflict {
+        task::transition(from, &to).map_err(|message| GateError::Conflict {
             message: format!("task {}: {message}", current.id),
             current_rev: Some(current.rev),
         })?;
@@ -527,14 +558,14 @@ pub fn task_changes(current: &Memory, changes: &mut Changes) -> Result<(), Store
 /// needs no database (scope, category, size, code-derivable, secrets).
 ///
 /// # Errors
-/// [`StoreError::Rejected`] for gate refusals, [`StoreError::InvalidInput`]
+/// [`GateError::Rejected`] for gate refusals, [`GateError::InvalidInput`]
 /// for malformed fields.
 pub fn check_add(
     req: &AddRequest,
     who: &Who,
     rules: &Rules<'_>,
     now: OffsetDateTime,
-) -> Result<NewMemory, StoreError> {
+) -> Result<NewMemory, GateError> {
     let (scope, scope_owner) = scope_and_owner(req.scope.as_deref(), who)?;
     let category = category(req.category.as_deref(), rules)?;
     let (content, redacted_content) = content(&req.content, rules)?;
@@ -564,7 +595,7 @@ pub fn check_add(
             .as_deref()
             .map(|s| {
                 clock::parse_event(s)
-                    .map_err(|m| StoreError::InvalidInput(format!("occurred_at: {m}")))
+                    .map_err(|m| GateError::InvalidInput(format!("occurred_at: {m}")))
             })
             .transpose()?,
         dedupe_key: dedupe_key(&content),
@@ -595,7 +626,7 @@ pub fn check_update(
     who: &Who,
     rules: &Rules<'_>,
     now: OffsetDateTime,
-) -> Result<Changes, StoreError> {
+) -> Result<Changes, GateError> {
     let content = match &req.content {
         Some(c) => {
             let (c, _) = content(c, rules)?;
@@ -653,16 +684,16 @@ pub fn check_update(
 /// Turns a request's filter into the view of the session.
 ///
 /// # Errors
-/// [`StoreError::InvalidInput`] for an unknown scope, a malformed
+/// [`GateError::InvalidInput`] for an unknown scope, a malformed
 /// `key=value` or time.
-pub fn view(filter: &Filter, who: &Who, now: OffsetDateTime) -> Result<View, StoreError> {
+pub fn view(filter: &Filter, who: &Who, now: OffsetDateTime) -> Result<View, GateError> {
     let mut v = View::namespace(&who.namespace, &who.agent, &who.session);
     v.now = clock::format(now);
     if filter.all_namespaces {
         v.namespaces = Namespaces::All;
     } else if !filter.namespaces.is_empty() {
         if filter.namespaces.iter().any(|n| n.trim().is_empty()) {
-            return Err(StoreError::InvalidInput("a namespace is empty".into()));
+            return Err(GateError::InvalidInput("a namespace is empty".into()));
         }
         v.namespaces = Namespaces::Only(filter.namespaces.clone());
     }
@@ -671,7 +702,7 @@ pub fn view(filter: &Filter, who: &Who, now: OffsetDateTime) -> Result<View, Sto
         .as_deref()
         .map(|s| {
             normalize_scope(s).map(str::to_string).ok_or_else(|| {
-                StoreError::InvalidInput(format!(
+                GateError::InvalidInput(format!(
                     "unknown scope `{s}`: expected project, agent or session"
                 ))
             })
@@ -693,7 +724,7 @@ pub fn view(filter: &Filter, who: &Who, now: OffsetDateTime) -> Result<View, Sto
         .iter()
         .map(|(k, val)| {
             if k.is_empty() {
-                return Err(StoreError::InvalidInput(
+                return Err(GateError::InvalidInput(
                     "metadata filter: the key is empty (expected key=value)".into(),
                 ));
             }
@@ -711,7 +742,7 @@ pub fn view(filter: &Filter, who: &Who, now: OffsetDateTime) -> Result<View, Sto
         s.as_deref()
             .map(|s| {
                 clock::parse_past(s, now)
-                    .map_err(|m| StoreError::InvalidInput(format!("{name}: {m}")))
+                    .map_err(|m| GateError::InvalidInput(format!("{name}: {m}")))
             })
             .transpose()
     };
@@ -764,7 +795,7 @@ mod tests {
             assert!(
                 matches!(
                     check_add(&r, &who(), &c, NOW),
-                    Err(StoreError::InvalidInput(_))
+                    Err(GateError::InvalidInput(_))
                 ),
                 "{past}"
             );
@@ -796,7 +827,7 @@ mod tests {
         r.scope = Some("galaxy".into());
         assert!(matches!(
             check_add(&r, &who(), &c, NOW),
-            Err(StoreError::Rejected {
+            Err(GateError::Rejected {
                 reason: "scope",
                 ..
             })
@@ -824,7 +855,7 @@ mod tests {
         ];
         for (req, want) in cases {
             match check_add(&req, &who(), &c, NOW) {
-                Err(StoreError::Rejected { reason, message }) => {
+                Err(GateError::Rejected { reason, message }) => {
                     assert_eq!(reason, want, "{message}");
                 }
                 other => panic!("{want}: {other:?}"),
@@ -893,7 +924,7 @@ mod tests {
             assert!(
                 matches!(
                     check_add(&req, &who(), &c, NOW),
-                    Err(StoreError::InvalidInput(_))
+                    Err(GateError::InvalidInput(_))
                 ),
                 "{req:?}"
             );
@@ -1005,7 +1036,7 @@ mod tests {
         // Closed tasks stay closed: a conflict at the row's rev.
         let mut c = change(json!("pending"));
         match task_changes(&done, &mut c) {
-            Err(StoreError::Conflict { current_rev, .. }) => assert_eq!(current_rev, Some(3)),
+            Err(GateError::Conflict { current_rev, .. }) => assert_eq!(current_rev, Some(3)),
             other => panic!("{other:?}"),
         }
         // Reopening a started task surfaces it again; closing it does not.
@@ -1034,7 +1065,7 @@ mod tests {
             assert!(
                 matches!(
                     task_changes(&started, &mut c),
-                    Err(StoreError::InvalidInput(_))
+                    Err(GateError::InvalidInput(_))
                 ),
                 "{bad}"
             );
@@ -1069,7 +1100,7 @@ mod tests {
         let mut c = to_task();
         assert!(matches!(
             task_changes(&row("note", json!({"status": "draft"})), &mut c),
-            Err(StoreError::InvalidInput(_))
+            Err(GateError::InvalidInput(_))
         ));
         // A task that becomes a note is no longer pending work.
         let mut c = Changes {

@@ -51,16 +51,14 @@ impl Paths {
         flags: &PathFlags,
         env: impl Fn(&str) -> Option<std::ffi::OsString>,
     ) -> Paths {
-        let home = || env("HOME").map(PathBuf::from).unwrap_or_else(|| "/".into());
-        let xdg_data = env("XDG_DATA_HOME")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| home().join(".local/share"));
+        let home = || env("HOME").map_or_else(|| "/".into(), PathBuf::from);
+        let xdg_data =
+            env("XDG_DATA_HOME").map_or_else(|| home().join(".local/share"), PathBuf::from);
         let explicit_data_dir = flags.data_dir.is_some();
         let data_dir = flags
             .data_dir
             .clone()
-            .map(absolute)
-            .unwrap_or_else(|| xdg_data.join("memd"));
+            .map_or_else(|| xdg_data.join("memd"), absolute);
         let socket = match &flags.socket {
             Some(s) => absolute(s.clone()),
             None if explicit_data_dir => data_dir.join("memd.sock"),
@@ -69,13 +67,15 @@ impl Paths {
                 None => data_dir.join("memd.sock"),
             },
         };
-        let config = flags.config.clone().map(absolute).unwrap_or_else(|| {
-            env("XDG_CONFIG_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| home().join(".config"))
-                .join("memd")
-                .join("config.toml")
-        });
+        let config = flags.config.clone().map_or_else(
+            || {
+                env("XDG_CONFIG_HOME")
+                    .map_or_else(|| home().join(".config"), PathBuf::from)
+                    .join("memd")
+                    .join("config.toml")
+            },
+            absolute,
+        );
         Paths {
             data_dir,
             socket,
@@ -420,10 +420,7 @@ impl Config {
     /// [`ConfigError::Invalid`] with the position of the problem.
     pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
         let config: Config = toml::from_str(text).map_err(|e| {
-            let (line, column) = e
-                .span()
-                .map(|span| line_col(text, span.start))
-                .unwrap_or((1, 1));
+            let (line, column) = e.span().map_or((1, 1), |span| line_col(text, span.start));
             ConfigError::Invalid {
                 path: path.to_path_buf(),
                 line,
@@ -640,7 +637,7 @@ fn walk_keys(
     table: &toml::de::DeTable<'_>,
     out: &mut BTreeMap<String, (usize, usize)>,
 ) {
-    for (k, v) in table.iter() {
+    for (k, v) in table {
         let key = if prefix.is_empty() {
             k.get_ref().to_string()
         } else {

@@ -30,8 +30,7 @@ pub fn random_bytes() -> [u8; 16] {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+        .map_or(0, |d| d.as_nanos() as u64);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     buf[..8].copy_from_slice(&nanos.to_le_bytes());
     buf[8..12].copy_from_slice(&std::process::id().to_le_bytes());
@@ -48,7 +47,7 @@ pub fn raise_open_file_limit() -> std::io::Result<u64> {
         rlim_max: 0,
     };
     // SAFETY: getrlimit(2) writes one rlimit into the struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut lim) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
     if lim.rlim_cur < lim.rlim_max {
@@ -58,7 +57,7 @@ pub fn raise_open_file_limit() -> std::io::Result<u64> {
         };
         // SAFETY: setrlimit(2) only reads the struct; raising the soft limit
         // up to the hard one needs no privilege.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) } != 0 {
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raw const wanted) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
         lim = wanted;
@@ -120,8 +119,8 @@ fn getsockopt_int(fd: i32, opt: libc::c_int) -> std::io::Result<i32> {
             fd,
             libc::SOL_SOCKET,
             opt,
-            (&mut value as *mut libc::c_int).cast(),
-            &mut len,
+            (&raw mut value).cast(),
+            &raw mut len,
         )
     };
     if rc < 0 {
@@ -138,7 +137,7 @@ pub fn monotonic_usec() -> u64 {
         tv_nsec: 0,
     };
     // SAFETY: ts is a live timespec; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut ts) };
     (ts.tv_sec as u64) * 1_000_000 + (ts.tv_nsec as u64) / 1_000
 }
 
@@ -157,7 +156,7 @@ pub fn peer_groups(fd: i32) -> Vec<u32> {
                 libc::SOL_SOCKET,
                 libc::SO_PEERGROUPS,
                 groups.as_mut_ptr().cast(),
-                &mut len,
+                &raw mut len,
             )
         };
         let n = len as usize / std::mem::size_of::<libc::gid_t>();

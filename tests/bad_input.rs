@@ -44,7 +44,7 @@ fn invalid(result: Result<impl std::fmt::Debug, Error>, needle: &str) {
                 body.message.contains(needle),
                 "{needle:?} not in {:?}",
                 body.message
-            )
+            );
         }
         other => panic!("expected invalid input ({needle}), got {other:?}"),
     }

@@ -358,7 +358,7 @@ fn namespaces_are_confined() {
     // Explicit opt-in reads across namespaces.
     let (v, _) = d.json(&["--namespace", "b", "search", "plan", "--all-namespaces"]);
     let mut found = ids(&v, "hits");
-    found.sort();
+    found.sort_unstable();
     assert_eq!(found, vec![1, 2]);
     let (v, _) = d.json(&["--namespace", "b", "list", "--namespaces", "a"]);
     assert_eq!(ids(&v, "memories"), vec![1]);

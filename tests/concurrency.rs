@@ -59,7 +59,7 @@ async fn thirty_two_clients_add_and_search_concurrently() {
         assert_eq!(&client.get(*id).await.unwrap().content, content);
     }
     let mut ids: Vec<i64> = all.iter().map(|(id, _)| *id).collect();
-    ids.sort();
+    ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), CLIENTS * EACH, "ids are unique");
     let status = client.status().await.unwrap();

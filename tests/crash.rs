@@ -246,7 +246,7 @@ async fn acknowledged_writes_survive_kill_9() {
         assert!(check.ok, "round {round}: {check:?}");
 
         let now = rows(&d);
-        for (id, (content, maybe)) in expected.iter_mut() {
+        for (id, (content, maybe)) in &mut expected {
             let found = now
                 .get(id)
                 .unwrap_or_else(|| panic!("round {round}: acknowledged memory {id} is gone"));

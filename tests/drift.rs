@@ -369,7 +369,7 @@ async fn one_backup_file_for_five_sessions_refused_for_one_change() {
         sessions.push(d.client().await);
     }
     let id = add(&mut sessions[0], "one row").await;
-    for s in sessions.iter_mut() {
+    for s in &mut sessions {
         read_all(s).await;
     }
     let before = epoch(&d);
@@ -379,7 +379,7 @@ async fn one_backup_file_for_five_sessions_refused_for_one_change() {
     );
     wait_for_epoch(&d, before);
     let mut paths = Vec::new();
-    for s in sessions.iter_mut() {
+    for s in &mut sessions {
         let err = s.forget(id, None).await.unwrap_err();
         paths.push(backup_of(&err).0);
     }

@@ -100,7 +100,7 @@ fn paraphrase_and_keyword_hits_with_the_local_model() {
         let ids = hit_ids(&h);
         assert_eq!(h["mode"], "hybrid", "{h}");
         let mut top2 = ids[..2].to_vec();
-        top2.sort();
+        top2.sort_unstable();
         assert_eq!(top2, vec![tea, keyword], "{mode}: {h}");
         assert!(ids.iter().position(|i| *i == deploy) > Some(1), "{h}");
         let kw = h["hits"]

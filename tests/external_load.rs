@@ -29,11 +29,10 @@ const SESSIONS: u64 = 4;
 fn run_time() -> Duration {
     let secs = std::env::var("MEMD_EXTERNAL_LOAD_SECS")
         .ok()
-        .map(|v| {
+        .map_or(3, |v| {
             v.parse()
                 .expect("MEMD_EXTERNAL_LOAD_SECS is a number of seconds")
-        })
-        .unwrap_or(3);
+        });
     Duration::from_secs(secs)
 }
 

@@ -73,7 +73,7 @@ fn namespaces_never_leak() {
                 // Picks reach any id ever made, so cross-namespace ids come up.
                 let all: Vec<i64> = {
                     let mut v: Vec<i64> = owner.keys().copied().collect();
-                    v.sort();
+                    v.sort_unstable();
                     v
                 };
                 let pick = |p: usize| all.get(p % all.len().max(1)).copied().unwrap_or(1);

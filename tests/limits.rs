@@ -80,7 +80,7 @@ async fn connections_past_the_limit_are_refused_cleanly() {
         match memd_client::Client::connect(d.opts()).await {
             Ok(c) => break c,
             Err(_) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(20)).await
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
             Err(e) => panic!("the freed place was not reused: {e}"),
         }

@@ -94,7 +94,7 @@ async fn rmcp_client_uses_every_tool_resource_and_prompt() {
     assert_eq!(info.server_info.as_ref().unwrap().name, "memd");
     let tools = s.peer().list_tools(None).await.unwrap().tools;
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    names.sort();
+    names.sort_unstable();
     assert_eq!(
         names,
         [

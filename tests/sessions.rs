@@ -627,13 +627,10 @@ fn two_shells_never_overwrite_each_others_update() {
 /// How long the lost-update load runs: `MEMD_CONCURRENCY_SECS`, 3 s by
 /// default.
 fn run_time() -> Duration {
-    let secs = std::env::var("MEMD_CONCURRENCY_SECS")
-        .ok()
-        .map(|v| {
-            v.parse()
-                .expect("MEMD_CONCURRENCY_SECS is a number of seconds")
-        })
-        .unwrap_or(3);
+    let secs = std::env::var("MEMD_CONCURRENCY_SECS").ok().map_or(3, |v| {
+        v.parse()
+            .expect("MEMD_CONCURRENCY_SECS is a number of seconds")
+    });
     Duration::from_secs(secs)
 }
 

@@ -138,7 +138,7 @@ pub fn queries(n: usize, vocab: &[String], seed: u64) -> Vec<String> {
                 let w = &mut words[0];
                 let pos = rng.below(w.len());
                 let c = (b'a' + rng.below(26) as u8) as char;
-                w.replace_range(pos..pos + 1, &c.to_string());
+                w.replace_range(pos..=pos, &c.to_string());
             }
             words.join(" ")
         })

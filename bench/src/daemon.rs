@@ -153,7 +153,5 @@ impl Drop for BenchDaemon {
 
 /// Size of a file in MiB (0 when missing).
 pub fn file_mb(path: &Path) -> f64 {
-    std::fs::metadata(path)
-        .map(|m| m.len() as f64 / 1048576.0)
-        .unwrap_or(0.0)
+    std::fs::metadata(path).map_or(0.0, |m| m.len() as f64 / 1_048_576.0)
 }

@@ -151,7 +151,7 @@ impl Score {
 
     /// What settings are chosen by.
     fn objective(&self) -> f64 {
-        (self.r5 + self.r10) / 2.0
+        f64::midpoint(self.r5, self.r10)
     }
 }
 
@@ -425,7 +425,7 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
         report(
             &args,
             mode,
-            variant,
+            variant.as_ref(),
             &questions,
             &scores,
             &mut latencies,
@@ -438,7 +438,7 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
 fn report(
     args: &EvalArgs,
     mode: SearchMode,
-    variant: &Option<String>,
+    variant: Option<&String>,
     questions: &[Question],
     scores: &[Score],
     latencies: &mut [Duration],
@@ -497,7 +497,7 @@ fn report(
             t["recall@10"].as_f64().unwrap_or(0.0),
             t["any@10"].as_f64().unwrap_or(0.0),
             t["mrr@10"].as_f64().unwrap_or(0.0),
-        )
+        );
     };
     row("all categories", &report["all"]);
     for (c, t) in &by_category {

@@ -540,8 +540,8 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         .await?);
     let f = timed_sync(fl.len(), |i| {
         let mut v = Floor::view();
-        v.category = fl[i].category.clone();
-        v.tags = fl[i].tags.clone();
+        v.category.clone_from(&fl[i].category);
+        v.tags.clone_from(&fl[i].tags);
         memories::list(&floor.conn, &v, 20, 0)?;
         Ok(())
     })?;
@@ -822,7 +822,7 @@ fn socket_round_trip(dir: &Path, n: usize) -> anyhow::Result<Summary> {
 
 /// Cores and load average, recorded with every run.
 pub fn machine_facts() -> String {
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
     let load = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|l| l.split_whitespace().next().map(str::to_string))

@@ -305,7 +305,7 @@ pub(crate) async fn scale(
         let s = c.status().await?;
         match s["embedder"]["state"].as_str() {
             Some("ready") if s["embedder"]["pending"] == 0 => break s,
-            Some("ready") | Some("loading") => {}
+            Some("ready" | "loading") => {}
             other => anyhow::bail!("the embedder is not ready: {other:?} {s}"),
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

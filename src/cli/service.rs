@@ -184,8 +184,7 @@ pub fn render_plist(spec: &Spec, log: &Path) -> String {
 fn home() -> PathBuf {
     std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
+        .map_or_else(|| PathBuf::from("/"), PathBuf::from)
 }
 
 /// Where the unit files go.
@@ -194,8 +193,7 @@ fn unit_files(manager: Manager) -> Vec<PathBuf> {
         Manager::Systemd => {
             let dir = std::env::var_os("XDG_CONFIG_HOME")
                 .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| home().join(".config"))
+                .map_or_else(|| home().join(".config"), PathBuf::from)
                 .join("systemd/user");
             vec![dir.join("memd.socket"), dir.join("memd.service")]
         }

@@ -95,7 +95,7 @@ fn same_hooks(a: &Value, b: &Value) -> bool {
         if let Some(hooks) = v.get_mut("hooks").and_then(Value::as_object_mut) {
             for groups in hooks.values_mut() {
                 if let Some(g) = groups.as_array_mut() {
-                    g.sort_by_key(|x| x.to_string());
+                    g.sort_by_key(std::string::ToString::to_string);
                 }
             }
         }
@@ -215,8 +215,9 @@ fn write(path: &Path, text: &str, scope: Scope) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mode = std::fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o777)
-        .unwrap_or(if scope == Scope::User { 0o600 } else { 0o644 });
+        .map_or(if scope == Scope::User { 0o600 } else { 0o644 }, |m| {
+            m.permissions().mode() & 0o777
+        });
     let tmp = dir.join(format!(
         ".{}.memd-{}.tmp",
         path.file_name()

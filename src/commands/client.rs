@@ -62,7 +62,7 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, Comm
         let program = std::env::current_exe()
             .map_err(|e| CommandError::Io(format!("cannot find the memd executable: {e}")))?;
         let mut spec = StartSpec::new(program, &paths.data_dir);
-        spec.config = g.config.clone();
+        spec.config.clone_from(&g.config);
         Some(spec)
     } else {
         None

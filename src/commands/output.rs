@@ -356,7 +356,9 @@ pub fn pruned(r: &memd_client::proto::PruneResult) -> Output {
 /// `task list`.
 pub fn tasks(l: &MemoryList) -> Output {
     let mut out = list(l);
-    if !l.memories.is_empty() {
+    if l.memories.is_empty() {
+        out.human = "no open tasks".into();
+    } else {
         out.human = l
             .memories
             .iter()
@@ -370,8 +372,6 @@ pub fn tasks(l: &MemoryList) -> Output {
             })
             .collect::<Vec<_>>()
             .join("\n");
-    } else {
-        out.human = "no open tasks".into();
     }
     out
 }

@@ -257,7 +257,7 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
     shared
         .live
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .insert(session.id().to_string());
     tracing::debug!(session = %session.id(), agent = %session.agent(), namespace = %session.namespace(), "session opened");
     let mut events = shared.store.generations.events.subscribe();
@@ -266,7 +266,7 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
     loop {
         let frame = tokio::select! {
             biased;
-            _ = triggered(&mut shutdown) => break,
+            () = triggered(&mut shutdown) => break,
             event = events.recv(), if session.subscribed => {
                 match event {
                     Ok(e) => {
@@ -329,7 +329,7 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
             shared
                 .live
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .remove(session.id());
             if session.owns_session_rows {
                 crate::store::lifecycle::record_session_end(&shared.store, session.id()).await;

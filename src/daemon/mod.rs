@@ -131,7 +131,7 @@ pub fn run(mut paths: Paths, config: Config) -> Result<(), DaemonError> {
             "the service manager's socket is not the configured one; clients must use --socket {}",
             bound.path.display()
         );
-        paths.socket = bound.path.clone();
+        paths.socket.clone_from(&bound.path);
     }
     socket::ensure_private_data_dir(&paths.data_dir)?;
     socket::check_path(&paths.socket)?;
@@ -250,7 +250,7 @@ async fn serve(
     let mut stop = shared.shutdown.subscribe();
     loop {
         tokio::select! {
-            _ = triggered(&mut stop) => break,
+            () = triggered(&mut stop) => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => {
                 let stream = match accepted {
@@ -347,8 +347,8 @@ const ACCESS_FLUSH: Duration = Duration::from_secs(1);
 async fn flush_access(shared: Arc<Shared>) {
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(ACCESS_FLUSH) => {}
-            _ = shared.access.wake.notified() => {}
+            () = tokio::time::sleep(ACCESS_FLUSH) => {}
+            () = shared.access.wake.notified() => {}
         }
         if let Err(e) = shared.access.flush(&shared.store).await {
             tracing::warn!(error = %e, "cannot write access counts; will retry");

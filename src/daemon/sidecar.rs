@@ -107,7 +107,7 @@ pub async fn run(shared: Arc<Shared>) {
                         written.insert(namespace.clone(), text);
                     }
                     Ok(Err(e)) => {
-                        tracing::warn!(path = %path.display(), error = %e, "cannot write the sidecar")
+                        tracing::warn!(path = %path.display(), error = %e, "cannot write the sidecar");
                     }
                     Err(e) => tracing::warn!(error = %e, "sidecar task failed"),
                 }

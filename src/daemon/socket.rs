@@ -41,9 +41,7 @@ pub fn inherited(listener: std::os::unix::net::UnixListener) -> Result<Bound, Da
     listener
         .set_nonblocking(true)
         .map_err(|e| DaemonError::Io(Cause::of(e)))?;
-    let id = std::fs::symlink_metadata(&path)
-        .map(|m| (m.dev(), m.ino()))
-        .unwrap_or((0, 0));
+    let id = std::fs::symlink_metadata(&path).map_or((0, 0), |m| (m.dev(), m.ino()));
     Ok(Bound {
         listener,
         path,

@@ -111,8 +111,7 @@ pub fn document(observed: u64, actual: u64, rows: &[Memory]) -> Value {
 fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+        .map_or(0, |d| d.as_secs())
 }
 
 fn write(dir: &Path, observed: u64, actual: u64, rows: &[Memory]) -> std::io::Result<PathBuf> {
@@ -128,7 +127,9 @@ fn write(dir: &Path, observed: u64, actual: u64, rows: &[Memory]) -> std::io::Re
         let mut out = BufWriter::new(file);
         serde_json::to_writer(&mut out, &document(observed, actual, rows))?;
         out.write_all(b"\n")?;
-        let file = out.into_inner().map_err(|e| e.into_error())?;
+        let file = out
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
         file.sync_all()
     })();
     if let Err(e) = written {
@@ -205,7 +206,7 @@ fn prune(dir: &Path, keep: usize, max_bytes: u64, newest: &Path) {
                 tracing::info!(path = %oldest.path.display(), "removed an old drift backup");
             }
             Err(e) => {
-                tracing::warn!(path = %oldest.path.display(), error = %e, "cannot remove an old backup")
+                tracing::warn!(path = %oldest.path.display(), error = %e, "cannot remove an old backup");
             }
         }
     }

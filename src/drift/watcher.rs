@@ -64,7 +64,7 @@ pub fn spawn(
 
 #[cfg(target_os = "linux")]
 mod platform {
-    use super::*;
+    use super::{DataDirWatcher, Path, is_database_file, mpsc};
     use inotify::{Inotify, WatchMask};
 
     pub(super) fn watch(

@@ -100,10 +100,10 @@ impl LocalEmbedder {
             }))
             .map_err(|e| model_err("tokenizer.json refuses truncation", dir, e))?;
         tokenizer.with_padding(None);
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| super::DEFAULT_MODEL.to_string());
+        let name = dir.file_name().map_or_else(
+            || super::DEFAULT_MODEL.to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         Ok(LocalEmbedder {
             model,
             tokenizer: Mutex::new(tokenizer),
@@ -114,7 +114,10 @@ impl LocalEmbedder {
 
     fn run(&self, texts: &[&str]) -> candle_core::Result<Vec<Vec<f32>>> {
         let encodings = {
-            let tokenizer = self.tokenizer.lock().unwrap_or_else(|e| e.into_inner());
+            let tokenizer = self
+                .tokenizer
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             tokenizer
                 .encode_batch(texts.to_vec(), true)
                 .map_err(candle_core::Error::wrap)?

@@ -186,15 +186,14 @@ pub fn model_dir(
     if let Some(dir) = &config.model_dir {
         return dir.clone();
     }
-    let data = env("XDG_DATA_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
+    let data = env("XDG_DATA_HOME").filter(|v| !v.is_empty()).map_or_else(
+        || {
             env("HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| "/".into())
+                .map_or_else(|| "/".into(), PathBuf::from)
                 .join(".local/share")
-        });
+        },
+        PathBuf::from,
+    );
     data.join("memd").join("models").join(DEFAULT_MODEL)
 }
 

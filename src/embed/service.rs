@@ -45,11 +45,11 @@ pub struct EmbedService {
 }
 
 fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    l.read().unwrap_or_else(|e| e.into_inner())
+    l.read().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    l.write().unwrap_or_else(|e| e.into_inner())
+    l.write().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl EmbedService {

@@ -46,7 +46,10 @@ impl MemoryConfig {
 impl Default for MemoryConfig {
     fn default() -> Self {
         MemoryConfig {
-            categories: DEFAULT_CATEGORIES.iter().map(|s| s.to_string()).collect(),
+            categories: DEFAULT_CATEGORIES
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
             default_category: "note".into(),
             promote_on_write: None,
         }

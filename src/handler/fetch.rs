@@ -19,7 +19,7 @@ pub(super) async fn handle(
     let d = session.download.as_ref().ok_or_else(|| {
         StoreError::InvalidInput("nothing to fetch: ask for an export or a backup first".into())
     })?;
-    let len = req.len.clamp(1, FETCH_MAX) as u64;
+    let len = u64::from(req.len.clamp(1, FETCH_MAX));
     let want = len.min(d.size.saturating_sub(req.offset));
     let mut data = vec![0u8; want as usize];
     let mut read = 0;

@@ -90,7 +90,7 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
             let body = error_body(&e);
             match body.code {
                 ErrorCode::Internal => {
-                    tracing::error!(kind, session = %session.id(), error = %e, "request failed")
+                    tracing::error!(kind, session = %session.id(), error = %e, "request failed");
                 }
                 _ => tracing::debug!(kind, session = %session.id(), error = %e, "request refused"),
             }

@@ -40,7 +40,7 @@ pub(super) async fn handle(
             .embed
             .index
             .write()
-            .unwrap_or_else(|e| e.into_inner());
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         *index = crate::embed::vectors::Index::new(lock.dim);
     }
     shared.embed.set_lock(Some(lock.clone()));

@@ -47,7 +47,7 @@ pub(super) async fn handle(
     let last_drift_at = g
         .last_drift_at
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
     let stats = &shared.store.stats;
     let paths = &shared.paths;

@@ -134,8 +134,8 @@ pub async fn run(shared: Arc<Shared>, existing: Option<i64>) {
             }
         }
         tokio::select! {
-            _ = tokio::time::sleep(POLL) => {}
-            _ = svc.wake.notified() => { worker.last_generation = None; }
+            () = tokio::time::sleep(POLL) => {}
+            () = svc.wake.notified() => { worker.last_generation = None; }
         }
     }
 }
@@ -174,7 +174,9 @@ impl Worker {
         self.embedded_through = index.ids().iter().copied().max().unwrap_or(0);
         let svc = &self.shared.embed;
         svc.set_lock(lock);
-        *svc.index.write().unwrap_or_else(|e| e.into_inner()) = index;
+        *svc.index
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = index;
         self.last_generation = None;
         Ok(newest)
     }
@@ -195,7 +197,10 @@ impl Worker {
         let (lock, ids) = read.value;
         let svc = &self.shared.embed;
         svc.set_lock(lock);
-        let mut index = svc.index.write().unwrap_or_else(|e| e.into_inner());
+        let mut index = svc
+            .index
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let gone: Vec<i64> = index
             .ids()
             .iter()
@@ -248,7 +253,10 @@ impl Worker {
             }
             {
                 // Their old vectors (if any) are not current any more.
-                let mut index = svc.index.write().unwrap_or_else(|e| e.into_inner());
+                let mut index = svc
+                    .index
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 for (id, _, _) in &rows {
                     index.remove(*id);
                 }
@@ -359,7 +367,10 @@ impl Worker {
                     self.embedded_through = self.embedded_through.max(max);
                 }
                 svc.set_lock(Some(lock));
-                let mut index = svc.index.write().unwrap_or_else(|e| e.into_inner());
+                let mut index = svc
+                    .index
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 if index.dim() != self.embedder.dim() {
                     *index = Index::new(self.embedder.dim());
                 }
@@ -393,7 +404,10 @@ impl Worker {
         };
         for (id, ns, v) in written {
             let close: Vec<(i64, f32)> = {
-                let index = svc.index.read().unwrap_or_else(|e| e.into_inner());
+                let index = svc
+                    .index
+                    .read()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 index
                     .top(&Probe::new(v), Some(std::slice::from_ref(ns)), 64)
                     .into_iter()

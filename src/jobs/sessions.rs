@@ -15,7 +15,7 @@ pub async fn end(shared: &Shared, named: Arc<Named>) {
     shared
         .live
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .remove(&key);
     crate::store::lifecycle::record_session_end(&shared.store, &key).await;
     tracing::debug!(session = %key, namespace = %named.who.namespace, "named session ended");

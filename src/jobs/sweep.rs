@@ -22,7 +22,7 @@ pub async fn run(
     let live = shared
         .live
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
     let config = shared.config();
     let report = lifecycle::sweep(

@@ -217,7 +217,10 @@ impl Session {
 
     fn drift(&self, event: DriftEvent) {
         {
-            let mut last = self.last_drift.lock().unwrap_or_else(|e| e.into_inner());
+            let mut last = self
+                .last_drift
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let count = last.as_ref().map_or(0, |(_, n)| *n) + 1;
             *last = Some((event.clone(), count));
         }
@@ -227,7 +230,10 @@ impl Session {
 
     fn similar(&self, event: SimilarEvent) {
         {
-            let mut similar = self.similar.lock().unwrap_or_else(|e| e.into_inner());
+            let mut similar = self
+                .similar
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if similar.0.len() == SIMILAR_KEEP {
                 similar.0.pop_front();
             }
@@ -238,7 +244,10 @@ impl Session {
     }
 
     fn drift_json(&self) -> Value {
-        let last = self.last_drift.lock().unwrap_or_else(|e| e.into_inner());
+        let last = self
+            .last_drift
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match &*last {
             None => json!({"changed_outside": false, "events": 0, "last": null}),
             Some((e, n)) => json!({
@@ -254,7 +263,10 @@ impl Session {
     }
 
     fn similar_json(&self) -> Value {
-        let similar = self.similar.lock().unwrap_or_else(|e| e.into_inner());
+        let similar = self
+            .similar
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let recent: Vec<Value> = similar
             .0
             .iter()
@@ -344,7 +356,7 @@ impl Session {
         conn.broken = true;
         let reconnected = self.reconnect(&mut conn, true).await;
         if how == Broke::InFlight && !job.repeatable() {
-            return Err(maybe_applied(&e, reconnected.as_ref().map(|_| ())));
+            return Err(maybe_applied(&e, reconnected.as_ref().copied()));
         }
         reconnected?;
         let again = self.once(&mut conn.client, &job).await;
@@ -386,8 +398,8 @@ async fn pump(session: Arc<Session>) {
             }
             drop(conn);
             tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = session.wanted.notified() => tokio::task::yield_now().await,
+                () = tokio::time::sleep(pause) => {}
+                () = session.wanted.notified() => tokio::task::yield_now().await,
             }
             pause = (pause * 2).min(Duration::from_secs(5));
             continue;
@@ -410,7 +422,7 @@ async fn pump(session: Arc<Session>) {
                     }
                 }
             }
-            _ = session.wanted.notified() => {
+            () = session.wanted.notified() => {
                 drop(conn);
                 // The mutex is fair: the request that asked gets it first.
                 tokio::task::yield_now().await;
@@ -433,7 +445,7 @@ async fn notify_subscribers(session: Arc<Session>) {
             let subs = session
                 .subscribers
                 .lock()
-                .unwrap_or_else(|e| e.into_inner());
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             (subs.peer.clone(), subs.uris.clone())
         };
         let Some(peer) = peer else { continue };
@@ -700,7 +712,7 @@ impl ServerHandler for Memd {
                 .session
                 .subscribers
                 .lock()
-                .unwrap_or_else(|e| e.into_inner());
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             subs.peer = Some(context.peer.clone());
             subs.uris.insert(request.uri);
             Ok(())
@@ -722,7 +734,7 @@ impl ServerHandler for Memd {
         self.session
             .subscribers
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .uris
             .remove(&request.uri);
         std::future::ready(Ok(()))
@@ -759,7 +771,7 @@ impl ServerHandler for Memd {
                 .unwrap_or_default();
             loop {
                 tokio::select! {
-                    _ = context.cancelled() => return Ok(()),
+                    () = context.cancelled() => return Ok(()),
                     event = rx.recv() => {
                         let changed = match event {
                             Ok(c) => vec![c],

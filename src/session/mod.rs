@@ -230,7 +230,9 @@ impl Session {
     }
 
     fn view(&self) -> std::sync::MutexGuard<'_, View> {
-        self.view.lock().unwrap_or_else(|e| e.into_inner())
+        self.view
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The frozen block, once built.
@@ -271,7 +273,10 @@ impl Session {
             let mut view = self.view();
             view.seen = view.seen.max(generation);
         }
-        let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        let mut reads = self
+            .reads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for (id, rev) in rows {
             reads.record(generation, id, rev);
         }
@@ -281,7 +286,10 @@ impl Session {
     /// read set records them (the session knows what it wrote); seen does
     /// not move.
     pub fn wrote(&mut self, generation: u64, rows: impl IntoIterator<Item = (i64, i64)>) {
-        let mut reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        let mut reads = self
+            .reads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for (id, rev) in rows {
             reads.record(generation, id, rev);
         }
@@ -294,7 +302,10 @@ impl Session {
 
     /// Rows in the read set and the bytes it holds.
     pub fn read_set_size(&self) -> (usize, usize) {
-        let reads = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        let reads = self
+            .reads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         (reads.len(), reads.heap_bytes())
     }
 

@@ -53,7 +53,10 @@ impl Named {
     }
 
     fn touch(&self) {
-        *self.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        *self
+            .last_used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
     }
 
     /// Open connections.
@@ -65,7 +68,7 @@ impl Named {
     pub fn idle(&self) -> Duration {
         self.last_used
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .elapsed()
     }
 }
@@ -97,7 +100,10 @@ impl Registry {
     /// Joins the named session (creating it with `make` when there is
     /// none): one more connection.
     pub fn join(&self, namespace: &str, name: &str, make: impl FnOnce() -> Named) -> Arc<Named> {
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self
+            .map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let named = map
             .entry((namespace.to_string(), name.to_string()))
             .or_insert_with(|| Arc::new(make()))
@@ -119,18 +125,24 @@ impl Registry {
     pub fn end(&self, namespace: &str, name: &str) -> Option<Arc<Named>> {
         self.map
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(&(namespace.to_string(), name.to_string()))
     }
 
     /// The named sessions of a namespace, by name.
     pub fn list(&self, namespace: &str) -> Vec<Summary> {
-        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let map = self
+            .map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut out: Vec<Summary> = map
             .iter()
             .filter(|((ns, _), _)| ns == namespace)
             .map(|((_, name), n)| {
-                let view = n.view.lock().unwrap_or_else(|e| e.into_inner());
+                let view = n
+                    .view
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 Summary {
                     name: name.clone(),
                     agent: n.who.agent.clone(),
@@ -148,7 +160,10 @@ impl Registry {
     /// Ends every named session with no connection idle for `ttl` or
     /// longer; returns them.
     pub fn expire(&self, ttl: Duration) -> Vec<Arc<Named>> {
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self
+            .map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let gone: Vec<(String, String)> = map
             .iter()
             .filter(|(_, n)| n.connections() == 0 && n.idle() >= ttl)
@@ -159,7 +174,10 @@ impl Registry {
 
     /// Named sessions (all namespaces).
     pub fn len(&self) -> usize {
-        self.map.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
     }
 
     /// Whether there is none.

@@ -50,12 +50,15 @@ impl Shared {
     pub fn config(&self) -> Arc<Config> {
         self.config
             .read()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
     }
 
     /// Replaces the settings (after a reload).
     pub fn set_config(&self, config: Config) {
-        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+        *self
+            .config
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(config);
     }
 }

@@ -24,7 +24,10 @@ const EARLY_FLUSH: usize = 4_096;
 impl Access {
     /// Records that these memories were returned.
     pub fn record(&self, ids: impl IntoIterator<Item = i64>) {
-        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let mut pending = self
+            .pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for id in ids {
             *pending.entry(id).or_insert(0) += 1;
         }
@@ -34,7 +37,12 @@ impl Access {
     }
 
     fn take(&self) -> HashMap<i64, i64> {
-        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(
+            &mut *self
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// Writes the pending uses (as the daemon); returns how many rows.
@@ -63,7 +71,10 @@ impl Access {
             })
             .await;
         if let Err(e) = written {
-            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let mut pending = self
+                .pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             for (id, count) in uses {
                 *pending.entry(id).or_insert(0) += count;
             }

@@ -124,7 +124,7 @@ pub fn entry(v: &Value, session_namespace: &str) -> Result<Entry, String> {
         V::Integer(tier),
         V::Text(importance),
         V::Real(float("confidence").unwrap_or(1.0)),
-        V::Integer(pinned as i64),
+        V::Integer(i64::from(pinned)),
         V::Text(status),
         V::Text(metadata),
         opt(text("superseded_at")),

@@ -107,7 +107,7 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
         m.tier,
         m.importance,
         m.confidence,
-        m.pinned as i64,
+        i64::from(m.pinned),
         m.status,
         m.metadata,
         m.dedupe_key,
@@ -696,7 +696,12 @@ fn apply_columns(conn: &Connection, current: &Memory, c: &Changes) -> Result<(),
         set("tier", Value::Integer(v), &mut sets, &mut params);
     }
     if let Some(v) = c.pinned {
-        set("pinned", Value::Integer(v as i64), &mut sets, &mut params);
+        set(
+            "pinned",
+            Value::Integer(i64::from(v)),
+            &mut sets,
+            &mut params,
+        );
     }
     if let Some(v) = &c.importance {
         set("importance", Value::Text(v.clone()), &mut sets, &mut params);

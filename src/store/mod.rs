@@ -230,7 +230,9 @@ fn startup_generations(
             let _ = conn.execute_batch("ROLLBACK");
             return Err(e.into());
         }
-        *g.last_drift_at.lock().unwrap_or_else(|e| e.into_inner()) = Some(crate::clock::now());
+        *g.last_drift_at
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(crate::clock::now());
     }
     g.current.store(generation, Ordering::Release);
     g.own_last.store(generation, Ordering::Release);

@@ -60,8 +60,14 @@ impl Pool {
     /// Runs `f` with every reader stopped and every idle connection closed;
     /// readers reopen the file afterwards.
     pub fn exclusive<T>(&self, f: impl FnOnce() -> T) -> T {
-        let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
-        self.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        let _gate = self
+            .gate
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
         f()
     }
 }
@@ -111,7 +117,7 @@ impl Readers {
         self.pool
             .idle
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push(conn);
         Ok(())
     }
@@ -135,8 +141,15 @@ impl Readers {
         }
         let pool = self.pool.clone();
         let read = tokio::task::spawn_blocking(move || {
-            let _gate = pool.gate.read().unwrap_or_else(|e| e.into_inner());
-            let pooled = pool.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let _gate = pool
+                .gate
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let pooled = pool
+                .idle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop();
             let conn = match pooled {
                 Some(c) => c,
                 None => pool.open()?,
@@ -144,7 +157,7 @@ impl Readers {
             let result = run_in_tx(&conn, f);
             pool.idle
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .push(conn);
             result
         })
@@ -173,8 +186,15 @@ impl Readers {
             .map_err(|_| StoreError::Closed)?;
         let pool = self.pool.clone();
         tokio::task::spawn_blocking(move || {
-            let _gate = pool.gate.read().unwrap_or_else(|e| e.into_inner());
-            let pooled = pool.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            let _gate = pool
+                .gate
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let pooled = pool
+                .idle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .pop();
             let conn = match pooled {
                 Some(c) => c,
                 None => pool.open()?,
@@ -182,7 +202,7 @@ impl Readers {
             let result = f(&conn);
             pool.idle
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .push(conn);
             result
         })
@@ -196,7 +216,7 @@ impl Readers {
         self.pool
             .idle
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
     }
 }

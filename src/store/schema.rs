@@ -172,8 +172,7 @@ pub fn migrate(conn: &mut Connection, backup_dir: &Path) -> Result<Option<PathBu
     let copy = if current > 0 {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
+            .map_or(0, |d| d.as_secs());
         let path = backup_dir.join(format!("memory.db.v{current}.{stamp}.bak"));
         conn.backup(
             rusqlite::MAIN_DB,

@@ -99,7 +99,7 @@ impl Daemon {
     pub fn start_with(extra: &[&str]) -> Daemon {
         let dir = tempfile::Builder::new().prefix("memd").tempdir().unwrap();
         let mut d = Self::prepare(dir);
-        d.extra = extra.iter().map(|s| s.to_string()).collect();
+        d.extra = extra.iter().map(std::string::ToString::to_string).collect();
         d.spawn();
         d
     }
@@ -315,8 +315,7 @@ impl Drop for Daemon {
 /// `.ci/run`, which installs every tool), where a missing tool fails.
 pub fn tool(name: &str, why: &str) -> bool {
     let found = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
-        .unwrap_or(false);
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()));
     require(found, &format!("`{name}` is not installed ({why})"))
 }
 

@@ -60,7 +60,7 @@ pub(crate) async fn run(
             // searches lexically (its result says so) instead of failing.
             Err(e) if reqs.iter().all(|r| r.mode == SearchMode::Auto) => {
                 tracing::warn!(error = %e, "cannot embed the query; auto search runs lexical");
-                wants.iter_mut().for_each(|w| *w = false);
+                wants.fill(false);
                 Vec::new()
             }
             Err(e) => {

@@ -237,7 +237,7 @@ async fn run_steps(
         })
         .await?
         .value;
-    let days = last.as_deref().map(|l| age_days(l, now)).unwrap_or(0.0);
+    let days = last.as_deref().map_or(0.0, |l| age_days(l, now));
     // Under an hour since the last decay: skip it (and keep its time, so the
     // decay accumulates instead of being rounded away).
     let decay_now = last.is_none() || days >= 1.0 / 24.0;

@@ -109,8 +109,7 @@ impl Parts {
 /// Days between `updated_at` and `now` (0 when unreadable or in the future).
 pub fn age_days(updated_at: &str, now: OffsetDateTime) -> f64 {
     OffsetDateTime::parse(updated_at, &Rfc3339)
-        .map(|t| ((now - t).as_seconds_f64() / 86_400.0).max(0.0))
-        .unwrap_or(0.0)
+        .map_or(0.0, |t| ((now - t).as_seconds_f64() / 86_400.0).max(0.0))
 }
 
 impl RankConfig {

@@ -87,7 +87,10 @@ fn best_visible(
     let mut round = FIRST_ROUND.max(k * 2);
     loop {
         let top = {
-            let index = s.index.read().unwrap_or_else(|e| e.into_inner());
+            let index = s
+                .index
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             index.top(&probe, namespaces, round)
         };
         let exhausted = top.len() < round;
@@ -102,7 +105,10 @@ fn best_visible(
         }
         if round >= MOST_CHECKED {
             let ids = visible_ids(conn, view)?;
-            let index = s.index.read().unwrap_or_else(|e| e.into_inner());
+            let index = s
+                .index
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             return Ok(index.top_among(&probe, &ids, k));
         }
         round *= 8;
@@ -132,7 +138,10 @@ fn check(
 
 /// Approximate cosine of one row with the query (`None`: no vector yet).
 pub fn cosine(s: &Semantic<'_>, probe: &Probe, id: i64) -> Option<f64> {
-    let index = s.index.read().unwrap_or_else(|e| e.into_inner());
+    let index = s
+        .index
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     index.score(probe, id).map(|c| f64::from(c.max(0.0)))
 }
 
@@ -226,7 +235,7 @@ mod tests {
             .iter()
             .map(|x| x.0)
             .collect();
-        all.sort();
+        all.sort_unstable();
         assert_eq!(all, vec![1, 2, 3, 4, 5]);
         view.tags = vec!["rare".into()];
         let rare = best_visible(&conn, &view, &s, 5).unwrap();

@@ -61,12 +61,18 @@ impl Cache {
     /// The cached vocabulary, if any (it may be out of date: compare its
     /// generation with the read's).
     pub fn current(&self) -> Option<Arc<Terms>> {
-        self.terms.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.terms
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Replaces the cached vocabulary.
     pub fn set(&self, terms: Terms) {
-        *self.terms.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(terms));
+        *self
+            .terms
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(terms));
     }
 
     /// Asks the daemon for a rebuild.

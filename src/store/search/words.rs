@@ -230,7 +230,7 @@ mod tests {
     #[test]
     fn stopwords_are_sorted_for_binary_search() {
         let mut sorted = STOPWORDS.to_vec();
-        sorted.sort();
+        sorted.sort_unstable();
         assert_eq!(sorted, STOPWORDS);
     }
 

@@ -93,7 +93,7 @@ impl Thread {
             return;
         }
         let mut logged = 0;
-        for job in batch.iter_mut() {
+        for job in &mut batch {
             let before = read_generation(&self.conn).unwrap_or(0);
             let ok = run_cached(&self.conn, "SAVEPOINT job") && {
                 let author = job.author().clone();

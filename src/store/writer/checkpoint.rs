@@ -54,7 +54,7 @@ impl Thread {
         match done {
             Ok((log, copied)) => tracing::debug!(log, copied, "checkpoint"),
             Err(e) => {
-                tracing::warn!(error = %e, "checkpoint failed; will retry after the next commit")
+                tracing::warn!(error = %e, "checkpoint failed; will retry after the next commit");
             }
         }
     }

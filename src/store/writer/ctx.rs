@@ -174,7 +174,7 @@ impl WriteCtx<'_> {
         let view = guard
             .reads
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .view(id);
         let author = self.author_of(id, changed_generation)?;
         let changed_by_self = matches!(

@@ -194,7 +194,7 @@ impl Thread {
             .generations
             .last_drift_at
             .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(at.clone());
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(at.clone());
         self.generations.observe(epoch);
         self.generations.own_last.store(epoch, Ordering::Release);
         self.highwater.record(epoch);

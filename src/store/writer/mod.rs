@@ -145,14 +145,20 @@ impl Writer {
     }
 
     fn send(&self, msg: Msg) -> Result<(), StoreError> {
-        let guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self
+            .tx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let tx = guard.as_ref().ok_or(StoreError::Closed)?;
         tx.send(msg).map_err(|_| StoreError::Closed)
     }
 
     /// A handle for the file watcher.
     pub fn check_handle(&self) -> Option<CheckHandle> {
-        let guard = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self
+            .tx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         guard.as_ref().map(|tx| CheckHandle(tx.clone()))
     }
 
@@ -186,14 +192,22 @@ impl Writer {
     /// Lets queued jobs finish, checkpoints the WAL, closes the connection and
     /// joins the thread. Later calls fail with [`StoreError::Closed`].
     pub async fn shutdown(&self) {
-        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let tx = self
+            .tx
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         if let Some(tx) = tx {
             let (ack, done) = oneshot::channel();
             if tx.send(Msg::Shutdown(ack)).is_ok() {
                 let _ = done.await;
             }
         }
-        let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
         if let Some(thread) = thread {
             let _ = tokio::task::spawn_blocking(move || thread.join()).await;
         }

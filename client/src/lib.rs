@@ -210,7 +210,7 @@ impl Client {
             // row-rule refusal moves nothing.
             Err(Error::Drift(body)) => {
                 if let Some(d) = body.drift.as_ref().filter(|d| d.rule != DriftRule::Row) {
-                    self.seen = self.seen.max(d.generation_actual);
+                    self.saw_generation(d.generation_actual);
                 }
             }
             _ => {}
@@ -229,6 +229,11 @@ impl Client {
             Response::Injected(i) => i.built_at_generation,
             _ => 0,
         };
+        self.saw_generation(generation);
+    }
+
+    /// The one place the client's seen generation moves: forward only.
+    fn saw_generation(&mut self, generation: u64) {
         self.seen = self.seen.max(generation);
     }
 

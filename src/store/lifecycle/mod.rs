@@ -22,7 +22,8 @@ use time::OffsetDateTime;
 use super::search::rank::age_days;
 use super::{Store, StoreError, memories};
 use crate::session::ident::Author;
-use rules::{Counts, Facts, LifecycleConfig, Move};
+use memd_proto::SweepCounts as Counts;
+use rules::{Facts, LifecycleConfig, Move};
 
 /// Sweeps kept in the log (`memory_sweeps`).
 const SWEEP_LOG_KEPT: i64 = 1_000;
@@ -174,7 +175,7 @@ pub async fn sweep(
     let ended = crate::clock::now();
     if let Some(id) = log_id {
         let (counts, error) = match &result {
-            Ok(c) => (c.clone(), None),
+            Ok(c) => (*c, None),
             Err(e) => (Counts::default(), Some(e.to_string())),
         };
         let ended2 = ended.clone();
@@ -209,7 +210,7 @@ pub async fn sweep(
         dry_run,
         started_at: started,
         ended_at: ended,
-        counts: counts.into(),
+        counts,
     })
 }
 

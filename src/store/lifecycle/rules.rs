@@ -213,39 +213,6 @@ pub fn over_limit(rows: &[(i64, f64, bool)], limit: usize) -> Vec<i64> {
     unpinned.into_iter().take(excess).map(|r| r.0).collect()
 }
 
-/// Counts of what a sweep did (or would do).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Counts {
-    /// Rows whose access score decayed.
-    pub decayed: u64,
-    /// Rows moved down a tier.
-    pub demoted: u64,
-    /// Rows archived from tier 3.
-    pub archived: u64,
-    /// Candidates promoted.
-    pub promoted: u64,
-    /// Rows archived by scope limits.
-    pub limited: u64,
-    /// Expired rows deleted.
-    pub expired: u64,
-    /// Session-scope rows of ended sessions archived.
-    pub sessions: u64,
-}
-
-impl From<Counts> for memd_proto::SweepCounts {
-    fn from(c: Counts) -> memd_proto::SweepCounts {
-        memd_proto::SweepCounts {
-            decayed: c.decayed,
-            demoted: c.demoted,
-            archived: c.archived,
-            promoted: c.promoted,
-            limited: c.limited,
-            expired: c.expired,
-            sessions: c.sessions,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

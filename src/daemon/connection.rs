@@ -9,8 +9,9 @@
 //! instead of holding the daemon's memory.
 //!
 //! The session loop waits on three things at once (the next frame, a drift
-//! event to push, shutdown), so frames are read by a buffered, cancel-safe
-//! [`FrameReader`]: a half-received frame survives a push.
+//! event to push, shutdown), so frames are read by a cancel-safe
+//! `FrameReader` over the codec's `FrameBuffer`: a half-received frame
+//! survives a push.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

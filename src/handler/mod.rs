@@ -5,7 +5,7 @@
 //! pure rules (`gate`, the drift and snapshot rules), persists
 //! through the writer thread, and answers. A reply that shows rows tells
 //! the session with [`Session::saw`]; a write goes through
-//! [`support::guarded`]. What several handlers share lives in [`support`].
+//! `support::guarded`. What several handlers share lives in `support`.
 //! [`dispatch`] is an exhaustive `match` over [`Request`]: a new request
 //! kind does not compile until it is handled here (see ARCHITECTURE.md
 //! "The life of a request").

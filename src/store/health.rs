@@ -73,11 +73,11 @@ pub fn integrity(conn: &Connection) -> Result<Integrity, StoreError> {
 /// # Errors
 /// SQLite errors.
 pub fn db_uuid(conn: &Connection) -> Result<String, StoreError> {
-    Ok(conn.query_row(
-        "SELECT value FROM memory_meta WHERE key = 'db_uuid'",
-        [],
-        |r| r.get(0),
-    )?)
+    super::meta::text(conn, "db_uuid")?.ok_or_else(|| {
+        StoreError::Sqlite(super::Cause::msg(
+            "the database has no db_uuid in memory_meta",
+        ))
+    })
 }
 
 /// Copies the database `src` has open to a new file at `target` with the

@@ -6,6 +6,7 @@
 //! - [`writer`]: the one thread that owns the write connection; group commit.
 //! - [`readers`]: read-only connections run on tokio's blocking pool.
 //! - [`memories`]: row mapping, insert/update/delete, visibility and filters.
+//! - [`meta`]: `memory_meta`, the database's own facts (generation, model lock).
 //! - [`search`]: lexical and fuzzy search, ranking.
 //! - [`access`]: batched access tracking (use counts), never an edit.
 //! - [`lifecycle`]: decay, tiers, expiry and scope-limit sweeps.
@@ -24,6 +25,7 @@ pub mod import;
 pub mod inject;
 pub mod lifecycle;
 pub mod memories;
+pub mod meta;
 pub mod readers;
 pub mod schema;
 pub mod search;
@@ -40,6 +42,7 @@ use crate::drift::highwater::HighWater;
 use serde::{Deserialize, Serialize};
 
 pub use error::{Cause, StoreError};
+pub use meta::read_generation;
 pub use readers::Readers;
 pub use writer::{Guard, WriteCtx, Writer};
 
@@ -192,8 +195,8 @@ fn startup_generations(
     high_water: u64,
 ) -> Result<(), StoreError> {
     let mut generation = read_generation(conn)?;
-    let recorded = writer::meta_u64(conn, "daemon_generation")?;
-    let mut epoch = writer::meta_u64(conn, "external_epoch")?.unwrap_or(0);
+    let recorded = meta::number(conn, "daemon_generation")?;
+    let mut epoch = meta::number(conn, "external_epoch")?.unwrap_or(0);
     let known = recorded.unwrap_or(0).max(epoch).max(high_water);
     if recorded.is_some_and(|r| r != generation) || generation < known {
         if generation < known {
@@ -213,22 +216,13 @@ fn startup_generations(
         }
         epoch = generation;
         conn.execute_batch("BEGIN IMMEDIATE")?;
-        let written = conn
-            .execute(
-                "UPDATE memory_meta SET value = ?1 WHERE key = 'generation'",
-                [generation.to_string()],
-            )
-            .and_then(|_| {
-                conn.execute(
-                    "INSERT OR REPLACE INTO memory_meta (key, value) VALUES \
-                     ('external_epoch', ?1), ('daemon_generation', ?1)",
-                    [generation.to_string()],
-                )
-            })
-            .and_then(|_| conn.execute_batch("COMMIT"));
+        let written = meta::set_generation(conn, generation)
+            .and_then(|()| meta::set_number(conn, "external_epoch", generation))
+            .and_then(|()| meta::set_number(conn, "daemon_generation", generation))
+            .and_then(|()| Ok(conn.execute_batch("COMMIT")?));
         if let Err(e) = written {
             let _ = conn.execute_batch("ROLLBACK");
-            return Err(e.into());
+            return Err(e);
         }
         *g.last_drift_at
             .lock()
@@ -304,22 +298,6 @@ fn restrict_mode(path: &Path) {
     if let Err(e) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
         tracing::warn!(error = %e, path = %path.display(), "cannot set database mode 0600");
     }
-}
-
-/// Reads the generation counter.
-///
-/// # Errors
-/// SQLite errors (a missing row reads as 0).
-pub fn read_generation(conn: &Connection) -> Result<u64, StoreError> {
-    let v: Option<i64> = conn
-        .prepare_cached("SELECT CAST(value AS INTEGER) FROM memory_meta WHERE key = 'generation'")?
-        .query_row([], |r| r.get(0))
-        .map(Some)
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(e),
-        })?;
-    Ok(v.unwrap_or(0).max(0) as u64)
 }
 
 /// Durability of a commit (`PRAGMA synchronous`).

@@ -18,12 +18,7 @@ pub type Pending = (i64, String, String);
 /// # Errors
 /// SQLite errors.
 pub fn read_lock(conn: &Connection) -> Result<Option<ModelLock>, StoreError> {
-    let get = |key: &str| -> Result<Option<String>, StoreError> {
-        Ok(conn
-            .prepare_cached("SELECT value FROM memory_meta WHERE key = ?1")?
-            .query_row([key], |r| r.get(0))
-            .optional()?)
-    };
+    let get = |key: &str| super::meta::text(conn, key);
     Ok(match (get("embed_model")?, get("embed_dim")?) {
         (Some(model), Some(dim)) => dim.parse().ok().map(|dim| ModelLock { model, dim }),
         _ => None,
@@ -35,12 +30,8 @@ pub fn read_lock(conn: &Connection) -> Result<Option<ModelLock>, StoreError> {
 /// # Errors
 /// SQLite errors.
 pub fn write_lock(conn: &Connection, lock: &ModelLock) -> Result<(), StoreError> {
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO memory_meta (key, value) VALUES ('embed_model', ?1), \
-         ('embed_dim', ?2)",
-    )?
-    .execute((&lock.model, lock.dim.to_string()))?;
-    Ok(())
+    super::meta::set(conn, "embed_model", &lock.model)?;
+    super::meta::set_number(conn, "embed_dim", lock.dim as u64)
 }
 
 /// The newest row id (0 without rows).

@@ -15,7 +15,7 @@ pub mod rules;
 
 use std::collections::HashSet;
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
@@ -73,14 +73,6 @@ impl Trigger {
 struct Step {
     last: i64,
     more: bool,
-}
-
-fn meta_text(conn: &Connection, key: &str) -> Result<Option<String>, StoreError> {
-    Ok(conn
-        .query_row("SELECT value FROM memory_meta WHERE key = ?1", [key], |r| {
-            r.get(0)
-        })
-        .optional()?)
 }
 
 /// Ids a query selects, read on a reader connection: a selection that scans
@@ -234,7 +226,7 @@ async fn run_steps(
     let last = store
         .readers
         .read(super::readers::ReadKind::Internal, |c| {
-            meta_text(c, "last_decay_at")
+            super::meta::text(c, "last_decay_at")
         })
         .await?
         .value;
@@ -273,11 +265,7 @@ async fn run_steps(
         store
             .writer
             .call(Author::Daemon, move |ctx| {
-                ctx.conn.execute(
-                    "INSERT OR REPLACE INTO memory_meta (key, value) VALUES ('last_decay_at', ?1)",
-                    [&n],
-                )?;
-                Ok(())
+                super::meta::set(ctx.conn, "last_decay_at", &n)
             })
             .await?;
     }

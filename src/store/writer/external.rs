@@ -6,29 +6,15 @@
 use std::sync::atomic::Ordering;
 
 use memd_proto::DriftEvent;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 use crate::drift::log::Committer;
-use crate::store::{Cause, StoreError, read_generation, schema};
+use crate::store::{Cause, StoreError, meta, read_generation, schema};
 
 use super::Thread;
 
 pub(super) fn data_version(conn: &Connection) -> Result<i64, StoreError> {
     Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
-}
-
-pub(super) fn set_meta(conn: &Connection, key: &str, value: u64) -> Result<(), StoreError> {
-    conn.prepare_cached("INSERT OR REPLACE INTO memory_meta (key, value) VALUES (?1, ?2)")?
-        .execute((key, value.to_string()))?;
-    Ok(())
-}
-
-pub(super) fn set_generation(conn: &Connection, g: u64) -> Result<(), StoreError> {
-    conn.execute(
-        "UPDATE memory_meta SET value = ?1 WHERE key = 'generation'",
-        [g.to_string()],
-    )?;
-    Ok(())
 }
 
 /// Recreates required triggers and tables that are missing (and triggers
@@ -57,19 +43,6 @@ pub(super) fn repair_schema(conn: &Connection) -> Result<Vec<String>, StoreError
              SELECT id, content, subject, ctx, date FROM memories_fts_source;",
     )?;
     Ok(missing)
-}
-
-/// Reads a value of `memory_meta`.
-///
-/// # Errors
-/// SQLite errors.
-pub fn meta_u64(conn: &Connection, key: &str) -> Result<Option<u64>, StoreError> {
-    let v: Option<String> = conn
-        .query_row("SELECT value FROM memory_meta WHERE key = ?1", [key], |r| {
-            r.get(0)
-        })
-        .optional()?;
-    Ok(v.and_then(|s| s.parse().ok()))
 }
 
 impl Thread {
@@ -151,7 +124,7 @@ impl Thread {
             // A repair is a change; a generation that went back (an older
             // file restored) moves forward: generations never go back.
             epoch = known.max(g) + 1;
-            set_generation(&self.conn, epoch)?;
+            meta::set_generation(&self.conn, epoch)?;
         }
         if g < own {
             tracing::warn!(
@@ -209,10 +182,10 @@ impl Thread {
     /// Writes the daemon's generation (and the external epoch) to
     /// `memory_meta` inside the current write transaction.
     pub(super) fn persist_generations(&self, own: u64) -> Result<(), StoreError> {
-        set_meta(&self.conn, "daemon_generation", own)?;
+        meta::set_number(&self.conn, "daemon_generation", own)?;
         let epoch = self.generations.external_epoch.load(Ordering::Acquire);
         if epoch > 0 {
-            set_meta(&self.conn, "external_epoch", epoch)?;
+            meta::set_number(&self.conn, "external_epoch", epoch)?;
         }
         Ok(())
     }

@@ -32,7 +32,6 @@ mod external;
 mod swap;
 
 pub use ctx::{Guard, WriteCtx};
-pub use external::meta_u64;
 
 use batch::{CallJob, Job};
 use checkpoint::{CHECKPOINT_BUSY_FRAMES, CHECKPOINT_IDLE_FRAMES, watch_wal};

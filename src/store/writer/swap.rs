@@ -12,7 +12,7 @@ use crate::store::{Cause, StoreError, memories, read_generation, schema};
 
 use super::checkpoint::watch_wal;
 
-use super::external::{data_version, repair_schema, set_generation};
+use super::external::{data_version, repair_schema};
 
 use super::{Restored, Thread};
 
@@ -134,7 +134,7 @@ impl Thread {
         repair_schema(&self.conn)?;
         let g = read_generation(&self.conn)?;
         let epoch = g.max(own).max(self.generations.current()) + 1;
-        set_generation(&self.conn, epoch)?;
+        crate::store::meta::set_generation(&self.conn, epoch)?;
         // Every row of the new file counts as changed by it: a session's
         // reads of the old file say nothing about the new one.
         memories::mark_all_changed(&self.conn, epoch)?;

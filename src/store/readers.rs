@@ -46,6 +46,33 @@ pub struct Pool {
 }
 
 impl Pool {
+    /// Runs `f` on an idle connection (opening one when none is idle), under
+    /// the gate a file swap takes exclusively, and puts it back.
+    fn with_idle<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let _gate = self
+            .gate
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let pooled = self
+            .idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => self.open()?,
+        };
+        let result = f(&conn);
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(conn);
+        result
+    }
+
     fn open(&self) -> Result<Connection, StoreError> {
         let conn = Connection::open_with_flags(
             &self.path,
@@ -140,31 +167,11 @@ impl Readers {
             self.stats.db_reads.fetch_add(1, Ordering::Relaxed);
         }
         let pool = self.pool.clone();
-        let read = tokio::task::spawn_blocking(move || {
-            let _gate = pool
-                .gate
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let pooled = pool
-                .idle
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .pop();
-            let conn = match pooled {
-                Some(c) => c,
-                None => pool.open()?,
-            };
-            let result = run_in_tx(&conn, f);
-            pool.idle
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(conn);
-            result
-        })
-        .await
-        // A panicking closure loses its connection; the pool opens a new one
-        // next time.
-        .map_err(|e| StoreError::Sqlite(Cause::context("read failed", e)))??;
+        let read = tokio::task::spawn_blocking(move || pool.with_idle(|conn| run_in_tx(conn, f)))
+            .await
+            // A panicking closure loses its connection; the pool opens a new one
+            // next time.
+            .map_err(|e| StoreError::Sqlite(Cause::context("read failed", e)))??;
         self.generations.observe(read.generation);
         Ok(read)
     }
@@ -185,29 +192,9 @@ impl Readers {
             .await
             .map_err(|_| StoreError::Closed)?;
         let pool = self.pool.clone();
-        tokio::task::spawn_blocking(move || {
-            let _gate = pool
-                .gate
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let pooled = pool
-                .idle
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .pop();
-            let conn = match pooled {
-                Some(c) => c,
-                None => pool.open()?,
-            };
-            let result = f(&conn);
-            pool.idle
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(conn);
-            result
-        })
-        .await
-        .map_err(|e| StoreError::Sqlite(Cause::context("read failed", e)))?
+        tokio::task::spawn_blocking(move || pool.with_idle(f))
+            .await
+            .map_err(|e| StoreError::Sqlite(Cause::context("read failed", e)))?
     }
 
     /// Closes every idle connection; later reads fail.

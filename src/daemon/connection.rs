@@ -251,9 +251,13 @@ pub async fn refuse(mut stream: UnixStream, code: ErrorCode, message: String) {
 }
 
 async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_timeout: Duration) {
-    let Some(mut session) = handshake(&mut reader, out, shared, handshake_timeout).await else {
+    let Some((mut session, hello_id, welcome)) =
+        handshake(&mut reader, out, shared, handshake_timeout).await
+    else {
         return;
     };
+    // Counted before the client hears its Welcome: a client that has been
+    // welcomed finds itself in `status`.
     shared.sessions.fetch_add(1, Ordering::Relaxed);
     shared
         .live
@@ -261,6 +265,36 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .insert(session.id().to_string());
     tracing::debug!(session = %session.id(), agent = %session.agent(), namespace = %session.namespace(), "session opened");
+    if out.send(hello_id, Response::Welcome(welcome)).await {
+        serve_requests(&mut reader, out, &mut session, shared).await;
+    }
+    shared.sessions.fetch_sub(1, Ordering::Relaxed);
+    match &session.named {
+        // A named session outlives its connections: it ends on `session
+        // end` or when idle (see `end_named`).
+        Some(named) => shared.named.leave(named),
+        None => {
+            shared
+                .live
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(session.id());
+            if session.owns_session_rows {
+                crate::store::lifecycle::record_session_end(&shared.store, session.id()).await;
+            }
+        }
+    }
+    tracing::debug!(session = %session.id(), "session closed");
+}
+
+/// Answers a welcomed session's requests, and pushes its events, until the
+/// client leaves, a frame is bad, a write fails or the daemon shuts down.
+async fn serve_requests(
+    reader: &mut FrameReader,
+    out: &mut Out,
+    session: &mut Session,
+    shared: &Shared,
+) {
     let mut events = shared.store.generations.events.subscribe();
     let mut similar = shared.embed.similar.subscribe();
     let mut shutdown = shared.shutdown.subscribe();
@@ -316,28 +350,11 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
                 break;
             }
         };
-        let resp = handler::dispatch(req, &mut session, shared).await;
+        let resp = handler::dispatch(req, session, shared).await;
         if !out.send(id, resp).await {
             break;
         }
     }
-    shared.sessions.fetch_sub(1, Ordering::Relaxed);
-    match &session.named {
-        // A named session outlives its connections: it ends on `session
-        // end` or when idle (see `end_named`).
-        Some(named) => shared.named.leave(named),
-        None => {
-            shared
-                .live
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(session.id());
-            if session.owns_session_rows {
-                crate::store::lifecycle::record_session_end(&shared.store, session.id()).await;
-            }
-        }
-    }
-    tracing::debug!(session = %session.id(), "session closed");
 }
 
 /// Whether an undecodable body names a request kind we do not know.
@@ -384,14 +401,16 @@ async fn report_read_error(e: ReadError, out: &mut Out) {
     }
 }
 
-/// Reads the preamble and `Hello`, answers `Welcome`. `None` ends the
-/// connection (the reason was logged and, when possible, sent).
+/// Reads the preamble and `Hello` and opens the session; returns it with the
+/// `Hello`'s frame id and the `Welcome` to answer once the session is
+/// counted. `None` ends the connection (the reason was logged and, when
+/// possible, sent).
 async fn handshake(
     reader: &mut FrameReader,
     out: &mut Out,
     shared: &Shared,
     limit: Duration,
-) -> Option<Session> {
+) -> Option<(Session, u64, Welcome)> {
     let preamble = match timeout(limit, reader.preamble()).await {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
@@ -490,8 +509,5 @@ async fn handshake(
         server_version: env!("CARGO_PKG_VERSION").to_string(),
         protocol: PROTOCOL_VERSION,
     };
-    if !out.send(id, Response::Welcome(welcome)).await {
-        return None;
-    }
-    Some(session)
+    Some((session, id, welcome))
 }

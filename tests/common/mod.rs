@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod messages_api;
 pub mod provider;
 
 use memd_client::{Client, ConnectOptions};

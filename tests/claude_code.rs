@@ -1,0 +1,254 @@
+//! memd with the real Claude Code CLI (the npm package `.ci/run` installs
+//! under `target/claude-code`), driven with `claude -p` against a loopback
+//! stand-in for the Messages API that records every request the CLI sends,
+//! in a network namespace where only loopback exists.
+//!
+//! What a user of `memd setup claude-code` gets: the memory block in the
+//! model's request at the session's start; the same bytes, once, at every
+//! `--resume` — a daemon restart included; memd's MCP tools callable
+//! without a prompt, writing as `claude-code`; a new block after
+//! `/compact`.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::messages_api::MessagesApi;
+use common::{BIN, Daemon, memd_command, require, tool};
+use serde_json::Value;
+
+/// What the hook's context is prefixed with in the request.
+const HOOK_PREFIX: &str = "SessionStart hook additional context: ";
+
+/// The `claude` binary: `MEMD_TEST_CLAUDE`, else the one `.ci/run` installs
+/// under `target/claude-code`.
+fn claude_binary() -> Option<PathBuf> {
+    let path = std::env::var_os("MEMD_TEST_CLAUDE").map_or_else(
+        || {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/claude-code/node_modules/.bin/claude")
+        },
+        PathBuf::from,
+    );
+    let runs = Command::new(&path)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    require(
+        runs,
+        &format!(
+            "the Claude Code CLI is not at {} (`.ci/run` installs it; or set MEMD_TEST_CLAUDE)",
+            path.display()
+        ),
+    )
+    .then_some(path)
+}
+
+/// Moves the calling thread into a network namespace of its own with only
+/// `lo`, up: processes it starts reach nothing but loopback, and a
+/// listener it binds is reachable only from them.
+#[allow(unsafe_code)]
+fn isolate_network() {
+    // SAFETY: unshare(2) with CLONE_NEWNET takes no pointers; it moves only
+    // the calling thread (a thread of its own, see the test) into a new
+    // network namespace.
+    let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+    assert_eq!(
+        rc,
+        0,
+        "unshare(CLONE_NEWNET): {}",
+        std::io::Error::last_os_error()
+    );
+    let up = Command::new("ip")
+        .args(["link", "set", "lo", "up"])
+        .status()
+        .unwrap();
+    assert!(up.success(), "ip link set lo up");
+}
+
+/// Whether this process may make a network namespace (root).
+fn can_isolate() -> bool {
+    #[allow(unsafe_code)]
+    // SAFETY: geteuid(2) cannot fail and takes no arguments.
+    let root = unsafe { libc::geteuid() } == 0;
+    require(
+        root,
+        "running the Claude Code CLI with only loopback reachable needs root (unshare -n)",
+    )
+}
+
+/// One user's machine: a home, a project (a git repository), a daemon,
+/// the stand-in API and the CLI.
+struct World {
+    claude: PathBuf,
+    home: PathBuf,
+    project: PathBuf,
+    daemon: Daemon,
+    api: MessagesApi,
+}
+
+impl World {
+    /// `claude -p --output-format json ARGS` in the project: its result
+    /// object.
+    fn claude(&self, args: &[&str]) -> Value {
+        let bin_dir = Path::new(BIN).parent().unwrap();
+        let path = format!(
+            "{}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            bin_dir.display()
+        );
+        let out = Command::new(&self.claude)
+            .args(["-p", "--output-format", "json"])
+            .args(args)
+            .current_dir(&self.project)
+            .env_clear()
+            .env("PATH", path)
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join("xdg-config"))
+            .env("XDG_RUNTIME_DIR", self.home.join("xdg-run"))
+            .env("MEMD_DATA_DIR", self.daemon.data_dir())
+            .env("ANTHROPIC_BASE_URL", &self.api.url)
+            .env("ANTHROPIC_API_KEY", "sk-ant-standin")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "claude {args:?}: {}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let result: Value = stdout
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str(l).ok())
+            .unwrap_or_else(|| panic!("no JSON result from claude {args:?}: {stdout}"));
+        assert_eq!(result["is_error"], false, "{result}");
+        result
+    }
+
+    /// A memd command run in the project (its namespace derived there, as
+    /// the hooks and the MCP server derive it).
+    fn memd(&self, args: &[&str]) -> Value {
+        let out = memd_command(&self.home)
+            .current_dir(&self.project)
+            .arg("--data-dir")
+            .arg(self.daemon.data_dir())
+            .args(["--no-autostart", "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "memd {args:?}: {e}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert_eq!(out.status.code(), Some(0), "memd {args:?}: {v}");
+        v
+    }
+
+    /// The frozen block of Claude Code session `id`, as memd holds it.
+    fn block(&self, id: &str) -> String {
+        let v = self.memd(&["--session", &format!("claude-code:{id}"), "inject"]);
+        v["block"].as_str().unwrap().to_string()
+    }
+
+    /// The last model request, as text.
+    fn last_request(&self) -> String {
+        let all = self.api.model_requests();
+        all.last().expect("no model request").to_string()
+    }
+}
+
+/// The texts of a request's messages (system prompt left out), as JSON
+/// strings are written in the request: where memory blocks are counted.
+fn message_texts(request: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in request["messages"].as_array().unwrap() {
+        match &m["content"] {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(blocks) => out.extend(
+                blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str().map(String::from)),
+            ),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// How many memory blocks the request carries, and whether `block` is one
+/// of them, byte for byte.
+fn blocks_in(request: &Value, block: &str) -> (usize, bool) {
+    let texts = message_texts(request);
+    let count = texts.iter().map(|t| t.matches(HOOK_PREFIX).count()).sum();
+    let exact = format!("{HOOK_PREFIX}{block}");
+    (count, texts.iter().any(|t| t.contains(&exact)))
+}
+
+fn run(claude: PathBuf) {
+    isolate_network();
+    let daemon = Daemon::start();
+    let home = daemon.dir.path().join("home");
+    let project = home.join("shop");
+    std::fs::create_dir_all(&project).unwrap();
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&project)
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let api = MessagesApi::start();
+    let w = World {
+        claude,
+        home,
+        project,
+        daemon,
+        api,
+    };
+
+    // Setup, as a user runs it.
+    let setup = w.memd(&["setup", "claude-code"]);
+    assert_eq!(setup["success"], true, "{setup}");
+    w.memd(&["add", "--category", "convention", "prices are in cents"]);
+
+    // The session's first request carries the block.
+    let first = w.claude(&["remember the house rules"]);
+    let id = first["session_id"].as_str().unwrap().to_string();
+    let block = w.block(&id);
+    assert!(block.contains("prices are in cents"), "{block}");
+    let request: Value = serde_json::from_str(&w.last_request()).unwrap();
+    assert_eq!(blocks_in(&request, &block), (1, true), "{request}");
+
+    // Another session writes; a resume gets the same bytes, once.
+    w.memd(&["add", "--category", "fact", "deploys happen on fridays"]);
+    w.claude(&["--resume", &id, "second turn"]);
+    let request: Value = serde_json::from_str(&w.last_request()).unwrap();
+    assert_eq!(blocks_in(&request, &block), (1, true), "{request}");
+    assert!(!w.last_request().contains("deploys happen on fridays"));
+}
+
+#[test]
+fn claude_code_gets_its_block_keeps_it_across_resumes_and_restarts_and_stores_through_mcp() {
+    if !tool("git", "the project is a git repository")
+        || !tool(
+            "ip",
+            "loopback is brought up in the test's network namespace",
+        )
+        || !can_isolate()
+    {
+        return;
+    }
+    let Some(claude) = claude_binary() else {
+        return;
+    };
+    // A thread of its own: the network namespace is the thread's.
+    std::thread::spawn(move || run(claude)).join().unwrap();
+}

@@ -233,6 +233,30 @@ fn run(claude: PathBuf) {
     let request: Value = serde_json::from_str(&w.last_request()).unwrap();
     assert_eq!(blocks_in(&request, &block), (1, true), "{request}");
     assert!(!w.last_request().contains("deploys happen on fridays"));
+
+    // The model calls memd's tool; no --allowedTools: setup's rule lets it
+    // run, and the row is Claude Code's.
+    let stored = w.claude(&["--resume", &id, "STORE: the CI machines have two cores"]);
+    assert_eq!(
+        stored["permission_denials"],
+        serde_json::json!([]),
+        "{stored}"
+    );
+    assert!(
+        stored["result"]
+            .as_str()
+            .unwrap()
+            .contains(r#"\"accepted\":true"#),
+        "{stored}"
+    );
+    let rows = w.memd(&["--agent", "claude-code", "list", "--scope", "agent"]);
+    assert_eq!(rows["count"], 1, "{rows}");
+    assert_eq!(
+        rows["memories"][0]["content"],
+        "the CI machines have two cores"
+    );
+    assert_eq!(rows["memories"][0]["created_by"], "claude-code", "{rows}");
+    assert_eq!(rows["memories"][0]["scope_owner"], "claude-code", "{rows}");
 }
 
 #[test]

@@ -83,7 +83,21 @@ pub fn run(cli: args::Cli) -> i32 {
             } else {
                 setup::Scope::User
             };
-            emit(g.json, setup::run(host, scope, a.dry_run, a.uninstall))
+            let namespace = match scope {
+                setup::Scope::Project => {
+                    let mut g = g.clone();
+                    crate::commands::resolve_namespace(&mut g, true);
+                    g.namespace.unwrap_or_else(|| "default".into())
+                }
+                setup::Scope::User => g
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "each project's own (from its repository)".into()),
+            };
+            emit(
+                g.json,
+                setup::run(host, scope, a.dry_run, a.uninstall, &namespace),
+            )
         }
         Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
         Command::Service(s) => emit(g.json, service::run(&g, s)),

@@ -104,9 +104,15 @@ fn same_hooks(a: &Value, b: &Value) -> bool {
     norm(a) == norm(b)
 }
 
+/// The arguments of memd's MCP server for a host: it writes as the host's
+/// agent.
+pub fn server_args(host: Host) -> [&'static str; 3] {
+    ["mcp", "--agent", host.name()]
+}
+
 /// Adds (or removes) `mcpServers.memd` in an MCP configuration value.
 /// Returns whether it changed.
-pub fn merge_server(config: &mut Value, program: &str, uninstall: bool) -> bool {
+pub fn merge_server(config: &mut Value, program: &str, host: Host, uninstall: bool) -> bool {
     let before = config.clone();
     let root = object(config);
     let servers = object(root.entry("mcpServers").or_insert(Value::Null));
@@ -120,13 +126,61 @@ pub fn merge_server(config: &mut Value, program: &str, uninstall: bool) -> bool 
     } else {
         servers.insert(
             "memd".into(),
-            json!({"type": "stdio", "command": program, "args": ["mcp"]}),
+            json!({"type": "stdio", "command": program, "args": server_args(host)}),
         );
     }
     if servers.is_empty() {
         root.remove("mcpServers");
     }
     *config != before
+}
+
+/// The permission rule that lets Claude Code call every tool of memd's
+/// server without asking.
+pub const PERMISSION_RULE: &str = "mcp__memd";
+
+/// Adds (or removes) `entry` in the list at `path` (objects made on the
+/// way; an emptied list and emptied objects removed). Returns whether it
+/// changed.
+pub fn merge_list_entry(value: &mut Value, path: &[&str], entry: &str, uninstall: bool) -> bool {
+    fn walk(value: &mut Value, path: &[&str], entry: &str, uninstall: bool) -> bool {
+        let Some((key, rest)) = path.split_first() else {
+            return false;
+        };
+        if uninstall && value.get(key).is_none() {
+            return false;
+        }
+        let root = object(value);
+        let child = root.entry(*key).or_insert(Value::Null);
+        let changed = if rest.is_empty() {
+            if !child.is_array() {
+                if uninstall {
+                    return false;
+                }
+                *child = json!([]);
+            }
+            let list = child.as_array_mut().expect("an array");
+            let had = list.iter().any(|v| v == entry);
+            if uninstall {
+                list.retain(|v| v != entry);
+            } else if !had {
+                list.push(json!(entry));
+            }
+            had == uninstall
+        } else {
+            walk(child, rest, entry, uninstall)
+        };
+        let empty = match root.get(*key) {
+            Some(Value::Array(a)) => a.is_empty(),
+            Some(Value::Object(o)) => o.is_empty(),
+            _ => false,
+        };
+        if changed && empty {
+            root.remove(*key);
+        }
+        changed
+    }
+    walk(value, path, entry, uninstall)
 }
 
 /// Codex's `config.toml`: `[features] codex_hooks = true` and
@@ -166,11 +220,14 @@ pub fn merge_codex_config(
         table(&mut doc, "mcp_servers", true);
         let mut server = Table::new();
         server.insert("command", value(program));
-        server.insert("args", value(Array::from_iter(["mcp"])));
+        let args = server_args(Host::Codex);
+        server.insert("args", value(Array::from_iter(args)));
         let same = doc["mcp_servers"].get("memd").is_some_and(|m| {
             m.get("command").and_then(Item::as_str) == Some(program)
                 && m.get("args").and_then(Item::as_array).is_some_and(|a| {
-                    a.iter().map(|v| v.as_str()).collect::<Vec<_>>() == [Some("mcp")]
+                    a.iter()
+                        .map(|v| v.as_str())
+                        .eq(args.iter().map(|a| Some(*a)))
                 })
         });
         if !same {
@@ -229,7 +286,40 @@ fn write(path: &Path, text: &str, scope: Scope) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// The directory `PATH` finds `name` in, if any.
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).find(|d| {
+        std::fs::metadata(d.join(name))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// Reads a JSON file, applies `edit` and, when it changed something,
+/// records the change.
+fn edit_json(
+    changes: &mut Vec<Change>,
+    path: &Path,
+    edit: impl FnOnce(&mut Value) -> bool,
+) -> Result<(), CommandError> {
+    let (old, mut value) = read_json(path)?;
+    if edit(&mut value) {
+        changes.push(Change {
+            path: path.to_path_buf(),
+            old,
+            new: serde_json::to_string_pretty(&value).unwrap_or_default() + "\n",
+        });
+    }
+    Ok(())
+}
+
 /// Runs `memd setup claude-code|codex`.
+///
+/// `--user` entries name memd by its absolute path (a host started from a
+/// desktop may not search the user's `PATH`); `--project` entries, which a
+/// team shares, name `memd` when `PATH` finds one (else the absolute path,
+/// and the output says so) and go to the repository's root.
 ///
 /// # Errors
 /// Unreadable or malformed files (nothing is changed then), write errors.
@@ -238,12 +328,18 @@ pub fn run(
     scope: Scope,
     dry_run: bool,
     uninstall: bool,
+    namespace: &str,
 ) -> Result<Output, CommandError> {
-    let program = std::env::current_exe()
+    let absolute = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .map_err(|e| CommandError::Io(format!("cannot find the memd executable: {e}")))?
         .display()
         .to_string();
+    let found = on_path("memd");
+    let program = match (scope, &found) {
+        (Scope::Project, Some(_)) => "memd".to_string(),
+        _ => absolute.clone(),
+    };
     let quoted = if program.contains([' ', '\'', '"']) {
         format!("'{}'", program.replace('\'', r"'\''"))
     } else {
@@ -251,6 +347,7 @@ pub fn run(
     };
     let command = format!("{quoted} hook {}", host.name());
     let cwd = std::env::current_dir().map_err(|e| CommandError::Io(e.to_string()))?;
+    let root = crate::commands::repository_root(&cwd).unwrap_or_else(|| cwd.clone());
     let home = || {
         std::env::var_os("HOME")
             .map(PathBuf::from)
@@ -262,36 +359,38 @@ pub fn run(
             (h.join(".claude/settings.json"), h.join(".claude.json"))
         }
         (Host::ClaudeCode, Scope::Project) => {
-            (cwd.join(".claude/settings.json"), cwd.join(".mcp.json"))
+            (root.join(".claude/settings.json"), root.join(".mcp.json"))
         }
         (Host::Codex, Scope::User) => {
             let h = home()?;
             (h.join(".codex/hooks.json"), h.join(".codex/config.toml"))
         }
         (Host::Codex, Scope::Project) => (
-            cwd.join(".codex/hooks.json"),
-            cwd.join(".codex/config.toml"),
+            root.join(".codex/hooks.json"),
+            root.join(".codex/config.toml"),
         ),
     };
-    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
     let mut changes = Vec::new();
-    let (old, mut hooks) = read_json(&hooks_path)?;
-    if merge_hooks(&mut hooks, host, &command, uninstall) {
-        changes.push(Change {
-            path: hooks_path.clone(),
-            old,
-            new: pretty(&hooks),
-        });
-    }
+    // Hooks, and for Claude Code the rule that lets it call memd's tools
+    // without asking, in the same settings file.
+    edit_json(&mut changes, &hooks_path, |v| {
+        let hooks = merge_hooks(v, host, &command, uninstall);
+        let rule = host == Host::ClaudeCode
+            && merge_list_entry(v, &["permissions", "allow"], PERMISSION_RULE, uninstall);
+        hooks || rule
+    })?;
     match host {
         Host::ClaudeCode => {
-            let (old, mut mcp) = read_json(&server_path)?;
-            if merge_server(&mut mcp, &program, uninstall) {
-                changes.push(Change {
-                    path: server_path.clone(),
-                    old,
-                    new: pretty(&mcp),
-                });
+            edit_json(&mut changes, &server_path, |v| {
+                merge_server(v, &program, host, uninstall)
+            })?;
+            if scope == Scope::Project {
+                // A project's `.mcp.json` server runs once the user approves
+                // it: approved for this user, in their own settings.
+                let user = home()?.join(".claude/settings.json");
+                edit_json(&mut changes, &user, |v| {
+                    merge_list_entry(v, &["enabledMcpjsonServers"], "memd", uninstall)
+                })?;
             }
         }
         Host::Codex => {
@@ -333,17 +432,19 @@ pub fn run(
                 })?;
                 entry["backup"] = json!(backup.display().to_string());
             }
-            write(&c.path, &c.new, scope)
-                .map_err(|e| CommandError::Io(format!("cannot write {}: {e}", c.path.display())))?;
+            let shared = scope == Scope::Project && c.path.starts_with(&root);
+            write(
+                &c.path,
+                &c.new,
+                if shared { Scope::Project } else { Scope::User },
+            )
+            .map_err(|e| CommandError::Io(format!("cannot write {}: {e}", c.path.display())))?;
+        }
+        if dry_run {
+            entry["new"] = json!(c.new);
         }
         done.push(entry);
     }
-    let namespace = match scope {
-        Scope::Project => {
-            crate::commands::project_namespace(&cwd).unwrap_or_else(|| "default".into())
-        }
-        Scope::User => "each project's own (from its git root)".into(),
-    };
     let verb = match (uninstall, dry_run) {
         (false, false) => "installed",
         (false, true) => "would install",
@@ -360,29 +461,56 @@ pub fn run(
     } else {
         done.iter()
             .map(|d| {
-                format!(
+                let mut line = format!(
                     "{verb}: {}{}",
                     d["file"].as_str().unwrap_or_default(),
                     d["backup"]
                         .as_str()
                         .map_or(String::new(), |b| format!(" (old copy: {b})"))
-                )
+                );
+                if let Some(new) = d["new"].as_str() {
+                    line.push_str(&format!("\n--- would be:\n{new}---"));
+                }
+                line
             })
             .collect::<Vec<_>>()
             .join("\n")
     };
     if !uninstall {
         human.push_str(&format!(
-            "\nhooks: {} → {command}\nMCP server: memd → {program} mcp\nnamespace: {namespace}",
-            events(host).join(", ")
+            "\nhooks: {} → {command}\nMCP server: memd → {program} {}\nnamespace: {namespace}",
+            events(host).join(", "),
+            server_args(host).join(" "),
         ));
+        if host == Host::ClaudeCode {
+            human.push_str(&format!(
+                "\npermission: {PERMISSION_RULE} (memd's tools run without a prompt)"
+            ));
+        }
+        if scope == Scope::Project && found.is_none() {
+            human.push_str(&format!(
+                "\nnote: no memd on PATH: the project's files name {absolute}, which other \
+                 checkouts may not have (install memd on PATH and run setup again)"
+            ));
+        }
+        if scope == Scope::Project && host == Host::ClaudeCode {
+            human.push_str(
+                "\nnote: Claude Code reads the project's settings only when started at its \
+                 root; started in a subdirectory, it gets no block (use --user then)",
+            );
+        }
     }
     let mut fields = Map::new();
     fields.insert("changed".into(), Value::Array(done));
     fields.insert("dry_run".into(), json!(dry_run));
     fields.insert("uninstall".into(), json!(uninstall));
     fields.insert("hook_command".into(), json!(command));
+    fields.insert("server_command".into(), json!(program));
+    fields.insert("server_args".into(), json!(server_args(host)));
     fields.insert("namespace".into(), json!(namespace));
+    if scope == Scope::Project {
+        fields.insert("root".into(), json!(root.display().to_string()));
+    }
     Ok(Output {
         json: success(fields),
         human,
@@ -438,14 +566,40 @@ mod tests {
     fn the_server_merges_once_and_only_memds_is_removed() {
         let mut c = json!({"numStartups": 3, "mcpServers": {"other": {"command": "x"}}});
         let original = c.clone();
-        assert!(merge_server(&mut c, "/bin/memd", false));
-        assert!(!merge_server(&mut c, "/bin/memd", false));
-        assert_eq!(c["mcpServers"]["memd"]["args"], json!(["mcp"]));
-        assert!(merge_server(&mut c, "/bin/memd", true));
+        assert!(merge_server(&mut c, "/bin/memd", Host::ClaudeCode, false));
+        assert!(!merge_server(&mut c, "/bin/memd", Host::ClaudeCode, false));
+        assert_eq!(
+            c["mcpServers"]["memd"]["args"],
+            json!(["mcp", "--agent", "claude-code"])
+        );
+        assert!(merge_server(&mut c, "/bin/memd", Host::ClaudeCode, true));
         assert_eq!(c, original);
         let mut foreign =
             json!({"mcpServers": {"memd": {"command": "/usr/bin/other-tool", "args": []}}});
-        assert!(!merge_server(&mut foreign, "/bin/memd", true), "not ours");
+        assert!(
+            !merge_server(&mut foreign, "/bin/memd", Host::ClaudeCode, true),
+            "not ours"
+        );
+    }
+
+    #[test]
+    fn a_list_entry_is_added_once_and_only_it_is_removed() {
+        let mut s = json!({"permissions": {"allow": ["Bash(ls:*)"], "deny": []}});
+        let original = s.clone();
+        let path = ["permissions", "allow"];
+        assert!(merge_list_entry(&mut s, &path, PERMISSION_RULE, false));
+        assert!(!merge_list_entry(&mut s, &path, PERMISSION_RULE, false));
+        assert_eq!(
+            s["permissions"]["allow"],
+            json!(["Bash(ls:*)", "mcp__memd"])
+        );
+        assert!(merge_list_entry(&mut s, &path, PERMISSION_RULE, true));
+        assert_eq!(s, original);
+        assert!(!merge_list_entry(&mut s, &path, PERMISSION_RULE, true));
+        let mut empty = json!({});
+        assert!(merge_list_entry(&mut empty, &path, PERMISSION_RULE, false));
+        assert!(merge_list_entry(&mut empty, &path, PERMISSION_RULE, true));
+        assert_eq!(empty, json!({}), "what it made goes with it");
     }
 
     #[test]
@@ -467,7 +621,9 @@ mod tests {
             "{merged}"
         );
         assert!(
-            merged.contains("[mcp_servers.memd]\ncommand = \"/bin/memd\"\nargs = [\"mcp\"]\n"),
+            merged.contains(
+                "[mcp_servers.memd]\ncommand = \"/bin/memd\"\nargs = [\"mcp\", \"--agent\", \"codex\"]\n"
+            ),
             "{merged}"
         );
         assert_eq!(

@@ -142,8 +142,13 @@ pub fn project_namespace(dir: &Path) -> Option<String> {
     ))
 }
 
-/// The nearest directory at or above `dir` that holds `.git` (a directory,
-/// or a file in a worktree or submodule).
+/// The root of the git work tree that holds `dir`: the nearest directory
+/// at or above it that holds `.git` (a directory, or a file in a worktree
+/// or submodule).
+pub fn repository_root(dir: &Path) -> Option<PathBuf> {
+    git_root(dir)
+}
+
 fn git_root(dir: &Path) -> Option<PathBuf> {
     let start = std::fs::canonicalize(dir).ok()?;
     start

@@ -779,7 +779,9 @@ fn with(mut base: Value, extra: Value) -> Value {
 
 /// A Claude Code session replayed as its hooks see it, one process per
 /// event with the documented payloads, while the agent writes through
-/// `memd mcp` (its own session: the host gives MCP servers no session id).
+/// `memd mcp` started as `setup` configures it and as Claude Code starts
+/// it (`CLAUDE_CODE_SESSION_ID` in its environment): one session, the
+/// server's writes leave the block as it is until the compaction.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
     let d = Daemon::start();
@@ -807,8 +809,9 @@ async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
     let mut child = tokio::process::Command::new(BIN)
         .arg("--data-dir")
         .arg(d.data_dir())
-        .args(["--no-autostart", "mcp"])
+        .args(["--no-autostart", "mcp", "--agent", "claude-code"])
         .env("HOME", d.dir.path())
+        .env("CLAUDE_CODE_SESSION_ID", "4f1c2d3e")
         .current_dir(&project)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -825,15 +828,34 @@ async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
     )
     .await;
     assert_eq!(added["accepted"], true, "{added}");
+    let mine = ok(
+        &s,
+        "memory_store",
+        json!({"content": "this user reviews diffs before committing", "category": "preference",
+               "scope": "agent"}),
+    )
+    .await;
+    assert_eq!(mine["accepted"], true, "{mine}");
     let (found, _) = d.json(&["--namespace", &ns, "search", "refunds billing"]);
     assert_eq!(
         found["count"], 1,
         "the MCP server wrote in the project's namespace: {found}"
     );
     assert_eq!(
+        found["hits"][0]["created_by"], "claude-code",
+        "as the host's agent: {found}"
+    );
+    let (v, _) = d.json(&["--namespace", &ns, "session", "list"]);
+    assert_eq!(
+        v["sessions"].as_array().unwrap().len(),
+        1,
+        "the server joined the hooks' session: {v}"
+    );
+    assert_eq!(v["sessions"][0]["connections"], 1, "{v}");
+    assert_eq!(
         start("resume"),
         first,
-        "another session's write leaves the block as it was"
+        "the session's own writes leave the block its host holds as it was"
     );
 
     // Compaction: the next start gets a new block with the new memory.
@@ -848,8 +870,9 @@ async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
     let after = start("compact");
     assert_ne!(after, first);
     assert!(
-        after.contains("refunds go through the billing service"),
-        "{after}"
+        after.contains("refunds go through the billing service")
+            && after.contains("this user reviews diffs before committing"),
+        "the agent-scope row is Claude Code's, in its block: {after}"
     );
     assert_eq!(start("resume"), after);
 

@@ -138,6 +138,7 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
         g.agent = Some(host.name().into());
     }
     g.session = Some(format!("{}:{session_id}", host.name()));
+    g.hold_block = true;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -58,6 +58,8 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, Comm
     opts.policy = policy;
     opts.seen_generation = g.seen_generation;
     opts.session = g.session.clone();
+    opts.hold_block = g.hold_block;
+    opts.previous_namespace = g.previous_namespace.clone();
     let spec = if autostart_allowed && !g.no_autostart {
         let program = std::env::current_exe()
             .map_err(|e| CommandError::Io(format!("cannot find the memd executable: {e}")))?;

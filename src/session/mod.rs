@@ -194,6 +194,7 @@ impl Session {
                     },
                     policy,
                     budget,
+                    hello.hold_block,
                     View::new(seen),
                     ReadSet::new(seen, read_set_rows),
                 )
@@ -316,6 +317,16 @@ impl Session {
         self.view().snapshot = None;
     }
 
+    /// The session's own write: its block must show it — unless the
+    /// session serves a hook-driven host, whose conversation keeps the
+    /// block it was given (a changed block at a resume would be a second
+    /// one): that block changes only at compaction, clear or refresh.
+    pub fn wrote_block_content(&mut self) {
+        if !self.named.as_ref().is_some_and(|n| n.hold_block) {
+            self.invalidate();
+        }
+    }
+
     /// The author of this session's writes.
     pub fn author(&self) -> Author {
         Author::Session(self.who.clone())
@@ -357,6 +368,8 @@ mod tests {
             budget: None,
             seen_generation: seen,
             session: None,
+            hold_block: false,
+            previous_namespace: None,
         }
     }
 

@@ -25,6 +25,9 @@ pub struct Named {
     pub policy: DriftPolicy,
     /// Inject budget (likewise).
     pub budget: u32,
+    /// It serves a hook-driven host: its block changes only at compaction,
+    /// clear or refresh, never because of a write (likewise).
+    pub hold_block: bool,
     /// Seen generation and frozen block.
     pub view: Arc<Mutex<View>>,
     /// The rows it was shown.
@@ -39,11 +42,19 @@ pub struct Named {
 
 impl Named {
     /// A new named session.
-    pub fn new(who: Who, policy: DriftPolicy, budget: u32, view: View, reads: ReadSet) -> Named {
+    pub fn new(
+        who: Who,
+        policy: DriftPolicy,
+        budget: u32,
+        hold_block: bool,
+        view: View,
+        reads: ReadSet,
+    ) -> Named {
         Named {
             who: Arc::new(who),
             policy,
             budget,
+            hold_block,
             view: Arc::new(Mutex::new(view)),
             reads: Arc::new(Mutex::new(reads)),
             connections: AtomicUsize::new(0),
@@ -199,6 +210,7 @@ mod tests {
             },
             DriftPolicy::Standard,
             4000,
+            false,
             View::new(7),
             ReadSet::new(7, 16),
         )

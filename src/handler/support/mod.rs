@@ -53,8 +53,7 @@ where
         .await;
     match result {
         Ok((out, written, generation)) => {
-            // The session's own write: its block must show it.
-            session.invalidate();
+            session.wrote_block_content();
             session.wrote(generation, written);
             Ok(out)
         }

@@ -206,7 +206,7 @@ fn run(claude: PathBuf) {
         .unwrap();
     assert!(git.success());
     let api = MessagesApi::start();
-    let w = World {
+    let mut w = World {
         claude,
         home,
         project,
@@ -234,6 +234,28 @@ fn run(claude: PathBuf) {
     assert_eq!(blocks_in(&request, &block), (1, true), "{request}");
     assert!(!w.last_request().contains("deploys happen on fridays"));
 
+    // The daemon stops (an upgrade, a crash, a reboot) and starts again;
+    // more is written meanwhile. The resume still gets the same bytes, and
+    // so Claude Code adds no second block.
+    w.memd(&["stop"]);
+    let stopped = w.daemon.child.take().unwrap().wait().unwrap();
+    assert!(stopped.success(), "{stopped}");
+    w.daemon.spawn();
+    w.memd(&[
+        "add",
+        "--category",
+        "fact",
+        "the staging database is rebuilt nightly",
+    ]);
+    w.claude(&["--resume", &id, "third turn"]);
+    let request: Value = serde_json::from_str(&w.last_request()).unwrap();
+    assert_eq!(
+        blocks_in(&request, &block),
+        (1, true),
+        "one memory block, byte for byte the one before the restart: {request}"
+    );
+    assert_eq!(w.block(&id), block);
+
     // The model calls memd's tool; no --allowedTools: setup's rule lets it
     // run, and the row is Claude Code's.
     let stored = w.claude(&["--resume", &id, "STORE: the CI machines have two cores"]);
@@ -257,6 +279,50 @@ fn run(claude: PathBuf) {
     );
     assert_eq!(rows["memories"][0]["created_by"], "claude-code", "{rows}");
     assert_eq!(rows["memories"][0]["scope_owner"], "claude-code", "{rows}");
+    // The server joined the hooks' session: one session, and its write
+    // left the block Claude Code holds as it was.
+    let sessions = w.memd(&["session", "list"]);
+    assert_eq!(
+        sessions["sessions"].as_array().unwrap().len(),
+        1,
+        "{sessions}"
+    );
+    assert_eq!(sessions["sessions"][0]["name"], format!("claude-code:{id}"));
+    w.claude(&["--resume", &id, "fourth turn"]);
+    let request: Value = serde_json::from_str(&w.last_request()).unwrap();
+    assert_eq!(blocks_in(&request, &block), (1, true), "{request}");
+
+    // `/compact`: Claude Code rewrites its history; the block after it is
+    // new and holds what was written meanwhile, the agent's own fact too.
+    // (Claude Code compacts only a conversation of some length: a few
+    // more turns until it does.)
+    let mut turns = 0;
+    loop {
+        let compacted = w.claude(&["--resume", &id, "/compact"]);
+        if compacted["result"] != "Not enough messages to compact." {
+            break;
+        }
+        turns += 1;
+        assert!(turns < 8, "Claude Code never compacted: {compacted}");
+        w.claude(&["--resume", &id, &format!("filler turn {turns}")]);
+    }
+    w.claude(&["--resume", &id, "after the compaction"]);
+    let request: Value = serde_json::from_str(&w.last_request()).unwrap();
+    let new_block = w.block(&id);
+    assert_ne!(new_block, block);
+    for fact in [
+        "prices are in cents",
+        "deploys happen on fridays",
+        "the staging database is rebuilt nightly",
+        "the CI machines have two cores",
+    ] {
+        assert!(new_block.contains(fact), "{fact}: {new_block}");
+    }
+    assert_eq!(blocks_in(&request, &new_block), (1, true), "{request}");
+    assert!(
+        !request.to_string().contains(&block),
+        "the old block is gone with the history it was in"
+    );
 }
 
 #[test]

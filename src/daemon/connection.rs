@@ -272,7 +272,7 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
     match &session.named {
         // A named session outlives its connections: it ends on `session
         // end` or when idle (see `end_named`).
-        Some(named) => shared.named.leave(named),
+        Some(named) => crate::jobs::sessions::leave(shared, named).await,
         None => {
             shared
                 .live

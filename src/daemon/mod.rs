@@ -141,12 +141,13 @@ pub fn run(mut paths: Paths, config: Config) -> Result<(), DaemonError> {
         &config.storage,
         Duration::from_millis(config.drift.poll_ms),
     )?;
+    let sessions = crate::store::sessions::SessionFile::open(&paths.sessions_db())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("memd-rt")
         .build()
         .map_err(|e| DaemonError::Io(Cause::context("cannot start the runtime", e)))?;
-    let result = runtime.block_on(serve(paths, config, store, inherited));
+    let result = runtime.block_on(serve(paths, config, store, sessions, inherited));
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(lock);
     result
@@ -156,6 +157,10 @@ async fn serve(
     paths: Paths,
     config: Config,
     store: Store,
+    (session_file, kept): (
+        crate::store::sessions::SessionFile,
+        Vec<crate::store::sessions::Record>,
+    ),
     inherited: Option<socket::Bound>,
 ) -> Result<(), DaemonError> {
     let bound = match inherited.map_or_else(|| socket::bind(&paths.socket, config.socket.mode), Ok)
@@ -202,10 +207,12 @@ async fn serve(
         access: Default::default(),
         live: Default::default(),
         named: Default::default(),
+        session_file,
         sweeping: Default::default(),
         socket_inherited: bound.inherited,
         embed,
     });
+    crate::jobs::sessions::restore(&shared, kept);
     tokio::spawn(watch_signals(shared.clone()));
     let flusher = tokio::spawn(flush_access(shared.clone()));
     let sweeper = tokio::spawn(schedule_sweeps(shared.clone()));
@@ -331,6 +338,7 @@ async fn serve(
     if let Err(e) = shared.access.flush(&shared.store).await {
         tracing::warn!(error = %e, "cannot write the last access counts");
     }
+    shared.session_file.close().await;
     shared.store.close().await;
     if bound.inherited {
         tracing::info!(socket = %bound.path.display(), "leaving the inherited socket to the service manager");

@@ -84,6 +84,7 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::SessionList(r) => session_list::handle(r, session, shared).await,
         Request::SessionEnd(r) => session_end::handle(r, session, shared).await,
     };
+    crate::jobs::sessions::after_request(shared, session).await;
     match result {
         Ok(resp) => resp,
         Err(e) => {

@@ -244,6 +244,14 @@ impl Session {
     /// Freezes a newly built block.
     pub fn set_snapshot(&mut self, block: Injection) {
         self.view().snapshot = Some(block);
+        self.changed(named::changed::BLOCK);
+    }
+
+    /// A named session's state changed: it is kept on disk again.
+    fn changed(&self, what: u8) {
+        if let Some(n) = &self.named {
+            n.mark(what);
+        }
     }
 
     /// Session key.
@@ -274,6 +282,7 @@ impl Session {
             let mut view = self.view();
             view.seen = view.seen.max(generation);
         }
+        self.changed(named::changed::STATE);
         let mut reads = self
             .reads
             .lock()
@@ -287,6 +296,7 @@ impl Session {
     /// read set records them (the session knows what it wrote); seen does
     /// not move.
     pub fn wrote(&mut self, generation: u64, rows: impl IntoIterator<Item = (i64, i64)>) {
+        self.changed(named::changed::STATE);
         let mut reads = self
             .reads
             .lock()
@@ -315,6 +325,7 @@ impl Session {
     /// writes or external edits).
     pub fn invalidate(&mut self) {
         self.view().snapshot = None;
+        self.changed(named::changed::BLOCK);
     }
 
     /// The session's own write: its block must show it — unless the

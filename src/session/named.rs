@@ -4,11 +4,25 @@
 //! MCP server that restarts) act as one agent session. A named session
 //! ends on `memd session end NAME` or after `[session] idle_ttl` without a
 //! connection; its snapshot goes with it.
+//!
+//! Named sessions outlive the daemon: what changes in one is marked
+//! ([`Named::take_changes`]) and kept on disk by the daemon
+//! (`store::sessions`), and a daemon that starts again puts them back
+//! ([`Registry::restore`]). Their last use is wall-clock time, so the idle
+//! time counts across restarts.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime};
+
+/// What changed in a named session since it was last kept on disk.
+pub mod changed {
+    /// Seen generation, read set, connections or last use.
+    pub const STATE: u8 = 1;
+    /// The frozen block (built or dropped).
+    pub const BLOCK: u8 = 2;
+}
 
 use memd_proto::DriftPolicy;
 
@@ -35,9 +49,14 @@ pub struct Named {
     /// Connections now open.
     connections: AtomicUsize,
     /// When a connection last opened or closed.
-    last_used: Mutex<Instant>,
+    last_used: Mutex<SystemTime>,
     /// When it was created.
-    pub created: Instant,
+    pub created: SystemTime,
+    /// What changed since it was last kept ([`changed`]).
+    changes: AtomicU8,
+    /// Held while its state is taken to be kept, so what is kept goes out
+    /// in the order it was taken.
+    keeping: Mutex<()>,
 }
 
 impl Named {
@@ -58,16 +77,54 @@ impl Named {
             view: Arc::new(Mutex::new(view)),
             reads: Arc::new(Mutex::new(reads)),
             connections: AtomicUsize::new(0),
-            last_used: Mutex::new(Instant::now()),
-            created: Instant::now(),
+            last_used: Mutex::new(SystemTime::now()),
+            created: SystemTime::now(),
+            changes: AtomicU8::new(changed::STATE | changed::BLOCK),
+            keeping: Mutex::new(()),
         }
+    }
+
+    /// A named session kept on disk by an earlier daemon: nothing to keep
+    /// until it changes again.
+    pub fn restored(mut self, created: SystemTime, last_used: SystemTime) -> Named {
+        self.created = created;
+        self.last_used = Mutex::new(last_used);
+        self.changes = AtomicU8::new(0);
+        self
     }
 
     fn touch(&self) {
         *self
             .last_used
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = SystemTime::now();
+        self.mark(changed::STATE);
+    }
+
+    /// Marks what changed ([`changed`]).
+    pub fn mark(&self, what: u8) {
+        self.changes.fetch_or(what, Ordering::AcqRel);
+    }
+
+    /// What changed since the last call, and the guard to hold while its
+    /// state is taken and sent to be kept; `None` when nothing changed.
+    pub fn take_changes(&self) -> Option<(u8, std::sync::MutexGuard<'_, ()>)> {
+        let guard = self
+            .keeping
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match self.changes.swap(0, Ordering::AcqRel) {
+            0 => None,
+            what => Some((what, guard)),
+        }
+    }
+
+    /// When a connection last opened or closed.
+    pub fn last_used(&self) -> SystemTime {
+        *self
+            .last_used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Open connections.
@@ -77,10 +134,9 @@ impl Named {
 
     /// Time since a connection last opened or closed.
     pub fn idle(&self) -> Duration {
-        self.last_used
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .elapsed()
+        SystemTime::now()
+            .duration_since(self.last_used())
+            .unwrap_or(Duration::ZERO)
     }
 }
 
@@ -122,6 +178,28 @@ impl Registry {
         named.connections.fetch_add(1, Ordering::Relaxed);
         named.touch();
         named
+    }
+
+    /// Puts back a named session an earlier daemon kept (see
+    /// [`Named::restored`]); one already there (joined since) stays.
+    pub fn restore(&self, named: Named) -> Arc<Named> {
+        let mut map = self
+            .map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.entry((named.who.namespace.clone(), named.who.session.clone()))
+            .or_insert_with(|| Arc::new(named))
+            .clone()
+    }
+
+    /// Every named session (all namespaces).
+    pub fn all(&self) -> Vec<Arc<Named>> {
+        self.map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// A connection of `named` closed.

@@ -36,6 +36,8 @@ pub struct Shared {
     pub live: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Named sessions.
     pub named: crate::session::named::Registry,
+    /// Where named sessions are kept across restarts.
+    pub session_file: crate::store::sessions::SessionFile,
     /// Held while a sweep runs (one at a time).
     pub sweeping: tokio::sync::Mutex<()>,
     /// The listener came from the service manager (socket activation).

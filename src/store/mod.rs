@@ -29,6 +29,7 @@ pub mod meta;
 pub mod readers;
 pub mod schema;
 pub mod search;
+pub mod sessions;
 pub mod vectors;
 pub mod writer;
 

@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 
 use crate::commands::args::Global;
 pub use crate::commands::project_namespace;
-use crate::commands::{CommandError, connect};
+use crate::commands::{CommandError, apply_project, connect};
 
 /// How long a hook may take, connecting (and starting a daemon) included.
 const TIME_LIMIT: Duration = Duration::from_secs(5);
@@ -132,7 +132,9 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
             .as_str()
             .map(PathBuf::from)
             .or_else(|| std::env::current_dir().ok());
-        g.namespace = cwd.as_deref().and_then(project_namespace);
+        if let Some(cwd) = cwd {
+            apply_project(&mut g, &cwd);
+        }
     }
     if g.agent.is_none() {
         g.agent = Some(host.name().into());

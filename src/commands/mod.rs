@@ -30,7 +30,8 @@ pub mod ingest;
 pub mod output;
 
 pub use client::{
-    client_paths, connect, paths, project_namespace, repository_root, resolve_namespace,
+    NamespaceSource, PROJECT_FILE, Project, apply_project, client_paths, connect, normalize_url,
+    paths, project, project_namespace, repository_root, resolve_namespace,
 };
 pub use error::{CommandError, EXIT_USAGE};
 pub use execute::execute;

@@ -487,6 +487,11 @@ async fn handshake(
         .await;
         return None;
     }
+    if let Some(previous) = &hello.previous_namespace {
+        // Before the view's generation is read: the move is not a change
+        // the new session missed.
+        crate::jobs::namespaces::adopt(shared, previous, &hello.namespace).await;
+    }
     let generation = shared.store.generations.current();
     let config = shared.config();
     let session = match Session::open(

@@ -208,6 +208,7 @@ async fn serve(
         live: Default::default(),
         named: Default::default(),
         session_file,
+        namespaces_moved: Default::default(),
         sweeping: Default::default(),
         socket_inherited: bound.inherited,
         embed,

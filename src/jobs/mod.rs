@@ -4,5 +4,6 @@
 //! through a request handler (see ARCHITECTURE.md "Layers").
 
 pub mod embed;
+pub mod namespaces;
 pub mod sessions;
 pub mod sweep;

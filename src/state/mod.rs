@@ -36,6 +36,8 @@ pub struct Shared {
     pub live: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Named sessions.
     pub named: crate::session::named::Registry,
+    /// Earlier derived namespaces whose memories were moved this run.
+    pub namespaces_moved: std::sync::Mutex<std::collections::HashSet<String>>,
     /// Where named sessions are kept across restarts.
     pub session_file: crate::store::sessions::SessionFile,
     /// Held while a sweep runs (one at a time).

@@ -957,3 +957,55 @@ fn a_codex_session_through_its_hooks() {
     assert_eq!(v["sessions"][0]["name"], "codex:019a-77", "{v}");
     assert_eq!(v["sessions"][0]["agent"], "codex", "{v}");
 }
+
+/// Gemini CLI's hooks take Claude Code's shape too: its session is
+/// `gemini:<id>`, `PreCompress` is its compaction.
+#[test]
+fn a_gemini_session_through_its_hooks() {
+    let d = Daemon::start();
+    let (project, ns) = project_with(&d, "site", "pages are server-rendered");
+    let event = |name: &str, extra: Value| {
+        let base = json!({"session_id": "g-51", "cwd": project, "hook_event_name": name,
+                          "transcript_path": "/tmp/t.json", "timestamp": "2026-11-25T10:00:00Z"});
+        with(base, extra)
+    };
+    let start = |source: &str| {
+        let (out, err, code) = hook_of(
+            &d,
+            "gemini",
+            &event("SessionStart", json!({"source": source})),
+        );
+        assert_eq!(code, 0, "{err}");
+        context(&out)
+    };
+    let first = start("startup");
+    assert!(first.contains("pages are server-rendered"), "{first}");
+    let (v, code) = d.json(&[
+        "--namespace",
+        &ns,
+        "add",
+        "--category",
+        "convention",
+        "no inline styles",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(start("resume"), first);
+    let (_, err, code) = hook_of(
+        &d,
+        "gemini",
+        &event("PreCompress", json!({"trigger": "manual"})),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(start("resume").contains("no inline styles"));
+    let (v, _) = d.json(&["--namespace", &ns, "session", "list"]);
+    assert_eq!(v["sessions"][0]["name"], "gemini:g-51", "{v}");
+    assert_eq!(v["sessions"][0]["agent"], "gemini", "{v}");
+    let (_, err, code) = hook_of(
+        &d,
+        "gemini",
+        &event("SessionEnd", json!({"reason": "clear"})),
+    );
+    assert_eq!(code, 0, "{err}");
+    let (v, _) = d.json(&["--namespace", &ns, "session", "list"]);
+    assert_eq!(v["sessions"], json!([]), "{v}");
+}

@@ -264,3 +264,44 @@ fn codex_setup_edits_config_toml_in_place() {
     );
     assert_eq!(read(&h.join(".codex/hooks.json")), json!({}));
 }
+
+#[test]
+fn gemini_setup_puts_hooks_and_a_trusted_server_in_one_settings_file() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    std::fs::create_dir_all(h.join(".gemini")).unwrap();
+    let settings = json!({"theme": "GitHub", "tools": {"sandbox": false},
+                          "mcpServers": {"github": {"command": "gh-mcp"}}});
+    let path = h.join(".gemini/settings.json");
+    std::fs::write(&path, settings.to_string()).unwrap();
+    let v = setup_in(h, h, "gemini", &[]);
+    assert_eq!(v["changed"].as_array().unwrap().len(), 1, "one file: {v}");
+    let s = read(&path);
+    for event in ["SessionStart", "PreCompress", "SessionEnd"] {
+        assert!(
+            s["hooks"][event][0]["hooks"][0]["command"]
+                .as_str()
+                .unwrap()
+                .ends_with(" hook gemini"),
+            "{event}: {s}"
+        );
+    }
+    assert_eq!(s["tools"], json!({"sandbox": false, "enableHooks": true}));
+    assert_eq!(
+        s["mcpServers"]["memd"]["args"],
+        json!(["mcp", "--agent", "gemini"])
+    );
+    assert_eq!(s["mcpServers"]["memd"]["trust"], true);
+    assert_eq!(s["mcpServers"]["github"], settings["mcpServers"]["github"]);
+    assert_eq!(s["theme"], "GitHub");
+    let again = setup_in(h, h, "gemini", &[]);
+    assert_eq!(again["changed"], json!([]), "{again}");
+    setup_in(h, h, "gemini", &["--uninstall"]);
+    let s = read(&path);
+    assert_eq!(
+        s,
+        json!({"theme": "GitHub", "tools": {"sandbox": false, "enableHooks": true},
+               "mcpServers": {"github": {"command": "gh-mcp"}}}),
+        "its hooks and server go; the hooks system stays on"
+    );
+}

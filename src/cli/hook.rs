@@ -1,7 +1,9 @@
-//! `memd hook claude-code` and `memd hook codex`: an agent runtime's hook
-//! events as memd requests, one process per event, the way the host runs
-//! hook commands. Codex CLI's hooks (`hooks.json`) take Claude Code's shape:
-//! the same events where it has them, the same input and output.
+//! `memd hook claude-code`, `memd hook codex` and `memd hook gemini`: an
+//! agent runtime's hook events as memd requests, one process per event,
+//! the way the host runs hook commands. Codex CLI's hooks (`hooks.json`)
+//! and Gemini CLI's (`settings.json`) take Claude Code's shape: the same
+//! events where they have them (Gemini's `PreCompress` is Claude Code's
+//! `PreCompact`), the same input and output.
 //!
 //! Every event of one host session joins the named session
 //! `<host>:<session_id>` in the namespace of its project, so the processes
@@ -10,7 +12,8 @@
 //! - `SessionStart` (startup, resume, clear, compact) → the block as
 //!   additional context, byte-identical until the session writes or
 //!   compacts;
-//! - `PreCompact` → `compacted` (the block after the compaction is new);
+//! - `PreCompact` (Gemini: `PreCompress`) → `compacted` (the block after
+//!   the compaction is new);
 //! - `SessionEnd` with reason `clear` or `logout` → the session ends (its
 //!   block and read set are dropped); other reasons leave it to `[session]
 //!   idle_ttl`, so `claude --resume` gets the same bytes;
@@ -55,7 +58,7 @@ enum Action {
 fn action(event: &Value) -> Action {
     match event["hook_event_name"].as_str() {
         Some("SessionStart") => Action::Inject,
-        Some("PreCompact") => Action::Compacted,
+        Some("PreCompact" | "PreCompress") => Action::Compacted,
         Some("SessionEnd") if matches!(event["reason"].as_str(), Some("clear" | "logout")) => {
             Action::End
         }
@@ -88,6 +91,8 @@ pub enum Host {
     ClaudeCode,
     /// OpenAI's Codex CLI.
     Codex,
+    /// Google's Gemini CLI.
+    Gemini,
 }
 
 impl Host {
@@ -96,6 +101,7 @@ impl Host {
         match self {
             Host::ClaudeCode => "claude-code",
             Host::Codex => "codex",
+            Host::Gemini => "gemini",
         }
     }
 }
@@ -200,6 +206,11 @@ mod tests {
         assert_eq!(
             a(json!({"hook_event_name": "PreCompact", "trigger": "auto"})),
             Action::Compacted
+        );
+        assert_eq!(
+            a(json!({"hook_event_name": "PreCompress", "trigger": "manual"})),
+            Action::Compacted,
+            "Gemini CLI's name for it"
         );
         assert_eq!(
             a(json!({"hook_event_name": "SessionEnd", "reason": "clear"})),

@@ -73,10 +73,12 @@ pub fn run(cli: args::Cli) -> i32 {
         ),
         Command::Hook(args::HookCommand::ClaudeCode) => hook::run_hook(&g, hook::Host::ClaudeCode),
         Command::Hook(args::HookCommand::Codex) => hook::run_hook(&g, hook::Host::Codex),
+        Command::Hook(args::HookCommand::Gemini) => hook::run_hook(&g, hook::Host::Gemini),
         Command::Setup(s) => {
             let (host, a) = match s {
                 args::SetupCommand::ClaudeCode(a) => (hook::Host::ClaudeCode, a),
                 args::SetupCommand::Codex(a) => (hook::Host::Codex, a),
+                args::SetupCommand::Gemini(a) => (hook::Host::Gemini, a),
             };
             let scope = if a.project {
                 setup::Scope::Project

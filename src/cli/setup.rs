@@ -43,6 +43,7 @@ fn events(host: Host) -> &'static [&'static str] {
     match host {
         Host::ClaudeCode => &["SessionStart", "PreCompact", "SessionEnd"],
         Host::Codex => &["SessionStart", "PreCompact"],
+        Host::Gemini => &["SessionStart", "PreCompress", "SessionEnd"],
     }
 }
 
@@ -124,15 +125,34 @@ pub fn merge_server(config: &mut Value, program: &str, host: Host, uninstall: bo
             servers.remove("memd");
         }
     } else {
-        servers.insert(
-            "memd".into(),
-            json!({"type": "stdio", "command": program, "args": server_args(host)}),
-        );
+        let entry = match host {
+            // Gemini CLI asks before each tool of a server it does not
+            // trust.
+            Host::Gemini => json!({"command": program, "args": server_args(host), "trust": true}),
+            _ => json!({"type": "stdio", "command": program, "args": server_args(host)}),
+        };
+        servers.insert("memd".into(), entry);
     }
     if servers.is_empty() {
         root.remove("mcpServers");
     }
     *config != before
+}
+
+/// Sets `path` to `true` (objects made on the way). Returns whether it
+/// changed.
+pub fn set_true(value: &mut Value, path: &[&str]) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut at = value;
+    for key in parents {
+        at = object(at).entry(*key).or_insert(Value::Null);
+    }
+    let slot = object(at).entry(*last).or_insert(Value::Null);
+    let changed = *slot != Value::Bool(true);
+    *slot = Value::Bool(true);
+    changed
 }
 
 /// The permission rule that lets Claude Code call every tool of memd's
@@ -369,17 +389,37 @@ pub fn run(
             root.join(".codex/hooks.json"),
             root.join(".codex/config.toml"),
         ),
+        // One file holds Gemini CLI's hooks and servers.
+        (Host::Gemini, Scope::User) => {
+            let f = home()?.join(".gemini/settings.json");
+            (f.clone(), f)
+        }
+        (Host::Gemini, Scope::Project) => {
+            let f = root.join(".gemini/settings.json");
+            (f.clone(), f)
+        }
     };
     let mut changes = Vec::new();
     // Hooks, and for Claude Code the rule that lets it call memd's tools
     // without asking, in the same settings file.
     edit_json(&mut changes, &hooks_path, |v| {
         let hooks = merge_hooks(v, host, &command, uninstall);
-        let rule = host == Host::ClaudeCode
-            && merge_list_entry(v, &["permissions", "allow"], PERMISSION_RULE, uninstall);
-        hooks || rule
+        let rest = match host {
+            Host::ClaudeCode => {
+                merge_list_entry(v, &["permissions", "allow"], PERMISSION_RULE, uninstall)
+            }
+            // Its hooks run once the hooks system is on (uninstall leaves
+            // it on: other hooks may need it); the server in the same file.
+            Host::Gemini => {
+                let on = !uninstall && set_true(v, &["tools", "enableHooks"]);
+                merge_server(v, &program, host, uninstall) || on
+            }
+            Host::Codex => false,
+        };
+        hooks || rest
     })?;
     match host {
+        Host::Gemini => {}
         Host::ClaudeCode => {
             edit_json(&mut changes, &server_path, |v| {
                 merge_server(v, &program, host, uninstall)

@@ -156,6 +156,8 @@ pub enum SetupCommand {
     ClaudeCode(SetupArgs),
     /// Codex CLI: the hooks in hooks.json, the MCP server and the hooks feature in config.toml
     Codex(SetupArgs),
+    /// Gemini CLI: the hooks and the MCP server in ~/.gemini/settings.json or .gemini/settings.json
+    Gemini(SetupArgs),
 }
 
 /// Flags of `setup`.
@@ -182,6 +184,8 @@ pub enum HookCommand {
     ClaudeCode,
     /// A Codex CLI hook (SessionStart, PreCompact; Claude Code's shape)
     Codex,
+    /// A Gemini CLI hook (SessionStart, PreCompress, SessionEnd; Claude Code's shape)
+    Gemini,
 }
 
 /// `session …`.

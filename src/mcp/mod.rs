@@ -33,10 +33,12 @@ use crate::commands::{connect, init_logging_with, resolve_namespace};
 /// variable it sets: Claude Code sets `CLAUDE_CODE_SESSION_ID` (the id its
 /// hooks get as `session_id`, the same on `--resume`); `CODEX_THREAD_ID`
 /// is read the same way for Codex, where a release sets it for MCP servers
-/// (its shell commands get it).
-const HOST_SESSION_VARS: [(&str, &str); 2] = [
+/// (its shell commands get it), and `GEMINI_SESSION_ID` for Gemini CLI
+/// (its hooks get it).
+const HOST_SESSION_VARS: [(&str, &str); 3] = [
     ("claude-code", "CLAUDE_CODE_SESSION_ID"),
     ("codex", "CODEX_THREAD_ID"),
+    ("gemini", "GEMINI_SESSION_ID"),
 ];
 
 /// Joins the host's named session (`<host>:<id>`, as its hooks do) when the

@@ -14,7 +14,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::messages_api::MessagesApi;
+use common::model_api::{Dialect, ModelApi};
+use common::netns::{can_isolate, isolate_network};
 use common::{BIN, Daemon, memd_command, require, tool};
 use serde_json::Value;
 
@@ -47,39 +48,6 @@ fn claude_binary() -> Option<PathBuf> {
     .then_some(path)
 }
 
-/// Moves the calling thread into a network namespace of its own with only
-/// `lo`, up: processes it starts reach nothing but loopback, and a
-/// listener it binds is reachable only from them.
-#[allow(unsafe_code)]
-fn isolate_network() {
-    // SAFETY: unshare(2) with CLONE_NEWNET takes no pointers; it moves only
-    // the calling thread (a thread of its own, see the test) into a new
-    // network namespace.
-    let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
-    assert_eq!(
-        rc,
-        0,
-        "unshare(CLONE_NEWNET): {}",
-        std::io::Error::last_os_error()
-    );
-    let up = Command::new("ip")
-        .args(["link", "set", "lo", "up"])
-        .status()
-        .unwrap();
-    assert!(up.success(), "ip link set lo up");
-}
-
-/// Whether this process may make a network namespace (root).
-fn can_isolate() -> bool {
-    #[allow(unsafe_code)]
-    // SAFETY: geteuid(2) cannot fail and takes no arguments.
-    let root = unsafe { libc::geteuid() } == 0;
-    require(
-        root,
-        "running the Claude Code CLI with only loopback reachable needs root (unshare -n)",
-    )
-}
-
 /// One user's machine: a home, a project (a git repository), a daemon,
 /// the stand-in API and the CLI.
 struct World {
@@ -87,7 +55,7 @@ struct World {
     home: PathBuf,
     project: PathBuf,
     daemon: Daemon,
-    api: MessagesApi,
+    api: ModelApi,
 }
 
 impl World {
@@ -205,7 +173,7 @@ fn run(claude: PathBuf) {
         .status()
         .unwrap();
     assert!(git.success());
-    let api = MessagesApi::start();
+    let api = ModelApi::start(Dialect::Anthropic);
     let mut w = World {
         claude,
         home,

@@ -240,7 +240,7 @@ fn codex_setup_edits_config_toml_in_place() {
         text.starts_with(toml),
         "the file's own lines stay as they were: {text}"
     );
-    assert!(text.contains("codex_hooks = true"), "{text}");
+    assert!(text.contains("[features]\nhooks = true"), "{text}");
     assert!(text.contains("[mcp_servers.memd]"), "{text}");
     let hooks = read(&h.join(".codex/hooks.json"));
     assert!(

@@ -125,6 +125,7 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
     let event: Value = serde_json::from_str(&input)
         .map_err(|e| format!("the input is not a hook event (JSON): {e}"))?;
     let action = action(&event);
+    let resumed = event["source"] == "resume";
     if action == Action::Nothing {
         return Ok(None);
     }
@@ -155,7 +156,15 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
         let mut client = connect(&g, true).await?;
         match action {
             Action::Inject => {
-                let block = client.inject().await?.block;
+                let injected = client.inject().await?;
+                // Codex keeps every SessionStart context it is given, the
+                // same bytes too: at a resume, a block the conversation
+                // already holds (one memd did not have to build) is not
+                // given again. Claude Code drops a repeated one itself.
+                if host == Host::Codex && resumed && injected.stats.cached {
+                    return Ok(None);
+                }
+                let block = injected.block;
                 Ok::<_, CommandError>(Some(
                     json!({
                         "hookSpecificOutput": {

@@ -8,7 +8,7 @@
 //!   `./.claude/settings.json` and `./.mcp.json`;
 //! - Codex CLI: hooks (`SessionStart`, `PreCompact`) in `~/.codex/hooks.json`
 //!   (`--project`: `./.codex/hooks.json`), and in `config.toml` next to it
-//!   `[features] codex_hooks = true` and `[mcp_servers.memd]` (the TOML file
+//!   `[features] hooks = true` and `[mcp_servers.memd]` (the TOML file
 //!   is edited in place: its comments and layout stay; uninstall leaves
 //!   the feature flag, which other hooks may need).
 //!
@@ -203,7 +203,21 @@ pub fn merge_list_entry(value: &mut Value, path: &[&str], entry: &str, uninstall
     walk(value, path, entry, uninstall)
 }
 
-/// Codex's `config.toml`: `[features] codex_hooks = true` and
+/// The variables Codex passes on to memd's server: it starts MCP servers
+/// with a cleared environment, and without these the server would look
+/// for another data dir, socket or config than the hooks (which get the
+/// whole environment).
+pub const CODEX_FORWARDED_ENV: [&str; 7] = [
+    "MEMD_DATA_DIR",
+    "MEMD_SOCKET",
+    "MEMD_CONFIG",
+    "MEMD_NAMESPACE",
+    "XDG_DATA_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_RUNTIME_DIR",
+];
+
+/// Codex's `config.toml`: `[features] hooks = true` and
 /// `[mcp_servers.memd]` added (or the server removed), the rest of the
 /// file as it was. `None` when nothing changes.
 ///
@@ -236,19 +250,24 @@ pub fn merge_codex_config(
         }
     } else {
         table(&mut doc, "features", false);
-        doc["features"]["codex_hooks"] = value(true);
+        doc["features"]["hooks"] = value(true);
         table(&mut doc, "mcp_servers", true);
         let mut server = Table::new();
         server.insert("command", value(program));
         let args = server_args(Host::Codex);
         server.insert("args", value(Array::from_iter(args)));
+        server.insert("env_vars", value(Array::from_iter(CODEX_FORWARDED_ENV)));
+        let strings = |m: &Item, key: &str, want: &[&str]| {
+            m.get(key).and_then(Item::as_array).is_some_and(|a| {
+                a.iter()
+                    .map(|v| v.as_str())
+                    .eq(want.iter().map(|w| Some(*w)))
+            })
+        };
         let same = doc["mcp_servers"].get("memd").is_some_and(|m| {
             m.get("command").and_then(Item::as_str) == Some(program)
-                && m.get("args").and_then(Item::as_array).is_some_and(|a| {
-                    a.iter()
-                        .map(|v| v.as_str())
-                        .eq(args.iter().map(|a| Some(*a)))
-                })
+                && strings(m, "args", &args)
+                && strings(m, "env_vars", &CODEX_FORWARDED_ENV)
         });
         if !same {
             doc["mcp_servers"]["memd"] = Item::Table(server);
@@ -656,13 +675,10 @@ mod tests {
             merged.contains("[mcp_servers.github]\ncommand = \"gh-mcp\"\n"),
             "{merged}"
         );
-        assert!(
-            merged.contains("[features]\ncodex_hooks = true\n"),
-            "{merged}"
-        );
+        assert!(merged.contains("[features]\nhooks = true\n"), "{merged}");
         assert!(
             merged.contains(
-                "[mcp_servers.memd]\ncommand = \"/bin/memd\"\nargs = [\"mcp\", \"--agent\", \"codex\"]\n"
+                "[mcp_servers.memd]\ncommand = \"/bin/memd\"\nargs = [\"mcp\", \"--agent\", \"codex\"]\nenv_vars = [\"MEMD_DATA_DIR\""
             ),
             "{merged}"
         );

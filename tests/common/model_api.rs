@@ -1,20 +1,26 @@
-//! A stand-in for the Anthropic Messages API on a loopback TcpListener, for
-//! driving the real Claude Code CLI (`claude -p`) with every request it
-//! sends recorded.
+//! A stand-in for a model API on a loopback TcpListener, for driving a
+//! real agent CLI with every request it sends recorded: the Anthropic
+//! Messages API (Claude Code, `claude -p`) or the OpenAI Responses API
+//! (Codex, `codex exec`).
 //!
-//! `POST /v1/messages` answers as the API does, streamed (server-sent
-//! events: `message_start`, content blocks, `message_delta`,
+//! Messages: `POST /v1/messages` answers as the API does, streamed
+//! (server-sent events: `message_start`, content blocks, `message_delta`,
 //! `message_stop`) when the request asks for `stream`, else one JSON
-//! message. What the "model" says is scripted by the prompt:
+//! message; `POST /v1/messages/count_tokens` answers a count.
+//!
+//! Responses: `POST /v1/responses` answers with the stream's events
+//! (`response.created`, `response.output_item.done` per item,
+//! `response.completed`).
+//!
+//! What the "model" says is scripted by the prompt, the same in both:
 //!
 //! - the latest user turn holds `STORE: TEXT` (and no tool result): a
-//!   `tool_use` of memd's MCP tool `mcp__memd__memory_store` with `TEXT`
-//!   as an agent-scope fact;
-//! - the latest user turn holds a tool result: a text that quotes it;
+//!   call of memd's MCP tool `memory_store` with `TEXT` as an agent-scope
+//!   fact;
+//! - a tool result follows the latest user turn: a text that quotes it;
 //! - anything else: `ok.` (a compaction's summary included).
 //!
-//! `POST /v1/messages/count_tokens` answers a count; any other request
-//! gets a 404. Every request body is kept, in order.
+//! Any other request gets a 404. Every request body is kept, in order.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -31,17 +37,26 @@ pub struct Recorded {
     pub body: Value,
 }
 
+/// Which API the stand-in speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// OpenAI's Responses API.
+    Responses,
+}
+
 /// A running stand-in.
-pub struct MessagesApi {
-    /// `http://127.0.0.1:PORT`: the CLI's `ANTHROPIC_BASE_URL`.
+pub struct ModelApi {
+    /// `http://127.0.0.1:PORT`: the CLI's base URL.
     pub url: String,
     recorded: Arc<Mutex<Vec<Recorded>>>,
 }
 
-impl MessagesApi {
+impl ModelApi {
     /// Starts the server on a free loopback port of the calling thread's
     /// network namespace; it serves until the test process exits.
-    pub fn start() -> MessagesApi {
+    pub fn start(dialect: Dialect) -> ModelApi {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let recorded: Arc<Mutex<Vec<Recorded>>> = Arc::default();
@@ -50,10 +65,10 @@ impl MessagesApi {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 let r = r.clone();
-                std::thread::spawn(move || serve(stream, &r));
+                std::thread::spawn(move || serve(stream, &r, dialect));
             }
         });
-        MessagesApi { url, recorded }
+        ModelApi { url, recorded }
     }
 
     /// Every request so far.
@@ -61,18 +76,21 @@ impl MessagesApi {
         self.recorded.lock().unwrap().clone()
     }
 
-    /// The model requests so far (`POST /v1/messages`, count_tokens left
-    /// out).
+    /// The model requests so far (`POST /v1/messages` or `/v1/responses`,
+    /// count_tokens left out).
     pub fn model_requests(&self) -> Vec<Value> {
         self.requests()
             .into_iter()
-            .filter(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens"))
+            .filter(|r| {
+                (r.path.starts_with("/v1/messages") || r.path.starts_with("/v1/responses"))
+                    && !r.path.contains("count_tokens")
+            })
             .map(|r| r.body)
             .collect()
     }
 }
 
-fn serve(stream: TcpStream, recorded: &Mutex<Vec<Recorded>>) {
+fn serve(stream: TcpStream, recorded: &Mutex<Vec<Recorded>>, dialect: Dialect) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut out = stream;
     loop {
@@ -120,7 +138,10 @@ fn serve(stream: TcpStream, recorded: &Mutex<Vec<Recorded>>) {
                 body: body.clone(),
             });
         }
-        let (status, content_type, text) = answer(&method, &path, &body);
+        let (status, content_type, text) = match dialect {
+            Dialect::Anthropic => answer(&method, &path, &body),
+            Dialect::Responses => answer_responses(&method, &path, &body),
+        };
         let head = format!(
             "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
              request-id: req_standin\r\n\r\n",
@@ -246,6 +267,72 @@ fn answer(method: &str, path: &str, body: &Value) -> (u16, &'static str, String)
                "usage": {"output_tokens": 2}}),
     ));
     events.push(("message_stop", json!({"type": "message_stop"})));
+    let text = events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect();
+    (200, "text/event-stream", text)
+}
+
+/// What the "model" answers to a Responses request: its output items.
+fn reply_responses(req: &Value) -> Vec<Value> {
+    let input = req["input"].as_array().cloned().unwrap_or_default();
+    let last_user = input.iter().rposition(|i| i["role"] == "user");
+    let after_user = last_user.map_or(&input[..0], |i| &input[i + 1..]);
+    if let Some(out) = after_user
+        .iter()
+        .find(|i| i["type"] == "function_call_output")
+    {
+        let text = format!("the tool said: {}", out["output"]);
+        return vec![message_item(&text)];
+    }
+    let store = last_user.and_then(|i| {
+        input[i]["content"].as_array()?.iter().find_map(|c| {
+            c["text"]
+                .as_str()
+                .and_then(|t| t.split_once("STORE:"))
+                .map(|(_, rest)| rest.trim().to_string())
+        })
+    });
+    if let Some(content) = store {
+        let args = json!({"content": content, "category": "fact", "scope": "agent"});
+        return vec![json!({"type": "function_call", "id": "fc_standin_1",
+                           "call_id": "call_standin_1", "namespace": "mcp__memd",
+                           "name": "memory_store", "arguments": args.to_string(),
+                           "status": "completed"})];
+    }
+    vec![message_item("ok.")]
+}
+
+fn message_item(text: &str) -> Value {
+    json!({"type": "message", "id": "msg_standin", "role": "assistant", "status": "completed",
+           "content": [{"type": "output_text", "text": text, "annotations": []}]})
+}
+
+fn answer_responses(method: &str, path: &str, body: &Value) -> (u16, &'static str, String) {
+    if method != "POST" || !path.starts_with("/v1/responses") {
+        return (404, "application/json", "{}".into());
+    }
+    let output = reply_responses(body);
+    let usage = json!({"input_tokens": 10, "output_tokens": 2, "total_tokens": 12,
+                       "input_tokens_details": {"cached_tokens": 0},
+                       "output_tokens_details": {"reasoning_tokens": 0}});
+    let mut events = vec![(
+        "response.created",
+        json!({"type": "response.created", "response": {"id": "resp_standin",
+               "object": "response", "status": "in_progress", "output": []}}),
+    )];
+    for (index, item) in output.iter().enumerate() {
+        events.push((
+            "response.output_item.done",
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+        ));
+    }
+    events.push((
+        "response.completed",
+        json!({"type": "response.completed", "response": {"id": "resp_standin",
+               "object": "response", "status": "completed", "output": output, "usage": usage}}),
+    ));
     let text = events
         .iter()
         .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))

@@ -320,3 +320,27 @@ fn a_kill_in_the_middle_of_writes_leaves_no_half_written_session() {
         assert!(!d.log().contains("does not match its hash"), "{}", d.log());
     }
 }
+
+/// A session ended while a connection of it is still open (an MCP server
+/// of a cleared Claude Code session): what that connection does later is
+/// never kept, so the session does not come back after a restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_ended_session_stays_ended_though_a_connection_of_it_goes_on() {
+    let mut d = Daemon::start();
+    let (v, code) = d.json(&["add", "tabs in Makefiles"]);
+    assert_eq!(code, 0, "{v}");
+    let mut opts = d.opts();
+    opts.session = Some("held".into());
+    let mut held = memd_client::Client::connect(opts).await.unwrap();
+    held.inject().await.unwrap();
+    let (v, code) = d.json(&["session", "end", "held"]);
+    assert_eq!(code, 0, "{v}");
+    // The open connection reads and builds a block again.
+    held.get(1).await.unwrap();
+    held.compacted().await.unwrap();
+    held.inject().await.unwrap();
+    drop(held);
+    stop(&mut d);
+    d.spawn();
+    assert!(sessions(&d).is_empty(), "{:?}", sessions(&d));
+}

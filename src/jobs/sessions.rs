@@ -23,8 +23,9 @@ pub async fn end(shared: &Shared, named: Arc<Named>) {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .remove(&key);
     {
-        // In order with any state of it being kept right now.
-        let _keeping = named.take_changes();
+        // After any state of it being kept right now; a connection still
+        // open (an MCP server) never keeps it again.
+        let _keeping = named.mark_ended();
         shared.session_file.remove(&named.who.namespace, &key);
     }
     if let Err(e) = shared.session_file.sync().await {

@@ -12,7 +12,7 @@
 //! time counts across restarts.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -57,6 +57,8 @@ pub struct Named {
     /// Held while its state is taken to be kept, so what is kept goes out
     /// in the order it was taken.
     keeping: Mutex<()>,
+    /// It ended: a connection still open keeps it in memory, never on disk.
+    ended: AtomicBool,
 }
 
 impl Named {
@@ -81,6 +83,7 @@ impl Named {
             created: SystemTime::now(),
             changes: AtomicU8::new(changed::STATE | changed::BLOCK),
             keeping: Mutex::new(()),
+            ended: AtomicBool::new(false),
         }
     }
 
@@ -109,14 +112,28 @@ impl Named {
     /// What changed since the last call, and the guard to hold while its
     /// state is taken and sent to be kept; `None` when nothing changed.
     pub fn take_changes(&self) -> Option<(u8, std::sync::MutexGuard<'_, ()>)> {
-        let guard = self
-            .keeping
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let guard = self.keeping();
+        if self.ended.load(Ordering::Acquire) {
+            return None;
+        }
         match self.changes.swap(0, Ordering::AcqRel) {
             0 => None,
             what => Some((what, guard)),
         }
+    }
+
+    fn keeping(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.keeping
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Marks it ended and returns the guard under which its removal from
+    /// the disk is sent: nothing of it is kept after that.
+    pub fn mark_ended(&self) -> std::sync::MutexGuard<'_, ()> {
+        let guard = self.keeping();
+        self.ended.store(true, Ordering::Release);
+        guard
     }
 
     /// When a connection last opened or closed.

@@ -11,6 +11,9 @@
 //! - [`access`]: batched access tracking (use counts), never an edit.
 //! - [`lifecycle`]: decay, tiers, expiry and scope-limit sweeps.
 //! - [`inject`]: the read behind a session's memory block.
+//! - [`ops`]: the named operations handlers and jobs call — the only way
+//!   in from outside the store (no connection, transaction or closure over
+//!   one leaves it).
 //! - `error`: [`StoreError`], and [`Cause`], which keeps the error below.
 //!
 //! No SQLite call runs on a tokio worker thread: writes go to the writer
@@ -26,9 +29,12 @@ pub mod inject;
 pub mod lifecycle;
 pub mod memories;
 pub mod meta;
+pub mod ops;
 pub mod readers;
 pub mod schema;
 pub mod search;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod vectors;
 pub mod writer;
 
@@ -109,9 +115,9 @@ pub struct Stats {
 /// The database: one writer, a pool of readers, shared counters.
 pub struct Store {
     /// The writer thread.
-    pub writer: Writer,
+    pub(in crate::store) writer: Writer,
     /// Read-only connections.
-    pub readers: Readers,
+    pub(in crate::store) readers: Readers,
     /// Generation bookkeeping.
     pub generations: Arc<Generations>,
     /// Counters.
@@ -171,6 +177,22 @@ impl Store {
             vocab: Default::default(),
             path: path.to_path_buf(),
         })
+    }
+
+    /// A handle that wakes the writer for an external-change check (the
+    /// file watcher's); `None` once the writer has stopped.
+    pub fn check_handle(&self) -> Option<writer::CheckHandle> {
+        self.writer.check_handle()
+    }
+
+    /// Replaces the database's content with the SQLite file at `path`
+    /// through the backup API; counted as an external change.
+    ///
+    /// # Errors
+    /// When the file is not a usable memd database (nothing is changed), or
+    /// SQLite fails.
+    pub async fn restore(&self, path: PathBuf) -> Result<writer::Restored, StoreError> {
+        self.writer.restore(path).await
     }
 
     /// Closes the readers, then drains the writer, which checkpoints the WAL

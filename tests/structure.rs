@@ -255,14 +255,55 @@ fn sql_lives_only_in_the_store() {
                 ));
             }
         }
-        if code.contains("rusqlite") {
+        for (what, found) in connection_leaks(&code) {
             problems.push(format!(
-                "{}: names rusqlite (only store/ talks to SQLite)",
+                "{}: {what} (`{found}`): only store/ holds a connection; call a named store operation",
                 f.strip_prefix(root()).unwrap().display()
             ));
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// What lets a connection out of the store, in code outside it: the
+/// SQLite crate, its connection type, a connection field, a closure over a
+/// connection, or a job or read sent to the store's threads directly.
+fn connection_leaks(code: &str) -> Vec<(&'static str, String)> {
+    let word = |w: &str| {
+        code.match_indices(w).any(|(at, _)| {
+            let before = code[..at].chars().next_back();
+            let after = code[at + w.len()..].chars().next();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+    };
+    let mut found = Vec::new();
+    for (what, w) in [
+        ("names the SQLite crate", "rusqlite"),
+        ("names a connection type", "Connection"),
+    ] {
+        if word(w) {
+            found.push((what, w.to_string()));
+        }
+    }
+    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    for (what, pattern) in [
+        ("reads a connection field", ".conn."),
+        ("reads a connection field", ".conn)"),
+        ("reads a connection field", ".conn,"),
+        ("a closure over a connection", "|conn|"),
+        ("a closure over a connection", "|conn:"),
+        ("a closure over a connection", "|conn,"),
+        ("a closure over a connection", "|c:&Connection"),
+        ("sends a job to the writer thread", ".writer.call("),
+        ("sends a read to the readers", ".readers.read("),
+        ("sends a read to the readers", ".readers.with_connection("),
+    ] {
+        if squeezed.contains(pattern) {
+            found.push((what, pattern.to_string()));
+        }
+    }
+    found
 }
 
 /// The request kinds, as `Request::kind` names them.
@@ -322,6 +363,21 @@ fn one_handler_file_per_request() {
 
 #[test]
 fn the_checks_see_what_they_look_for() {
+    let leaks = |src: &str| {
+        connection_leaks(&split(src).0)
+            .into_iter()
+            .map(|(_, f)| f)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(leaks("use rusqlite::Row;"), ["rusqlite"]);
+    assert_eq!(leaks("fn f(c: &Connection) {}"), ["Connection", "|c:&Connection"][..1]);
+    assert_eq!(leaks("memories::get(ctx.conn, 1)"), [".conn,"]);
+    assert_eq!(leaks("store.readers.read(kind, move |conn| x(conn))"), ["|conn|", ".readers.read("]);
+    assert_eq!(leaks("store.writer\n  .call(author, f)"), [".writer.call("]);
+    // Words that only contain the names are not leaks.
+    assert!(leaks("ErrorKind::ConnectionAborted; let conns = 1; self.connection()").is_empty());
+    assert!(leaks("// rusqlite in a comment\nlet s = \"Connection\";").is_empty());
+
     let (code, strings) = split(
         "use crate::{store, drift::x}; // crate::cli\nlet s = \"SELECT 1\"; let c = '\"'; let r = r#\"a \"b\"\"#;",
     );

@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::session::create_private;
 use crate::session::snapshot::Builder;
 use crate::state::Shared;
-use crate::store::inject;
+use crate::store::ops::read::BlockFor;
 use crate::store::readers::ReadKind;
 
 /// The last line of every sidecar file.
@@ -75,20 +75,14 @@ pub async fn run(shared: Arc<Shared>) {
         if seen_generation != Some(g) {
             seen_generation = Some(g);
             for (namespace, path) in &files {
-                let ns = namespace.clone();
+                let who = BlockFor {
+                    namespace: namespace.clone(),
+                    agent: String::new(),
+                    session: String::new(),
+                };
                 let read = shared
                     .store
-                    .readers
-                    .read(ReadKind::Internal, move |conn| {
-                        let now = crate::clock::now();
-                        let who = inject::For {
-                            namespace: &ns,
-                            agent: "",
-                            session: "",
-                            now: &now,
-                        };
-                        inject::build(conn, &who, Builder::new(usize::MAX / 2))
-                    })
+                    .block(ReadKind::Internal, who, Builder::new(usize::MAX / 2))
                     .await;
                 let text = match read {
                     Ok(r) => render(namespace, &r.value.0.block),

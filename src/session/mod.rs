@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use memd_proto::{DriftPolicy, Hello, Injection};
 
-use ident::{Author, Who};
+use ident::Who;
 use readset::ReadSet;
 
 /// One client session.
@@ -306,25 +306,11 @@ impl Session {
         self.reads.clone()
     }
 
-    /// Rows in the read set and the bytes it holds.
-    pub fn read_set_size(&self) -> (usize, usize) {
-        let reads = self
-            .reads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        (reads.len(), reads.heap_bytes())
-    }
-
     /// Drops the snapshot: the next inject rebuilds it (after the session's
     /// own writes, `compacted` and `refresh` — never after other sessions'
     /// writes or external edits).
     pub fn invalidate(&mut self) {
         self.view().snapshot = None;
-    }
-
-    /// The author of this session's writes.
-    pub fn author(&self) -> Author {
-        Author::Session(self.who.clone())
     }
 }
 

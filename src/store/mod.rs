@@ -2,7 +2,8 @@
 //! queries over memories.
 //!
 //! # Layout
-//! - [`schema`]: schema v1 (`schema.sql`) and the migration mechanism.
+//! - [`schema`]: the schema as it is now (`schema/current.sql`), its
+//!   versioned migrations (`schema/v1.sql` … ) and the migration mechanism.
 //! - [`writer`]: the one thread that owns the write connection; group commit.
 //! - [`readers`]: read-only connections run on tokio's blocking pool.
 //! - [`memories`]: row mapping, insert/update/delete, visibility and filters.

@@ -2,11 +2,11 @@
 //!
 //! One process owns one SQLite database; many agent sessions talk to it over
 //! a Unix socket. ARCHITECTURE.md describes the layers below (each imports
-//! only lower ones; `tests/structure.rs` checks it) and the README the use.
+//! only lower ones; `tests/it/structure.rs` checks it) and the README the use.
 //!
 //! The top-level modules are layered: ARCHITECTURE.md's "Layers" table is
 //! the one statement of their order (and of what each holds), which
-//! `tests/structure.rs` reads and checks. Modules the binary, the
+//! `tests/it/structure.rs` reads and checks. Modules the binary, the
 //! benchmarks and the fuzz targets use are public; the daemon's insides
 //! (`drift`, `handler`, `jobs`, `state`) are the crate's own.
 

@@ -3,23 +3,21 @@
 //! through the inherited socket and leaves it in place; the launchd plist
 //! is a valid property list.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{BIN, Daemon, memd_command, tool};
+use crate::common::{BIN, Daemon, memd_command, tool};
 
 /// Runs `memd service …` with `home` as HOME and XDG dirs.
-fn service(home: &Path, args: &[&str]) -> common::CliOut {
+fn service(home: &Path, args: &[&str]) -> crate::common::CliOut {
     let out = memd_command(home)
         .arg("--json")
         .arg("service")
         .args(args)
         .output()
         .unwrap();
-    common::CliOut {
+    crate::common::CliOut {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -223,7 +221,7 @@ fn socket_activation_serves_through_the_inherited_socket_and_leaves_it() {
             .args(args)
             .output()
             .unwrap();
-        common::CliOut {
+        crate::common::CliOut {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),

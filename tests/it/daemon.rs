@@ -1,13 +1,11 @@
 //! Daemon lifecycle through the real binary: graceful shutdown under load,
 //! one daemon per data dir, socket hygiene, file permissions.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use common::{Daemon, memd_command};
+use crate::common::{Daemon, memd_command};
 use memd_client::{AddRequest, Client};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -57,7 +55,7 @@ async fn sigterm_under_write_load_loses_no_acknowledged_write() {
     }
     let status = tokio::task::spawn_blocking({
         let pid = d.child.as_ref().unwrap().id();
-        move || common::signal(pid, "TERM")
+        move || crate::common::signal(pid, "TERM")
     });
     status.await.unwrap();
     stop.store(true, Ordering::Relaxed);
@@ -181,7 +179,7 @@ fn stop_request_shuts_down_cleanly_and_checkpoints() {
     assert!(!d.socket().exists());
     // The WAL was checkpointed into the main file and removed.
     assert!(!d.data_dir().join("memory.db-wal").exists());
-    let n = common::sqlite3(&d.db(), "SELECT count(*) FROM memories");
+    let n = crate::common::sqlite3(&d.db(), "SELECT count(*) FROM memories");
     assert_eq!(n.trim(), "20");
 }
 
@@ -190,7 +188,7 @@ fn a_newer_schema_is_refused_and_the_file_kept() {
     let mut d = Daemon::start();
     d.cli(&["add", "precious"]);
     d.terminate();
-    common::sqlite3(
+    crate::common::sqlite3(
         &d.db(),
         "INSERT INTO memd_schema (version, name) VALUES (42, 'from the future')",
     );
@@ -204,7 +202,7 @@ fn a_newer_schema_is_refused_and_the_file_kept() {
         "{}",
         d.log()
     );
-    let n = common::sqlite3(&d.db(), "SELECT content FROM memories");
+    let n = crate::common::sqlite3(&d.db(), "SELECT content FROM memories");
     assert_eq!(n.trim(), "precious");
 }
 

@@ -1,9 +1,7 @@
 //! `memd import-md` through the real binary: a realistic CLAUDE.md becomes
 //! memories, once; the project's namespace is the one its hooks use.
 
-mod common;
-
-use common::{Daemon, ids, memd_command};
+use crate::common::{Daemon, ids, memd_command};
 use serde_json::Value;
 
 const CLAUDE_MD: &str = "# CLAUDE.md

@@ -3,11 +3,9 @@
 //! is one session (frozen block, seen generation, read set) until `session
 //! end` or the idle expiry.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::Daemon;
+use crate::common::Daemon;
 use serde_json::Value;
 
 fn inject(d: &Daemon, session: &str) -> String {

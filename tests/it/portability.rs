@@ -1,13 +1,11 @@
 //! Ways in and out: export, import, online backup, the MEMORY.md sidecar.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{Daemon, sqlite3};
+use crate::common::{Daemon, sqlite3};
 use serde_json::{Value, json};
 
 fn mode(p: &std::path::Path) -> u32 {
@@ -109,7 +107,7 @@ fn export_import_round_trip_gives_identical_rows() {
     assert_eq!(b.status()["counts"]["memories"], 4);
     // The link works as a link.
     let (h, _) = b.json(&["history", "2"]);
-    assert_eq!(common::ids(&h, "chain"), vec![1, 2]);
+    assert_eq!(crate::common::ids(&h, "chain"), vec![1, 2]);
 }
 
 #[test]
@@ -285,7 +283,7 @@ async fn backup_under_write_load_is_consistent() {
         let data = d.data_dir();
         let home = d.dir.path().to_path_buf();
         move || {
-            common::memd_command(&home)
+            crate::common::memd_command(&home)
                 .arg("--data-dir")
                 .arg(&data)
                 .args(["--json", "backup"])

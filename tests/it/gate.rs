@@ -2,9 +2,7 @@
 //! step with positive and negative cases, supersession, confirm, expiry,
 //! tasks.
 
-mod common;
-
-use common::{Daemon, ids};
+use crate::common::{Daemon, ids};
 use serde_json::Value;
 
 fn add(d: &Daemon, args: &[&str]) -> (Value, i32) {
@@ -626,7 +624,7 @@ fn dedup_keeps_up_with_other_tools() {
     let d = Daemon::start();
     let (v, _) = add(&d, &["The staging database listens on port 5432"]);
     let edited = v["id"].as_i64().unwrap();
-    common::sqlite3(
+    crate::common::sqlite3(
         &d.db(),
         "INSERT INTO memories(content) VALUES ('Prefer spaces in YAML files'); \
          UPDATE memories SET content = 'The staging database moved to db2' WHERE id = 1;",

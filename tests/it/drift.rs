@@ -1,12 +1,10 @@
 //! The drift guard through the real daemon, with the `sqlite3` shell (a
 //! separate process with none of memd's code) as the external writer.
 
-mod common;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::{Daemon, sqlite3};
+use crate::common::{Daemon, sqlite3};
 use memd_client::{
     AddRequest, Client, DriftPolicy, DriftRule, Error, ListRequest, SearchRequest, UpdateRequest,
 };
@@ -501,7 +499,7 @@ async fn restore_of_an_older_copy_moves_generations_forward() {
     assert!(report["generation_in_file"].as_u64().unwrap() < g_before);
     assert_eq!(d.status()["generation"].as_u64().unwrap(), g_after);
     let (list, _) = d.json(&["list"]);
-    assert_eq!(common::ids(&list, "memories"), vec![1]);
+    assert_eq!(crate::common::ids(&list, "memories"), vec![1]);
     // A session that read before the restore must read again.
     let err = s.forget(1, None).await.unwrap_err();
     assert!(matches!(err, Error::Drift(_)), "{err:?}");
@@ -685,7 +683,7 @@ fn the_policy_comes_from_the_flag_the_environment_or_the_config() {
     ]);
     assert_eq!(code, 3, "{v}");
     // strict from the environment.
-    let out = common::memd_command(d.dir.path())
+    let out = crate::common::memd_command(d.dir.path())
         .args([
             "--data-dir",
             d.data_dir().to_str().unwrap(),

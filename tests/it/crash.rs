@@ -5,17 +5,15 @@
 //! gone back, and the socket and lock must be taken over by the new daemon.
 //!
 //! CI runs `MEMD_CRASH_ROUNDS` rounds (default 10). The long run:
-//! `MEMD_CRASH_ROUNDS=200 cargo test --release --test crash -- --nocapture`
+//! `MEMD_CRASH_ROUNDS=200 cargo test --release --test it crash -- --nocapture`
 //! (`MEMD_CRASH_SEED` replays one sequence of kill times).
-
-mod common;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::Daemon;
+use crate::common::Daemon;
 use memd_client::{AddRequest, Client, UpdateRequest};
 
 /// Sessions writing at once.
@@ -146,7 +144,7 @@ fn killed(e: memd_client::Error) {
 
 /// Every row as the `sqlite3` shell sees it: id → content.
 fn rows(d: &Daemon) -> HashMap<i64, String> {
-    common::sqlite3(&d.db(), "SELECT id, content FROM memories")
+    crate::common::sqlite3(&d.db(), "SELECT id, content FROM memories")
         .lines()
         .map(|l| {
             let (id, content) = l.split_once('|').unwrap();
@@ -236,7 +234,7 @@ async fn acknowledged_writes_survive_kill_9() {
             generation >= highest_generation,
             "round {round}: generation went back from {highest_generation} to {generation}"
         );
-        let on_disk = common::sqlite3(
+        let on_disk = crate::common::sqlite3(
             &d.db(),
             "SELECT value FROM memory_meta WHERE key = 'generation'",
         );

@@ -8,13 +8,11 @@
 //! restarts (with and without autostart), and near duplicates on
 //! memory://similar.
 
-mod common;
-
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{BIN, Daemon, require, sqlite3, tool};
+use crate::common::{BIN, Daemon, require, sqlite3, tool};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, GetPromptRequestParams, ReadResourceRequestParams,
     ResourceUpdatedNotificationParam, SubscribeRequestParams,
@@ -368,7 +366,7 @@ async fn call_as_the_daemon_dies(
     name: &'static str,
     args: Value,
 ) -> CallToolResult {
-    common::signal(pid, "STOP");
+    crate::common::signal(pid, "STOP");
     let peer = s.peer().clone();
     let params = CallToolRequestParams::new(name).with_arguments(args.as_object().unwrap().clone());
     let pending = tokio::spawn(async move { peer.call_tool(params).await.unwrap() });
@@ -548,7 +546,7 @@ async fn mcp_starts_the_daemon_again_after_stop() {
     let hits = call_as_the_daemon_dies(
         &s,
         first,
-        || common::signal(first, "KILL"),
+        || crate::common::signal(first, "KILL"),
         "memory_search",
         json!({"query": "releases", "mode": "lexical"}),
     )
@@ -568,7 +566,7 @@ async fn mcp_starts_the_daemon_again_after_stop() {
 /// memory://similar.
 #[tokio::test(flavor = "multi_thread")]
 async fn near_duplicates_reach_the_host_as_memory_similar() {
-    let p = common::provider::Provider::start();
+    let p = crate::common::provider::Provider::start();
     let d = Daemon::with_config(&format!(
         "[embed]\nprovider = \"ollama\"\nurl = \"{}\"\nmodel = \"bag-64\"\n",
         p.url
@@ -721,7 +719,7 @@ fn run_hook(
     input: &[u8],
 ) -> (String, String, i32) {
     use std::io::Write;
-    let mut child = common::memd_command(home)
+    let mut child = crate::common::memd_command(home)
         .arg("--data-dir")
         .arg(data)
         .arg("hook")

@@ -3,13 +3,11 @@
 //! with a clear error and a log line; the allow list admits it after a
 //! SIGHUP reload, by uid or by gid.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{BIN, CliOut, Daemon, require, tool};
+use crate::common::{BIN, CliOut, Daemon, require, tool};
 
 /// A 0755 directory `nobody` can enter.
 fn open_dir() -> tempfile::TempDir {

@@ -3,14 +3,12 @@
 //! responses, and a thousand idle sessions. Each is refused or disconnected
 //! cleanly while a witness session keeps working.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use common::Daemon;
-use common::wire::{greeted, raw, recv, send, witness_works};
+use crate::common::Daemon;
+use crate::common::wire::{greeted, raw, recv, send, witness_works};
 use memd_client::proto::{self, ErrorCode, Frame, Request, Response};
 
 /// Short timeouts so each limit shows within a second.

@@ -4,16 +4,14 @@
 //! batch search, and the errors without an embedder.
 //!
 //! Most tests use an ollama-protocol provider on loopback (a bag-of-words
-//! "model", `common::provider`), so they run everywhere; the paraphrase
+//! "model", `crate::common::provider`), so they run everywhere; the paraphrase
 //! test needs the real local model (`scripts/fetch-model.sh`).
-
-mod common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::provider::{Fault, Provider};
-use common::{Daemon, sqlite3};
+use crate::common::provider::{Fault, Provider};
+use crate::common::{Daemon, sqlite3};
 use memd_client::proto::{Event, Filter, QuerySyntax, SearchMode, SearchRequest};
 use serde_json::{Value, json};
 
@@ -60,7 +58,7 @@ fn search(d: &Daemon, q: &str, mode: &str) -> (Value, i32) {
 }
 
 fn hit_ids(v: &Value) -> Vec<i64> {
-    common::ids(v, "hits")
+    crate::common::ids(v, "hits")
 }
 
 fn add(d: &Daemon, text: &str, extra: &[&str]) -> i64 {
@@ -73,7 +71,7 @@ fn add(d: &Daemon, text: &str, extra: &[&str]) -> i64 {
 
 #[test]
 fn paraphrase_and_keyword_hits_with_the_local_model() {
-    let Some(model) = common::model_dir() else {
+    let Some(model) = crate::common::model_dir() else {
         return;
     };
     let d = daemon_with(&format!("[embed]\nmodel_dir = \"{}\"\n", model.display()));

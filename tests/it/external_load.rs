@@ -6,17 +6,15 @@
 //! committed before it is a lost change. Each refusal must come with a
 //! backup file that holds every row.
 //!
-//! `MEMD_EXTERNAL_LOAD_SECS=60 cargo test --release --test external_load --
+//! `MEMD_EXTERNAL_LOAD_SECS=60 cargo test --release --test it external_load --
 //! --nocapture` runs it longer and prints the counts.
-
-mod common;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::Daemon;
+use crate::common::Daemon;
 use memd_client::error::Error;
 use memd_client::{AddRequest, Client, DriftRule, GetRequest, UpdateRequest};
 
@@ -79,7 +77,7 @@ fn external(db: &std::path::Path, statement: &str) -> Option<u64> {
         "BEGIN IMMEDIATE; {statement}; \
          SELECT changes(), (SELECT value FROM memory_meta WHERE key = 'generation'); COMMIT;"
     );
-    let out = common::sqlite3(db, &sql);
+    let out = crate::common::sqlite3(db, &sql);
     let (changed, generation) = out.trim().split_once('|').unwrap();
     (changed != "0").then(|| generation.parse().unwrap())
 }
@@ -278,7 +276,7 @@ async fn no_stale_write_discards_an_external_change() {
     // is intact.
     let check = d.client().await.check().await.unwrap();
     assert!(check.ok, "{check:?}");
-    let rows = common::sqlite3(&d.db(), "SELECT count(*) FROM memories");
+    let rows = crate::common::sqlite3(&d.db(), "SELECT count(*) FROM memories");
     assert_eq!(
         rows.trim().parse::<usize>().unwrap(),
         ROWS as usize + inserts - deletes - forgotten,

@@ -3,9 +3,7 @@
 //! neighbours and its date; the neighbours' text follows adds, edits and
 //! deletes, memd's own and the `sqlite3` shell's.
 
-mod common;
-
-use common::{Daemon, ids, sqlite3};
+use crate::common::{Daemon, ids, sqlite3};
 use serde_json::Value;
 
 fn search(d: &Daemon, query: &str) -> Vec<i64> {

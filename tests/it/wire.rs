@@ -2,14 +2,12 @@
 //! sent) and closes only its own connection; a session connected all along
 //! keeps working.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use common::Daemon;
-use common::wire::{
+use crate::common::Daemon;
+use crate::common::wire::{
     assert_closed, expect_error_then_close, greeted, hello, raw, recv, send, witness_works,
 };
 use memd_client::proto::{self, ErrorCode, Frame, Request, Response};
@@ -132,7 +130,7 @@ fn cli_against_peer(
         }
         (proto::parse_preamble(&theirs).unwrap(), got)
     });
-    let out = common::memd_command(sock.parent().unwrap())
+    let out = crate::common::memd_command(sock.parent().unwrap())
         .args([
             "--socket",
             sock.to_str().unwrap(),

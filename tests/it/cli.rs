@@ -1,9 +1,7 @@
 //! The CLI contract through the real binary: commands, output forms, exit
 //! codes, stdin content, the shell, autostart.
 
-mod common;
-
-use common::{Daemon, ids, memd_command};
+use crate::common::{Daemon, ids, memd_command};
 use serde_json::Value;
 use std::process::Stdio;
 use std::time::Duration;

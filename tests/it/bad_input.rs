@@ -2,10 +2,8 @@
 //! input gets a clear error or is stored and found exactly, and the daemon
 //! keeps serving. (Malformed frames are in `wire.rs`.)
 
-mod common;
-
-use common::Daemon;
-use common::wire::witness_works;
+use crate::common::Daemon;
+use crate::common::wire::witness_works;
 use memd_client::error::Error;
 use memd_client::proto::{Filter, SearchRequest};
 use memd_client::{AddRequest, Client, UpdateRequest};
@@ -250,7 +248,7 @@ fn the_cli_refuses_bad_bytes_with_usage_errors() {
     use std::os::unix::ffi::OsStrExt;
     let d = Daemon::start();
     // Invalid UTF-8 as an argument and on stdin.
-    let mut cmd = common::memd_command(d.dir.path());
+    let mut cmd = crate::common::memd_command(d.dir.path());
     let out = cmd
         .arg("--data-dir")
         .arg(d.data_dir())

@@ -2,11 +2,9 @@
 //! hold other keys: merged once, kept in meaning, backed up, undone by
 //! `--uninstall`.
 
-mod common;
-
 use std::path::Path;
 
-use common::{BIN, memd_command};
+use crate::common::{BIN, memd_command};
 use serde_json::{Value, json};
 
 fn setup(home: &Path, cwd: &Path, args: &[&str]) -> Value {

@@ -1,12 +1,10 @@
 //! Concurrent sessions never lose each other's work: the drift guard's row
 //! rule, through the client library and `memd shell`, with the real daemon.
-//! (Two `memd mcp` servers: tests/mcp.rs.)
+//! (Two `memd mcp` servers: tests/it/mcp.rs.)
 //!
-//! `MEMD_CONCURRENCY_SECS=60 cargo test --release --test sessions --
+//! `MEMD_CONCURRENCY_SECS=60 cargo test --release --test it sessions --
 //! --nocapture lost_update` runs the lost-update property longer and prints
 //! its counts.
-
-mod common;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -14,7 +12,7 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{Daemon, memd_command, sqlite3};
+use crate::common::{Daemon, memd_command, sqlite3};
 use memd_client::error::Error;
 use memd_client::{
     AddRequest, ChangeKind, Client, DriftPolicy, DriftRule, ErrorBody, SearchRequest, UpdateRequest,
@@ -321,7 +319,7 @@ async fn a_tag_only_change_moves_rev_and_protects_the_whole_row() {
 
 #[test]
 fn a_tag_added_with_the_sqlite3_shell_moves_rev() {
-    if !common::tool("sqlite3", "the external writer") {
+    if !crate::common::tool("sqlite3", "the external writer") {
         return;
     }
     let d = Daemon::start();
@@ -458,7 +456,7 @@ async fn the_external_and_off_policies_keep_their_behaviour() {
 
 #[test]
 fn an_external_change_of_a_read_row_is_named_and_a_blind_retry_refused() {
-    if !common::tool("sqlite3", "the external writer") {
+    if !crate::common::tool("sqlite3", "the external writer") {
         return;
     }
     let d = Daemon::start();

@@ -1,10 +1,8 @@
 //! Frozen per-session snapshots through the real daemon.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{Daemon, sqlite3};
+use crate::common::{Daemon, sqlite3};
 use memd_client::{AddRequest, Client, Error, UpdateRequest};
 use serde_json::Value;
 

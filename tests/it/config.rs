@@ -4,12 +4,10 @@
 //! logs what needs a restart, and keeps the running settings when the new
 //! file is invalid.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
-use common::{Daemon, memd_command};
+use crate::common::{Daemon, memd_command};
 
 #[test]
 fn an_invalid_config_stops_the_daemon_with_line_and_column() {

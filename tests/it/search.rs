@@ -1,11 +1,9 @@
 //! Search quality through the real daemon: fuzzy matching, ranking,
 //! filters on every mode, access tracking.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Daemon, ids, sqlite3};
+use crate::common::{Daemon, ids, sqlite3};
 use serde_json::Value;
 
 fn search(d: &Daemon, args: &[&str]) -> Value {

@@ -4,12 +4,10 @@
 //! file unasked; a Rust panic is refused like other stack traces; a shell
 //! line may ask for JSON.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
-use common::{Daemon, memd_command};
+use crate::common::{Daemon, memd_command};
 use serde_json::Value;
 
 #[test]

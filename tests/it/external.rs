@@ -1,9 +1,7 @@
 //! External writers: the `sqlite3` shell (a separate process with none of
 //! memd's code) writes the live database while the daemon runs.
 
-mod common;
-
-use common::{Daemon, ids, sqlite3};
+use crate::common::{Daemon, ids, sqlite3};
 
 #[test]
 fn shell_insert_is_searchable_and_moves_the_generation() {

@@ -2,9 +2,7 @@
 //! the data: `updated_at`, `created_at` and the last sweep time are set with
 //! the `sqlite3` shell (none of them is an edit, so nothing else moves).
 
-mod common;
-
-use common::{Daemon, ids, sqlite3};
+use crate::common::{Daemon, ids, sqlite3};
 use serde_json::Value;
 
 fn sweep(d: &Daemon, args: &[&str]) -> Value {

@@ -2,12 +2,10 @@
 //! speaking each protocol: batches, order, normalization, retries with
 //! backoff, timeouts and clear errors.
 
-mod common;
-
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use common::provider::{Fault, Provider, bag};
+use crate::common::provider::{Fault, Provider, bag};
 use memd::embed::http::{HttpEmbedder, HttpSettings, Protocol};
 use memd::embed::{EmbedError, Embedder, normalize};
 

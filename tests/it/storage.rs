@@ -8,14 +8,12 @@
 //! machine without it they say so and skip; CI (`MEMD_REQUIRE_TOOLS=1`)
 //! runs them.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Daemon, sqlite3};
+use crate::common::{Daemon, sqlite3};
 use memd_client::AddRequest;
 use memd_client::error::Error;
 
@@ -175,7 +173,7 @@ fn a_read_only_database_serves_reads_and_refuses_writes_clearly() {
     let bin_dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let bin = bin_dir.path().join("memd");
-    std::fs::copy(common::BIN, &bin).unwrap();
+    std::fs::copy(crate::common::BIN, &bin).unwrap();
     std::fs::set_permissions(d.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let chown = Command::new("chown")
         .args(["-R", "nobody:nogroup"])

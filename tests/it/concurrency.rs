@@ -1,8 +1,6 @@
 //! Many sessions at once over the real socket.
 
-mod common;
-
-use common::Daemon;
+use crate::common::Daemon;
 use memd_client::{AddRequest, Client, ListRequest};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -7,10 +7,6 @@
 //! them the test says so on stderr and passes — or fails under
 //! `MEMD_REQUIRE_TOOLS=1`, as in CI.
 
-#![cfg(feature = "local-embed")]
-
-mod common;
-
 use memd::embed::local::LocalEmbedder;
 use memd::embed::{Embedder, vectors::dot};
 
@@ -22,11 +18,11 @@ struct Reference {
 
 #[test]
 fn local_model_matches_sentence_transformers() {
-    let Some(dir) = common::model_dir() else {
+    let Some(dir) = crate::common::model_dir() else {
         return;
     };
     let reference: Reference =
-        serde_json::from_str(include_str!("fixtures/minilm_reference.json")).unwrap();
+        serde_json::from_str(include_str!("../fixtures/minilm_reference.json")).unwrap();
     let model = LocalEmbedder::load(&dir).unwrap();
     assert_eq!(model.dim(), 384);
     // The directory's name and a fingerprint of the files: the same model

@@ -1,11 +1,9 @@
 //! Property: no sequence of requests from two sessions in two namespaces ever
 //! shows or changes a row of one namespace through the other.
 
-mod common;
-
 use std::collections::HashMap;
 
-use common::Daemon;
+use crate::common::Daemon;
 use memd_client::blocking::Client;
 use memd_client::{AddRequest, Error, Filter, ListRequest, SearchRequest, UpdateRequest};
 use proptest::prelude::*;

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use memd_proto::DriftPolicy;
 use serde::{Deserialize, Serialize};
 
-pub use crate::gate::settings::{DEFAULT_CATEGORIES, GateConfig, MemoryConfig, SecretPolicy};
+pub use crate::gate::settings::{GateConfig, MemoryConfig};
 pub use crate::store::StorageConfig;
 
 /// Longest socket path that fits `sockaddr_un.sun_path` with its NUL.

@@ -1,6 +1,6 @@
 //! The bodies of memd's fuzz targets, shared by the `cargo fuzz` targets in
 //! `fuzz/` and the stable test that replays their corpora
-//! (`tests/fuzz_corpus.rs`). Each takes arbitrary bytes, must never panic,
+//! (`tests/it/fuzz_corpus.rs`). Each takes arbitrary bytes, must never panic,
 //! and asserts the property its input surface promises.
 
 use memd_proto::{Frame, Request, Response};

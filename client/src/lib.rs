@@ -205,42 +205,19 @@ impl Client {
     /// # Errors
     /// The daemon's error as a typed [`Error`], or connection errors.
     pub async fn call(&mut self, req: Request) -> Result<Response> {
-        let read = matches!(
-            req,
-            Request::Get(_)
-                | Request::List(_)
-                | Request::Search(_)
-                | Request::SearchBatch(_)
-                | Request::History(_)
-                | Request::Inject(_)
-        );
+        let kind = req.kind();
         let result = self.exchange(req).await;
-        match &result {
-            Ok(resp) if read => self.saw(resp),
-            // A refusal on the whole view moves seen, as the daemon does; a
-            // row-rule refusal moves nothing.
-            Err(Error::Drift(body)) => {
-                if let Some(d) = body.drift.as_ref().filter(|d| d.rule != DriftRule::Row) {
-                    self.saw_generation(d.generation_actual);
-                }
-            }
-            _ => {}
+        // The daemon's rule for what a reply shows the session (the same
+        // function, in memd-proto).
+        let shown = match &result {
+            Ok(resp) => resp.seen_generation(kind),
+            Err(Error::Drift(body)) => body.seen_generation(),
+            Err(_) => None,
+        };
+        if let Some(generation) = shown {
+            self.saw_generation(generation);
         }
         result
-    }
-
-    /// Moves the seen generation as the daemon does for a read's answer.
-    fn saw(&mut self, resp: &Response) {
-        let generation = match resp {
-            Response::Memory(r) => r.generation,
-            Response::Memories(l) => l.generation,
-            Response::Hits(r) => r.generation,
-            Response::HitsBatch(b) => b.results.iter().map(|r| r.generation).max().unwrap_or(0),
-            Response::History(h) => h.generation,
-            Response::Injected(i) => i.built_at_generation,
-            _ => 0,
-        };
-        self.saw_generation(generation);
     }
 
     /// The one place the client's seen generation moves: forward only.

@@ -15,7 +15,7 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::Frame;
+use crate::{Frame, Request};
 
 /// Version of the wire protocol. Bumped on any incompatible change of the
 /// frame layout or of a message's fields.
@@ -70,6 +70,15 @@ pub enum CodecError {
     /// a truncated value, invalid UTF-8 in a string, or an unknown variant.
     #[error("malformed frame: {0}")]
     Malformed(String),
+    /// A request of a kind this side does not know (a newer peer): its tag,
+    /// read after the frame id, is past the last [`Request`] kind.
+    #[error("unknown request kind (tag {index}; this side knows {known})")]
+    UnknownKind {
+        /// The tag found.
+        index: u32,
+        /// How many kinds this side knows.
+        known: usize,
+    },
     /// The body decoded but left bytes unread.
     #[error("malformed frame: {0} trailing bytes after the message")]
     Trailing(usize),
@@ -178,6 +187,31 @@ pub fn decode<B: DeserializeOwned>(body: &[u8]) -> Result<Frame<B>, CodecError> 
         return Err(CodecError::Trailing(body.len() - used));
     }
     Ok(frame)
+}
+
+/// Decodes a request frame. A body whose kind this side does not know is
+/// [`CodecError::UnknownKind`] (decided by its tag, not by the wording of
+/// the decoder's message); any other failure is as [`decode`] says.
+///
+/// # Errors
+/// As [`decode`], and [`CodecError::UnknownKind`].
+pub fn decode_request(body: &[u8]) -> Result<Frame<Request>, CodecError> {
+    decode::<Request>(body).map_err(|e| match (e, peek_tag(body)) {
+        (CodecError::Malformed(_), Some(index)) if index as usize >= Request::KINDS.len() => {
+            CodecError::UnknownKind {
+                index,
+                known: Request::KINDS.len(),
+            }
+        }
+        (e, _) => e,
+    })
+}
+
+/// The enum tag after the frame id (the message's kind).
+fn peek_tag(body: &[u8]) -> Option<u32> {
+    bincode::serde::decode_from_slice::<(u64, u32), _>(body, config())
+        .ok()
+        .map(|((_, tag), _)| tag)
 }
 
 /// Reads only the frame id from a body whose message did not decode, so an

@@ -15,6 +15,6 @@ pub mod messages;
 
 pub use codec::{
     CodecError, FrameBuffer, HEADER_LEN, MAGIC, MAX_FRAME_LEN, PREAMBLE_LEN, PROTOCOL_VERSION,
-    check_version, decode, encode, frame_len, parse_preamble, peek_id, preamble,
+    check_version, decode, decode_request, encode, frame_len, parse_preamble, peek_id, preamble,
 };
 pub use messages::*;

@@ -87,6 +87,41 @@ pub enum Request {
 }
 
 impl Request {
+    /// Every kind, in the enum's order (a kind's position is its tag on the
+    /// wire): a tag past the end is a kind this side does not know.
+    pub const KINDS: &[&str] = &[
+        "hello",
+        "add",
+        "get",
+        "list",
+        "update",
+        "forget",
+        "search",
+        "status",
+        "stop",
+        "subscribe",
+        "check",
+        "upload",
+        "restore",
+        "inject",
+        "compacted",
+        "refresh",
+        "supersede",
+        "history",
+        "confirm",
+        "prune",
+        "task",
+        "sweep",
+        "export",
+        "backup",
+        "fetch",
+        "import",
+        "reembed",
+        "search_batch",
+        "session_list",
+        "session_end",
+    ];
+
     /// The request's kind: a stable snake_case name, for logs and for
     /// naming its handler (`handler/<kind>.rs` in the daemon).
     pub fn kind(&self) -> &'static str {
@@ -121,6 +156,55 @@ impl Request {
             Request::SearchBatch(_) => "search_batch",
             Request::SessionList(_) => "session_list",
             Request::SessionEnd(_) => "session_end",
+        }
+    }
+}
+
+/// The requests whose reply shows the session rows of the database: their
+/// reply's generation becomes what the session has seen (see
+/// [`Response::seen_generation`]).
+pub const READ_KINDS: &[&str] = &[
+    "get",
+    "list",
+    "search",
+    "search_batch",
+    "history",
+    "inject",
+    "export",
+];
+
+impl Response {
+    /// The generation a session has seen once it receives this reply to a
+    /// request of kind `kind` ([`Request::kind`]): the one rule the daemon
+    /// and the client share for moving a session's seen generation
+    /// (forward only; ARCHITECTURE.md "Drift").
+    ///
+    /// - a read ([`READ_KINDS`]) moves it to the generation of its read
+    ///   transaction — for a warm `inject`, to the block's
+    ///   `built_at_generation`, never to a newer one, since the prompt
+    ///   still shows the old block;
+    /// - a refusal on the whole view (external or strict rule) moves it to
+    ///   the generation the refusal saw (see [`ErrorBody::seen_generation`]);
+    /// - anything else, the session's own writes included, moves nothing.
+    pub fn seen_generation(&self, kind: &str) -> Option<u64> {
+        if let Response::Error(body) = self {
+            return body.seen_generation();
+        }
+        if !READ_KINDS.contains(&kind) {
+            return None;
+        }
+        match self {
+            Response::Memory(r) => Some(r.generation),
+            Response::Memories(l) => Some(l.generation),
+            Response::Hits(r) => Some(r.generation),
+            Response::HitsBatch(b) => b.results.iter().map(|r| r.generation).max(),
+            Response::History(h) => Some(h.generation),
+            Response::Injected(i) => Some(i.built_at_generation),
+            Response::Download(d) => serde_json::from_str::<serde_json::Value>(&d.info)
+                .ok()?
+                .get("generation")?
+                .as_u64(),
+            _ => None,
         }
     }
 }
@@ -1306,6 +1390,18 @@ pub struct ErrorBody {
 }
 
 impl ErrorBody {
+    /// The generation a refusal moves the session's seen generation to: a
+    /// refusal on the whole view (the session reviewed what changed, so
+    /// the retry passes that rule) moves it to the generation it saw; a
+    /// row-rule refusal moves nothing (the session must read the row
+    /// again).
+    pub fn seen_generation(&self) -> Option<u64> {
+        self.drift
+            .as_ref()
+            .filter(|d| d.rule != DriftRule::Row)
+            .map(|d| d.generation_actual)
+    }
+
     /// An error with only a code and a message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ErrorBody {

@@ -617,6 +617,45 @@ fn request_kind(r: &Request) -> usize {
 }
 const REQUEST_KINDS: usize = 30;
 
+#[test]
+fn request_kinds_are_listed_in_tag_order() {
+    assert_eq!(Request::KINDS.len(), REQUEST_KINDS);
+    for (name, req) in requests() {
+        assert_eq!(
+            Request::KINDS[request_kind(&req)],
+            req.kind(),
+            "{name}: Request::KINDS is out of the enum's order"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_request_kind_is_told_by_its_tag() {
+    // A frame from a newer peer: id 7, then a tag past the last kind.
+    let mut body = encode(&Frame {
+        id: 7,
+        body: Request::Status(StatusRequest {}),
+    })
+    .unwrap()[HEADER_LEN..]
+        .to_vec();
+    // id 7 is one byte; the tag follows.
+    body[1] = u8::try_from(REQUEST_KINDS).unwrap();
+    match decode_request(&body) {
+        Err(CodecError::UnknownKind { index, known }) => {
+            assert_eq!(index as usize, REQUEST_KINDS);
+            assert_eq!(known, REQUEST_KINDS);
+        }
+        other => panic!("expected UnknownKind, got {other:?}"),
+    }
+    // Garbage after a known tag is malformed, not unknown.
+    body[1] = 2; // get
+    body.truncate(2);
+    assert!(matches!(
+        decode_request(&body),
+        Err(CodecError::Malformed(_))
+    ));
+}
+
 /// As [`request_kind`], for responses (events by their own kind).
 fn response_kind(r: &Response) -> usize {
     match r {
@@ -753,4 +792,44 @@ fn malformed_bodies_are_errors_not_panics() {
     let mut lie = vec![1u8, 1]; // id 1, Add
     lie.extend_from_slice(&[253, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]);
     assert!(decode::<Request>(&lie).is_err());
+}
+
+#[test]
+fn which_replies_move_a_sessions_seen_generation() {
+    let reply = Response::Memory(Box::new(MemoryReply {
+        memory: memory(),
+        generation: 9,
+    }));
+    assert_eq!(reply.seen_generation("get"), Some(9), "a read");
+    assert_eq!(reply.seen_generation("update"), None, "an own write");
+    assert_eq!(reply.seen_generation("confirm"), None, "an own write");
+    let download = Response::Download(DownloadInfo {
+        size: 10,
+        info: r#"{"entries":1,"generation":12}"#.into(),
+    });
+    assert_eq!(download.seen_generation("export"), Some(12));
+    assert_eq!(download.seen_generation("backup"), None);
+    let refusal = |rule| {
+        Response::Error(ErrorBody {
+            drift: Some(DriftDetails {
+                drift_backup: String::new(),
+                remediation: String::new(),
+                generation_observed: 3,
+                generation_actual: 5,
+                rule,
+                row: None,
+            }),
+            ..ErrorBody::new(ErrorCode::Drift, "refused")
+        })
+    };
+    assert_eq!(
+        refusal(DriftRule::External).seen_generation("update"),
+        Some(5)
+    );
+    assert_eq!(refusal(DriftRule::Strict).seen_generation("add"), Some(5));
+    assert_eq!(refusal(DriftRule::Row).seen_generation("update"), None);
+    assert_eq!(
+        Response::Error(ErrorBody::new(ErrorCode::NotFound, "no")).seen_generation("get"),
+        None
+    );
 }

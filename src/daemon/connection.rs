@@ -339,7 +339,7 @@ async fn serve_requests(
                 break;
             }
         };
-        let (id, req) = match memd_proto::decode::<Request>(&body) {
+        let (id, req) = match memd_proto::decode_request(&body) {
             Ok(f) => (f.id, f.body),
             Err(e) => {
                 let id = memd_proto::peek_id(&body).unwrap_or(memd_proto::PUSH_ID);
@@ -357,13 +357,12 @@ async fn serve_requests(
     }
 }
 
-/// Whether an undecodable body names a request kind we do not know.
+/// Whether an undecodable body names a request kind we do not know (told
+/// by its tag: [`CodecError::UnknownKind`]) or is malformed.
 fn classify(e: &CodecError) -> (ErrorCode, &'static str) {
-    let text = e.to_string();
-    if text.contains("variant") {
-        (ErrorCode::UnknownRequest, "unknown request kind")
-    } else {
-        (ErrorCode::MalformedFrame, "malformed frame")
+    match e {
+        CodecError::UnknownKind { .. } => (ErrorCode::UnknownRequest, "unknown request kind"),
+        _ => (ErrorCode::MalformedFrame, "malformed frame"),
     }
 }
 
@@ -453,7 +452,7 @@ async fn handshake(
             return None;
         }
     };
-    let (id, hello) = match memd_proto::decode::<Request>(&first) {
+    let (id, hello) = match memd_proto::decode_request(&first) {
         Ok(Frame {
             id,
             body: Request::Hello(h),

@@ -15,8 +15,6 @@ use crate::store::Cause;
 #[derive(Debug)]
 pub struct DataDirLock {
     _file: File,
-    /// The lock file.
-    pub path: PathBuf,
 }
 
 /// Takes the lock or reports who holds it.
@@ -61,10 +59,7 @@ pub fn acquire(path: &Path, socket: &Path) -> Result<DataDirLock, DaemonError> {
     if let Err(e) = written {
         tracing::warn!(error = %e, "cannot record the pid in the lock file");
     }
-    Ok(DataDirLock {
-        _file: file,
-        path: path.to_path_buf(),
-    })
+    Ok(DataDirLock { _file: file })
 }
 
 /// The running daemon of a data dir, as its lock file records it.

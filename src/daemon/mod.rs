@@ -3,34 +3,40 @@
 //! # Teardown order
 //! SIGTERM/SIGINT or a `stop` request: stop accepting → every connection
 //! finishes the request it is running and closes (deadline
-//! [`DRAIN_DEADLINE`]) → the writer drains its queue and checkpoints → the
+//! [`DRAIN_DEADLINE`]) → every background job stops → the last access
+//! counts are written → the writer drains its queue and checkpoints → the
 //! socket is removed (only if it is still ours) → the lock is released →
 //! exit 0.
+//!
+//! # Layout
+//! - this file: start-up ([`run`]), the serve sequence, signals;
+//! - [`listener`]: the accept loop (peer check, connection limit);
+//! - [`connection`]: one connection's loop (preamble, handshake, frames);
+//! - [`socket`], [`activation`], [`lock`], [`peer`], [`notify`],
+//!   [`reload`]: binding, socket activation, the data dir's lock, peer
+//!   credentials, systemd notifications, SIGHUP.
 
 pub mod activation;
 pub mod connection;
+pub mod listener;
 pub mod lock;
 pub mod notify;
 pub mod peer;
 pub mod reload;
-pub mod sidecar;
 pub mod socket;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use memd_proto::ErrorCode;
 use tokio::net::UnixListener;
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 
 use crate::config::{Config, ConfigError, Paths};
+use crate::jobs::Jobs;
 use crate::state::Shared;
-use crate::state::shutdown::{Shutdown, triggered};
 use crate::store::{Cause, Store, StoreError};
+use listener::Listener;
 
 /// How long in-flight requests may take to finish at shutdown.
 pub const DRAIN_DEADLINE: Duration = Duration::from_secs(10);
@@ -71,32 +77,6 @@ pub enum DaemonError {
 /// File descriptors the daemon needs besides its connections: SQLite files
 /// of the writer and readers, the watcher, the lock, logs, uploads.
 const SPARE_FDS: u64 = 64;
-
-/// Rebuilds the in-memory FTS vocabulary when a fuzzy search found it out
-/// of date, on a reader, at most once per `REBUILD_EVERY`.
-async fn refresh_vocab(shared: Arc<Shared>) {
-    use crate::store::search::vocab;
-    loop {
-        shared.store.vocab.wanted.notified().await;
-        let read = shared
-            .store
-            .readers
-            .read(crate::store::readers::ReadKind::Internal, vocab::load)
-            .await;
-        match read {
-            Ok(read) => {
-                tracing::debug!(
-                    terms = read.value.terms.len(),
-                    generation = read.value.generation,
-                    "vocabulary cached"
-                );
-                shared.store.vocab.set(read.value);
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot read the vocabulary"),
-        }
-        tokio::time::sleep(vocab::REBUILD_EVERY).await;
-    }
-}
 
 /// Raises the open-file limit as far as allowed and warns when it still
 /// cannot hold `max_connections` sessions (each is one descriptor).
@@ -187,62 +167,24 @@ async fn serve(
     } else {
         None
     };
-    let backups = crate::drift::backup::Backups::new(
-        paths.data_dir.clone(),
-        config.drift.backups_keep,
-        config.drift.backups_max_bytes,
-    );
-    let embed = {
-        let dir = crate::embed::model_dir(&config.embed, |k| std::env::var_os(k));
-        crate::embed::EmbedService::new(config.embed.clone(), dir)
-    };
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(Shared::new(
         store,
-        config: std::sync::RwLock::new(Arc::new(config)),
-        paths,
-        shutdown: Shutdown::new(),
-        sessions: AtomicUsize::new(0),
-        started: Instant::now(),
-        backups,
-        access: Default::default(),
-        live: Default::default(),
-        named: Default::default(),
         session_file,
-        namespaces_moved: Default::default(),
-        sweeping: Default::default(),
-        socket_inherited: bound.inherited,
-        embed,
-    });
+        config,
+        paths,
+        bound.inherited,
+    ));
     crate::jobs::sessions::restore(&shared, kept);
-    tokio::spawn(watch_signals(shared.clone()));
-    let flusher = tokio::spawn(flush_access(shared.clone()));
-    let sweeper = tokio::spawn(schedule_sweeps(shared.clone()));
-    let sidecar = tokio::spawn(sidecar::run(shared.clone()));
-    let vocab = tokio::spawn(refresh_vocab(shared.clone()));
-    tokio::spawn(expire_sessions(shared.clone()));
+    let signals = tokio::spawn(watch_signals(shared.clone()));
     // Rows there before the daemon serves are old data for the embedding
     // worker; every later one gets the near-duplicate check.
     let existing = shared
         .store
-        .readers
-        .read(crate::store::readers::ReadKind::Internal, |conn| {
-            crate::store::vectors::newest_id(conn)
-        })
+        .newest_id()
         .await
-        .map(|r| r.value)
         .inspect_err(|e| tracing::warn!(error = %e, "cannot read the newest memory"))
         .ok();
-    let embedder = tokio::spawn(crate::jobs::embed::run(shared.clone(), existing));
-    let backfill = tokio::spawn({
-        let shared = shared.clone();
-        async move {
-            match crate::store::lifecycle::backfill_sketches(&shared.store, 250).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(rows = n, "sketched rows for the near-duplicate check"),
-                Err(e) => tracing::warn!(error = %e, "cannot sketch rows"),
-            }
-        }
-    });
+    let jobs = Jobs::start(&shared, existing);
     tracing::info!(
         socket = %shared.paths.socket.display(),
         db = %shared.paths.db().display(),
@@ -252,90 +194,12 @@ async fn serve(
     );
     notify::notify("READY=1");
 
-    let own_uid = crate::sys::euid();
-    let permits = Arc::new(Semaphore::new(max_connections));
-    let mut connections = JoinSet::new();
-    let mut stop = shared.shutdown.subscribe();
-    loop {
-        tokio::select! {
-            () = triggered(&mut stop) => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            accepted = listener.accept() => {
-                let stream = match accepted {
-                    Ok((stream, _)) => stream,
-                    Err(e) => {
-                        // EMFILE and friends: back off instead of spinning.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                match stream.peer_cred() {
-                    Ok(cred) => {
-                        let groups = {
-                            use std::os::fd::AsRawFd;
-                            crate::sys::peer_groups(stream.as_raw_fd())
-                        };
-                        let admitted = peer::admit(own_uid, cred.uid(), cred.gid(), &groups, &shared.config().socket);
-                        if let Err(message) = admitted {
-                            tracing::warn!(uid = cred.uid(), gid = cred.gid(), pid = ?cred.pid(), "refused a client: its user is not the daemon's and not in [socket] allow_uids / allow_gids");
-                            connections.spawn(connection::refuse(
-                                stream,
-                                ErrorCode::PermissionDenied,
-                                message,
-                            ));
-                            continue;
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cannot read peer credentials; refusing");
-                        continue;
-                    }
-                }
-                match permits.clone().try_acquire_owned() {
-                    Ok(permit) => {
-                        let shared = shared.clone();
-                        connections.spawn(async move {
-                            connection::serve(stream, shared).await;
-                            drop(permit);
-                        });
-                    }
-                    Err(_) => {
-                        tracing::warn!(max_connections, "connection limit reached; refusing a client");
-                        connections.spawn(connection::refuse(
-                            stream,
-                            ErrorCode::Busy,
-                            format!("memd is at its limit of {max_connections} connections (limits.max_connections); retry later"),
-                        ));
-                    }
-                }
-            }
-        }
-    }
-
-    drop(listener);
+    let mut listener = Listener::new(listener, shared.clone(), max_connections);
+    listener.run().await;
     notify::notify("STOPPING=1");
-    tracing::info!(
-        connections = connections.len(),
-        "shutting down: finishing in-flight requests"
-    );
-    let drained = tokio::time::timeout(DRAIN_DEADLINE, async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
-        tracing::warn!(
-            left = connections.len(),
-            "connections did not finish in time; closing them"
-        );
-        connections.shutdown().await;
-    }
-    flusher.abort();
-    sweeper.abort();
-    sidecar.abort();
-    vocab.abort();
-    embedder.abort();
-    backfill.abort();
+    listener.drain(DRAIN_DEADLINE).await;
+    jobs.stop().await;
+    signals.abort();
     if let Err(e) = shared.access.flush(&shared.store).await {
         tracing::warn!(error = %e, "cannot write the last access counts");
     }
@@ -350,54 +214,8 @@ async fn serve(
     Ok(())
 }
 
-/// How often pending access counts are written.
-const ACCESS_FLUSH: Duration = Duration::from_secs(1);
-
-async fn flush_access(shared: Arc<Shared>) {
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(ACCESS_FLUSH) => {}
-            () = shared.access.wake.notified() => {}
-        }
-        if let Err(e) = shared.access.flush(&shared.store).await {
-            tracing::warn!(error = %e, "cannot write access counts; will retry");
-        }
-    }
-}
-
-/// Ends named sessions idle for `[session] idle_ttl` (checked every
-/// tenth of it, at least each second and at most each minute).
-async fn expire_sessions(shared: Arc<Shared>) {
-    loop {
-        let ttl = shared.config().session.idle_ttl();
-        let every = (ttl / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
-        tokio::time::sleep(every).await;
-        crate::jobs::sessions::expire(&shared, ttl).await;
-    }
-}
-
-async fn schedule_sweeps(shared: Arc<Shared>) {
-    use crate::store::lifecycle::Trigger;
-    let lifecycle = shared.config().lifecycle.clone();
-    let hours = lifecycle.interval_hours;
-    if lifecycle.at_start
-        && let Err(e) = crate::jobs::sweep::run(&shared, Trigger::Start, false).await
-    {
-        tracing::warn!(error = %e, "sweep at start failed");
-    }
-    if hours <= 0.0 {
-        return;
-    }
-    loop {
-        tokio::time::sleep(Duration::from_secs_f64(hours * 3_600.0)).await;
-        if let Err(e) = crate::jobs::sweep::run(&shared, Trigger::Schedule, false).await {
-            tracing::warn!(error = %e, "scheduled sweep failed");
-        }
-    }
-}
-
 fn start_watcher(store: &Store, config: &Config) -> Option<crate::drift::watcher::DataDirWatcher> {
-    let handle = store.writer.check_handle()?;
+    let handle = store.check_handle()?;
     let debounce = Duration::from_millis(config.drift.debounce_ms);
     match crate::drift::watcher::spawn(&store.path, move || handle.check(), debounce) {
         Ok(w) => Some(w),

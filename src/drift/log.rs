@@ -91,13 +91,9 @@ impl CommitLog {
     }
 
     /// Number of entries.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub fn count(&self) -> usize {
         self.entries.len()
-    }
-
-    /// Whether the log is empty.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// The newest commit by another session in `namespace` newer than
@@ -179,7 +175,7 @@ mod tests {
         log.push(10, 13, session("a", "ns"));
         log.push(15, 16, Committer::Daemon);
         log.push(16, 16, Committer::Daemon); // moved nothing: not logged
-        assert_eq!(log.len(), 2);
+        assert_eq!(log.count(), 2);
         assert_eq!(log.author_of(10), Attribution::Unknown);
         for g in 11..=13 {
             assert_eq!(log.author_of(g), Attribution::Known(session("a", "ns")));
@@ -197,7 +193,7 @@ mod tests {
         log.push(0, 1, session("a", "ns"));
         log.push(1, 2, session("a", "ns"));
         log.push(2, 3, session("a", "ns"));
-        assert_eq!(log.len(), 2);
+        assert_eq!(log.count(), 2);
         assert_eq!(log.newest_other_since(0, "b", "ns"), Err(LogGap));
         assert_eq!(log.author_of(1), Attribution::Unknown);
         assert_eq!(log.newest_other_since(1, "b", "ns"), Ok(Some(3)));

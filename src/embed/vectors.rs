@@ -112,16 +112,13 @@ impl Index {
     }
 
     /// Number of vectors.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub fn count(&self) -> usize {
         self.ids.len()
     }
 
-    /// No vectors.
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
-
     /// Whether `id` has a vector.
+    #[cfg(test)]
     pub fn contains(&self, id: i64) -> bool {
         self.pos.contains_key(&id)
     }
@@ -227,15 +224,6 @@ impl Index {
             }
         }
     }
-
-    /// Every id whose approximate cosine with the probe is at least `min`,
-    /// best first (at most `k`).
-    pub fn above(&self, probe: &Probe, min: f32, k: usize) -> Vec<(i64, f32)> {
-        let scored = (0..self.ids.len())
-            .map(|p| (self.ids[p], self.score_at(probe, p)))
-            .filter(|(_, s)| *s >= min);
-        top_k(scored, k)
-    }
 }
 
 /// The `k` highest scores, best first (ties: higher id first).
@@ -311,12 +299,12 @@ mod tests {
             );
         }
         index.upsert(2, "even", &unit(100, dim));
-        assert_eq!(index.len(), 5);
+        assert_eq!(index.count(), 5);
         let p = Probe::new(&unit(100, dim));
         assert!(index.score(&p, 2).unwrap() > 0.99);
         index.remove(0);
         index.remove(0);
-        assert_eq!(index.len(), 4);
+        assert_eq!(index.count(), 4);
         assert!(!index.contains(0));
         // Moved rows keep their own vectors.
         for i in 1..5 {

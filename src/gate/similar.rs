@@ -121,6 +121,48 @@ pub fn compare(new: &Profile, old: &Profile, threshold: f64) -> Verdict {
     }
 }
 
+/// Where a new memory goes among the rows that resemble it (the
+/// near-duplicate rule of an add; the candidates come from the store).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Placement {
+    /// A row of its own; `similar_to` names the closest similar row.
+    New {
+        /// The most similar row that is not close enough to merge.
+        similar_to: Option<i64>,
+    },
+    /// Merged into this row (its counts and tags change, never its text).
+    Merge(i64),
+}
+
+/// Places a new text among `candidates` (id, content): the best merge
+/// wins over any similar row; between two of a kind, the higher Jaccard
+/// wins, and the first of equals.
+pub fn place<'a>(
+    new: &Profile,
+    candidates: impl IntoIterator<Item = (i64, &'a str)>,
+    threshold: f64,
+) -> Placement {
+    let score = |v: &Verdict| match v {
+        Verdict::Merge(j) => 2.0 + j,
+        Verdict::Similar(j) => 1.0 + j,
+        Verdict::Different => 0.0,
+    };
+    let mut best: Option<(Verdict, i64)> = None;
+    for (id, content) in candidates {
+        let verdict = compare(new, &profile(content), threshold);
+        if score(&verdict) > best.as_ref().map_or(0.0, |(v, _)| score(v)) {
+            best = Some((verdict, id));
+        }
+    }
+    match best {
+        Some((Verdict::Merge(_), id)) => Placement::Merge(id),
+        Some((Verdict::Similar(_), id)) => Placement::New {
+            similar_to: Some(id),
+        },
+        _ => Placement::New { similar_to: None },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +240,35 @@ mod tests {
         ));
         assert!(!a.iter().any(|h| other.contains(h)));
         assert_eq!(sketch(&profile("hi")).len(), 1);
+    }
+
+    #[test]
+    fn placement_prefers_a_merge_then_the_closest() {
+        let base = "the staging database runs on the big host in the second rack of the old \
+                    data center and listens on port 5432 for the app, the worker pool, the \
+                    nightly reports and the admin console that the support team uses daily";
+        let same = "The staging database runs on the big host in the second rack of the old \
+                    data center, and listens on port 5432 for the app; the worker pool, the \
+                    nightly reports and the admin console that the support team uses daily!";
+        let near = "the staging database runs on the big host in the second rack of the old \
+                    data center and listens on port 5433 for the app, the worker pool, the \
+                    nightly reports and the admin console that the support team uses daily";
+        let other = "the production cache is redis on its own host";
+        let mine = profile(base);
+        assert_eq!(
+            place(&mine, [(1, other), (2, near), (3, same)], T),
+            Placement::Merge(3)
+        );
+        assert_eq!(
+            place(&mine, [(1, other), (2, near)], T),
+            Placement::New {
+                similar_to: Some(2)
+            }
+        );
+        assert_eq!(
+            place(&mine, [(1, other)], T),
+            Placement::New { similar_to: None }
+        );
+        assert_eq!(place(&mine, [], T), Placement::New { similar_to: None });
     }
 }

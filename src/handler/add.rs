@@ -1,40 +1,26 @@
-//! `add`: the write gate, then insert (and supersede, when asked).
-//!
-//! The gate's steps that need no database ran in `gate::check_add`.
-//! Inside the write transaction come exact dedup, then the near-duplicate
-//! check — candidates are the rows sharing a MinHash sketch hash (a few
-//! index lookups, never a scan of the namespace), compared by shingle
-//! similarity — then the insert.
-//!
-//! An add that creates a row cannot discard anything, so it goes through on
-//! a stale view and says so in `drift` (`strict` excepted); an add merged
-//! into an existing row changes that row and is checked by the row rule like
-//! an update; an add that supersedes another memory changes that memory and
-//! is guarded as destructive.
+//! `add`: the write gate, then the store's add (dedup, near-duplicate
+//! merge, insert, supersession; see `store::ops::add`).
 
-use memd_proto::{AddRequest, AddResult, Response};
+use memd_proto::{AddRequest, Response};
 use time::OffsetDateTime;
 
+use super::Ctx;
 use crate::drift::policy::WriteKind;
 use crate::gate;
 use crate::gate::View;
-use crate::gate::similar::{self, Verdict};
+use crate::gate::similar;
 use crate::session::Session;
-use crate::state::Shared;
 use crate::store::StoreError;
-use crate::store::memories::{self};
-
-/// Near-duplicate candidates taken per sketch hash: an add compares at most
-/// [`similar::SKETCH`] times this many rows.
-const CANDIDATES: u32 = 24;
+use crate::store::ops::add::AddOp;
 
 pub(super) async fn handle(
     req: AddRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     let now = OffsetDateTime::now_utc();
-    let mut new = gate::check_add(&req, &session.who, &shared.config().gate_rules(), now)?;
+    let config = cx.config();
+    let mut new = gate::check_add(&req, &session.who, &config.gate_rules(), now)?;
     session.owns_session_rows |= new.scope == "session";
     let supersedes = req.supersedes;
     // The memory to supersede is looked up even when superseded or archived,
@@ -47,99 +33,151 @@ pub(super) async fn handle(
         None => WriteKind::Append,
     };
     // A memory from a thread is an event at its place in the thread, not a
-    // statement: it is never merged into another; the same thread position
-    // added again is the same memory (a transcript imported twice).
-    let dedup = shared.config().gate.dedup && supersedes.is_none() && new.thread.is_none();
-    let threshold = shared.config().gate.near_duplicate_threshold;
-    let now = crate::clock::format(now);
+    // statement: it is never merged into another.
+    let dedup = config.gate.dedup && supersedes.is_none() && new.thread.is_none();
+    let threshold = config.gate.near_duplicate_threshold;
     // The shingles and the sketch are computed here, off the writer thread:
     // the writer only looks up and compares.
     let mine = similar::profile(&new.content);
     new.sketch = Some(similar::sketch(&mine));
-    let mine = (dedup && threshold <= 1.0).then_some(mine);
-    let result = super::support::guarded(shared, session, kind, move |ctx, drift| {
-        let mut result = AddResult {
-            accepted: true,
-            id: None,
-            deduped: false,
-            merged_into: None,
-            similar_to: None,
-            reason: new.redacted.then(|| "redacted".to_string()),
-            drift,
-            generation: 0,
+    let op = AddOp {
+        new,
+        supersedes,
+        view,
+        dedup,
+        near: (dedup && threshold <= 1.0).then_some((mine, threshold)),
+        now: crate::clock::format(now),
+    };
+    let guard = super::support::guard(session, kind);
+    let written = cx.store().add(guard, op).await;
+    let written = super::support::settle(cx, session, written).await?;
+    Ok(Response::Added(written.value))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{AddRequest, ErrorCode, Request, Response};
+
+    use crate::handler::support::testkit::{Kit, add};
+
+    async fn added(
+        kit: &Kit,
+        s: &mut crate::session::Session,
+        r: AddRequest,
+    ) -> memd_proto::AddResult {
+        match kit.ok(s, Request::Add(r)).await {
+            Response::Added(r) => r,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stores_a_memory_and_merges_an_exact_duplicate() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        let first = added(
+            &kit,
+            &mut s,
+            add("the deploy script lives in ops/deploy.sh"),
+        )
+        .await;
+        assert!(first.accepted && !first.deduped);
+        let id = first.id.unwrap();
+        assert!(first.generation > 0);
+        let again = added(
+            &kit,
+            &mut s,
+            add("The deploy script lives in ops/deploy.sh"),
+        )
+        .await;
+        assert_eq!(again.id, Some(id));
+        assert!(again.deduped);
+        assert_eq!(again.reason.as_deref(), Some("duplicate"));
+        let m = kit.get(&mut s, id).await;
+        assert_eq!(m.observation_count, 2);
+        assert_eq!(m.created_by.as_deref(), Some("a"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_gate_rejects_a_secret_and_bad_input() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        let e = kit
+            .err(
+                &mut s,
+                Request::Add(add("the key is AKIAIOSFODNN7EXAMPLE for the bucket")),
+                ErrorCode::Rejected,
+            )
+            .await;
+        assert_eq!(e.reason.as_deref(), Some("secret"));
+        let bad_category = AddRequest {
+            category: Some("nonsense".into()),
+            ..add("a fact")
         };
-        if let Some(old) = supersedes {
-            let current =
-                memories::get_visible(ctx.conn, old, &view)?.ok_or(StoreError::NotFound(old))?;
-            if let Some(by) = current.superseded_by {
-                return Err(StoreError::Conflict {
-                    message: format!("memory {old} is already superseded by {by}"),
-                    current_rev: Some(current.rev),
-                });
-            }
-            ctx.check_row(old, None)?;
-        }
-        if let (Some(thread), Some(pos)) = (&new.thread, new.thread_pos)
-            && let Some(id) = memories::at_thread_position(ctx.conn, &new.namespace, thread, pos)?
-        {
-            result.id = Some(id);
-            result.deduped = true;
-            result.reason = Some("duplicate".into());
-            result.generation = ctx.generation()?;
-            return Ok(result);
-        }
-        if dedup && let Some(id) = memories::find_duplicate(ctx.conn, &new, &now)? {
-            // A merge changes that row: it is checked like an update.
-            ctx.check_row(id, None)?;
-            memories::merge_into(ctx.conn, id, &new.tags)?;
-            result.id = Some(id);
-            result.deduped = true;
-            result.reason = Some("duplicate".into());
-            result.generation = ctx.generation()?;
-            return Ok(result);
-        }
-        if let Some(mine) = &mine {
-            let score = |v: &Verdict| match v {
-                Verdict::Merge(j) => 2.0 + j,
-                Verdict::Similar(j) => 1.0 + j,
-                Verdict::Different => 0.0,
-            };
-            let mut best: Option<(Verdict, i64)> = None;
-            let sketch = new.sketch.as_deref().unwrap_or_default();
-            for (id, content) in
-                memories::sketch_candidates(ctx.conn, &new, sketch, &now, CANDIDATES)?
-            {
-                let verdict = similar::compare(mine, &similar::profile(&content), threshold);
-                if score(&verdict) > best.as_ref().map_or(0.0, |(v, _)| score(v)) {
-                    best = Some((verdict, id));
-                }
-            }
-            match best {
-                Some((Verdict::Merge(_), id)) => {
-                    ctx.check_row(id, None)?;
-                    memories::merge_into(ctx.conn, id, &new.tags)?;
-                    result.id = Some(id);
-                    result.merged_into = Some(id);
-                    result.reason = Some("near_duplicate".into());
-                    result.generation = ctx.generation()?;
-                    return Ok(result);
-                }
-                Some((Verdict::Similar(_), id)) => {
-                    result.similar_to = Some(id);
-                    result.reason.get_or_insert_with(|| "similar".into());
-                }
-                _ => {}
-            }
-        }
-        let id = memories::insert(ctx.conn, &new)?;
-        ctx.wrote(id);
-        if let Some(old) = supersedes {
-            memories::supersede(ctx.conn, old, id)?;
-        }
-        result.id = Some(id);
-        result.generation = ctx.generation()?;
-        Ok(result)
-    })
-    .await?;
-    Ok(Response::Added(result))
+        kit.err(&mut s, Request::Add(bad_category), ErrorCode::Rejected)
+            .await;
+        kit.err(&mut s, Request::Add(add("   ")), ErrorCode::Rejected)
+            .await;
+        // Nothing was stored.
+        let status = kit.store_count().await;
+        assert_eq!(status, 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn supersedes_once_and_refuses_a_second_time() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        let old = kit.add(&mut s, "the cache runs on port 6379").await;
+        let req = |content: &str| AddRequest {
+            supersedes: Some(old),
+            ..add(content)
+        };
+        let new = added(&kit, &mut s, req("the cache moved to port 6380")).await;
+        assert_eq!(kit.get(&mut s, old).await.superseded_by, new.id);
+        let e = kit
+            .err(
+                &mut s,
+                Request::Add(req("the cache moved to port 6381")),
+                ErrorCode::Conflict,
+            )
+            .await;
+        assert!(e.message.contains("already superseded"), "{}", e.message);
+        let missing = AddRequest {
+            supersedes: Some(9_999),
+            ..add("x y z")
+        };
+        kit.err(&mut s, Request::Add(missing), ErrorCode::NotFound)
+            .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_merge_into_a_row_another_session_changed_is_refused() {
+        let kit = Kit::new();
+        let mut a = kit.session("a");
+        let mut b = kit.session("b");
+        let text = "the staging database listens on port 5432 for the app servers";
+        let id = kit.add(&mut a, text).await;
+        // b reads the row and changes it; a has not read it since its add.
+        kit.get(&mut b, id).await;
+        kit.ok(
+            &mut b,
+            Request::Update(memd_proto::UpdateRequest {
+                id,
+                tags: Some(vec!["db".into()]),
+                ..Default::default()
+            }),
+        )
+        .await;
+        // a's add of the same text would merge into it: refused, since
+        // a's view of that row is its own add.
+        let e = kit
+            .err(&mut a, Request::Add(add(text)), ErrorCode::Drift)
+            .await;
+        assert_eq!(
+            crate::handler::support::testkit::drift_rule(&e),
+            memd_proto::DriftRule::Row
+        );
+        // An add of a new memory is never refused.
+        kit.add(&mut a, "lunch is at noon on fridays").await;
+    }
 }

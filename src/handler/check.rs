@@ -2,21 +2,17 @@
 
 use memd_proto::{CheckReport, CheckRequest, Response};
 
+use super::Ctx;
 use crate::session::Session;
-use crate::state::Shared;
 use crate::store::StoreError;
-use crate::store::readers::ReadKind;
 
+/// Integrity: SQLite's check, the FTS index's, rows missing from the index
+/// and missing schema objects.
 pub(super) async fn handle(
     _req: CheckRequest,
     _session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
-    let read = shared
-        .store
-        .readers
-        .read(ReadKind::Internal, crate::store::health::integrity)
-        .await?;
     let crate::store::health::Integrity {
         integrity,
         memories,
@@ -26,7 +22,7 @@ pub(super) async fn handle(
         missing,
         version,
         generation,
-    } = read.value;
+    } = cx.store().integrity().await?;
     // SQLite's integrity check runs FTS5's own (the `integrity-check`
     // command, without needing a write transaction, so it works on a full
     // disk or a read-only file); its findings start with `fts5:`.
@@ -54,4 +50,33 @@ pub(super) async fn handle(
         schema_version: version,
         generation,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{CheckRequest, Request, Response};
+
+    use crate::handler::support::testkit::Kit;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_sound_database_passes_with_external_rows_indexed() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        kit.add(&mut s, "the build uses make").await;
+        let Response::Checked(c) = kit.ok(&mut s, Request::Check(CheckRequest {})).await else {
+            panic!()
+        };
+        assert!(c.ok, "{c:?}");
+        assert_eq!((c.memories, c.fts_rows), (1, 1));
+        assert!(c.missing_objects.is_empty());
+        // A row another tool inserts is indexed by the triggers.
+        if !kit.insert_by_hand("added by hand") {
+            return;
+        }
+        let Response::Checked(c) = kit.ok(&mut s, Request::Check(CheckRequest {})).await else {
+            panic!()
+        };
+        assert!(c.ok, "{c:?}");
+        assert_eq!((c.memories, c.fts_rows), (2, 2));
+    }
 }

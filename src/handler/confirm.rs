@@ -3,32 +3,56 @@
 use memd_proto::{ConfirmRequest, Filter, MemoryReply, Response};
 use time::OffsetDateTime;
 
+use super::Ctx;
 use crate::drift::policy::WriteKind;
 use crate::gate;
 use crate::session::Session;
-use crate::state::Shared;
 use crate::store::StoreError;
-use crate::store::memories::{self};
 
 /// `confirm`: `confirmed_count + 1`, `last_confirmed_at`. Not an edit: the
 /// generation and `rev` do not move.
 pub(super) async fn handle(
     req: ConfirmRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     let view = gate::view(&Filter::default(), &session.who, OffsetDateTime::now_utc())?;
-    let id = req.id;
-    let (memory, generation) =
-        super::support::guarded(shared, session, WriteKind::Append, move |ctx, _| {
-            memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
-            memories::confirm(ctx.conn, id, &crate::clock::now())?;
-            let m = memories::fetch(ctx.conn, id)?.ok_or(StoreError::NotFound(id))?;
-            Ok((m, ctx.generation()?))
-        })
-        .await?;
+    let guard = super::support::guard(session, WriteKind::Append);
+    let written = cx.store().confirm(guard, req.id, view).await;
+    let written = super::support::settle(cx, session, written).await?;
     Ok(Response::Memory(Box::new(MemoryReply {
-        memory,
-        generation,
+        memory: written.value,
+        generation: written.generation,
     })))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{ConfirmRequest, ErrorCode, Request, Response};
+
+    use crate::handler::support::testkit::Kit;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn counts_a_confirmation_without_an_edit() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        let id = kit.add(&mut s, "the build uses make").await;
+        let before = kit.shared.store.generations.current();
+        let Response::Memory(m) = kit
+            .ok(&mut s, Request::Confirm(ConfirmRequest { id }))
+            .await
+        else {
+            panic!()
+        };
+        assert_eq!(m.memory.confirmed_count, 1);
+        assert!(m.memory.last_confirmed_at.is_some());
+        assert_eq!(m.memory.rev, 1, "not an edit");
+        assert_eq!(m.generation, before, "not an edit");
+        kit.err(
+            &mut s,
+            Request::Confirm(ConfirmRequest { id: 9_999 }),
+            ErrorCode::NotFound,
+        )
+        .await;
+    }
 }

@@ -1,19 +1,19 @@
 //! `export`: every memory of the asked namespaces, as JSON or Markdown, in a download the client fetches.
 
-use std::io::BufWriter;
-
 use memd_proto::{ExportRequest, Response};
 use serde_json::json;
 
+use super::Ctx;
 use crate::session::Session;
-use crate::state::Shared;
-use crate::store::readers::ReadKind;
-use crate::store::{Cause, StoreError};
+use crate::store::StoreError;
+use crate::store::ops::read::ExportFormat;
 
+/// An export (JSON or Markdown) of the session's namespace, the ones named,
+/// or all, prepared for the client to fetch.
 pub(super) async fn handle(
     req: ExportRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     let namespaces: Option<Vec<String>> = if req.all_namespaces {
         None
@@ -22,37 +22,61 @@ pub(super) async fn handle(
     } else {
         Some(req.namespaces.clone())
     };
-    let markdown = match req.format.as_str() {
-        "" | "json" => false,
-        "markdown" | "md" => true,
+    let top = if req.top == 0 { 20 } else { req.top };
+    let format = match req.format.as_str() {
+        "" | "json" => ExportFormat::Json,
+        "markdown" | "md" => ExportFormat::Markdown { top },
         other => {
             return Err(StoreError::InvalidInput(format!(
                 "unknown export format `{other}`: expected json or markdown"
             )));
         }
     };
-    let top = if req.top == 0 { 20 } else { req.top };
-    let (path, file) = super::support::download::new_download(shared, session)?;
+    let (path, file) = super::support::download::new_download(cx, session)?;
     let out = file.try_clone()?;
-    let read = shared
-        .store
-        .readers
-        .read(ReadKind::Client, move |conn| {
-            let mut w = BufWriter::new(out);
-            let n = if markdown {
-                crate::store::export::write_markdown(conn, namespaces.as_deref(), top, &mut w)?
-            } else {
-                crate::store::export::write_json(conn, namespaces.as_deref(), &mut w)?
-            };
-            let file = w
-                .into_inner()
-                .map_err(|e| StoreError::Io(Cause::of(e.into_error())))?;
-            file.sync_all()?;
-            Ok(n)
-        })
-        .await?;
-    session.saw(read.generation, []);
-    let info = json!({"entries": read.value, "generation": read.generation,
-                      "format": if markdown { "markdown" } else { "json" }});
+    let read = cx.store().export(namespaces, format, out).await?;
+    let format = match format {
+        ExportFormat::Json => "json",
+        ExportFormat::Markdown { .. } => "markdown",
+    };
+    let info = json!({"entries": read.value, "generation": read.generation, "format": format});
     super::support::download::finish_download(session, path, file, info)
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{ErrorCode, ExportRequest, Request, Response};
+
+    use crate::handler::support::testkit::Kit;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn exports_json_and_markdown_and_refuses_other_formats() {
+        let kit = Kit::new();
+        let mut a = kit.session("a");
+        let mut b = kit.session("b");
+        kit.add(&mut a, "the build uses make").await;
+        let export = |format: &str| {
+            Request::Export(ExportRequest {
+                format: format.into(),
+                ..ExportRequest::default()
+            })
+        };
+        let Response::Download(d) = kit.ok(&mut b, export("json")).await else {
+            panic!()
+        };
+        let info: serde_json::Value = serde_json::from_str(&d.info).unwrap();
+        assert_eq!(info["entries"], 1);
+        assert_eq!(
+            b.seen(),
+            info["generation"].as_u64().unwrap(),
+            "an export is a read"
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&kit.fetch_all(&mut b).await).unwrap();
+        assert_eq!(doc["entries"][0]["content"], "the build uses make");
+        kit.ok(&mut b, export("markdown")).await;
+        let md = String::from_utf8(kit.fetch_all(&mut b).await).unwrap();
+        assert!(md.contains("the build uses make"), "{md}");
+        kit.err(&mut b, export("csv"), ErrorCode::InvalidInput)
+            .await;
+    }
 }

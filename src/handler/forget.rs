@@ -3,16 +3,16 @@
 use memd_proto::{Filter, ForgetRequest, ForgetResult, Response};
 use time::OffsetDateTime;
 
+use super::Ctx;
 use crate::drift::policy::WriteKind;
 use crate::gate;
 use crate::session::Session;
-use crate::state::Shared;
-use crate::store::{StoreError, memories};
+use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: ForgetRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     let filter = Filter {
         include_superseded: true,
@@ -20,15 +20,64 @@ pub(super) async fn handle(
         ..Filter::default()
     };
     let view = gate::view(&filter, &session.who, OffsetDateTime::now_utc())?;
-    let (id, expect_rev) = (req.id, req.expect_rev);
-    let generation =
-        super::support::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
-            let current =
-                memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
-            ctx.check_row(current.id, expect_rev)?;
-            memories::delete(ctx.conn, id)?;
-            ctx.generation()
+    let guard = super::support::guard(session, WriteKind::Destructive);
+    let written = cx.store().forget(guard, req.id, req.expect_rev, view).await;
+    let written = super::support::settle(cx, session, written).await?;
+    Ok(Response::Forgotten(ForgetResult {
+        id: req.id,
+        generation: written.generation,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{DriftRule, ErrorCode, ForgetRequest, Request, Response};
+
+    use crate::handler::support::testkit::{Kit, drift_rule};
+
+    fn forget(id: i64) -> Request {
+        Request::Forget(ForgetRequest {
+            id,
+            expect_rev: None,
         })
-        .await?;
-    Ok(Response::Forgotten(ForgetResult { id, generation }))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deletes_and_then_finds_nothing() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        let id = kit.add(&mut s, "the build uses make").await;
+        let Response::Forgotten(f) = kit.ok(&mut s, forget(id)).await else {
+            panic!()
+        };
+        assert_eq!(f.id, id);
+        kit.err(&mut s, forget(id), ErrorCode::NotFound).await;
+        assert_eq!(kit.store_count().await, 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_row_changed_by_another_session_is_not_forgotten_blind() {
+        let kit = Kit::new();
+        let mut a = kit.session("a");
+        let mut b = kit.session("b");
+        let id = kit.add(&mut a, "the build uses make").await;
+        kit.get(&mut b, id).await;
+        kit.ok(
+            &mut b,
+            Request::Update(memd_proto::UpdateRequest {
+                id,
+                content: Some("the build uses ninja".into()),
+                ..Default::default()
+            }),
+        )
+        .await;
+        let e = kit.err(&mut a, forget(id), ErrorCode::Drift).await;
+        assert_eq!(drift_rule(&e), DriftRule::Row);
+        let stale = Request::Forget(ForgetRequest {
+            id,
+            expect_rev: Some(1),
+        });
+        kit.err(&mut a, stale, ErrorCode::Conflict).await;
+        assert_eq!(kit.store_count().await, 1, "nothing was deleted");
+    }
 }

@@ -3,16 +3,15 @@
 use memd_proto::{Filter, GetRequest, MemoryReply, Response};
 use time::OffsetDateTime;
 
+use super::Ctx;
 use crate::gate;
 use crate::session::Session;
-use crate::state::Shared;
-use crate::store::readers::ReadKind;
-use crate::store::{StoreError, memories};
+use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: GetRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     let filter = Filter {
         include_superseded: req.include_inactive,
@@ -20,19 +19,56 @@ pub(super) async fn handle(
         ..Filter::default()
     };
     let view = gate::view(&filter, &session.who, OffsetDateTime::now_utc())?;
-    let id = req.id;
-    let read = shared
-        .store
-        .readers
-        .read(ReadKind::Client, move |conn| {
-            memories::get_visible(conn, id, &view)
-        })
-        .await?;
-    session.saw(read.generation, read.value.iter().map(|m| (m.id, m.rev)));
-    let memory = read.value.ok_or(StoreError::NotFound(id))?;
-    shared.access.record([memory.id]);
+    let read = cx.store().get(req.id, view).await?;
+    session.shown(read.generation, read.value.iter().map(|m| (m.id, m.rev)));
+    let memory = read.value.ok_or(StoreError::NotFound(req.id))?;
+    cx.access().record([memory.id]);
     Ok(Response::Memory(Box::new(MemoryReply {
         memory,
         generation: read.generation,
     })))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{AddRequest, ErrorCode, GetRequest, Request};
+
+    use crate::handler::support::testkit::{Kit, add};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn shows_a_visible_row_and_moves_seen_to_its_read() {
+        let kit = Kit::new();
+        let mut a = kit.session("a");
+        let mut b = kit.session("b");
+        let id = kit.add(&mut a, "the build uses make").await;
+        assert!(b.seen() < kit.shared.store.generations.current());
+        let m = kit.get(&mut b, id).await;
+        assert_eq!(m.content, "the build uses make");
+        assert_eq!(b.seen(), kit.shared.store.generations.current());
+        let get = |id| {
+            Request::Get(GetRequest {
+                id,
+                include_inactive: false,
+            })
+        };
+        kit.err(&mut b, get(9_999), ErrorCode::NotFound).await;
+        // A session-scope row is its session's alone.
+        let Some(mine) = (match kit
+            .ok(
+                &mut a,
+                Request::Add(AddRequest {
+                    scope: Some("session".into()),
+                    ..add("scratch note of session a")
+                }),
+            )
+            .await
+        {
+            memd_proto::Response::Added(r) => r.id,
+            _ => None,
+        }) else {
+            panic!("no id")
+        };
+        kit.get(&mut a, mine).await;
+        kit.err(&mut b, get(mine), ErrorCode::NotFound).await;
+    }
 }

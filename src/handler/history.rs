@@ -2,30 +2,67 @@
 
 use memd_proto::{History, HistoryRequest, Response};
 
+use super::Ctx;
 use crate::session::Session;
-use crate::state::Shared;
 use crate::store::StoreError;
-use crate::store::readers::ReadKind;
 
 pub(super) async fn handle(
     req: HistoryRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     let view = super::support::view::everything(session)?;
-    let id = req.id;
-    let read = shared
-        .store
-        .readers
-        .read(ReadKind::Client, move |conn| {
-            crate::store::chains::walk(conn, id, &view)
-        })
-        .await?;
+    let read = cx.store().history(req.id, view).await?;
     let (chain, revisions) = read.value;
-    session.saw(read.generation, chain.iter().map(|m| (m.id, m.rev)));
+    session.shown(read.generation, chain.iter().map(|m| (m.id, m.rev)));
     Ok(Response::History(History {
         chain,
         revisions,
         generation: read.generation,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{ErrorCode, HistoryRequest, Request, Response, UpdateRequest};
+
+    use crate::handler::support::testkit::Kit;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn walks_the_chain_with_its_revisions() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        let old = kit.add(&mut s, "the cache runs on port 6379").await;
+        let new = kit.add(&mut s, "the cache runs on port 6380").await;
+        kit.ok(
+            &mut s,
+            Request::Supersede(memd_proto::SupersedeRequest { old, new }),
+        )
+        .await;
+        kit.ok(
+            &mut s,
+            Request::Update(UpdateRequest {
+                id: new,
+                content: Some("the cache runs on port 6390".into()),
+                ..UpdateRequest::default()
+            }),
+        )
+        .await;
+        let Response::History(h) = kit
+            .ok(&mut s, Request::History(HistoryRequest { id: old }))
+            .await
+        else {
+            panic!()
+        };
+        let mut chain: Vec<i64> = h.chain.iter().map(|m| m.id).collect();
+        chain.sort_unstable();
+        assert_eq!(chain, vec![old, new]);
+        assert!(!h.revisions.is_empty());
+        kit.err(
+            &mut s,
+            Request::History(HistoryRequest { id: 9_999 }),
+            ErrorCode::NotFound,
+        )
+        .await;
+    }
 }

@@ -3,9 +3,9 @@
 use memd_proto::{ImportReport, ImportRequest, Response};
 use serde_json::Value;
 
+use super::Ctx;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
-use crate::state::Shared;
 use crate::store::{Cause, StoreError};
 
 /// Entries imported per transaction. Small on purpose: inside a job's
@@ -18,7 +18,7 @@ const IMPORT_CHUNK: usize = 100;
 pub(super) async fn handle(
     req: ImportRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     let upload = session
         .upload
@@ -63,11 +63,10 @@ pub(super) async fn handle(
             }
         }
         let (links, replace) = (links.clone(), req.replace);
-        let counts = super::support::guarded(shared, session, kind, move |ctx, _| {
-            crate::store::import::chunk(ctx, batch, &links, replace)
-        })
-        .await?;
-        for (t, c) in totals.iter_mut().zip(counts) {
+        let guard = super::support::guard(session, kind);
+        let written = cx.store().import_chunk(guard, batch, links, replace).await;
+        let written = super::support::settle(cx, session, written).await?;
+        for (t, c) in totals.iter_mut().zip(written.value) {
             *t += c;
         }
     }
@@ -87,4 +86,43 @@ pub(super) async fn handle(
     drop(doc);
     crate::sys::release_free_memory();
     Ok(Response::Imported(report))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{ErrorCode, ExportRequest, ImportRequest, Request, Response};
+
+    use crate::handler::support::testkit::Kit;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn imports_an_export_once_and_refuses_bad_files() {
+        let source = Kit::new();
+        let mut s = source.session("a");
+        source.add(&mut s, "the build uses make").await;
+        source.add(&mut s, "the tests run with nextest").await;
+        source
+            .ok(&mut s, Request::Export(ExportRequest::default()))
+            .await;
+        let doc = source.fetch_all(&mut s).await;
+
+        let kit = Kit::new();
+        let mut t = kit.session("b");
+        let import = |replace| Request::Import(ImportRequest { replace });
+        kit.err(&mut t, import(false), ErrorCode::InvalidInput)
+            .await;
+        kit.upload(&mut t, &doc).await;
+        let Response::Imported(r) = kit.ok(&mut t, import(false)).await else {
+            panic!()
+        };
+        assert_eq!((r.read, r.inserted, r.skipped), (2, 2, 0));
+        kit.upload(&mut t, &doc).await;
+        let Response::Imported(r) = kit.ok(&mut t, import(false)).await else {
+            panic!()
+        };
+        assert_eq!((r.inserted, r.skipped), (0, 2), "idempotent by uid");
+        assert_eq!(kit.store_count().await, 2);
+        kit.upload(&mut t, b"not json at all").await;
+        kit.err(&mut t, import(false), ErrorCode::InvalidInput)
+            .await;
+    }
 }

@@ -8,57 +8,39 @@ use std::sync::atomic::Ordering;
 
 use memd_proto::{InjectRequest, InjectStats, Injection, Response};
 
+use super::Ctx;
 use crate::session::Session;
 use crate::session::snapshot::{self, Builder};
-use crate::state::Shared;
+use crate::store::StoreError;
+use crate::store::ops::read::BlockFor;
 use crate::store::readers::ReadKind;
-use crate::store::{StoreError, inject};
 
 pub(super) async fn handle(
     _req: InjectRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
+    let stats = &cx.store().stats;
     if let Some(snap) = session.snapshot() {
-        shared
-            .store
-            .stats
-            .snapshot_hits
-            .fetch_add(1, Ordering::Relaxed);
-        // The prompt still shows the old block: not a read of anything new.
-        session.saw(snap.built_at_generation, []);
+        stats.snapshot_hits.fetch_add(1, Ordering::Relaxed);
+        // The prompt still shows the old block: the reply's generation is
+        // the block's, not a newer one.
         let mut hit = snap;
         hit.stats.cached = true;
         return Ok(Response::Injected(hit));
     }
     let budget = session.budget;
-    let builder = Builder::new(budget as usize);
-    let (namespace, agent, id) = (
-        session.namespace().to_string(),
-        session.agent().to_string(),
-        session.id().to_string(),
-    );
-    let read = shared
-        .store
-        .readers
-        .read(ReadKind::Client, move |conn| {
-            let now = crate::clock::now();
-            let who = inject::For {
-                namespace: &namespace,
-                agent: &agent,
-                session: &id,
-                now: &now,
-            };
-            inject::build(conn, &who, builder)
-        })
+    let who = BlockFor {
+        namespace: session.namespace().to_string(),
+        agent: session.agent().to_string(),
+        session: session.id().to_string(),
+    };
+    let read = cx
+        .store()
+        .block(ReadKind::Client, who, Builder::new(budget as usize))
         .await?;
-    shared
-        .store
-        .stats
-        .snapshot_builds
-        .fetch_add(1, Ordering::Relaxed);
+    stats.snapshot_builds.fetch_add(1, Ordering::Relaxed);
     let (rendered, eligible) = read.value;
-    let rendered_rows = rendered.rows.clone();
     let injection = Injection {
         hash: snapshot::hash(&rendered.block),
         block: rendered.block,
@@ -71,7 +53,49 @@ pub(super) async fn handle(
             cached: false,
         },
     };
-    session.saw(read.generation, rendered_rows);
+    session.shown(read.generation, rendered.rows);
     session.set_snapshot(injection.clone());
     Ok(Response::Injected(injection))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{CompactedRequest, InjectRequest, Request, Response};
+
+    use crate::handler::support::testkit::Kit;
+
+    async fn inject(kit: &Kit, s: &mut crate::session::Session) -> memd_proto::Injection {
+        match kit.ok(s, Request::Inject(InjectRequest {})).await {
+            Response::Injected(i) => i,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_block_stays_frozen_until_the_session_writes() {
+        let kit = Kit::new();
+        let mut a = kit.session("a");
+        let mut b = kit.session("b");
+        kit.add(&mut a, "the build uses make").await;
+        let first = inject(&kit, &mut a).await;
+        assert!(!first.stats.cached);
+        assert!(first.block.contains("the build uses make"));
+        // Another session's write leaves a's block alone, and a warm
+        // inject does not move seen past the block.
+        kit.add(&mut b, "the tests run with nextest").await;
+        let warm = inject(&kit, &mut a).await;
+        assert!(warm.stats.cached);
+        assert_eq!(warm.block, first.block);
+        assert_eq!(a.seen(), first.built_at_generation);
+        // Its own write rebuilds it.
+        kit.add(&mut a, "the release is on tuesday").await;
+        let rebuilt = inject(&kit, &mut a).await;
+        assert!(!rebuilt.stats.cached);
+        assert!(rebuilt.block.contains("nextest") && rebuilt.block.contains("tuesday"));
+        assert_ne!(rebuilt.hash, first.hash);
+        // Compaction asks for a new one too.
+        kit.ok(&mut a, Request::Compacted(CompactedRequest {}))
+            .await;
+        assert!(!inject(&kit, &mut a).await.stats.cached);
+    }
 }

@@ -1,14 +1,16 @@
 //! Request handlers: one file per request kind.
 //!
-//! Each file is named after its request and exposes one function, `handle`:
-//! it loads what it needs (the store's named functions), decides with the
-//! pure rules (`gate`, the drift and snapshot rules), persists
-//! through the writer thread, and answers. A reply that shows rows tells
-//! the session with [`Session::saw`]; a write goes through
-//! `support::guarded`. What several handlers share lives in `support`.
-//! [`dispatch`] is an exhaustive `match` over [`Request`]: a new request
-//! kind does not compile until it is handled here (see ARCHITECTURE.md
-//! "The life of a request").
+//! Each file is named after its request and exposes one function, `handle`,
+//! which sees the request, the session and a [`Ctx`] — what a request may
+//! touch. It checks the request with the pure rules (`gate`, the drift and
+//! snapshot rules), asks the store for a named operation (a read, or a
+//! write under the session's drift guard: `support::guard` and
+//! `support::settle`), and answers. A reply that shows rows records them
+//! with [`Session::shown`]; [`dispatch`] moves the session's seen
+//! generation by the wire's rule (`Response::seen_generation`). What
+//! several handlers share lives in `support`. [`dispatch`] is an
+//! exhaustive `match` over [`Request`]: a new request kind does not compile
+//! until it is handled here (see ARCHITECTURE.md "The life of a request").
 
 mod add;
 mod backup;
@@ -41,51 +43,159 @@ mod task;
 mod update;
 mod upload;
 
-use memd_proto::{ErrorBody, ErrorCode, Request, Response};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
+use memd_proto::{ErrorBody, ErrorCode, Request, Response, SweepReport};
+
+use crate::config::{Config, Paths};
+use crate::drift::backup::Backups;
+use crate::embed::EmbedService;
 use crate::session::Session;
+use crate::session::named::{Named, Registry};
 use crate::state::Shared;
-use crate::store::StoreError;
+use crate::store::access::Access;
+use crate::store::lifecycle::Trigger;
+use crate::store::{Store, StoreError};
 
-/// Handles one request of an open session.
+/// What a request may touch: the store, the settings in force when it
+/// arrived, the data dir, drift backups, access tracking, the embedder,
+/// the named sessions, and the daemon facts `status` shows; and three
+/// daemon actions (stop, sweep, end a named session). Nothing else of the
+/// daemon's state.
+pub struct Ctx<'a> {
+    shared: &'a Shared,
+    config: Arc<Config>,
+}
+
+/// What `status` shows of the daemon itself.
+#[derive(Debug, Clone)]
+pub struct DaemonFacts<'a> {
+    /// Resolved paths.
+    pub paths: &'a Paths,
+    /// Sessions now connected.
+    pub sessions: usize,
+    /// Time since the daemon started.
+    pub uptime: Duration,
+    /// The listener came from the service manager.
+    pub socket_inherited: bool,
+}
+
+impl<'a> Ctx<'a> {
+    /// The context of one request, with the settings in force now.
+    pub fn new(shared: &'a Shared) -> Ctx<'a> {
+        Ctx {
+            config: shared.config(),
+            shared,
+        }
+    }
+
+    /// The database.
+    pub fn store(&self) -> &'a Store {
+        &self.shared.store
+    }
+
+    /// The settings in force when the request arrived.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The data dir (uploads and downloads live there).
+    pub fn data_dir(&self) -> &'a Path {
+        &self.shared.paths.data_dir
+    }
+
+    /// Drift backups.
+    pub fn backups(&self) -> &'a Backups {
+        &self.shared.backups
+    }
+
+    /// Access tracking (search and get hits).
+    pub fn access(&self) -> &'a Access {
+        &self.shared.access
+    }
+
+    /// The embedder, its model lock and the vector index.
+    pub fn embed(&self) -> &'a EmbedService {
+        &self.shared.embed
+    }
+
+    /// Named sessions.
+    pub fn named(&self) -> &'a Registry {
+        &self.shared.named
+    }
+
+    /// The daemon's own facts.
+    pub fn daemon(&self) -> DaemonFacts<'a> {
+        DaemonFacts {
+            paths: &self.shared.paths,
+            sessions: self.shared.sessions.load(Ordering::Relaxed),
+            uptime: self.shared.started.elapsed(),
+            socket_inherited: self.shared.socket_inherited,
+        }
+    }
+
+    /// Asks the daemon to stop (it finishes in-flight requests first).
+    pub fn stop(&self) {
+        self.shared.shutdown.trigger();
+    }
+
+    /// Runs a lifecycle sweep (one at a time).
+    ///
+    /// # Errors
+    /// As the store's sweep.
+    pub async fn sweep(&self, dry_run: bool) -> Result<SweepReport, StoreError> {
+        crate::jobs::sweep::run(self.shared, Trigger::Manual, dry_run).await
+    }
+
+    /// Ends a named session (already taken out of the registry).
+    pub async fn end_named(&self, named: Arc<Named>) {
+        crate::jobs::sessions::end(self.shared, named).await;
+    }
+}
+
+/// Handles one request of an open session; the reply moves the session's
+/// seen generation as the wire's rule says.
 pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> Response {
+    let cx = Ctx::new(shared);
     let kind = req.kind();
     let result = match req {
         Request::Hello(_) => Err(StoreError::InvalidInput(
             "the session is already open: Hello is only valid as the first request".into(),
         )),
-        Request::Add(r) => add::handle(r, session, shared).await,
-        Request::Get(r) => get::handle(r, session, shared).await,
-        Request::List(r) => list::handle(r, session, shared).await,
-        Request::Update(r) => update::handle(r, session, shared).await,
-        Request::Forget(r) => forget::handle(r, session, shared).await,
-        Request::Search(r) => search::handle(r, session, shared).await,
-        Request::Status(r) => status::handle(r, session, shared).await,
-        Request::Stop(r) => stop::handle(r, session, shared).await,
-        Request::Subscribe(r) => subscribe::handle(r, session, shared).await,
-        Request::Check(r) => check::handle(r, session, shared).await,
-        Request::Upload(r) => upload::handle(r, session, shared).await,
-        Request::Restore(r) => restore::handle(r, session, shared).await,
-        Request::Inject(r) => inject::handle(r, session, shared).await,
-        Request::Compacted(r) => compacted::handle(r, session, shared).await,
-        Request::Refresh(r) => refresh::handle(r, session, shared).await,
-        Request::Supersede(r) => supersede::handle(r, session, shared).await,
-        Request::History(r) => history::handle(r, session, shared).await,
-        Request::Confirm(r) => confirm::handle(r, session, shared).await,
-        Request::Prune(r) => prune::handle(r, session, shared).await,
-        Request::Task(r) => task::handle(r, session, shared).await,
-        Request::Sweep(r) => sweep::handle(r, session, shared).await,
-        Request::Export(r) => export::handle(r, session, shared).await,
-        Request::Backup(r) => backup::handle(r, session, shared).await,
-        Request::Fetch(r) => fetch::handle(r, session, shared).await,
-        Request::Import(r) => import::handle(r, session, shared).await,
-        Request::Reembed(r) => reembed::handle(r, session, shared).await,
-        Request::SearchBatch(r) => search_batch::handle(r, session, shared).await,
-        Request::SessionList(r) => session_list::handle(r, session, shared).await,
-        Request::SessionEnd(r) => session_end::handle(r, session, shared).await,
+        Request::Add(r) => add::handle(r, session, &cx).await,
+        Request::Get(r) => get::handle(r, session, &cx).await,
+        Request::List(r) => list::handle(r, session, &cx).await,
+        Request::Update(r) => update::handle(r, session, &cx).await,
+        Request::Forget(r) => forget::handle(r, session, &cx).await,
+        Request::Search(r) => search::handle(r, session, &cx).await,
+        Request::Status(r) => status::handle(r, session, &cx).await,
+        Request::Stop(r) => stop::handle(r, session, &cx).await,
+        Request::Subscribe(r) => subscribe::handle(r, session, &cx).await,
+        Request::Check(r) => check::handle(r, session, &cx).await,
+        Request::Upload(r) => upload::handle(r, session, &cx).await,
+        Request::Restore(r) => restore::handle(r, session, &cx).await,
+        Request::Inject(r) => inject::handle(r, session, &cx).await,
+        Request::Compacted(r) => compacted::handle(r, session, &cx).await,
+        Request::Refresh(r) => refresh::handle(r, session, &cx).await,
+        Request::Supersede(r) => supersede::handle(r, session, &cx).await,
+        Request::History(r) => history::handle(r, session, &cx).await,
+        Request::Confirm(r) => confirm::handle(r, session, &cx).await,
+        Request::Prune(r) => prune::handle(r, session, &cx).await,
+        Request::Task(r) => task::handle(r, session, &cx).await,
+        Request::Sweep(r) => sweep::handle(r, session, &cx).await,
+        Request::Export(r) => export::handle(r, session, &cx).await,
+        Request::Backup(r) => backup::handle(r, session, &cx).await,
+        Request::Fetch(r) => fetch::handle(r, session, &cx).await,
+        Request::Import(r) => import::handle(r, session, &cx).await,
+        Request::Reembed(r) => reembed::handle(r, session, &cx).await,
+        Request::SearchBatch(r) => search_batch::handle(r, session, &cx).await,
+        Request::SessionList(r) => session_list::handle(r, session, &cx).await,
+        Request::SessionEnd(r) => session_end::handle(r, session, &cx).await,
     };
-    crate::jobs::sessions::after_request(shared, session).await;
-    match result {
+    let resp = match result {
         Ok(resp) => resp,
         Err(e) => {
             let body = error_body(&e);
@@ -97,7 +207,14 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
             }
             Response::Error(body)
         }
+    };
+    if let Some(generation) = resp.seen_generation(kind) {
+        session.saw(generation);
     }
+    // A named session's changes are kept on disk (a new block before the
+    // reply that shows it).
+    crate::jobs::sessions::after_request(shared, session).await;
+    resp
 }
 
 /// Maps a store error to the wire: the one place where codes are chosen.
@@ -126,4 +243,55 @@ pub fn error_body(e: &StoreError) -> ErrorBody {
         _ => {}
     }
     body
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{ErrorCode, Hello, Request, UpdateRequest};
+
+    use super::support::testkit::Kit;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_second_hello_is_refused() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        let hello = Hello {
+            protocol: memd_proto::PROTOCOL_VERSION,
+            client_version: "test".into(),
+            agent_id: "a".into(),
+            namespace: "default".into(),
+            policy: None,
+            budget: None,
+            seen_generation: None,
+            session: None,
+            hold_block: false,
+            previous_namespace: None,
+        };
+        kit.err(&mut s, Request::Hello(hello), ErrorCode::InvalidInput)
+            .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_move_seen_and_own_writes_do_not() {
+        let kit = Kit::new();
+        let mut a = kit.session("a");
+        let mut b = kit.session("b");
+        let id = kit.add(&mut b, "the build uses make").await;
+        let start = a.seen();
+        // a's own write moves nothing.
+        let mine = kit.add(&mut a, "the tests run with nextest").await;
+        kit.ok(
+            &mut a,
+            Request::Update(UpdateRequest {
+                id: mine,
+                tags: Some(vec!["ci".into()]),
+                ..UpdateRequest::default()
+            }),
+        )
+        .await;
+        assert_eq!(a.seen(), start);
+        // A read moves it to the read's generation.
+        kit.get(&mut a, id).await;
+        assert_eq!(a.seen(), kit.shared.store.generations.current());
+    }
 }

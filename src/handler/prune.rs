@@ -2,36 +2,22 @@
 
 use memd_proto::{PruneRequest, PruneResult, Response};
 
+use super::Ctx;
 use crate::session::Session;
-use crate::session::ident::Author;
-use crate::state::Shared;
 use crate::store::StoreError;
-use crate::store::memories::{self};
 
 /// `prune`: deletes expired memories (already invisible to every read) of
 /// the session's namespace, or of all with `all_namespaces`. A maintenance
-/// write of the daemon: it counts as drift for nobody.
+/// write of the daemon, not of the session: it is not checked by the
+/// session's drift guard and counts as drift for nobody.
 pub(super) async fn handle(
     req: PruneRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     let namespace = (!req.all_namespaces).then(|| session.namespace().to_string());
     let dry_run = req.dry_run;
-    let (ids, generation) = shared
-        .store
-        .writer
-        .call(Author::Daemon, move |ctx| {
-            let now = crate::clock::now();
-            let ids = memories::expired_ids(ctx.conn, &now, namespace.as_deref())?;
-            if !dry_run {
-                for id in &ids {
-                    memories::delete(ctx.conn, *id)?;
-                }
-            }
-            Ok((ids, ctx.generation()?))
-        })
-        .await?;
+    let (ids, generation) = cx.store().prune(namespace, dry_run).await?;
     if !dry_run && !ids.is_empty() {
         tracing::info!(session = %session.id(), pruned = ids.len(), "pruned expired memories");
     }
@@ -40,4 +26,49 @@ pub(super) async fn handle(
         dry_run,
         generation,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{AddRequest, PruneRequest, Request, Response};
+
+    use crate::handler::support::testkit::{Kit, add};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn deletes_only_expired_rows_and_a_dry_run_deletes_none() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        let keep = kit.add(&mut s, "the build uses make").await;
+        let Response::Added(r) = kit
+            .ok(
+                &mut s,
+                Request::Add(AddRequest {
+                    expires: Some("1s".into()),
+                    ..add("a note that expires at once")
+                }),
+            )
+            .await
+        else {
+            panic!()
+        };
+        let gone = r.id.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+        let prune = |dry_run| {
+            Request::Prune(PruneRequest {
+                dry_run,
+                all_namespaces: false,
+            })
+        };
+        let Response::Pruned(p) = kit.ok(&mut s, prune(true)).await else {
+            panic!()
+        };
+        assert_eq!(p.ids, vec![gone]);
+        assert_eq!(kit.store_count().await, 2);
+        let Response::Pruned(p) = kit.ok(&mut s, prune(false)).await else {
+            panic!()
+        };
+        assert_eq!(p.ids, vec![gone]);
+        assert_eq!(kit.store_count().await, 1);
+        kit.get(&mut s, keep).await;
+    }
 }

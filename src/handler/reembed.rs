@@ -7,44 +7,36 @@
 
 use memd_proto::{ReembedReport, ReembedRequest, Response};
 
+use super::Ctx;
 use crate::embed::rules::ModelLock;
 use crate::session::Session;
-use crate::session::ident::Author;
-use crate::state::Shared;
 use crate::store::StoreError;
-use crate::store::vectors::write_lock;
 
+/// `reembed`: drops every stored vector, locks the database to the
+/// configured model and lets the embedding worker start over. A write of
+/// the daemon (vectors are not memories: no session's drift).
 pub(super) async fn handle(
     _req: ReembedRequest,
     _session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
-    let embedder = shared.embed.embedder()?;
+    let embed = cx.embed();
+    let embedder = embed.embedder()?;
     let lock = ModelLock {
         model: embedder.model_id().to_string(),
         dim: embedder.dim(),
     };
-    let previous = shared.embed.lock();
-    let job_lock = lock.clone();
-    let pending = shared
-        .store
-        .writer
-        .call(Author::Daemon, move |ctx| {
-            crate::store::vectors::clear(ctx.conn)?;
-            write_lock(ctx.conn, &job_lock)?;
-            crate::store::memories::count(ctx.conn)
-        })
-        .await?;
+    let previous = embed.lock();
+    let pending = cx.store().reset_vectors(lock.clone()).await?;
     {
-        let mut index = shared
-            .embed
+        let mut index = embed
             .index
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         *index = crate::embed::vectors::Index::new(lock.dim);
     }
-    shared.embed.set_lock(Some(lock.clone()));
-    shared.embed.request_reload();
+    embed.set_lock(Some(lock.clone()));
+    embed.request_reload();
     tracing::info!(model = %lock.model, pending, "re-embedding every memory");
     Ok(Response::Reembedding(ReembedReport {
         model: lock.model,
@@ -53,4 +45,26 @@ pub(super) async fn handle(
         previous_dim: previous.as_ref().map(|l| l.dim as u64),
         pending: pending as u64,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{ErrorCode, ReembedRequest, Request};
+
+    use crate::handler::support::testkit::Kit;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn without_an_embedder_it_says_so() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        kit.add(&mut s, "the build uses make").await;
+        let e = kit
+            .err(
+                &mut s,
+                Request::Reembed(ReembedRequest {}),
+                ErrorCode::NotConfigured,
+            )
+            .await;
+        assert!(!e.message.is_empty());
+    }
 }

@@ -5,14 +5,16 @@
 
 use memd_proto::{Response, RestoreReport, RestoreRequest};
 
+use super::Ctx;
 use crate::session::Session;
-use crate::state::Shared;
 use crate::store::StoreError;
 
+/// Replaces the database with the uploaded SQLite file (the backup API;
+/// counted as an external change).
 pub(super) async fn handle(
     _req: RestoreRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     let upload = session
         .upload
@@ -21,11 +23,48 @@ pub(super) async fn handle(
     tokio::task::block_in_place(|| upload.file.sync_all())?;
     let bytes = upload.len;
     tracing::warn!(session = %session.id(), bytes, "restoring the database from an uploaded file");
-    let restored = shared.store.writer.restore(upload.path.clone()).await?;
+    let restored = cx.store().restore(upload.path.clone()).await?;
     drop(upload);
     Ok(Response::Restored(RestoreReport {
         bytes,
         generation_in_file: restored.generation_in_file,
         generation: restored.generation,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{BackupRequest, ErrorCode, Request, Response, RestoreRequest};
+
+    use crate::handler::support::testkit::Kit;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn restores_a_backup_as_an_external_change() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        kit.add(&mut s, "the build uses make").await;
+        kit.ok(&mut s, Request::Backup(BackupRequest {})).await;
+        let backup = kit.fetch_all(&mut s).await;
+        kit.add(&mut s, "added after the backup").await;
+        let restore = || Request::Restore(RestoreRequest {});
+        kit.err(&mut s, restore(), ErrorCode::InvalidInput).await;
+        kit.upload(&mut s, b"not a database").await;
+        kit.err(&mut s, restore(), ErrorCode::InvalidInput).await;
+        assert_eq!(kit.store_count().await, 2, "a bad file changes nothing");
+        let before = kit.shared.store.generations.current();
+        kit.upload(&mut s, &backup).await;
+        let Response::Restored(r) = kit.ok(&mut s, restore()).await else {
+            panic!()
+        };
+        assert!(r.generation > before, "generations never go back");
+        assert_eq!(kit.store_count().await, 1);
+        assert!(
+            kit.shared
+                .store
+                .generations
+                .external_epoch
+                .load(std::sync::atomic::Ordering::Acquire)
+                >= r.generation
+        );
+    }
 }

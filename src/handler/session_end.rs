@@ -2,17 +2,17 @@
 
 use memd_proto::{Response, SessionEndRequest, SessionEnded};
 
+use super::Ctx;
 use crate::session::Session;
-use crate::state::Shared;
 use crate::store::StoreError;
 
 /// Ends a named session of the namespace.
 pub(super) async fn handle(
     req: SessionEndRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
-    let Some(named) = shared.named.end(session.namespace(), &req.name) else {
+    let Some(named) = cx.named().end(session.namespace(), &req.name) else {
         return Err(StoreError::InvalidInput(format!(
             "no session named `{}` in namespace {}",
             req.name,
@@ -20,9 +20,31 @@ pub(super) async fn handle(
         )));
     };
     let connections = named.connections();
-    crate::jobs::sessions::end(shared, named).await;
+    cx.end_named(named).await;
     Ok(Response::SessionEnded(SessionEnded {
         ended: req.name,
         connections: connections as u64,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{DriftPolicy, ErrorCode, Request, Response, SessionEndRequest};
+
+    use crate::handler::support::testkit::Kit;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn ends_a_named_session_and_refuses_an_unknown_name() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        let named = kit.session_with("claude-code", DriftPolicy::Standard, Some("work"));
+        drop(named);
+        let end = |name: &str| Request::SessionEnd(SessionEndRequest { name: name.into() });
+        let Response::SessionEnded(e) = kit.ok(&mut s, end("work")).await else {
+            panic!()
+        };
+        assert_eq!(e.ended, "work");
+        assert!(kit.shared.named.list("default").is_empty());
+        kit.err(&mut s, end("work"), ErrorCode::InvalidInput).await;
+    }
 }

@@ -2,18 +2,18 @@
 
 use memd_proto::{NamedSessionInfo, Response, SessionList, SessionListRequest};
 
+use super::Ctx;
 use crate::session::Session;
-use crate::state::Shared;
 use crate::store::StoreError;
 
 /// The named sessions of the session's namespace.
 pub(super) async fn handle(
     _req: SessionListRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
-    let sessions = shared
-        .named
+    let sessions = cx
+        .named()
         .list(session.namespace())
         .into_iter()
         .map(|s| NamedSessionInfo {
@@ -26,4 +26,27 @@ pub(super) async fn handle(
         })
         .collect();
     Ok(Response::Sessions(SessionList { sessions }))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{DriftPolicy, Request, Response, SessionListRequest};
+
+    use crate::handler::support::testkit::Kit;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn lists_the_named_sessions_of_the_namespace() {
+        let kit = Kit::new();
+        let mut plain = kit.session("a");
+        let _named = kit.session_with("claude-code", DriftPolicy::Standard, Some("work"));
+        let Response::Sessions(l) = kit
+            .ok(&mut plain, Request::SessionList(SessionListRequest {}))
+            .await
+        else {
+            panic!()
+        };
+        assert_eq!(l.sessions.len(), 1);
+        assert_eq!(l.sessions[0].name, "work");
+        assert_eq!(l.sessions[0].agent, "claude-code");
+    }
 }

@@ -2,15 +2,36 @@
 
 use memd_proto::{Response, SubscribeRequest};
 
+use super::Ctx;
 use crate::session::Session;
-use crate::state::Shared;
 use crate::store::StoreError;
 
+/// Drift and similarity events are pushed to this session from now on.
 pub(super) async fn handle(
     _req: SubscribeRequest,
     session: &mut Session,
-    _shared: &Shared,
+    _cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     session.subscribed = true;
     Ok(Response::Subscribed)
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{Request, Response, SubscribeRequest};
+
+    use crate::handler::support::testkit::Kit;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn marks_the_session_for_pushes() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        assert!(!s.subscribed);
+        assert_eq!(
+            kit.ok(&mut s, Request::Subscribe(SubscribeRequest {}))
+                .await,
+            Response::Subscribed
+        );
+        assert!(s.subscribed);
+    }
 }

@@ -3,63 +3,58 @@
 
 use memd_proto::{Response, SupersedeRequest, SupersedeResult};
 
+use super::Ctx;
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
-use crate::state::Shared;
 use crate::store::StoreError;
-use crate::store::memories::{self};
 
 pub(super) async fn handle(
     req: SupersedeRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     let view = super::support::view::everything(session)?;
     let SupersedeRequest { old, new } = req;
-    if old == new {
-        return Err(StoreError::InvalidInput(
-            "a memory cannot supersede itself".into(),
-        ));
-    }
-    let generation =
-        super::support::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
-            let o =
-                memories::get_visible(ctx.conn, old, &view)?.ok_or(StoreError::NotFound(old))?;
-            let n =
-                memories::get_visible(ctx.conn, new, &view)?.ok_or(StoreError::NotFound(new))?;
-            // Both rows are the request's: the one replaced, and the one it
-            // points to instead.
-            ctx.check_row(old, None)?;
-            ctx.check_row(new, None)?;
-            if let Some(by) = o.superseded_by {
-                return Err(StoreError::Conflict {
-                    message: format!("memory {old} is already superseded by {by}"),
-                    current_rev: Some(o.rev),
-                });
-            }
-            if let Some(by) = n.superseded_by {
-                return Err(StoreError::Conflict {
-                    message: format!(
-                        "memory {new} is itself superseded by {by}; supersede with the active one"
-                    ),
-                    current_rev: Some(n.rev),
-                });
-            }
-            if crate::store::chains::forward_chain(ctx.conn, new)?.contains(&old) {
-                return Err(StoreError::Conflict {
-                    message: format!(
-                        "memory {old} supersedes {new} already: that would be a cycle"
-                    ),
-                    current_rev: Some(o.rev),
-                });
-            }
-            memories::supersede(ctx.conn, old, new)?;
-            ctx.generation()
-        })
-        .await?;
+    let guard = super::support::guard(session, WriteKind::Destructive);
+    let written = cx.store().supersede(guard, old, new, view).await;
+    let written = super::support::settle(cx, session, written).await?;
     Ok(Response::Superseded(SupersedeResult {
         old,
         new,
-        generation,
+        generation: written.generation,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{ErrorCode, Request, Response, SupersedeRequest};
+
+    use crate::handler::support::testkit::Kit;
+
+    fn supersede(old: i64, new: i64) -> Request {
+        Request::Supersede(SupersedeRequest { old, new })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn links_old_to_new_and_refuses_doubles_cycles_and_self() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        let a = kit.add(&mut s, "the cache runs on port 6379").await;
+        let b = kit.add(&mut s, "the cache runs on port 6380").await;
+        let c = kit.add(&mut s, "the cache runs on port 6381").await;
+        let Response::Superseded(r) = kit.ok(&mut s, supersede(a, b)).await else {
+            panic!()
+        };
+        assert_eq!((r.old, r.new), (a, b));
+        assert_eq!(kit.get(&mut s, a).await.superseded_by, Some(b));
+        kit.err(&mut s, supersede(a, c), ErrorCode::Conflict).await;
+        kit.err(&mut s, supersede(c, a), ErrorCode::Conflict).await;
+        kit.ok(&mut s, supersede(b, c)).await;
+        // c ← b ← a: a link back from c to a would close a cycle.
+        kit.err(&mut s, supersede(c, a), ErrorCode::Conflict).await;
+        kit.err(&mut s, supersede(c, c), ErrorCode::InvalidInput)
+            .await;
+        kit.err(&mut s, supersede(c, 9_999), ErrorCode::NotFound)
+            .await;
+    }
 }

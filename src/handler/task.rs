@@ -3,62 +3,86 @@
 use memd_proto::{Filter, MemoryReply, Response, TaskRequest};
 use time::OffsetDateTime;
 
+use super::Ctx;
 use crate::drift::policy::WriteKind;
 use crate::gate;
-use crate::gate::Changes;
-use crate::gate::task;
 use crate::session::Session;
-use crate::state::Shared;
 use crate::store::StoreError;
-use crate::store::memories::{self};
 
 /// `task start|done|cancel`: checks the transition, sets the task's
 /// `status`, keeps `surface = "startup"` only while the task is open.
 pub(super) async fn handle(
     req: TaskRequest,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
     let view = gate::view(&Filter::default(), &session.who, OffsetDateTime::now_utc())?;
     let TaskRequest {
         id,
-        status: to,
+        status,
         expect_rev,
     } = req;
-    let (memory, generation) =
-        super::support::guarded(shared, session, WriteKind::Destructive, move |ctx, _| {
-            let current =
-                memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
-            if current.category != task::CATEGORY {
-                return Err(StoreError::InvalidInput(format!(
-                    "memory {id} is a {}, not a task",
-                    current.category
-                )));
-            }
-            ctx.check_row(id, expect_rev)?;
-            let meta: serde_json::Value =
-                serde_json::from_str(&current.metadata).unwrap_or_default();
-            // A task command always moves: naming the status the task has
-            // is refused too (`update` takes it as no change).
-            let from = meta["status"].as_str().unwrap_or("pending");
-            task::transition(from, &to).map_err(|message| StoreError::Conflict {
-                message: format!("task {id}: {message}"),
-                current_rev: Some(current.rev),
-            })?;
-            let mut keys = serde_json::Map::new();
-            keys.insert("status".into(), to.into());
-            let mut changes = Changes {
-                metadata: Some(keys),
-                ..Changes::default()
-            };
-            gate::task_changes(&current, &mut changes)?;
-            memories::apply(ctx.conn, &current, &changes)?;
-            let m = memories::fetch(ctx.conn, id)?.ok_or(StoreError::NotFound(id))?;
-            Ok((m, ctx.generation()?))
-        })
-        .await?;
+    let guard = super::support::guard(session, WriteKind::Destructive);
+    let written = cx
+        .store()
+        .move_task(guard, id, status, expect_rev, view)
+        .await;
+    let written = super::support::settle(cx, session, written).await?;
     Ok(Response::Memory(Box::new(MemoryReply {
-        memory,
-        generation,
+        memory: written.value,
+        generation: written.generation,
     })))
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{AddRequest, ErrorCode, Request, Response, TaskRequest};
+
+    use crate::handler::support::testkit::{Kit, add};
+
+    fn task(id: i64, status: &str) -> Request {
+        Request::Task(TaskRequest {
+            id,
+            status: status.into(),
+            expect_rev: None,
+        })
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn moves_a_task_and_refuses_what_the_rules_refuse() {
+        let kit = Kit::new();
+        let mut s = kit.session("a");
+        let Response::Added(r) = kit
+            .ok(
+                &mut s,
+                Request::Add(AddRequest {
+                    category: Some("task".into()),
+                    ..add("write the release notes")
+                }),
+            )
+            .await
+        else {
+            panic!()
+        };
+        let id = r.id.unwrap();
+        let Response::Memory(m) = kit.ok(&mut s, task(id, "in_progress")).await else {
+            panic!()
+        };
+        assert!(
+            m.memory.metadata.contains("in_progress"),
+            "{}",
+            m.memory.metadata
+        );
+        // The same status again is not a move.
+        kit.err(&mut s, task(id, "in_progress"), ErrorCode::Conflict)
+            .await;
+        kit.ok(&mut s, task(id, "completed")).await;
+        kit.err(&mut s, task(id, "in_progress"), ErrorCode::Conflict)
+            .await;
+        let note = kit.add(&mut s, "not a task at all").await;
+        kit.err(&mut s, task(note, "completed"), ErrorCode::InvalidInput)
+            .await;
+        kit.err(&mut s, task(9_999, "completed"), ErrorCode::NotFound)
+            .await;
+    }
 }

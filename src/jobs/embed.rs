@@ -29,10 +29,9 @@ use crate::embed::rules::{self, Embedded, Finding, LockCheck, ModelLock, Thresho
 use crate::embed::service::State;
 use crate::embed::vectors::{Index, Probe};
 use crate::embed::{EmbedError, Embedder, Provider, build};
-use crate::session::ident::Author;
 use crate::state::Shared;
-use crate::store::readers::ReadKind;
-use crate::store::vectors::{self, Pending as Row};
+use crate::store::ops::vectors::Loaded;
+use crate::store::vectors::Pending as Row;
 use crate::store::{Cause, StoreError};
 
 /// How often the worker looks at the generation while idle.
@@ -159,18 +158,11 @@ impl Worker {
     /// newest row id.
     async fn reload(&mut self) -> Result<i64, StoreError> {
         let dim = self.embedder.dim();
-        let read = self
-            .shared
-            .store
-            .readers
-            .read(ReadKind::Internal, move |conn| {
-                let lock = vectors::read_lock(conn)?;
-                let newest = vectors::newest_id(conn)?;
-                let index = vectors::load_index(conn, lock.as_ref(), dim)?;
-                Ok((lock, index, newest))
-            })
-            .await?;
-        let (lock, index, newest) = read.value;
+        let Loaded {
+            lock,
+            index,
+            newest,
+        } = self.shared.store.load_vectors(dim).await?;
         self.embedded_through = index.ids().iter().copied().max().unwrap_or(0);
         let svc = &self.shared.embed;
         svc.set_lock(lock);
@@ -184,17 +176,7 @@ impl Worker {
     /// Drops index entries whose stored vector is gone (deleted or changed
     /// by another tool).
     async fn reconcile(&mut self) -> Result<(), StoreError> {
-        let read = self
-            .shared
-            .store
-            .readers
-            .read(ReadKind::Internal, |conn| {
-                let lock = vectors::read_lock(conn)?;
-                let ids = vectors::stored_ids(conn)?;
-                Ok((lock, ids))
-            })
-            .await?;
-        let (lock, ids) = read.value;
+        let (lock, ids) = self.shared.store.vector_ids().await?;
         let svc = &self.shared.embed;
         svc.set_lock(lock);
         let mut index = svc
@@ -234,16 +216,11 @@ impl Worker {
         loop {
             let skip: Vec<i64> = self.failed.iter().copied().collect();
             let limit = (batch + skip.len()) as i64;
-            let read = self
+            let rows: Vec<Row> = self
                 .shared
                 .store
-                .readers
-                .read(ReadKind::Internal, move |conn| {
-                    vectors::pending(conn, limit)
-                })
-                .await?;
-            let rows: Vec<Row> = read
-                .value
+                .pending_vectors(limit)
+                .await?
                 .into_iter()
                 .filter(|(id, _, _)| !skip.contains(id))
                 .take(batch)
@@ -337,30 +314,7 @@ impl Worker {
             .filter_map(|((id, ns, text), v)| v.map(|v| (id, ns, text, v)))
             .collect();
         let svc = &self.shared.embed;
-        let job_lock = lock.clone();
-        let result = self
-            .shared
-            .store
-            .writer
-            .call(Author::Daemon, move |ctx| {
-                match rules::check_lock(
-                    vectors::read_lock(ctx.conn)?.as_ref(),
-                    &job_lock.model,
-                    job_lock.dim,
-                ) {
-                    LockCheck::Free => vectors::write_lock(ctx.conn, &job_lock)?,
-                    LockCheck::Same => {}
-                    LockCheck::Other(stored) => {
-                        return Err(StoreError::NotConfigured(rules::mismatch_message(
-                            &stored,
-                            &job_lock.model,
-                            job_lock.dim,
-                        )));
-                    }
-                }
-                vectors::store(ctx.conn, items)
-            })
-            .await;
+        let result = self.shared.store.store_vectors(lock.clone(), items).await;
         match result {
             Ok(written) => {
                 if let Some(max) = written.iter().map(|(id, _, _)| *id).max() {
@@ -426,15 +380,7 @@ impl Worker {
                 .map(|(w, _, _)| *w)
                 .filter(|w| *w > id)
                 .collect();
-            let read = self
-                .shared
-                .store
-                .readers
-                .read(ReadKind::Internal, move |conn| {
-                    vectors::neighbors_of(conn, id, &close)
-                })
-                .await?;
-            let Some(me) = read.value else {
+            let Some(me) = self.shared.store.neighbors(id, close).await? else {
                 continue;
             };
             let findings = rules::findings(
@@ -466,10 +412,7 @@ impl Worker {
         let done = self
             .shared
             .store
-            .writer
-            .call(Author::Daemon, move |ctx| {
-                vectors::record_similar(ctx.conn, newer, older, cosine, supersede)
-            })
+            .record_similar(newer, older, cosine, supersede)
             .await?;
         if done {
             tracing::info!(

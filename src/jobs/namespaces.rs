@@ -5,7 +5,6 @@
 //! checkout keeps what it had, and every worktree and clone of one
 //! repository ends up in one namespace.
 
-use crate::session::ident::Author;
 use crate::state::Shared;
 
 /// Whether `name` has the shape of the earlier derivation
@@ -40,13 +39,9 @@ pub async fn adopt(shared: &Shared, previous: &str, namespace: &str) {
             return;
         }
     }
-    let (from, to) = (previous.to_string(), namespace.to_string());
     let result = shared
         .store
-        .writer
-        .call(Author::Daemon, move |ctx| {
-            crate::store::memories::move_namespace(ctx.conn, &from, &to)
-        })
+        .move_namespace(previous.to_string(), namespace.to_string())
         .await;
     match result {
         Ok(0) => {}

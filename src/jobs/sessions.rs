@@ -35,6 +35,18 @@ pub async fn end(shared: &Shared, named: Arc<Named>) {
     tracing::debug!(session = %key, namespace = %named.who.namespace, "named session ended");
 }
 
+/// Ends named sessions idle for `[session] idle_ttl`, checked every tenth
+/// of it (at least each second, at most each minute), until the daemon
+/// stops.
+pub async fn run(shared: Arc<Shared>) {
+    loop {
+        let ttl = shared.config().session.idle_ttl();
+        let every = (ttl / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
+        tokio::time::sleep(every).await;
+        expire(&shared, ttl).await;
+    }
+}
+
 /// Ends the named sessions idle for `ttl` without a connection.
 pub async fn expire(shared: &Shared, ttl: Duration) {
     for named in shared.named.expire(ttl) {

@@ -2,6 +2,9 @@
 //! store's sweep (decay, tiers, expiry, scope limits), at start, on a
 //! schedule and on demand.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use memd_proto::SweepReport;
 use time::OffsetDateTime;
 
@@ -37,4 +40,25 @@ pub async fn run(
     // A sweep reads every row in chunks; what it allocated goes back.
     crate::sys::release_free_memory();
     report
+}
+
+/// Sweeps at start (`[lifecycle] at_start`) and every `interval_hours`
+/// (0: never on a schedule), until the daemon stops.
+pub async fn schedule(shared: Arc<Shared>) {
+    let lifecycle = shared.config().lifecycle.clone();
+    let hours = lifecycle.interval_hours;
+    if lifecycle.at_start
+        && let Err(e) = run(&shared, Trigger::Start, false).await
+    {
+        tracing::warn!(error = %e, "sweep at start failed");
+    }
+    if hours <= 0.0 {
+        return;
+    }
+    loop {
+        tokio::time::sleep(Duration::from_secs_f64(hours * 3_600.0)).await;
+        if let Err(e) = run(&shared, Trigger::Schedule, false).await {
+            tracing::warn!(error = %e, "scheduled sweep failed");
+        }
+    }
 }

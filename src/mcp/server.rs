@@ -176,7 +176,8 @@ fn maybe_applied(e: &CommandError, reconnected: Result<(), &CommandError>) -> Co
 
 /// The session and what listens to it.
 struct Session {
-    conn: tokio::sync::Mutex<Conn>,
+    /// The client's connection to the daemon.
+    link: tokio::sync::Mutex<Conn>,
     /// A request wants the connection: the event pump lets go.
     wanted: Notify,
     /// The command line's flags: how to connect again.
@@ -201,7 +202,7 @@ impl Session {
     /// Takes the connection for one request.
     async fn lock(&self) -> tokio::sync::MutexGuard<'_, Conn> {
         self.wanted.notify_one();
-        self.conn.lock().await
+        self.link.lock().await
     }
 
     /// Forwards pushes that arrived while a request ran.
@@ -389,7 +390,7 @@ impl Session {
 async fn pump(session: Arc<Session>) {
     let mut pause = Duration::from_millis(200);
     loop {
-        let mut conn = session.conn.lock().await;
+        let mut conn = session.link.lock().await;
         session.collect_pushes(&mut conn.client);
         if conn.broken {
             if session.reconnect(&mut conn, false).await.is_ok() {
@@ -477,7 +478,7 @@ pub async fn serve(mut client: Client, global: Global) -> Result<(), String> {
         .map_err(|e| format!("cannot subscribe to drift events: {e}"))?;
     let (events, _) = broadcast::channel(64);
     let session = Arc::new(Session {
-        conn: tokio::sync::Mutex::new(Conn {
+        link: tokio::sync::Mutex::new(Conn {
             client,
             broken: false,
         }),

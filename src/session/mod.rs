@@ -5,10 +5,11 @@
 //! a named session's view (seen generation, snapshot, read set) is shared
 //! by every connection that gives its name and outlives them ([`named`]).
 //!
-//! What the session has seen moves in one place, [`Session::saw`]: a read
-//! moves its seen generation and records the rows it showed in the read
-//! set; the session's own writes only record their rows
-//! ([`Session::wrote`]).
+//! What the session has seen moves in one place, [`Session::saw`], driven
+//! by the wire's rule for which replies show the database
+//! (`Response::seen_generation`); the rows a reply showed go into the read
+//! set ([`Session::shown`]), and so do the rows of the session's own writes
+//! ([`Session::wrote`]), which move nothing else.
 //!
 //! # Layout
 //! - [`ident`]: a session's identity and the author of a write.
@@ -25,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use memd_proto::{DriftPolicy, Hello, Injection};
 
-use ident::{Author, Who};
+use ident::Who;
 use readset::ReadSet;
 
 /// One client session.
@@ -274,14 +275,22 @@ impl Session {
         self.view().seen
     }
 
-    /// A reply read at `generation` showed the session `rows` (id, rev):
-    /// seen moves to `generation` (never back) and the read set records the
-    /// rows. The only way a session's view moves.
-    pub fn saw(&mut self, generation: u64, rows: impl IntoIterator<Item = (i64, i64)>) {
+    /// The session received a reply that showed it the database at
+    /// `generation`: its seen generation moves there (never back). The only
+    /// way it moves, called by `handler::dispatch` as the wire's rule says
+    /// (`Response::seen_generation` in memd-proto, which the client follows
+    /// too).
+    pub fn saw(&mut self, generation: u64) {
         {
             let mut view = self.view();
             view.seen = view.seen.max(generation);
         }
+        self.changed(named::changed::STATE);
+    }
+
+    /// A reply read at `generation` showed the session `rows` (id, rev):
+    /// the read set records them (the row rule).
+    pub fn shown(&mut self, generation: u64, rows: impl IntoIterator<Item = (i64, i64)>) {
         self.changed(named::changed::STATE);
         let mut reads = self
             .reads
@@ -311,15 +320,6 @@ impl Session {
         self.reads.clone()
     }
 
-    /// Rows in the read set and the bytes it holds.
-    pub fn read_set_size(&self) -> (usize, usize) {
-        let reads = self
-            .reads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        (reads.len(), reads.heap_bytes())
-    }
-
     /// Drops the snapshot: the next inject rebuilds it (after the session's
     /// own writes, `compacted` and `refresh` — never after other sessions'
     /// writes or external edits).
@@ -336,11 +336,6 @@ impl Session {
         if !self.named.as_ref().is_some_and(|n| n.hold_block) {
             self.invalidate();
         }
-    }
-
-    /// The author of this session's writes.
-    pub fn author(&self) -> Author {
-        Author::Session(self.who.clone())
     }
 }
 
@@ -414,9 +409,10 @@ mod tests {
             &named::Registry::default(),
         )
         .unwrap();
-        s.saw(12, [(1, 3)]);
+        s.saw(12);
+        s.shown(12, [(1, 3)]);
         assert_eq!(s.seen(), 12);
-        s.saw(11, []);
+        s.saw(11);
         assert_eq!(s.seen(), 12, "seen never goes back");
         s.wrote(15, [(2, 1)]);
         assert_eq!(s.seen(), 12, "an own write is not a read");

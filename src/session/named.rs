@@ -235,6 +235,15 @@ impl Registry {
             .remove(&(namespace.to_string(), name.to_string()))
     }
 
+    /// Named sessions (all namespaces).
+    #[cfg(test)]
+    pub fn count(&self) -> usize {
+        self.map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
     /// The named sessions of a namespace, by name.
     pub fn list(&self, namespace: &str) -> Vec<Summary> {
         let map = self
@@ -276,19 +285,6 @@ impl Registry {
             .map(|(k, _)| k.clone())
             .collect();
         gone.into_iter().filter_map(|k| map.remove(&k)).collect()
-    }
-
-    /// Named sessions (all namespaces).
-    pub fn len(&self) -> usize {
-        self.map
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
-    }
-
-    /// Whether there is none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -338,7 +334,7 @@ mod tests {
         let gone = r.expire(Duration::ZERO);
         assert_eq!(gone.len(), 1);
         assert_eq!(gone[0].who.session, "left");
-        assert_eq!(r.len(), 1);
+        assert_eq!(r.count(), 1);
         r.leave(&held);
         assert!(
             r.expire(Duration::from_secs(3600)).is_empty(),

@@ -53,6 +53,12 @@ impl ReadSet {
         }
     }
 
+    /// Rows held.
+    #[cfg(test)]
+    pub fn count(&self) -> usize {
+        self.rows.len()
+    }
+
     /// Records that a reply read at generation `at` showed row `id` at `rev`
     /// (a newer read of the row replaces an older one).
     pub fn record(&mut self, at: u64, id: i64, rev: i64) {
@@ -98,16 +104,6 @@ impl ReadSet {
         }
     }
 
-    /// Rows held.
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    /// Whether no row is held.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     /// What the set holds, to be kept on disk: its floor, whether it ever
     /// evicted, and each row's (id, rev, read generation).
     pub fn export(&self) -> (u64, bool, Vec<(i64, i64, u64)>) {
@@ -131,12 +127,6 @@ impl ReadSet {
             set.record(at, id, rev);
         }
         set
-    }
-
-    /// Bytes the set holds on the heap (for `status` and the benchmark).
-    pub fn heap_bytes(&self) -> usize {
-        // hashbrown: one control byte per bucket plus the entries.
-        self.rows.capacity() * (std::mem::size_of::<(i64, Seen)>() + 1)
     }
 }
 
@@ -179,7 +169,7 @@ mod tests {
         assert_eq!(set.view(0), RowView::Read { rev: 1 });
         set.record(200, 99, 1);
         // 16 / 8 = 2 rows went: the reads at 100 and 101.
-        assert_eq!(set.len(), 15);
+        assert_eq!(set.count(), 15);
         assert_eq!(set.view(0), RowView::Unread { floor: 100 });
         assert_eq!(set.view(1), RowView::Unread { floor: 100 });
         assert_eq!(set.view(2), RowView::Read { rev: 1 });
@@ -187,7 +177,7 @@ mod tests {
         for id in 300..340 {
             set.record(300, id, 1);
         }
-        assert!(set.len() <= 16);
+        assert!(set.count() <= 16);
         assert_eq!(set.view(2), RowView::Unread { floor: 100 });
     }
 }

@@ -1,25 +1,32 @@
-//! What every request handler and background job shares: the store, the
+//! What request handlers and background jobs share: the store, the
 //! settings in force, the session registry, the embedder, the shutdown
 //! signal. A low module: it imports the layers below it and nothing above
-//! (see ARCHITECTURE.md "Layers").
+//! (see ARCHITECTURE.md "Layers"). Handlers see it through the narrower
+//! `handler::Ctx`.
 
 pub mod shutdown;
 
-use std::sync::Arc;
+use std::collections::HashSet;
 use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use crate::config::{Config, Paths};
+use crate::drift::backup::Backups;
+use crate::embed::EmbedService;
+use crate::session::named::Registry;
 use crate::store::Store;
+use crate::store::access::Access;
+use crate::store::sessions::SessionFile;
 use shutdown::Shutdown;
 
-/// What the handlers share.
+/// What the handlers and jobs share.
 pub struct Shared {
     /// The database.
     pub store: Store,
-    /// Settings; SIGHUP swaps in what the reloaded file changes live (see
-    /// [`reload`]). Read them with [`Shared::config`].
-    pub(crate) config: std::sync::RwLock<Arc<Config>>,
+    /// Settings; SIGHUP swaps in what the reloaded file changes live. Read
+    /// them with [`Shared::config`].
+    config: RwLock<Arc<Config>>,
     /// Resolved paths.
     pub paths: Paths,
     /// The shutdown signal.
@@ -29,26 +36,64 @@ pub struct Shared {
     /// Start time.
     pub started: Instant,
     /// Drift backups.
-    pub backups: crate::drift::backup::Backups,
+    pub backups: Backups,
     /// Pending access tracking.
-    pub access: crate::store::access::Access,
+    pub access: Access,
     /// Keys of the sessions now connected, and of the named sessions.
-    pub live: std::sync::Mutex<std::collections::HashSet<String>>,
+    pub live: Mutex<HashSet<String>>,
     /// Named sessions.
-    pub named: crate::session::named::Registry,
+    pub named: Registry,
     /// Earlier derived namespaces whose memories were moved this run.
-    pub namespaces_moved: std::sync::Mutex<std::collections::HashSet<String>>,
+    pub namespaces_moved: Mutex<HashSet<String>>,
     /// Where named sessions are kept across restarts.
-    pub session_file: crate::store::sessions::SessionFile,
+    pub session_file: SessionFile,
     /// Held while a sweep runs (one at a time).
     pub sweeping: tokio::sync::Mutex<()>,
     /// The listener came from the service manager (socket activation).
     pub socket_inherited: bool,
     /// The embedder, the model lock and the vector index.
-    pub embed: crate::embed::EmbedService,
+    pub embed: EmbedService,
 }
 
 impl Shared {
+    /// The shared state of a daemon serving `store` with `config`: drift
+    /// backups in the data dir, the embedder the config names (started by
+    /// its job), no session yet.
+    pub fn new(
+        store: Store,
+        session_file: SessionFile,
+        config: Config,
+        paths: Paths,
+        socket_inherited: bool,
+    ) -> Shared {
+        let backups = Backups::new(
+            paths.data_dir.clone(),
+            config.drift.backups_keep,
+            config.drift.backups_max_bytes,
+        );
+        let embed = {
+            let dir = crate::embed::model_dir(&config.embed, |k| std::env::var_os(k));
+            EmbedService::new(config.embed.clone(), dir)
+        };
+        Shared {
+            store,
+            config: RwLock::new(Arc::new(config)),
+            paths,
+            shutdown: Shutdown::new(),
+            sessions: AtomicUsize::new(0),
+            started: Instant::now(),
+            backups,
+            access: Access::default(),
+            live: Mutex::default(),
+            named: Registry::default(),
+            namespaces_moved: Mutex::default(),
+            session_file,
+            sweeping: tokio::sync::Mutex::default(),
+            socket_inherited,
+            embed,
+        }
+    }
+
     /// The settings in force now (a reload may replace them between two
     /// calls; hold the returned value for one decision).
     pub fn config(&self) -> Arc<Config> {
@@ -64,5 +109,36 @@ impl Shared {
             .config
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(config);
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! A real store in a temporary directory, for unit tests of what runs
+    //! on [`Shared`].
+
+    use super::Shared;
+    use crate::config::{Config, PathFlags, Paths};
+    use crate::store::Store;
+    use crate::store::sessions::SessionFile;
+
+    /// A daemon's shared state on a fresh database in `dir`, with `config`
+    /// (its embedder off unless the config names one).
+    pub(crate) fn shared(dir: &std::path::Path, config: Config) -> Shared {
+        let paths = Paths::resolve_with(
+            &PathFlags {
+                data_dir: Some(dir.to_path_buf()),
+                ..PathFlags::default()
+            },
+            |_| None,
+        );
+        let store = Store::open(
+            &paths.db(),
+            &config.storage,
+            std::time::Duration::from_millis(config.drift.poll_ms),
+        )
+        .expect("open a store in a temporary directory");
+        let (sessions, _) = SessionFile::open(&paths.sessions_db()).expect("open a sessions file");
+        Shared::new(store, sessions, config, paths, false)
     }
 }

@@ -27,6 +27,7 @@ impl Shutdown {
         self.tx.send_replace(true);
     }
 
+    #[cfg(test)]
     /// Whether shutdown has started.
     pub fn is_triggered(&self) -> bool {
         *self.tx.borrow()

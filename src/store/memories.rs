@@ -24,9 +24,6 @@ pub const COLUMNS: &str = "m.id, m.uid, m.namespace, m.scope, m.scope_owner, m.c
     m.expires_at, m.created_at, m.updated_at, m.rev, m.changed_generation, m.thread, \
     m.thread_pos, m.occurred_at";
 
-/// Number of columns in [`COLUMNS`].
-pub const COLUMN_COUNT: usize = 34;
-
 /// Maps a row selected with [`COLUMNS`] (starting at column 0).
 ///
 /// # Errors
@@ -293,27 +290,6 @@ pub fn sketch_candidates(
         }
     }
     Ok(out)
-}
-
-/// The content of row `id` if it is still an active row in the same
-/// namespace, scope and owner as `m`.
-///
-/// # Errors
-/// SQLite errors.
-pub fn same_place_content(
-    conn: &Connection,
-    m: &NewMemory,
-    id: i64,
-    now: &str,
-) -> Result<Option<String>, StoreError> {
-    let sql = format!("SELECT m.content FROM memories m WHERE {SAME_PLACE} AND m.id = ?5");
-    Ok(conn
-        .prepare_cached(&sql)?
-        .query_row((&m.namespace, &m.scope, &m.scope_owner, now, id), |r| {
-            r.get::<_, Option<String>>(0)
-        })
-        .optional()?
-        .flatten())
 }
 
 /// Merges an add into an existing row: `observation_count + 1`, tags

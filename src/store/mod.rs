@@ -2,7 +2,8 @@
 //! queries over memories.
 //!
 //! # Layout
-//! - [`schema`]: schema v1 (`schema.sql`) and the migration mechanism.
+//! - [`schema`]: the schema as it is now (`schema/current.sql`), its
+//!   versioned migrations (`schema/v1.sql` … ) and the migration mechanism.
 //! - [`writer`]: the one thread that owns the write connection; group commit.
 //! - [`readers`]: read-only connections run on tokio's blocking pool.
 //! - [`memories`]: row mapping, insert/update/delete, visibility and filters.
@@ -11,6 +12,9 @@
 //! - [`access`]: batched access tracking (use counts), never an edit.
 //! - [`lifecycle`]: decay, tiers, expiry and scope-limit sweeps.
 //! - [`inject`]: the read behind a session's memory block.
+//! - [`ops`]: the named operations handlers and jobs call — the only way
+//!   in from outside the store (no connection, transaction or closure over
+//!   one leaves it).
 //! - `error`: [`StoreError`], and [`Cause`], which keeps the error below.
 //!
 //! No SQLite call runs on a tokio worker thread: writes go to the writer
@@ -26,10 +30,13 @@ pub mod inject;
 pub mod lifecycle;
 pub mod memories;
 pub mod meta;
+pub mod ops;
 pub mod readers;
 pub mod schema;
 pub mod search;
 pub mod sessions;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod vectors;
 pub mod writer;
 
@@ -110,9 +117,9 @@ pub struct Stats {
 /// The database: one writer, a pool of readers, shared counters.
 pub struct Store {
     /// The writer thread.
-    pub writer: Writer,
+    pub(in crate::store) writer: Writer,
     /// Read-only connections.
-    pub readers: Readers,
+    pub(in crate::store) readers: Readers,
     /// Generation bookkeeping.
     pub generations: Arc<Generations>,
     /// Counters.
@@ -172,6 +179,22 @@ impl Store {
             vocab: Default::default(),
             path: path.to_path_buf(),
         })
+    }
+
+    /// A handle that wakes the writer for an external-change check (the
+    /// file watcher's); `None` once the writer has stopped.
+    pub fn check_handle(&self) -> Option<writer::CheckHandle> {
+        self.writer.check_handle()
+    }
+
+    /// Replaces the database's content with the SQLite file at `path`
+    /// through the backup API; counted as an external change.
+    ///
+    /// # Errors
+    /// When the file is not a usable memd database (nothing is changed), or
+    /// SQLite fails.
+    pub async fn restore(&self, path: PathBuf) -> Result<writer::Restored, StoreError> {
+        self.writer.restore(path).await
     }
 
     /// Closes the readers, then drains the writer, which checkpoints the WAL

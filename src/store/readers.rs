@@ -153,7 +153,11 @@ impl Readers {
     ///
     /// # Errors
     /// The closure's error, or SQLite errors opening the transaction.
-    pub async fn read<T, F>(&self, kind: ReadKind, f: F) -> Result<Read<T>, StoreError>
+    pub(in crate::store) async fn read<T, F>(
+        &self,
+        kind: ReadKind,
+        f: F,
+    ) -> Result<Read<T>, StoreError>
     where
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,
@@ -181,7 +185,7 @@ impl Readers {
     ///
     /// # Errors
     /// The closure's error.
-    pub async fn with_connection<T, F>(&self, f: F) -> Result<T, StoreError>
+    pub(in crate::store) async fn with_connection<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
         T: Send + 'static,

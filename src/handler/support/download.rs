@@ -4,19 +4,18 @@
 use memd_proto::{DownloadInfo, Response};
 use serde_json::Value;
 
+use super::super::Ctx;
 use crate::session::{Download, Session, create_private};
-use crate::state::Shared;
 use crate::store::StoreError;
 
 /// The session's download file, replacing an earlier one.
 pub(crate) fn new_download(
-    shared: &Shared,
+    cx: &Ctx<'_>,
     session: &mut Session,
 ) -> Result<(std::path::PathBuf, std::fs::File), StoreError> {
     session.download = None;
-    let path = shared
-        .paths
-        .data_dir
+    let path = cx
+        .data_dir()
         .join(format!(".download-{}.tmp", session.id()));
     let file = create_private(&path)?;
     Ok((path, file))

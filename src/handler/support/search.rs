@@ -4,18 +4,18 @@
 use memd_proto::{SearchMode, SearchRequest, SearchResult};
 use time::OffsetDateTime;
 
+use super::super::Ctx;
 use crate::gate;
 use crate::session::Session;
-use crate::state::Shared;
-use crate::store::readers::ReadKind;
-use crate::store::{Cause, StoreError, search};
+use crate::store::ops::search::{SearchJob, Searches};
+use crate::store::{Cause, StoreError};
 
 /// Runs searches in one read transaction; semantic ones get their query
 /// vectors from one embedding call first.
 pub(crate) async fn run(
     reqs: Vec<SearchRequest>,
     session: &mut Session,
-    shared: &Shared,
+    cx: &Ctx<'_>,
 ) -> Result<Vec<SearchResult>, StoreError> {
     let now = OffsetDateTime::now_utc();
     let mut views = Vec::with_capacity(reqs.len());
@@ -25,16 +25,17 @@ pub(crate) async fn run(
         }
         views.push(gate::view(&req.filter, &session.who, now)?);
     }
+    let embed = cx.embed();
     // Which searches need a vector: semantic and hybrid always (an error
     // without a ready embedder), auto when one is ready.
     let mut wants = Vec::with_capacity(reqs.len());
     for req in &reqs {
         wants.push(match req.mode {
             SearchMode::Semantic | SearchMode::Hybrid => {
-                shared.embed.ready()?;
+                embed.ready()?;
                 true
             }
-            SearchMode::Auto => shared.embed.is_ready(),
+            SearchMode::Auto => embed.is_ready(),
             SearchMode::Lexical | SearchMode::Fuzzy => false,
         });
     }
@@ -47,7 +48,7 @@ pub(crate) async fn run(
     let mut vectors = if texts.is_empty() {
         Vec::new()
     } else {
-        let embedder = shared.embed.ready()?;
+        let embedder = embed.ready()?;
         let embedded = tokio::task::spawn_blocking(move || {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             embedder.embed(&refs)
@@ -71,77 +72,33 @@ pub(crate) async fn run(
         }
     }
     .into_iter();
-    let queries: Vec<(SearchRequest, Option<Vec<f32>>)> = reqs
+    let jobs: Vec<SearchJob> = reqs
         .into_iter()
         .zip(wants)
-        .map(|(r, w)| {
-            let v = if w { vectors.next() } else { None };
-            (r, v)
+        .zip(views)
+        .map(|((req, want), view)| SearchJob {
+            vector: if want { vectors.next() } else { None },
+            limit: super::page_limit(req.limit, cx),
+            view,
+            req,
         })
         .collect();
-    let limits: Vec<u32> = queries
-        .iter()
-        .map(|(r, _)| super::page_limit(r.limit, shared))
-        .collect();
-    let rank = shared.config().search.clone();
-    // Fuzzy matching may read the vocabulary: from the cache when it is at
-    // this read's generation; otherwise a rebuild is asked for below.
-    let may_fuzzy = queries
-        .iter()
-        .any(|(r, v)| r.mode == SearchMode::Fuzzy || (r.mode == SearchMode::Auto && v.is_none()));
-    let cached = shared.store.vocab.current();
-    let read = {
-        let index = shared.embed.index_handle();
-        shared
-            .store
-            .readers
-            .read(ReadKind::Client, move |conn| {
-                let vocab = match &cached {
-                    Some(t)
-                        if may_fuzzy && t.generation == crate::store::read_generation(conn)? =>
-                    {
-                        Some(t.as_ref())
-                    }
-                    _ => None,
-                };
-                let mut out = Vec::with_capacity(queries.len());
-                for (((req, vector), view), limit) in queries.iter().zip(&views).zip(&limits) {
-                    let semantic = vector.as_deref().map(|v| search::semantic::Semantic {
-                        vector: v,
-                        index: &index,
-                    });
-                    let mode = match (req.mode, &semantic) {
-                        (SearchMode::Auto, Some(_)) => SearchMode::Hybrid,
-                        (m, _) => m,
-                    };
-                    let hits = search::run(
-                        conn,
-                        &search::Query {
-                            text: &req.query,
-                            syntax: req.syntax,
-                            mode: req.mode,
-                            view,
-                            limit: *limit,
-                            offset: req.offset,
-                            explain: req.explain,
-                            now,
-                            rank: &rank,
-                            semantic,
-                            vocab,
-                        },
-                    )?;
-                    out.push((hits, mode));
-                }
-                Ok((out, may_fuzzy && vocab.is_none()))
-            })
-            .await?
-    };
-    let (results, stale_vocab) = read.value;
-    if stale_vocab {
-        shared.store.vocab.want();
+    let store = cx.store();
+    let read = store
+        .search(Searches {
+            jobs,
+            now,
+            rank: cx.config().search.clone(),
+            index: embed.index_handle(),
+            vocab: store.vocab.current(),
+        })
+        .await?;
+    if read.value.stale_vocab {
+        store.vocab.want();
     }
     let generation = read.generation;
-    session.saw(
+    let results = read.value.results;
+    session.shown(
         generation,
         results
             .iter()
@@ -150,7 +107,7 @@ pub(crate) async fn run(
     Ok(results
         .into_iter()
         .map(|(hits, mode)| {
-            shared.access.record(hits.iter().map(|h| h.memory.id));
+            cx.access().record(hits.iter().map(|h| h.memory.id));
             SearchResult {
                 hits,
                 generation,

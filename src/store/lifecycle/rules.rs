@@ -159,11 +159,6 @@ impl LifecycleConfig {
         }
     }
 
-    /// Whether a row's access score decays.
-    pub fn decays(&self, category: &str, pinned: bool) -> bool {
-        !pinned && !self.is_evergreen(category)
-    }
-
     /// The tier move of one row.
     pub fn tier_move(&self, f: &Facts) -> Move {
         if f.pinned || f.status == "archived" {
@@ -236,10 +231,6 @@ mod tests {
         assert_eq!(c.decay_factor(0.0), 1.0);
         assert!((c.decay_factor(30.0) - 0.5).abs() < 1e-12);
         assert!((c.decay_factor(60.0) - 0.25).abs() < 1e-12);
-        assert!(c.decays("fact", false));
-        assert!(!c.decays("preference", false));
-        assert!(!c.decays("convention", false));
-        assert!(!c.decays("fact", true));
     }
 
     #[test]

@@ -38,8 +38,9 @@ pub struct Guard {
 /// What a job sees while it runs: the connection inside the batch's
 /// transaction, and the generation state.
 pub struct WriteCtx<'a> {
-    /// The write connection, inside an open transaction.
-    pub conn: &'a Connection,
+    /// The write connection, inside an open transaction (the store's own:
+    /// no caller outside it sees a connection).
+    pub(in crate::store) conn: &'a Connection,
     /// Generation bookkeeping (already updated for this batch's check).
     pub generations: &'a Generations,
     /// Who submitted this job.

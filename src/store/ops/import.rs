@@ -1,0 +1,31 @@
+//! One chunk of an import, as a session's write (see `store::import`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::Written;
+use crate::store::import::{self, Entry};
+use crate::store::{Guard, Store, StoreError};
+
+/// The counts of one chunk: inserted, skipped, replaced, linked, dangling.
+pub type ImportCounts = [u64; 5];
+
+impl Store {
+    /// Writes one chunk of checked entries; with `replace`, rows whose uid
+    /// exists are replaced (each checked by the row rule).
+    ///
+    /// # Errors
+    /// `Drift`, SQLite errors.
+    pub async fn import_chunk(
+        &self,
+        guard: Guard,
+        batch: Vec<Entry>,
+        links: Arc<HashMap<i64, String>>,
+        replace: bool,
+    ) -> Result<Written<ImportCounts>, StoreError> {
+        self.guarded(guard, move |ctx, _| {
+            import::chunk(ctx, batch, &links, replace)
+        })
+        .await
+    }
+}

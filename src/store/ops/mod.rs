@@ -1,0 +1,72 @@
+//! The store's named operations: what handlers and jobs ask of the
+//! database, each one a function with typed inputs and outputs. No caller
+//! outside the store sees a connection, a transaction or a closure over
+//! one (ARCHITECTURE.md "The life of a request"): the store alone decides
+//! where and how a write runs.
+//!
+//! # Layout
+//! - [`read`]: reads for requests and jobs (`get`, `list`, `history`, the
+//!   inject read, export, status facts, the integrity check, the online
+//!   backup, every row for a drift backup).
+//! - [`search`]: one or more searches in one read transaction.
+//! - [`add`]: an add, with its dedup, merge and supersession.
+//! - [`change`]: `update`, a task move, `confirm`.
+//! - [`remove`]: `forget`, `prune`, `supersede`.
+//! - [`import`]: one chunk of an import.
+//! - [`vectors`]: what the embedding worker and `reembed` read and write.
+//!
+//! A session's write runs under the drift guard ([`Guard`]): the rules on
+//! the session's whole view run first inside the write transaction, then
+//! the operation checks each row it changes; the answer is a [`Written`].
+
+pub mod add;
+pub mod change;
+pub mod import;
+pub mod namespace;
+pub mod read;
+pub mod remove;
+pub mod search;
+pub mod vectors;
+
+use memd_proto::DriftNotice;
+
+use super::writer::WriteCtx;
+use super::{Guard, Store, StoreError};
+use crate::session::ident::Author;
+
+/// What a session's write left: the operation's answer, the rows it wrote
+/// (id, rev now) for the session's read set, and the generation after it.
+#[derive(Debug)]
+pub struct Written<T> {
+    /// The operation's answer.
+    pub value: T,
+    /// The rows the write changed or created that still exist, at their
+    /// revs after it.
+    pub rows: Vec<(i64, i64)>,
+    /// The generation after the write (inside its transaction).
+    pub generation: u64,
+}
+
+impl Store {
+    /// Runs a session's write under the drift guard: the rules on the
+    /// whole view first (a refusal writes nothing), then `f`, which checks
+    /// each row it changes ([`WriteCtx::check_row`]).
+    pub(super) async fn guarded<T, F>(&self, guard: Guard, f: F) -> Result<Written<T>, StoreError>
+    where
+        F: FnOnce(&mut WriteCtx<'_>, Option<DriftNotice>) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let author = Author::Session(guard.who.clone());
+        self.writer
+            .call(author, move |ctx| {
+                let notice = ctx.guard(guard)?;
+                let value = f(ctx, notice)?;
+                Ok(Written {
+                    value,
+                    rows: ctx.written_revs()?,
+                    generation: ctx.generation()?,
+                })
+            })
+            .await
+    }
+}

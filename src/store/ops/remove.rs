@@ -1,0 +1,112 @@
+//! Writes that take rows out of the active set: `forget` (a delete),
+//! `supersede` (a link), and `prune` (expired rows, a maintenance write of
+//! the daemon).
+
+use super::Written;
+use crate::gate::View;
+use crate::session::ident::Author;
+use crate::store::{Guard, Store, StoreError, chains, memories};
+
+impl Store {
+    /// Deletes memory `id` (visible in `view`) for a session.
+    ///
+    /// # Errors
+    /// `NotFound`, `Conflict` (an `expect_rev` mismatch), `Drift`.
+    pub async fn forget(
+        &self,
+        guard: Guard,
+        id: i64,
+        expect_rev: Option<i64>,
+        view: View,
+    ) -> Result<Written<()>, StoreError> {
+        self.guarded(guard, move |ctx, _| {
+            let current =
+                memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
+            ctx.check_row(current.id, expect_rev)?;
+            memories::delete(ctx.conn, id)?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Marks memory `old` as superseded by `new` (both visible in `view`,
+    /// superseded and archived rows included).
+    ///
+    /// # Errors
+    /// `NotFound`; `Conflict` when `old` is superseded already, `new` is
+    /// itself superseded, or the link would close a cycle; `Drift`.
+    pub async fn supersede(
+        &self,
+        guard: Guard,
+        old: i64,
+        new: i64,
+        view: View,
+    ) -> Result<Written<()>, StoreError> {
+        if old == new {
+            return Err(StoreError::InvalidInput(
+                "a memory cannot supersede itself".into(),
+            ));
+        }
+        self.guarded(guard, move |ctx, _| {
+            let o =
+                memories::get_visible(ctx.conn, old, &view)?.ok_or(StoreError::NotFound(old))?;
+            let n =
+                memories::get_visible(ctx.conn, new, &view)?.ok_or(StoreError::NotFound(new))?;
+            // Both rows are the request's: the one replaced, and the one it
+            // points to instead.
+            ctx.check_row(old, None)?;
+            ctx.check_row(new, None)?;
+            if let Some(by) = o.superseded_by {
+                return Err(StoreError::Conflict {
+                    message: format!("memory {old} is already superseded by {by}"),
+                    current_rev: Some(o.rev),
+                });
+            }
+            if let Some(by) = n.superseded_by {
+                return Err(StoreError::Conflict {
+                    message: format!(
+                        "memory {new} is itself superseded by {by}; supersede with the active one"
+                    ),
+                    current_rev: Some(n.rev),
+                });
+            }
+            if chains::forward_chain(ctx.conn, new)?.contains(&old) {
+                return Err(StoreError::Conflict {
+                    message: format!(
+                        "memory {old} supersedes {new} already: that would be a cycle"
+                    ),
+                    current_rev: Some(o.rev),
+                });
+            }
+            memories::supersede(ctx.conn, old, new)?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Deletes the expired memories (already invisible to every read) of
+    /// `namespace`, or of every namespace; with `dry_run`, only names them.
+    /// A maintenance write of the daemon: it counts as drift for nobody.
+    /// Returns the ids and the generation after.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn prune(
+        &self,
+        namespace: Option<String>,
+        dry_run: bool,
+    ) -> Result<(Vec<i64>, u64), StoreError> {
+        self.writer
+            .call(Author::Daemon, move |ctx| {
+                let now = crate::clock::now();
+                let ids = memories::expired_ids(ctx.conn, &now, namespace.as_deref())?;
+                if !dry_run {
+                    for id in &ids {
+                        memories::delete(ctx.conn, *id)?;
+                    }
+                }
+                Ok((ids, ctx.generation()?))
+            })
+            .await
+    }
+}

@@ -1,0 +1,117 @@
+//! Searches in one read transaction: every query of a batch sees the same
+//! snapshot, and the reply carries its generation.
+
+use std::sync::{Arc, RwLock};
+
+use memd_proto::{Hit, SearchMode, SearchRequest};
+use time::OffsetDateTime;
+
+use crate::embed::vectors::Index;
+use crate::gate::View;
+use crate::store::readers::{Read, ReadKind};
+use crate::store::search::rank::RankConfig;
+use crate::store::search::vocab::Terms;
+use crate::store::search::{self, semantic::Semantic};
+use crate::store::{Store, StoreError, read_generation};
+
+/// One search of a batch: the request, the query's vector (semantic and
+/// hybrid legs), what the session may see and the page size.
+#[derive(Debug)]
+pub struct SearchJob {
+    /// The request.
+    pub req: SearchRequest,
+    /// The query's unit vector, when it has one.
+    pub vector: Option<Vec<f32>>,
+    /// What the session may see with the request's filters.
+    pub view: View,
+    /// Most hits returned.
+    pub limit: u32,
+}
+
+/// A batch of searches and what ranks them.
+pub struct Searches {
+    /// The searches.
+    pub jobs: Vec<SearchJob>,
+    /// Now (recency, expiry).
+    pub now: OffsetDateTime,
+    /// Ranking settings.
+    pub rank: RankConfig,
+    /// Every current vector.
+    pub index: Arc<RwLock<Index>>,
+    /// The cached vocabulary; used when it is at the read's generation.
+    pub vocab: Option<Arc<Terms>>,
+}
+
+/// What a batch found.
+#[derive(Debug)]
+pub struct Found {
+    /// Each search's hits, and the mode it ran in.
+    pub results: Vec<(Vec<Hit>, SearchMode)>,
+    /// A fuzzy leg could not use the cached vocabulary (it is not at this
+    /// read's generation): the caller asks for a rebuild.
+    pub stale_vocab: bool,
+}
+
+impl Store {
+    /// Runs the searches in one read transaction.
+    ///
+    /// # Errors
+    /// `InvalidInput` for an invalid FTS query; SQLite errors.
+    pub async fn search(&self, s: Searches) -> Result<Read<Found>, StoreError> {
+        let Searches {
+            jobs,
+            now,
+            rank,
+            index,
+            vocab,
+        } = s;
+        // Fuzzy matching may read the vocabulary: from the cache when it is
+        // at this read's generation.
+        let may_fuzzy = jobs.iter().any(|j| {
+            j.req.mode == SearchMode::Fuzzy
+                || (j.req.mode == SearchMode::Auto && j.vector.is_none())
+        });
+        self.readers
+            .read(ReadKind::Client, move |conn| {
+                let vocab = match &vocab {
+                    Some(t) if may_fuzzy && t.generation == read_generation(conn)? => {
+                        Some(t.as_ref())
+                    }
+                    _ => None,
+                };
+                let mut results = Vec::with_capacity(jobs.len());
+                for job in &jobs {
+                    let semantic = job.vector.as_deref().map(|v| Semantic {
+                        vector: v,
+                        index: &index,
+                    });
+                    let mode = match (job.req.mode, &semantic) {
+                        (SearchMode::Auto, Some(_)) => SearchMode::Hybrid,
+                        (m, _) => m,
+                    };
+                    let hits = search::run(
+                        conn,
+                        &search::Query {
+                            text: &job.req.query,
+                            syntax: job.req.syntax,
+                            mode: job.req.mode,
+                            view: &job.view,
+                            limit: job.limit,
+                            offset: job.req.offset,
+                            explain: job.req.explain,
+                            now,
+                            rank: &rank,
+                            semantic,
+                            vocab,
+                        },
+                    )?;
+                    results.push((hits, mode));
+                }
+                Ok(Found {
+                    results,
+                    stale_vocab: may_fuzzy && vocab.is_none(),
+                })
+            })
+            .await
+    }
+}

@@ -1,0 +1,43 @@
+//! The integration tests, one binary (one link instead of one per file):
+//! each module starts the real `memd` binary on temporary data dirs and
+//! talks to it as a user, a client or another tool would. `common` holds
+//! what they share.
+
+mod common;
+
+mod bad_input;
+mod claude_code;
+mod cli;
+mod codex;
+mod concurrency;
+mod config;
+mod crash;
+mod daemon;
+mod drift;
+mod embed;
+mod embed_http;
+#[cfg(feature = "local-embed")]
+mod embed_model;
+mod external;
+mod external_load;
+mod first_run;
+mod fuzz_corpus;
+mod gate;
+mod import_md;
+mod inject;
+mod isolation;
+mod lifecycle;
+mod limits;
+mod mcp;
+mod named_sessions;
+mod peer;
+mod portability;
+mod project_namespace;
+mod search;
+mod service;
+mod sessions;
+mod setup;
+mod storage;
+mod structure;
+mod threads;
+mod wire;

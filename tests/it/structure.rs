@@ -1,0 +1,416 @@
+//! The structure ARCHITECTURE.md states, checked on the source tree:
+//! - the top-level modules of `src/` import only modules of lower layers
+//!   (no cycle, no upward import);
+//! - SQL appears only under `src/store/`;
+//! - every request kind but `hello` has its handler file,
+//!   `src/handler/<kind>.rs`, exposing one function, and nothing else sits
+//!   beside them but `mod.rs` and `support/`.
+//!
+//! A plain reading of the files (comments and string literals told apart),
+//! with no dependency: a failure names the file and what it found.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first, as ARCHITECTURE.md's "Layers" table states
+/// them (the one place they are written): each row `| n | `a`, `b` | … |`.
+/// A module may import modules of lower layers only, never its own layer's
+/// peers or above.
+fn layers() -> Vec<Vec<String>> {
+    let map = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let start = map
+        .find("\n## Layers\n")
+        .expect("ARCHITECTURE.md has a Layers section");
+    let section = &map[start + 1..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |n| n + 3)];
+    let mut out: Vec<Vec<String>> = Vec::new();
+    for line in section.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // `| n | modules | holds |` splits into ["", n, modules, holds, ""].
+        let Some(n) = cells.get(1).and_then(|c| c.parse::<usize>().ok()) else {
+            continue;
+        };
+        assert_eq!(
+            n,
+            out.len(),
+            "ARCHITECTURE.md's layers are numbered 0, 1, 2, … in order"
+        );
+        let modules = cells[2]
+            .split(',')
+            .map(|m| m.trim().trim_matches('`').to_string())
+            .filter(|m| !m.is_empty())
+            .collect();
+        out.push(modules);
+    }
+    assert!(
+        out.len() > 5,
+        "read the layers {out:?} from ARCHITECTURE.md"
+    );
+    out
+}
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The file's code with comments blanked, and its string literals' text.
+fn split(src: &str) -> (String, Vec<String>) {
+    let b = src.as_bytes();
+    let mut code = String::with_capacity(src.len());
+    let mut strings = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let rest = &src[i..];
+        if rest.starts_with("//") {
+            let end = rest.find('\n').map_or(b.len(), |n| i + n);
+            i = end;
+        } else if rest.starts_with("/*") {
+            let end = rest.find("*/").map_or(b.len(), |n| i + n + 2);
+            i = end;
+        } else if rest.starts_with("r#\"") || rest.starts_with("r\"") || rest.starts_with("br\"") {
+            let start = rest.find('"').unwrap();
+            let hashes = rest[..start].matches('#').count();
+            let close = format!("\"{}", "#".repeat(hashes));
+            let body_start = i + start + 1;
+            let end = src[body_start..]
+                .find(&close)
+                .map_or(b.len(), |n| body_start + n);
+            strings.push(src[body_start..end].to_string());
+            code.push_str("\"\"");
+            i = (end + close.len()).min(b.len());
+        } else if b[i] == b'"' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            strings.push(src[i + 1..j.min(b.len())].to_string());
+            code.push_str("\"\"");
+            i = j + 1;
+        } else if b[i] == b'\'' {
+            // A char literal ('"', '\'', '{') or a lifetime ('a).
+            let lit = rest
+                .char_indices()
+                .skip(1)
+                .take(12)
+                .find(|(n, c)| *c == '\'' && !(rest.as_bytes()[n - 1] == b'\\' && *n == 2))
+                .map(|(n, _)| n);
+            match lit {
+                Some(n) if n <= 10 && !rest[1..n].contains(' ') => {
+                    code.push_str("' '");
+                    i += n + 1;
+                }
+                _ => {
+                    code.push('\'');
+                    i += 1;
+                }
+            }
+        } else {
+            let c = rest.chars().next().unwrap();
+            code.push(c);
+            i += c.len_utf8();
+        }
+    }
+    (code, strings)
+}
+
+/// The top-level module a file of `src/` belongs to.
+fn module_of(src_dir: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src_dir).unwrap();
+    let first = rel
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy();
+    first.trim_end_matches(".rs").to_string()
+}
+
+fn layer_of(layers: &[Vec<String>], module: &str) -> Option<usize> {
+    layers.iter().position(|l| l.iter().any(|m| m == module))
+}
+
+/// `crate::x` paths in code, and `use crate::{x, …}` groups.
+fn crate_imports(code: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut at = 0;
+    while let Some(n) = code[at..].find("crate::") {
+        let start = at + n + "crate::".len();
+        at = start;
+        let before = code[..start - "crate::".len()].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue; // `memd_crate::` and the like
+        }
+        let rest = &code[start..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let end = group.find('}').unwrap_or(group.len());
+            for part in group[..end].split(',') {
+                let name: String = part
+                    .trim()
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() {
+                    out.insert(name);
+                }
+            }
+        } else {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn top_level_modules_import_only_lower_layers() {
+    let layers = layers();
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    for f in &files {
+        if f.file_name()
+            .is_some_and(|n| n == "lib.rs" || n == "main.rs")
+        {
+            continue;
+        }
+        let module = module_of(&src, f);
+        let Some(own) = layer_of(&layers, &module) else {
+            problems.push(format!(
+                "{}: module `{module}` is in no layer of ARCHITECTURE.md (add it to its Layers table)",
+                f.display()
+            ));
+            continue;
+        };
+        let (code, _) = split(&std::fs::read_to_string(f).unwrap());
+        for target in crate_imports(&code) {
+            if target == module {
+                continue;
+            }
+            match layer_of(&layers, &target) {
+                Some(l) if l < own => {}
+                Some(l) => problems.push(format!(
+                    "{}: `{module}` (layer {own}) imports `{target}` (layer {l})",
+                    f.strip_prefix(root()).unwrap().display()
+                )),
+                None => {} // a crate-root item, not a module
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Words that start an SQL statement, as memd writes them (upper case).
+const SQL: &[&str] = &[
+    "SELECT ",
+    "INSERT ",
+    "UPDATE ",
+    "DELETE FROM",
+    "CREATE ",
+    "DROP ",
+    "ALTER TABLE",
+    "PRAGMA ",
+    "BEGIN",
+    "COMMIT",
+    "ROLLBACK",
+    "SAVEPOINT ",
+    "VACUUM",
+    "REPLACE INTO",
+    " FROM memories",
+    "memory_meta",
+    "memory_vectors",
+];
+
+/// Whether `word` starts a statement in `s`: at the start or after a space,
+/// a newline, `;` or `(` (so a PEM armor line, `-----BEGIN RSA …`, is not a
+/// transaction).
+fn has_sql_word(s: &str, word: &str) -> bool {
+    s.match_indices(word).any(|(at, _)| {
+        word.starts_with(' ')
+            || s[..at]
+                .chars()
+                .next_back()
+                .is_none_or(|c| c.is_whitespace() || c == ';' || c == '(' || c == '"')
+    })
+}
+
+#[test]
+fn sql_lives_only_in_the_store() {
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    for f in &files {
+        if f.starts_with(src.join("store")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).unwrap();
+        let (code, strings) = split(&text);
+        for s in &strings {
+            if let Some(word) = SQL.iter().find(|w| has_sql_word(s, w)) {
+                problems.push(format!(
+                    "{}: SQL (`{}`) in {:?}",
+                    f.strip_prefix(root()).unwrap().display(),
+                    word.trim(),
+                    s.chars().take(80).collect::<String>()
+                ));
+            }
+        }
+        for (what, found) in connection_leaks(&code) {
+            problems.push(format!(
+                "{}: {what} (`{found}`): only store/ holds a connection; call a named store operation",
+                f.strip_prefix(root()).unwrap().display()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// What lets a connection out of the store, in code outside it: the
+/// SQLite crate, its connection type, a connection field, a closure over a
+/// connection, or a job or read sent to the store's threads directly.
+fn connection_leaks(code: &str) -> Vec<(&'static str, String)> {
+    let word = |w: &str| {
+        code.match_indices(w).any(|(at, _)| {
+            let before = code[..at].chars().next_back();
+            let after = code[at + w.len()..].chars().next();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+    };
+    let mut found = Vec::new();
+    for (what, w) in [
+        ("names the SQLite crate", "rusqlite"),
+        ("names a connection type", "Connection"),
+    ] {
+        if word(w) {
+            found.push((what, w.to_string()));
+        }
+    }
+    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    for (what, pattern) in [
+        ("reads a connection field", ".conn."),
+        ("reads a connection field", ".conn)"),
+        ("reads a connection field", ".conn,"),
+        ("a closure over a connection", "|conn|"),
+        ("a closure over a connection", "|conn:"),
+        ("a closure over a connection", "|conn,"),
+        ("a closure over a connection", "|c:&Connection"),
+        ("sends a job to the writer thread", ".writer.call("),
+        ("sends a read to the readers", ".readers.read("),
+        ("sends a read to the readers", ".readers.with_connection("),
+    ] {
+        if squeezed.contains(pattern) {
+            found.push((what, pattern.to_string()));
+        }
+    }
+    found
+}
+
+/// The request kinds, as `Request::kind` names them.
+fn request_kinds() -> Vec<String> {
+    let messages = std::fs::read_to_string(root().join("proto/src/messages.rs")).unwrap();
+    let start = messages
+        .find("pub fn kind(&self)")
+        .expect("Request::kind in proto");
+    let body = &messages[start..];
+    let end = body.find("\n    }\n").unwrap();
+    body[..end]
+        .lines()
+        .filter(|l| l.trim_start().starts_with("Request::"))
+        .filter_map(|l| l.split('"').nth(1).map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn one_handler_file_per_request() {
+    let kinds = request_kinds();
+    assert!(kinds.len() > 20, "found the kinds: {kinds:?}");
+    let dir = root().join("src/handler");
+    let mut problems = Vec::new();
+    for kind in kinds.iter().filter(|k| *k != "hello") {
+        let file = dir.join(format!("{kind}.rs"));
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            problems.push(format!("no src/handler/{kind}.rs for the `{kind}` request"));
+            continue;
+        };
+        let (code, _) = split(&text);
+        let public: Vec<&str> = code
+            .lines()
+            .filter(|l| l.starts_with("pub"))
+            .map(str::trim)
+            .collect();
+        if public.len() != 1 || !public[0].starts_with("pub(super) async fn handle(") {
+            problems.push(format!(
+                "src/handler/{kind}.rs must expose exactly `pub(super) async fn handle(`, found {public:?}"
+            ));
+        }
+    }
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let stem = name.trim_end_matches(".rs");
+        if name == "mod.rs" || name == "support" {
+            continue;
+        }
+        if !kinds.iter().any(|k| k == stem) {
+            problems.push(format!(
+                "src/handler/{name} is not named after a request (shared helpers go in support/)"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_checks_see_what_they_look_for() {
+    let leaks = |src: &str| {
+        connection_leaks(&split(src).0)
+            .into_iter()
+            .map(|(_, f)| f)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(leaks("use rusqlite::Row;"), ["rusqlite"]);
+    assert_eq!(
+        leaks("fn f(c: &Connection) {}"),
+        ["Connection", "|c:&Connection"][..1]
+    );
+    assert_eq!(leaks("memories::get(ctx.conn, 1)"), [".conn,"]);
+    assert_eq!(
+        leaks("store.readers.read(kind, move |conn| x(conn))"),
+        ["|conn|", ".readers.read("]
+    );
+    assert_eq!(leaks("store.writer\n  .call(author, f)"), [".writer.call("]);
+    // Words that only contain the names are not leaks.
+    assert!(leaks("ErrorKind::ConnectionAborted; let conns = 1; self.connection()").is_empty());
+    assert!(leaks("// rusqlite in a comment\nlet s = \"Connection\";").is_empty());
+
+    let (code, strings) = split(
+        "use crate::{store, drift::x}; // crate::cli\nlet s = \"SELECT 1\"; let c = '\"'; let r = r#\"a \"b\"\"#;",
+    );
+    assert_eq!(
+        crate_imports(&code),
+        BTreeSet::from(["drift".to_string(), "store".to_string()])
+    );
+    assert_eq!(strings, vec!["SELECT 1".to_string(), "a \"b\"".to_string()]);
+}

@@ -500,6 +500,8 @@ pub fn run(
             .map_err(|e| CommandError::Io(format!("cannot write {}: {e}", c.path.display())))?;
         }
         if dry_run {
+            // The whole file as it would be (`--json`); the text output
+            // names the entries instead.
             entry["new"] = json!(c.new);
         }
         done.push(entry);
@@ -520,17 +522,13 @@ pub fn run(
     } else {
         done.iter()
             .map(|d| {
-                let mut line = format!(
+                format!(
                     "{verb}: {}{}",
                     d["file"].as_str().unwrap_or_default(),
                     d["backup"]
                         .as_str()
                         .map_or(String::new(), |b| format!(" (old copy: {b})"))
-                );
-                if let Some(new) = d["new"].as_str() {
-                    line.push_str(&format!("\n--- would be:\n{new}---"));
-                }
-                line
+                )
             })
             .collect::<Vec<_>>()
             .join("\n")
@@ -541,10 +539,18 @@ pub fn run(
             events(host).join(", "),
             server_args(host).join(" "),
         ));
-        if host == Host::ClaudeCode {
-            human.push_str(&format!(
-                "\npermission: {PERMISSION_RULE} (memd's tools run without a prompt)"
-            ));
+        match host {
+            Host::ClaudeCode => human.push_str(&format!(
+                "\npermission: {PERMISSION_RULE} in {} (memd's tools run without a prompt)",
+                hooks_path.display()
+            )),
+            Host::Gemini => human.push_str(
+                "\ntrust: the server's tools run without a confirmation; hooks system on",
+            ),
+            Host::Codex => human.push_str("\nfeature: [features] hooks = true"),
+        }
+        if scope == Scope::Project && host == Host::ClaudeCode {
+            human.push_str("\napproval: memd in enabledMcpjsonServers of ~/.claude/settings.json");
         }
         if scope == Scope::Project && found.is_none() {
             human.push_str(&format!(

@@ -203,6 +203,7 @@ async fn serve(
     if let Err(e) = shared.access.flush(&shared.store).await {
         tracing::warn!(error = %e, "cannot write the last access counts");
     }
+    crate::jobs::sessions::keep_all(&shared);
     shared.session_file.close().await;
     shared.store.close().await;
     if bound.inherited {

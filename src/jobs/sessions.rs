@@ -37,13 +37,26 @@ pub async fn end(shared: &Shared, named: Arc<Named>) {
 
 /// Ends named sessions idle for `[session] idle_ttl`, checked every tenth
 /// of it (at least each second, at most each minute), until the daemon
-/// stops.
+/// stops; on the same beat, keeps what changed in sessions whose
+/// connections stay open (an MCP server's reads).
 pub async fn run(shared: Arc<Shared>) {
     loop {
         let ttl = shared.config().session.idle_ttl();
         let every = (ttl / 10).clamp(Duration::from_secs(1), Duration::from_secs(60));
         tokio::time::sleep(every).await;
         expire(&shared, ttl).await;
+        keep_all(&shared);
+    }
+}
+
+/// Sends what changed in every named session to be kept (without waiting
+/// for the disk).
+pub fn keep_all(shared: &Shared) {
+    for named in shared.named.all() {
+        if let Some((_, keeping)) = named.take_changes() {
+            shared.session_file.put(Record::of(&named));
+            drop(keeping);
+        }
     }
 }
 
@@ -71,9 +84,15 @@ pub async fn keep(shared: &Shared, named: &Named) {
     }
 }
 
-/// After each request of a session: a named session's changes are kept.
+/// After each request of a session: a named session whose block was built
+/// or dropped is kept, on disk before the reply. Its other changes (seen
+/// generation, read set) wait for the connection to close, the periodic
+/// beat of [`run`] or the daemon's stop: lost in a crash, they leave the
+/// session's view older, so the drift guard errs on the safe side.
 pub async fn after_request(shared: &Shared, session: &Session) {
-    if let Some(named) = &session.named {
+    if let Some(named) = &session.named
+        && named.block_changed()
+    {
         keep(shared, named).await;
     }
 }

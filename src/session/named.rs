@@ -122,6 +122,11 @@ impl Named {
         }
     }
 
+    /// Whether its block was built or dropped since it was last kept.
+    pub fn block_changed(&self) -> bool {
+        self.changes.load(Ordering::Acquire) & changed::BLOCK != 0
+    }
+
     fn keeping(&self) -> std::sync::MutexGuard<'_, ()> {
         self.keeping
             .lock()

@@ -122,6 +122,7 @@ pub(crate) mod testing {
             &paths.db(),
             &config.storage,
             std::time::Duration::from_millis(config.drift.poll_ms),
+            None,
         )
         .expect("open a store in a temporary directory");
         Shared::new(store, config, paths, false)

@@ -11,6 +11,7 @@ use super::{StoreError, WriteCtx};
 use crate::gate;
 
 /// One entry of an export or a drift backup, checked.
+#[derive(Debug, Clone)]
 pub struct Entry {
     source_id: Option<i64>,
     uid: String,

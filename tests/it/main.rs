@@ -36,5 +36,6 @@ mod sessions;
 mod setup;
 mod storage;
 mod structure;
+mod team;
 mod threads;
 mod wire;

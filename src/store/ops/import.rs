@@ -24,7 +24,7 @@ impl Store {
         replace: bool,
     ) -> Result<Written<ImportCounts>, StoreError> {
         self.guarded(guard, move |ctx, _| {
-            import::chunk(ctx, batch, &links, replace)
+            import::chunk(ctx, batch.clone(), &links, replace)
         })
         .await
     }

@@ -183,12 +183,6 @@ fn requests() -> Vec<(&'static str, Request)> {
                 name: "claude-code:4f1c".into(),
             }),
         ),
-        (
-            "req_team_push",
-            Request::TeamPush(TeamPushRequest {
-                namespace: "github.com/acme/api".into(),
-            }),
-        ),
         ("req_inject", Request::Inject(InjectRequest {})),
         ("req_compacted", Request::Compacted(CompactedRequest {})),
         ("req_refresh", Request::Refresh(RefreshRequest {})),
@@ -234,6 +228,12 @@ fn requests() -> Vec<(&'static str, Request)> {
         (
             "req_import",
             Request::Import(ImportRequest { replace: true }),
+        ),
+        (
+            "req_team_push",
+            Request::TeamPush(TeamPushRequest {
+                namespace: "github.com/acme/api".into(),
+            }),
         ),
     ]
 }

@@ -116,3 +116,320 @@ fn a_shared_namespace_reaches_every_machine_and_psql_edits_reach_them_too() {
     assert_eq!(status["team"]["connected"], true, "{status}");
     assert_eq!(status["team"]["machine"], "c");
 }
+
+/// A machine with its own namespace patterns.
+fn machine_sharing(pg: &Pg, name: &str, patterns: &[&str]) -> Daemon {
+    let list: Vec<String> = patterns.iter().map(|p| format!("\"{p}\"")).collect();
+    Daemon::with_config(&format!(
+        "[team]\nurl = \"{}\"\nnamespaces = [{}]\nmachine = \"{name}\"\ntimeout_ms = 2000\n",
+        pg.url(),
+        list.join(", ")
+    ))
+}
+
+fn started(pg: &Pg) -> Daemon {
+    let bootstrap = Daemon::prepare(tempfile::tempdir().unwrap());
+    init(pg, &bootstrap);
+    bootstrap
+}
+
+fn rev_of(d: &Daemon, ns: &str, id: i64) -> i64 {
+    let (v, code) = d.json(&["--namespace", ns, "get", &id.to_string()]);
+    assert_eq!(code, 0, "{v}");
+    v["memory"]["rev"].as_i64().unwrap()
+}
+
+fn id_of(d: &Daemon, ns: &str, text: &str) -> Option<i64> {
+    let (v, _) = d.json(&["--namespace", ns, "list", "--limit", "1000"]);
+    v["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["content"] == text)
+        .and_then(|m| m["id"].as_i64())
+}
+
+#[test]
+fn a_row_another_machine_changed_is_not_overwritten_blind() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    let id_a = add(&a, "team-web", "the build uses make");
+    Pg::wait_for(Duration::from_secs(10), "the row on b", || {
+        id_of(&b, "team-web", "the build uses make").is_some()
+    });
+    let id_b = id_of(&b, "team-web", "the build uses make").unwrap();
+    // b's named session reads the row.
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "get",
+        &id_b.to_string(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    // a changes it.
+    let (v, code) = a.json(&[
+        "--namespace",
+        "team-web",
+        "update",
+        &id_a.to_string(),
+        "--content",
+        "the build uses ninja",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    // b's session writes over the version it read: refused, whether b has
+    // pulled a's change yet or not, naming a's machine.
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "update",
+        &id_b.to_string(),
+        "--content",
+        "the build uses bazel",
+    ]);
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(v["code"], "drift");
+    assert_eq!(v["rule"], "row", "{v}");
+    assert_eq!(v["changed_by"]["machine"], "a", "{v}");
+    assert_eq!(v["current"]["content"], "the build uses ninja");
+    // Refused again without a read; after one, it passes and reaches a.
+    let (_, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "update",
+        &id_b.to_string(),
+        "--content",
+        "the build uses bazel",
+    ]);
+    assert_eq!(code, 3);
+    b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "get",
+        &id_b.to_string(),
+    ]);
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "update",
+        &id_b.to_string(),
+        "--content",
+        "the build uses bazel",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["memory"]["rev"], 3);
+    wait_contents(&a, "team-web", &["the build uses bazel"]);
+    assert_eq!(rev_of(&a, "team-web", id_a), 3, "the same rev everywhere");
+    // A psql change is `external`.
+    pg.psql("UPDATE memd.memories SET content = 'the build uses cmake'");
+    wait_contents(&b, "team-web", &["the build uses cmake"]);
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "update",
+        &id_b.to_string(),
+        "--content",
+        "the build uses xmake",
+    ]);
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(v["changed_by"]["kind"], "external", "{v}");
+}
+
+#[test]
+fn two_machines_adding_the_same_memory_at_once_get_one_row() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    let try_add = |d: &Daemon, text: &str| {
+        let (v, code) = d.json(&["--namespace", "team-ops", "add", text]);
+        // The add merged into a row the other machine's add created after
+        // this one-shot session began is a change of that row: the row
+        // rule may refuse it (exit 3), never anything else.
+        assert!(code == 0 || (code == 3 && v["rule"] == "row"), "{v}");
+        code == 0
+    };
+    for round in 0..5 {
+        let text = format!("the on-call rotation changes every monday, round {round}");
+        let (ok_a, ok_b) = std::thread::scope(|s| {
+            let ja = s.spawn(|| try_add(&a, &text));
+            let jb = s.spawn(|| try_add(&b, &text));
+            (ja.join().unwrap(), jb.join().unwrap())
+        });
+        let acknowledged = u64::from(ok_a) + u64::from(ok_b);
+        assert!(acknowledged >= 1);
+        let n = pg.psql(&format!(
+            "SELECT count(*) || ' ' || max(observation_count) FROM memd.memories WHERE content = '{text}'"
+        ));
+        assert_eq!(
+            n,
+            format!("1 {acknowledged}"),
+            "round {round}: one row, counted once per acknowledged add"
+        );
+    }
+    Pg::wait_for(Duration::from_secs(10), "both machines alike", || {
+        contents(&a, "team-ops") == contents(&b, "team-ops") && contents(&a, "team-ops").len() == 5
+    });
+}
+
+#[test]
+fn postgresql_down_refuses_shared_writes_and_serves_the_rest() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine(&pg, "a");
+    add(&a, "team-web", "written while the server was up");
+    pg.stop("fast");
+    let (v, code) = a.json(&["--namespace", "team-web", "add", "written while it is down"]);
+    assert_eq!(code, 5, "{v}");
+    assert_eq!(v["code"], "team_unavailable");
+    assert!(
+        v["error"].as_str().unwrap().contains("nothing was written"),
+        "{v}"
+    );
+    // Reads and local namespaces go on.
+    assert_eq!(
+        contents(&a, "team-web"),
+        ["written while the server was up"]
+    );
+    add(&a, "local", "a local note");
+    let status = a.status();
+    assert_eq!(status["team"]["connected"], false, "{status}");
+    pg.start_server();
+    Pg::wait_for(
+        Duration::from_secs(15),
+        "a shared write to pass again",
+        || {
+            a.json(&[
+                "--namespace",
+                "team-web",
+                "add",
+                "written after it came back",
+            ])
+            .1 == 0
+        },
+    );
+    let b = machine(&pg, "b");
+    wait_contents(
+        &b,
+        "team-web",
+        &[
+            "written after it came back",
+            "written while the server was up",
+        ],
+    );
+}
+
+#[test]
+fn a_namespace_with_local_memories_is_pushed_once_and_sweeps_leave_shared_rows_alone() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    // Machine a used memd alone before: its namespace holds memories.
+    let mut a = Daemon::start();
+    add(&a, "team-old", "first local fact about the api");
+    add(&a, "team-old", "second local fact about the api");
+    a.terminate();
+    let config = a.dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"a\"\n",
+            pg.url()
+        ),
+    )
+    .unwrap();
+    a.extra = vec!["--config".into(), config.display().to_string()];
+    a.spawn();
+    let (v, code) = a.json(&["--namespace", "team-old", "add", "a third fact"]);
+    assert_eq!(v["code"], "team_unpushed", "{v}");
+    assert_ne!(code, 0);
+    let (v, code) = a.json(&["--namespace", "team-old", "team", "push", "team-old"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["pushed"].as_u64(), v["already"].as_u64()),
+        (Some(2), Some(0))
+    );
+    let (v, _) = a.json(&["--namespace", "team-old", "team", "push", "team-old"]);
+    assert_eq!(
+        v["pushed"].as_u64(),
+        Some(0),
+        "a second push uploads nothing: {v}"
+    );
+    add(&a, "team-old", "a third fact");
+    let b = machine(&pg, "b");
+    wait_contents(
+        &b,
+        "team-old",
+        &[
+            "a third fact",
+            "first local fact about the api",
+            "second local fact about the api",
+        ],
+    );
+    // A sweep on b leaves the shared rows alone, even the ones it would
+    // move; an expired shared row is hidden, and `prune` deletes it
+    // through PostgreSQL for everyone.
+    let (v, code) = a.json(&[
+        "--namespace",
+        "team-old",
+        "add",
+        "expires soon",
+        "--expires",
+        "1s",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    std::thread::sleep(Duration::from_millis(1_500));
+    let (v, code) = b.json(&["sweep"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE NOT deleted"),
+        "4",
+        "a sweep deleted nothing in PostgreSQL"
+    );
+    let (v, code) = b.json(&["--namespace", "team-old", "prune"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["count"], 1, "{v}");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE deleted"),
+        "1",
+        "prune deleted it through PostgreSQL"
+    );
+}
+
+#[test]
+fn a_namespace_that_starts_to_match_is_backfilled() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine_sharing(&pg, "a", &["team-*", "shared-*"]);
+    add(&a, "shared-docs", "the docs site builds with mdbook");
+    let mut b = machine_sharing(&pg, "b", &["team-*"]);
+    assert!(contents(&b, "shared-docs").is_empty());
+    b.terminate();
+    let config = b.dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\", \"shared-*\"]\nmachine = \"b\"\n",
+            pg.url()
+        ),
+    )
+    .unwrap();
+    b.spawn();
+    // Backfilled before it served.
+    assert_eq!(
+        contents(&b, "shared-docs"),
+        ["the docs site builds with mdbook"]
+    );
+}

@@ -215,6 +215,11 @@ impl Store {
     /// Applies rows PostgreSQL holds (newer than this machine's copy), as
     /// a pull would, without moving the pull's mark.
     async fn apply_team_rows_only(&self, rows: Vec<team::row::TeamRow>) -> Result<(), StoreError> {
+        let own = self
+            .team
+            .as_ref()
+            .map(|t| t.machine().to_string())
+            .unwrap_or_default();
         self.writer
             .call(Author::Team, move |ctx| {
                 for row in &rows {
@@ -222,7 +227,7 @@ impl Store {
                     if outcome.edited()
                         && let Some(id) = outcome.id()
                     {
-                        team::apply::record_author(ctx.conn, id, &row.author)?;
+                        team::apply::record_author(ctx.conn, id, &row.author, &own)?;
                     }
                 }
                 for row in &rows {

@@ -347,13 +347,19 @@ pub fn link(conn: &Connection, row: &TeamRow) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Records who made the change of row `id` at generation `g` as
-/// PostgreSQL names them: another machine's session, or a writer there
-/// that is not memd.
+/// Records who made the change of row `id` (at the generation it last
+/// changed here) as PostgreSQL names them: a session of this machine
+/// (`own` is its name) or of another, or a writer there that is not memd.
 ///
 /// # Errors
 /// SQLite errors.
-pub fn record_author(conn: &Connection, id: i64, author: &RemoteAuthor) -> Result<(), StoreError> {
+pub fn record_author(
+    conn: &Connection,
+    id: i64,
+    author: &RemoteAuthor,
+    own: &str,
+) -> Result<(), StoreError> {
+    let machine = author.machine.as_deref().filter(|m| *m != own);
     conn.prepare_cached(
         "INSERT OR REPLACE INTO memory_authors (memory_id, generation, session, agent, machine, \
          external) SELECT id, changed_generation, ?2, ?3, ?4, ?5 FROM memories WHERE id = ?1",
@@ -362,7 +368,7 @@ pub fn record_author(conn: &Connection, id: i64, author: &RemoteAuthor) -> Resul
         id,
         author.session.clone().unwrap_or_default(),
         author.agent.clone().unwrap_or_default(),
-        author.machine,
+        machine,
         author.is_external(),
     ])?;
     Ok(())

@@ -202,6 +202,11 @@ impl Store {
         mark: Mark,
         force: bool,
     ) -> Result<Applied, StoreError> {
+        let own = self
+            .team
+            .as_ref()
+            .map(|t| t.machine().to_string())
+            .unwrap_or_default();
         self.writer
             .call(Author::Team, move |ctx| {
                 let mut applied = Applied::default();
@@ -215,7 +220,7 @@ impl Store {
                     if outcome.edited()
                         && let Some(id) = outcome.id()
                     {
-                        apply::record_author(ctx.conn, id, &row.author)?;
+                        apply::record_author(ctx.conn, id, &row.author, &own)?;
                     }
                 }
                 for row in &rows {

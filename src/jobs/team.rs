@@ -79,6 +79,15 @@ async fn follow(shared: &Shared, team: &Team) -> Result<(), Failure> {
     tracing::info!(url = %team.target().display(), "team memory: following the team's PostgreSQL");
     let mut notices = link.notices.take().expect("a listening link");
     loop {
+        // PostgreSQL must still hold what was applied (a restored dump, a
+        // failover that lost commits): checked at every pull.
+        let mark = shared.store.team_mark().await?;
+        if !team
+            .bounded(pull::history_holds(&link.client, &mark))
+            .await?
+        {
+            resync(shared, team, &link, &mark).await?;
+        }
         pull_all(shared, team, &link).await?;
         tokio::select! {
             n = notices.recv() => {

@@ -37,5 +37,6 @@ mod setup;
 mod storage;
 mod structure;
 mod team;
+mod team_load;
 mod threads;
 mod wire;

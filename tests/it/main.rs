@@ -37,6 +37,7 @@ mod setup;
 mod storage;
 mod structure;
 mod team;
+mod team_faults;
 mod team_load;
 mod threads;
 mod wire;

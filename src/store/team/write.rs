@@ -83,6 +83,10 @@ impl Team {
         );
         let limit = self.config().timeout();
         let target = self.target().display();
+        // Set once the COMMIT is sent: a failure before it rolled the
+        // transaction back (nothing written, for sure); after it, the
+        // outcome is unknown until the operation id says.
+        let commit_sent = std::sync::atomic::AtomicBool::new(false);
         let attempt = self
             .with_writer(async |link| {
                 let mut tries = 0;
@@ -90,7 +94,13 @@ impl Team {
                     tries += 1;
                     let run = tokio::time::timeout(
                         limit,
-                        transaction(&mut link.client, plan, &author, self.machine()),
+                        transaction(
+                            &mut link.client,
+                            plan,
+                            &author,
+                            self.machine(),
+                            &commit_sent,
+                        ),
                     )
                     .await;
                     return match run {
@@ -115,9 +125,12 @@ impl Team {
             Ok(Ok(Step::Done(c))) => Ok(c),
             Ok(Ok(Step::Moved(rows))) => Err(Refusal::Moved(rows)),
             Ok(Err(r)) => Err(r),
+            Err(e) if !commit_sent.load(std::sync::atomic::Ordering::Acquire) => {
+                Err(Refusal::Unavailable(e))
+            }
             Err(e) => {
-                // The connection failed somewhere in the transaction: maybe
-                // after PostgreSQL committed. The operation id says.
+                // The connection failed after the COMMIT was sent: maybe
+                // PostgreSQL committed. The operation id says.
                 match self.resolve(&plan.op_id).await {
                     Ok(Some(c)) => Ok(c),
                     Ok(None) => Err(Refusal::Unavailable(e)),
@@ -190,6 +203,7 @@ async fn transaction(
     plan: &Plan,
     author: &str,
     machine: &str,
+    commit_sent: &std::sync::atomic::AtomicBool,
 ) -> Result<Step, Wrapped> {
     let tx = client.transaction().await?;
     tx.execute("SELECT set_config('memd.author', $1, true)", &[&author])
@@ -271,6 +285,7 @@ async fn transaction(
         .await?
         .get(0);
     crate::store::team::fault("before-team-commit");
+    commit_sent.store(true, std::sync::atomic::Ordering::Release);
     tx.commit().await?;
     crate::store::team::fault("after-team-commit");
     Ok(Step::Done(Committed { seq, rows: out }))

@@ -107,6 +107,43 @@ impl Pg {
             .unwrap()
     }
 
+    /// The server's processes: the postmaster and every backend it forked.
+    fn processes(&self) -> Vec<u32> {
+        let root = self.pid();
+        let mut out = vec![root];
+        if let Ok(dir) = std::fs::read_dir("/proc") {
+            for e in dir.flatten() {
+                let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                // pid (comm) state ppid …: the comm may hold spaces.
+                let ppid = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                    .and_then(|p| p.parse::<u32>().ok());
+                if ppid == Some(root) {
+                    out.push(pid);
+                }
+            }
+        }
+        out
+    }
+
+    /// Freezes the server and all its backends (SIGSTOP): a partition.
+    pub fn freeze(&self) {
+        for pid in self.processes() {
+            send(pid, "STOP");
+        }
+    }
+
+    /// Thaws it (SIGCONT).
+    pub fn thaw(&self) {
+        for pid in self.processes() {
+            send(pid, "CONT");
+        }
+    }
+
     /// A key=value URL memd takes (no password: trust on the socket).
     pub fn url(&self) -> String {
         format!(
@@ -288,6 +325,9 @@ impl Pg {
 
 impl Drop for Pg {
     fn drop(&mut self) {
+        if self.data().join("postmaster.pid").exists() {
+            self.thaw();
+        }
         let _ = self.run(
             "pg_ctl",
             &[
@@ -309,4 +349,12 @@ fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// Sends a signal; a process that exited meanwhile is no error.
+fn send(pid: u32, name: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .output();
 }

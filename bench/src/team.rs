@@ -80,13 +80,19 @@ impl Pg {
             );
         }
         let data = pg.dir.join("data").display().to_string();
-        pg.run("initdb", &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"])?;
+        pg.run(
+            "initdb",
+            &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"],
+        )?;
         let opts = format!(
             "-k {} -p 5432 -c listen_addresses='' -c max_connections=100",
             pg.dir.display()
         );
         let log = pg.dir.join("server.log").display().to_string();
-        pg.run("pg_ctl", &["-D", &data, "-o", &opts, "-l", &log, "-w", "start"])?;
+        pg.run(
+            "pg_ctl",
+            &["-D", &data, "-o", &opts, "-l", &log, "-w", "start"],
+        )?;
         Ok(pg)
     }
 
@@ -243,8 +249,8 @@ pub fn run(args: TeamArgs) -> anyhow::Result<()> {
 async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
     let pg = Pg::start()?;
     {
-        let target = memd::store::team::config::Target::parse(&pg.url())
-            .map_err(|e| anyhow::anyhow!(e))?;
+        let target =
+            memd::store::team::config::Target::parse(&pg.url()).map_err(|e| anyhow::anyhow!(e))?;
         let mut link =
             memd::store::team::pg::connect(&target, Duration::from_secs(5), false).await?;
         memd::store::team::schema::init(&mut link.client).await?;
@@ -261,15 +267,23 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
     let wall = Instant::now();
     for i in 0..n {
         let t = Instant::now();
-        local.add(add(format!("local note {i} of the bench run"))).await?;
+        local
+            .add(add(format!("local note {i} of the bench run")))
+            .await?;
         s_local.push(t.elapsed());
         let t = Instant::now();
-        shared.add(add(format!("shared note {i} of the bench run"))).await?;
+        shared
+            .add(add(format!("shared note {i} of the bench run")))
+            .await?;
         s_shared.push(t.elapsed());
     }
     let wall = wall.elapsed();
     let local_add = summarize(&mut s_local, wall);
-    rows.push(Row::of("add, local namespace", "machine a, interleaved", &local_add));
+    rows.push(Row::of(
+        "add, local namespace",
+        "machine a, interleaved",
+        &local_add,
+    ));
     rows.push(Row::of(
         "add, shared namespace",
         "machine a, written through PostgreSQL",
@@ -294,7 +308,10 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
             if page.memories.first().is_some_and(|m| m.content == text) {
                 break;
             }
-            ensure!(t.elapsed() < Duration::from_secs(10), "note {i} never reached b");
+            ensure!(
+                t.elapsed() < Duration::from_secs(10),
+                "note {i} never reached b"
+            );
             tokio::time::sleep(Duration::from_micros(200)).await;
         }
         samples.push(t.elapsed());
@@ -326,7 +343,11 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
                     "('team-pull', {}, {}, ARRAY[{}], 'import')",
                     sql_text(&it.content),
                     sql_text(it.category),
-                    it.tags.iter().map(|t| sql_text(t)).collect::<Vec<_>>().join(",")
+                    it.tags
+                        .iter()
+                        .map(|t| sql_text(t))
+                        .collect::<Vec<_>>()
+                        .join(",")
                 )?;
             }
             writeln!(f, ";")?;
@@ -400,7 +421,9 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
     let wall = Instant::now();
     for i in 0..n {
         let t = Instant::now();
-        local.add(add(format!("local note {i} during the partition"))).await?;
+        local
+            .add(add(format!("local note {i} during the partition")))
+            .await?;
         samples.push(t.elapsed());
     }
     rows.push(Row::of(
@@ -412,7 +435,9 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
     let wall = Instant::now();
     for i in 0..5 {
         let t = Instant::now();
-        let r = shared.add(add(format!("shared note {i} during the partition"))).await;
+        let r = shared
+            .add(add(format!("shared note {i} during the partition")))
+            .await;
         ensure!(r.is_err(), "a shared add passed during the partition");
         samples.push(t.elapsed());
     }

@@ -433,3 +433,113 @@ fn a_namespace_that_starts_to_match_is_backfilled() {
         ["the docs site builds with mdbook"]
     );
 }
+
+#[test]
+fn an_import_into_a_shared_namespace_writes_through_and_a_deleted_uid_comes_back_only_with_replace()
+{
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    add(&a, "team-web", "exported and then deleted");
+    let out = a.dir.path().join("export.json");
+    let (v, code) = a.json(&[
+        "--namespace",
+        "team-web",
+        "export",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let id = id_of(&a, "team-web", "exported and then deleted").unwrap();
+    let (v, code) = a.json(&["--namespace", "team-web", "forget", &id.to_string()]);
+    assert_eq!(code, 0, "{v}");
+    wait_contents(&b, "team-web", &[]);
+    // A plain import leaves the team's delete standing.
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "import",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert!(contents(&b, "team-web").is_empty(), "{v}");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE NOT deleted"),
+        "0"
+    );
+    // With --replace it comes back, everywhere.
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "import",
+        "--replace",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    for d in [&a, &b] {
+        wait_contents(d, "team-web", &["exported and then deleted"]);
+    }
+}
+
+#[test]
+fn a_push_of_ten_thousand_memories_is_idempotent() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let mut a = Daemon::start();
+    let entries: Vec<Value> = (0..10_000)
+        .map(|i| {
+            serde_json::json!({
+                "uid": format!("{i:032x}"),
+                "namespace": "team-big",
+                "content": format!("memory number {i} of the big namespace"),
+            })
+        })
+        .collect();
+    let doc = a.dir.path().join("big.json");
+    std::fs::write(&doc, serde_json::json!({ "entries": entries }).to_string()).unwrap();
+    let (v, code) = a.json(&["import", &doc.display().to_string()]);
+    assert_eq!((code, v["inserted"].as_u64()), (0, Some(10_000)), "{v}");
+    a.terminate();
+    let config = a.dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"a\"\n",
+            pg.url()
+        ),
+    )
+    .unwrap();
+    a.extra = vec!["--config".into(), config.display().to_string()];
+    a.spawn();
+    let (v, code) = a.json(&["team", "push", "team-big"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["pushed"].as_u64(), v["already"].as_u64()),
+        (Some(10_000), Some(0)),
+        "{v}"
+    );
+    let (v, code) = a.json(&["team", "push", "team-big"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["pushed"].as_u64(), v["already"].as_u64()),
+        (Some(0), Some(0)),
+        "{v}"
+    );
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE namespace = 'team-big'"),
+        "10000"
+    );
+    let b = machine(&pg, "b");
+    let n = crate::common::sqlite3(
+        &b.db(),
+        "SELECT count(*) FROM memories WHERE namespace = 'team-big'",
+    );
+    assert_eq!(
+        n.trim(),
+        "10000",
+        "a new machine pulled them before it served"
+    );
+    // The namespace is clean now: writes pass.
+    add(&a, "team-big", "one more after the push");
+}

@@ -378,5 +378,6 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Option<team::write::
         agent,
         session,
         changes,
+        resurrect: ctx.resurrects(),
     }))
 }

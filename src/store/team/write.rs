@@ -36,6 +36,9 @@ pub struct Plan {
     pub session: String,
     /// The rows, in the order the job changed them.
     pub changes: Vec<Change>,
+    /// A row the job created whose uid PostgreSQL holds as a tombstone comes
+    /// back (`import --replace`); otherwise PostgreSQL's row stands.
+    pub resurrect: bool,
 }
 
 /// Why a write-through did not commit.
@@ -216,9 +219,29 @@ async fn transaction(
     let select = format!("SELECT {COLUMNS} FROM memd.memories WHERE uid = $1 FOR UPDATE");
     for change in &plan.changes {
         let Some(before) = &change.before else {
-            // A row the job created.
+            // A row the job created; its uid may be PostgreSQL's already (an
+            // import of a row this machine has not pulled, or deleted).
             let Some(after) = &change.after else { continue };
-            let row = insert(&tx, after).await?;
+            let held = tx.query_opt(&select, &[&after.uid]).await?;
+            let row = match held {
+                None => insert(&tx, after).await?,
+                Some(r) => {
+                    let held = TeamRow::from_pg(&r)?;
+                    if held.deleted && plan.resurrect {
+                        let base = Before {
+                            uid: held.uid.clone(),
+                            namespace: held.namespace.clone(),
+                            team_rev: Some(held.rev),
+                            rev: held.rev,
+                            observation_count: held.observation_count,
+                            confirmed_count: held.confirmed_count,
+                        };
+                        update(&tx, &base, after).await?
+                    } else {
+                        held
+                    }
+                }
+            };
             out.push((Some(change.id), row));
             continue;
         };

@@ -39,5 +39,6 @@ mod structure;
 mod team;
 mod team_faults;
 mod team_load;
+mod team_tls;
 mod threads;
 mod wire;

@@ -13,6 +13,8 @@ pub struct Pg {
     /// Holds the cluster and the socket directory.
     pub dir: PathBuf,
     port: u16,
+    /// Also listening on 127.0.0.1 (TLS only, passwords): its port.
+    pub tcp: Option<u16>,
 }
 
 /// The directory of the server's programs (`initdb`, `pg_ctl`, `psql`).
@@ -42,6 +44,17 @@ impl Pg {
     /// Starts a new server, or `None` (the test is skipped, or fails under
     /// `MEMD_REQUIRE_TOOLS=1`) when PostgreSQL is not installed.
     pub fn start() -> Option<Pg> {
+        Self::start_with(None)
+    }
+
+    /// Starts a server that also listens on 127.0.0.1 with TLS only
+    /// (`hostssl`, passwords by SCRAM): `tls` holds `server.crt` and
+    /// `server.key`. Role `memd` (superuser) has the password `sekret`.
+    pub fn start_tls(tls: &Path) -> Option<Pg> {
+        Self::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<&Path>) -> Option<Pg> {
         let bin = bin_dir();
         if !super::require(
             bin.is_some(),
@@ -54,9 +67,17 @@ impl Pg {
         let dir = std::env::temp_dir().join(format!("memd-pg-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        let tcp = tls.map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        });
         let pg = Pg {
             dir,
             port: 5432 + n % 1000,
+            tcp,
         };
         if is_root() {
             let ok = Command::new("chown")
@@ -82,7 +103,48 @@ impl Pg {
             ],
         );
         assert!(out.status.success(), "initdb failed: {}", text(&out));
+        if let Some(tls) = tls {
+            let data = pg.data();
+            for f in ["server.crt", "server.key"] {
+                std::fs::copy(tls.join(f), data.join(f)).unwrap();
+            }
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                data.join("server.key"),
+                std::fs::Permissions::from_mode(0o600),
+            )
+            .unwrap();
+            let hba = std::fs::read_to_string(data.join("pg_hba.conf")).unwrap();
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                format!(
+                    "hostssl all all 127.0.0.1/32 scram-sha-256\n\
+                     host all all 127.0.0.1/32 reject\n{hba}"
+                ),
+            )
+            .unwrap();
+            let mut conf = std::fs::OpenOptions::new()
+                .append(true)
+                .open(data.join("postgresql.conf"))
+                .unwrap();
+            use std::io::Write;
+            writeln!(
+                conf,
+                "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n\
+                 password_encryption = 'scram-sha-256'"
+            )
+            .unwrap();
+            if is_root() {
+                let _ = Command::new("chown")
+                    .args(["-R", "postgres:postgres"])
+                    .arg(&data)
+                    .status();
+            }
+        }
         pg.start_server();
+        if tls.is_some() {
+            pg.psql("CREATE ROLE memd LOGIN SUPERUSER PASSWORD 'sekret'");
+        }
         Some(pg)
     }
 
@@ -149,8 +211,13 @@ impl Pg {
         format!(
             "host={} port={} user=postgres dbname=postgres sslmode=disable",
             self.dir.display(),
-            self.port
+            self.sock_port()
         )
+    }
+
+    /// The port the Unix socket is named after.
+    fn sock_port(&self) -> u16 {
+        self.tcp.unwrap_or(self.port)
     }
 
     fn run(&self, program: &str, args: &[&str]) -> Output {
@@ -167,14 +234,15 @@ impl Pg {
 
     /// Starts the server (again) and waits until it accepts connections.
     pub fn start_server(&self) {
+        let listen = if self.tcp.is_some() { "127.0.0.1" } else { "" };
+        let port = self.tcp.unwrap_or(self.port);
         let options = format!(
             // A crash of the server (`-m immediate`) keeps what it
             // acknowledged (synchronous commits); the machine itself does not
             // crash, so its page cache needs no fsync.
-            "-k {} -p {} -c listen_addresses='' -c fsync=off -c full_page_writes=off \
-             -c max_connections=200",
+            "-k {} -p {port} -c listen_addresses='{listen}' -c fsync=off \
+             -c full_page_writes=off -c max_connections=200",
             self.dir.display(),
-            self.port
         );
         let log = self.dir.join("server.log").display().to_string();
         let out = self.run(
@@ -223,7 +291,7 @@ impl Pg {
                 "-h",
                 &self.dir.display().to_string(),
                 "-p",
-                &self.port.to_string(),
+                &self.sock_port().to_string(),
                 "-U",
                 "postgres",
                 "-d",
@@ -250,7 +318,7 @@ impl Pg {
                 "-h",
                 &self.dir.display().to_string(),
                 "-p",
-                &self.port.to_string(),
+                &self.sock_port().to_string(),
                 "-U",
                 "postgres",
                 "-d",
@@ -275,7 +343,7 @@ impl Pg {
                 "-h",
                 &self.dir.display().to_string(),
                 "-p",
-                &self.port.to_string(),
+                &self.sock_port().to_string(),
                 "-U",
                 "postgres",
                 "-n",
@@ -297,7 +365,7 @@ impl Pg {
                 "-h",
                 &self.dir.display().to_string(),
                 "-p",
-                &self.port.to_string(),
+                &self.sock_port().to_string(),
                 "-U",
                 "postgres",
                 "-d",

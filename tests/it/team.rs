@@ -543,3 +543,79 @@ fn a_push_of_ten_thousand_memories_is_idempotent() {
     // The namespace is clean now: writes pass.
     add(&a, "team-big", "one more after the push");
 }
+
+#[test]
+fn another_tools_edits_of_shared_rows_here_are_written_through_as_external() {
+    if !crate::common::tool("sqlite3", "edits a machine's database by hand") {
+        return;
+    }
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let mut a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    add(&a, "team-web", "edited by hand later");
+    add(&a, "team-web", "deleted by hand later");
+    add(&a, "team-web", "edited on two machines");
+    wait_contents(
+        &b,
+        "team-web",
+        &[
+            "deleted by hand later",
+            "edited by hand later",
+            "edited on two machines",
+        ],
+    );
+    // While the daemon runs: the shell's UPDATE and DELETE reach PostgreSQL
+    // (as external) and the other machine.
+    crate::common::sqlite3(
+        &a.db(),
+        "UPDATE memories SET content = 'edited by hand' WHERE content = 'edited by hand later'; \
+         DELETE FROM memories WHERE content = 'deleted by hand later';",
+    );
+    wait_contents(
+        &b,
+        "team-web",
+        &["edited by hand", "edited on two machines"],
+    );
+    assert_eq!(
+        pg.psql("SELECT changed_kind FROM memd.memories WHERE content = 'edited by hand'"),
+        "external"
+    );
+    // A conflict: the shell edits a row here while the daemon is down and
+    // machine b changes it in PostgreSQL. PostgreSQL's version stands; the
+    // local one is kept in a drift backup.
+    a.terminate();
+    crate::common::sqlite3(
+        &a.db(),
+        "UPDATE memories SET content = 'the shell on a says this' \
+         WHERE content = 'edited on two machines'",
+    );
+    let id_b = id_of(&b, "team-web", "edited on two machines").unwrap();
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "update",
+        &id_b.to_string(),
+        "--content",
+        "machine b says this",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    a.spawn();
+    wait_contents(&a, "team-web", &["edited by hand", "machine b says this"]);
+    wait_contents(&b, "team-web", &["edited by hand", "machine b says this"]);
+    let kept: String = std::fs::read_dir(a.data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("memory.bak.")
+        })
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(
+        kept.contains("the shell on a says this"),
+        "the local version is in a backup"
+    );
+}

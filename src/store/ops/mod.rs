@@ -123,7 +123,13 @@ impl Store {
                 Err(team::write::Refusal::Moved(rows)) if attempt == 0 => {
                     // This machine's copy was behind: take PostgreSQL's rows
                     // and decide again.
-                    self.apply_team_rows_only(rows).await?;
+                    let lost = self.apply_team_rows_anew(rows, false).await?;
+                    if !lost.is_empty() {
+                        tracing::warn!(
+                            rows = lost.len(),
+                            "team memory: local edits of other tools were replaced by PostgreSQL's rows"
+                        );
+                    }
                 }
                 Err(team::write::Refusal::Moved(_)) => {
                     return Err(StoreError::Conflict {
@@ -212,9 +218,17 @@ impl Store {
         }
     }
 
-    /// Applies rows PostgreSQL holds (newer than this machine's copy), as
-    /// a pull would, without moving the pull's mark.
-    async fn apply_team_rows_only(&self, rows: Vec<team::row::TeamRow>) -> Result<(), StoreError> {
+    /// Applies rows PostgreSQL holds, as a pull would, without moving the
+    /// pull's mark; with `force`, whatever the revs (PostgreSQL's version
+    /// stands).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn apply_team_rows_anew(
+        &self,
+        rows: Vec<team::row::TeamRow>,
+        force: bool,
+    ) -> Result<Vec<memd_proto::Memory>, StoreError> {
         let own = self
             .team
             .as_ref()
@@ -222,8 +236,9 @@ impl Store {
             .unwrap_or_default();
         self.writer
             .call(Author::Team, move |ctx| {
+                let mut lost = Vec::new();
                 for row in &rows {
-                    let outcome = team::apply::apply(ctx.conn, row, false)?;
+                    let outcome = team::apply::apply_keeping(ctx.conn, row, force, &mut lost)?;
                     if outcome.edited()
                         && let Some(id) = outcome.id()
                     {
@@ -233,7 +248,7 @@ impl Store {
                 for row in &rows {
                     team::apply::link(ctx.conn, row)?;
                 }
-                Ok(())
+                Ok(lost)
             })
             .await
     }
@@ -379,5 +394,6 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Option<team::write::
         session,
         changes,
         resurrect: ctx.resurrects(),
+        external: false,
     }))
 }

@@ -35,6 +35,9 @@ pub struct Mark {
     pub db_uuid: Option<String>,
     /// The namespace patterns the last full pull covered.
     pub patterns: Vec<String>,
+    /// The newest local revision looked at for deletes by other tools.
+    #[serde(default)]
+    pub revisions_checked: i64,
 }
 
 const MARK_KEY: &str = "team_mark";
@@ -166,15 +169,31 @@ pub async fn everything(client: &Client, patterns: &[String]) -> Result<Vec<Team
 }
 
 /// What applying a page did here.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Applied {
     /// Rows inserted or changed.
     pub changed: u64,
     /// Rows deleted (tombstones).
     pub deleted: u64,
+    /// Local versions another tool made here that PostgreSQL's rows
+    /// replaced (for a drift backup).
+    pub lost: Vec<memd_proto::Memory>,
 }
 
 impl Store {
+    /// Records the team mark alone.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn set_team_mark(&self, mark: Mark) -> Result<(), StoreError> {
+        self.writer
+            .call(Author::Team, move |ctx| {
+                let text = serde_json::to_string(&mark).unwrap_or_default();
+                meta::set(ctx.conn, MARK_KEY, &text)
+            })
+            .await
+    }
+
     /// The team mark (`Mark::default()` before the first pull).
     ///
     /// # Errors
@@ -211,7 +230,7 @@ impl Store {
             .call(Author::Team, move |ctx| {
                 let mut applied = Applied::default();
                 for row in &rows {
-                    let outcome = apply::apply(ctx.conn, row, force)?;
+                    let outcome = apply::apply_keeping(ctx.conn, row, force, &mut applied.lost)?;
                     match outcome {
                         Outcome::Deleted => applied.deleted += 1,
                         Outcome::Inserted(_) | Outcome::Updated(_) => applied.changed += 1,
@@ -265,5 +284,90 @@ impl Store {
                 Ok(gone)
             })
             .await
+    }
+}
+
+/// Another tool's changes of shared rows here (the `sqlite3` shell), to be
+/// written through as `external`: rows whose rev moved past the `team_rev`
+/// they hold, and rows deleted here (by their `delete` revisions after
+/// `since`, the revisions' id) whose uid is gone. Returns them with the
+/// newest revision id looked at.
+#[derive(Debug, Default)]
+pub struct LocalEdits {
+    /// The changes.
+    pub changes: Vec<super::write::Change>,
+    /// The newest revision id read.
+    pub through: i64,
+}
+
+impl Store {
+    /// The shared rows another tool changed here (see [`LocalEdits`]).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn team_local_edits(
+        &self,
+        since: i64,
+        scan_edits: bool,
+    ) -> Result<LocalEdits, StoreError> {
+        let Some(team) = self.team.clone() else {
+            return Ok(LocalEdits::default());
+        };
+        let read = self
+            .readers
+            .read(ReadKind::Internal, move |conn| {
+                let mut out = LocalEdits {
+                    changes: Vec::new(),
+                    through: since,
+                };
+                let edited = if scan_edits {
+                    memories::edited_here(conn)?
+                } else {
+                    Vec::new()
+                };
+                for (id, team_rev) in edited {
+                    let Some(after) = apply::after(conn, id)? else {
+                        continue;
+                    };
+                    if !team.shares(&after.namespace, &after.scope) {
+                        continue;
+                    }
+                    let before = super::apply::Before {
+                        uid: after.uid.clone(),
+                        namespace: after.namespace.clone(),
+                        team_rev: Some(team_rev),
+                        rev: team_rev,
+                        observation_count: after.observation_count,
+                        confirmed_count: after.confirmed_count,
+                    };
+                    out.changes.push(super::write::Change {
+                        id,
+                        before: Some(before),
+                        after: Some(after),
+                    });
+                }
+                let (deleted, through) = memories::deleted_here_since(conn, since)?;
+                out.through = through.max(since);
+                for (uid, namespace, scope, rev) in deleted {
+                    if !team.shares(&namespace, &scope) {
+                        continue;
+                    }
+                    out.changes.push(super::write::Change {
+                        id: 0,
+                        before: Some(super::apply::Before {
+                            uid,
+                            namespace,
+                            team_rev: Some(rev),
+                            rev,
+                            observation_count: 0,
+                            confirmed_count: 0,
+                        }),
+                        after: None,
+                    });
+                }
+                Ok(out)
+            })
+            .await?;
+        Ok(read.value)
     }
 }

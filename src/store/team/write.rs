@@ -39,6 +39,9 @@ pub struct Plan {
     /// A row the job created whose uid PostgreSQL holds as a tombstone comes
     /// back (`import --replace`); otherwise PostgreSQL's row stands.
     pub resurrect: bool,
+    /// Another tool's change of shared rows here (the `sqlite3` shell):
+    /// written through as `external`.
+    pub external: bool,
 }
 
 /// Why a write-through did not commit.
@@ -78,12 +81,16 @@ impl Team {
     /// # Errors
     /// [`Refusal`].
     pub async fn write_through(&self, plan: &Plan) -> Result<Committed, Refusal> {
-        let author = format!(
-            "session\n{}\n{}\n{}",
-            self.machine(),
-            plan.agent,
-            plan.session
-        );
+        let author = if plan.external {
+            String::new()
+        } else {
+            format!(
+                "session\n{}\n{}\n{}",
+                self.machine(),
+                plan.agent,
+                plan.session
+            )
+        };
         let limit = self.config().timeout();
         let target = self.target().display();
         // Set once the COMMIT is sent: a failure before it rolled the

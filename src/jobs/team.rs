@@ -157,6 +157,10 @@ async fn push_local_edits(
         .external_epoch
         .load(std::sync::atomic::Ordering::Acquire);
     let scan_edits = *scanned_epoch != Some(epoch);
+    if scan_edits {
+        // Another tool may have added rows never pushed: look again.
+        team.forget_clean();
+    }
     let mut mark = store.team_mark().await?;
     if mark.revisions_checked == 0 {
         // The first look: deletes from before are history, not news.

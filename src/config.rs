@@ -361,6 +361,8 @@ pub struct Config {
     pub socket: SocketConfig,
     /// `[embed]`: the embedder behind semantic and hybrid search.
     pub embed: crate::embed::EmbedConfig,
+    /// `[team]`: shared namespaces on the team's PostgreSQL.
+    pub team: crate::store::team::config::TeamConfig,
 }
 
 /// A config file that could not be used.
@@ -476,6 +478,9 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), (&'static str, String)> {
+        if let Err(message) = self.team.check() {
+            return Err(("team", message));
+        }
         if self.memory.categories.is_empty() {
             return Err((
                 "memory.categories",

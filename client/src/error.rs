@@ -140,8 +140,9 @@ impl Error {
     }
 
     /// The CLI's exit code (ARCHITECTURE.md "CLI contract"): 1 error (not found
-    /// included), 2 usage, 3 drift, 4 conflict, 5 unreachable or protocol
-    /// mismatch, 6 rejected by the write gate.
+    /// included), 2 usage, 3 drift, 4 conflict, 5 unreachable (the daemon, or
+    /// the team's PostgreSQL for a shared write) or protocol mismatch, 6
+    /// rejected by the write gate.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Drift(_) => 3,
@@ -151,6 +152,8 @@ impl Error {
             Error::InvalidInput(_) => 2,
             // A mode that needs an embedder the daemon does not have ready.
             Error::Daemon(b) if b.code == ErrorCode::NotConfigured => 2,
+            // The team's PostgreSQL is unreachable: like an unreachable daemon.
+            Error::Daemon(b) if b.code == ErrorCode::TeamUnavailable => 5,
             Error::NotFound(_) | Error::Daemon(_) => 1,
             Error::Protocol(_) | Error::Frame(_) | Error::Closed | Error::Io(_) => 5,
         }

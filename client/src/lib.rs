@@ -723,6 +723,24 @@ impl Client {
         }
     }
 
+    /// Shares `namespace` with the team: uploads its memories to the
+    /// team's PostgreSQL (idempotent by uid).
+    ///
+    /// # Errors
+    /// The daemon's error (team memory off, namespace not shared,
+    /// PostgreSQL unreachable).
+    pub async fn team_push(&mut self, namespace: &str) -> Result<memd_proto::TeamPushReport> {
+        match self
+            .call(Request::TeamPush(memd_proto::TeamPushRequest {
+                namespace: namespace.to_string(),
+            }))
+            .await?
+        {
+            Response::TeamPushed(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Ends a named session of this namespace.
     ///
     /// # Errors

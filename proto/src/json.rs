@@ -57,7 +57,7 @@ pub fn add_result(r: &AddResult) -> Map<String, Value> {
 
 /// Who changed a row: `{kind, agent, session}`.
 pub fn changed_by(c: &ChangedBy) -> Value {
-    json!({"kind": c.kind.as_str(), "agent": c.agent, "session": c.session})
+    json!({"kind": c.kind.as_str(), "agent": c.agent, "session": c.session, "machine": c.machine})
 }
 
 /// An error: `{success: false, code, error, ...details}`.

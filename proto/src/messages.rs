@@ -84,6 +84,9 @@ pub enum Request {
     SessionList(SessionListRequest),
     /// End a named session of the namespace.
     SessionEnd(SessionEndRequest),
+    /// Share a local namespace with the team: upload its memories
+    /// (idempotent by uid).
+    TeamPush(TeamPushRequest),
 }
 
 impl Request {
@@ -120,6 +123,7 @@ impl Request {
         "search_batch",
         "session_list",
         "session_end",
+        "team_push",
     ];
 
     /// The request's kind: a stable snake_case name, for logs and for
@@ -156,6 +160,7 @@ impl Request {
             Request::SearchBatch(_) => "search_batch",
             Request::SessionList(_) => "session_list",
             Request::SessionEnd(_) => "session_end",
+            Request::TeamPush(_) => "team_push",
         }
     }
 }
@@ -268,6 +273,8 @@ pub enum Response {
     Sessions(SessionList),
     /// Answer to [`Request::SessionEnd`].
     SessionEnded(SessionEnded),
+    /// Answer to [`Request::TeamPush`].
+    TeamPushed(TeamPushReport),
 }
 
 /// Run a sweep.
@@ -654,6 +661,27 @@ pub struct SessionEnded {
     pub ended: String,
     /// Connections that were still open on it.
     pub connections: u64,
+}
+
+/// Upload a namespace's memories to the team's PostgreSQL.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct TeamPushRequest {
+    /// The namespace (it must match `[team] namespaces`).
+    pub namespace: String,
+}
+
+/// What a push did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamPushReport {
+    /// The namespace.
+    pub namespace: String,
+    /// Memories uploaded now.
+    pub pushed: u64,
+    /// Memories PostgreSQL held already (by uid).
+    pub already: u64,
+    /// Memories PostgreSQL held as another row with the same text (by
+    /// dedup key): this machine takes that row instead.
+    pub merged: u64,
 }
 
 /// Pushes from the daemon. Append only.
@@ -1253,6 +1281,12 @@ pub enum ErrorCode {
     ReadOnly,
     /// Too many connections or requests.
     Busy,
+    /// A write to a shared namespace while the team's PostgreSQL cannot be
+    /// reached (nothing was written, nothing is queued).
+    TeamUnavailable,
+    /// A write to a namespace that became shared while it holds memories
+    /// never pushed to the team (`memd team push NAMESPACE`).
+    TeamUnpushed,
 }
 
 impl ErrorCode {
@@ -1276,6 +1310,8 @@ impl ErrorCode {
             ErrorCode::StorageFull => "storage_full",
             ErrorCode::ReadOnly => "read_only",
             ErrorCode::Busy => "busy",
+            ErrorCode::TeamUnavailable => "team_unavailable",
+            ErrorCode::TeamUnpushed => "team_unpushed",
         }
     }
 }
@@ -1338,6 +1374,9 @@ pub struct ChangedBy {
     pub agent: Option<String>,
     /// The session's id or name (kind `session`).
     pub session: Option<String>,
+    /// The machine of another machine's session (team memory; `None`: this
+    /// machine).
+    pub machine: Option<String>,
 }
 
 /// Details of a row-rule refusal: the row as it is now and who changed it.

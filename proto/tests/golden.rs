@@ -231,6 +231,12 @@ fn requests() -> Vec<(&'static str, Request)> {
             "req_import",
             Request::Import(ImportRequest { replace: true }),
         ),
+        (
+            "req_team_push",
+            Request::TeamPush(TeamPushRequest {
+                namespace: "github.com/acme/api".into(),
+            }),
+        ),
     ]
 }
 
@@ -463,6 +469,7 @@ fn responses() -> Vec<(&'static str, Response)> {
                             kind: ChangeKind::Session,
                             agent: Some("agent-8".into()),
                             session: Some("s-2".into()),
+                            machine: Some("build-server".into()),
                         },
                         changed_at: "2026-06-07T17:30:00.000Z".into(),
                         rev_seen: Some(2),
@@ -540,6 +547,15 @@ fn responses() -> Vec<(&'static str, Response)> {
                 connections: 1,
             }),
         ),
+        (
+            "resp_team_pushed",
+            Response::TeamPushed(TeamPushReport {
+                namespace: "github.com/acme/api".into(),
+                pushed: 9_998,
+                already: 2,
+                merged: 1,
+            }),
+        ),
     ]
 }
 
@@ -613,9 +629,10 @@ fn request_kind(r: &Request) -> usize {
         Request::SearchBatch(_) => 27,
         Request::SessionList(_) => 28,
         Request::SessionEnd(_) => 29,
+        Request::TeamPush(_) => 30,
     }
 }
-const REQUEST_KINDS: usize = 30;
+const REQUEST_KINDS: usize = 31;
 
 #[test]
 fn request_kinds_are_listed_in_tag_order() {
@@ -687,9 +704,10 @@ fn response_kind(r: &Response) -> usize {
         Response::Reembedding(_) => 25,
         Response::Sessions(_) => 26,
         Response::SessionEnded(_) => 27,
+        Response::TeamPushed(_) => 28,
     }
 }
-const RESPONSE_KINDS: usize = 28;
+const RESPONSE_KINDS: usize = 29;
 
 #[test]
 fn golden_bytes_cover_every_message_kind() {

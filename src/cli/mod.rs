@@ -10,12 +10,14 @@
 //! - [`setup`]: `memd setup claude-code|codex`.
 //! - [`settings`]: `memd config show`.
 //! - [`service`]: `memd service install|uninstall|status`.
+//! - [`team`]: `memd team init` (the other team commands go to the daemon).
 
 pub mod hook;
 pub mod service;
 pub mod settings;
 pub mod setup;
 pub mod shell;
+pub mod team;
 
 use crate::commands::args::{self, Command, Global};
 use crate::commands::{
@@ -56,7 +58,10 @@ pub fn run(cli: args::Cli) -> i32 {
     // they need no namespace; `hook` takes its project from the event.
     let sessionless = matches!(
         cli.command,
-        Command::Daemon | Command::Service(_) | Command::Config(_)
+        Command::Daemon
+            | Command::Service(_)
+            | Command::Config(_)
+            | Command::Team(args::TeamCommand::Init)
     );
     if !sessionless {
         resolve_namespace(&mut g, !matches!(cli.command, Command::Hook(_)));
@@ -102,6 +107,7 @@ pub fn run(cli: args::Cli) -> i32 {
             )
         }
         Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
+        Command::Team(args::TeamCommand::Init) => emit(g.json, team::init(&g)),
         Command::Service(s) => emit(g.json, service::run(&g, s)),
         command => {
             let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -112,7 +118,10 @@ pub fn run(cli: args::Cli) -> i32 {
                 Err(e) => return emit(g.json, Err(CommandError::Io(e.to_string()))),
             };
             let result = runtime.block_on(async {
-                let autostart = !matches!(command, Command::Status | Command::Stop);
+                let autostart = !matches!(
+                    command,
+                    Command::Status | Command::Stop | Command::Team(args::TeamCommand::Status)
+                );
                 let mut client = connect(&g, autostart).await?;
                 execute(command, &mut client, &client_paths(&g), true).await
             });

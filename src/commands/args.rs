@@ -147,6 +147,23 @@ pub enum Command {
     Setup(SetupCommand),
     /// Rebuild every stored vector with the daemon's embedder (background)
     Reembed,
+    /// Team memory: shared namespaces on the team's PostgreSQL
+    #[command(subcommand)]
+    Team(TeamCommand),
+}
+
+/// `team …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum TeamCommand {
+    /// Create or migrate the schema `memd` in the team's PostgreSQL ([team] url)
+    Init,
+    /// Team memory's state: connected, the number applied, lag, last error
+    Status,
+    /// Share a local namespace: upload its memories (idempotent by uid)
+    Push {
+        /// The namespace (it must match [team] namespaces)
+        namespace: String,
+    },
 }
 
 /// `setup …`.

@@ -16,6 +16,8 @@ pub enum CommandError {
     Usage(String),
     /// A local file or stdin could not be read.
     Io(String),
+    /// The team's PostgreSQL cannot be reached (`memd team init`).
+    TeamUnavailable(String),
     /// `check` found problems.
     Check {
         /// The report.
@@ -38,6 +40,7 @@ impl CommandError {
             CommandError::Client(e) => e.exit_code(),
             CommandError::Usage(_) => EXIT_USAGE,
             CommandError::Io(_) | CommandError::Check { .. } => 1,
+            CommandError::TeamUnavailable(_) => 5,
         }
     }
 
@@ -45,7 +48,9 @@ impl CommandError {
     pub fn message(&self) -> String {
         match self {
             CommandError::Client(e) => e.to_string(),
-            CommandError::Usage(m) | CommandError::Io(m) => m.clone(),
+            CommandError::Usage(m) | CommandError::Io(m) | CommandError::TeamUnavailable(m) => {
+                m.clone()
+            }
             CommandError::Check { human, .. } => format!("check failed:\n{human}"),
         }
     }
@@ -61,6 +66,9 @@ impl CommandError {
             }
             CommandError::Usage(m) => json!({"success": false, "code": "usage", "error": m}),
             CommandError::Io(m) => json!({"success": false, "code": "io", "error": m}),
+            CommandError::TeamUnavailable(m) => {
+                json!({"success": false, "code": "team_unavailable", "error": m})
+            }
             CommandError::Check { report, .. } => {
                 let mut v = report.clone();
                 v["success"] = json!(false);

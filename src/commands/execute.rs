@@ -272,6 +272,10 @@ pub async fn execute(
         Command::Session(args::SessionCommand::End { name }) => {
             Ok(output::session_ended(&client.session_end(&name).await?))
         }
+        Command::Team(args::TeamCommand::Status) => Ok(output::team_status(client.status().await?)),
+        Command::Team(args::TeamCommand::Push { namespace }) => {
+            Ok(output::team_pushed(&client.team_push(&namespace).await?))
+        }
         Command::Export(a) => {
             let req = memd_client::proto::ExportRequest {
                 format: a.format.clone(),
@@ -374,6 +378,7 @@ pub async fn execute(
         | Command::Hook(_)
         | Command::Setup(_)
         | Command::Config(_)
+        | Command::Team(args::TeamCommand::Init)
         | Command::Service(_) => Err(CommandError::Usage(
             "shell, daemon, mcp, hook, setup, config and service cannot run inside a session"
                 .into(),

@@ -659,6 +659,63 @@ pub fn session_ended(ended: &SessionEnded) -> Output {
     }
 }
 
+/// `team status`: the `team` part of the daemon's status.
+pub fn team_status(s: Value) -> Output {
+    let team = s["team"].clone();
+    if team.is_null() {
+        return Output {
+            json: success(Map::from_iter([("team".to_string(), Value::Null)])),
+            human: "team memory is off (no [team] section with a url and namespaces)".into(),
+        };
+    }
+    let text = |k: &str| match &team[k] {
+        Value::Null => "-".to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let human = [
+        format!(
+            "team         {} as machine {}",
+            text("url"),
+            text("machine")
+        ),
+        format!("namespaces   {}", text("namespaces")),
+        format!(
+            "connected    {}{}",
+            text("connected"),
+            if team["synced"] == Value::Bool(true) {
+                ""
+            } else {
+                " (not pulled yet: shared writes wait)"
+            }
+        ),
+        format!(
+            "applied      {} of {} (lag {})",
+            text("applied"),
+            text("head"),
+            text("lag")
+        ),
+        format!("last pull    {}", text("last_pull_at")),
+        format!("last error   {}", text("last_error")),
+    ]
+    .join("\n");
+    Output {
+        json: success(Map::from_iter([("team".to_string(), team)])),
+        human,
+    }
+}
+
+/// `team push`.
+pub fn team_pushed(report: &memd_client::proto::TeamPushReport) -> Output {
+    Output {
+        json: success(fields(report)),
+        human: format!(
+            "namespace {}: {} pushed, {} already in the team's PostgreSQL, {} merged into a row it held",
+            report.namespace, report.pushed, report.already, report.merged
+        ),
+    }
+}
+
 /// `reembed`.
 pub fn reembedding(report: &ReembedReport) -> Output {
     Output {

@@ -116,10 +116,13 @@ pub fn run(mut paths: Paths, config: Config) -> Result<(), DaemonError> {
     socket::ensure_private_data_dir(&paths.data_dir)?;
     socket::check_path(&paths.socket)?;
     let lock = lock::acquire(&paths.lock(), &paths.socket)?;
+    let team = crate::store::team::Team::new(&config.team)
+        .map_err(|e| DaemonError::SocketPath(format!("[team]: {e}")))?;
     let store = Store::open(
         &paths.db(),
         &config.storage,
         Duration::from_millis(config.drift.poll_ms),
+        team,
     )?;
     let sessions = crate::store::sessions::SessionFile::open(&paths.sessions_db())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -185,6 +188,12 @@ async fn serve(
         .inspect_err(|e| tracing::warn!(error = %e, "cannot read the newest memory"))
         .ok();
     let jobs = Jobs::start(&shared, existing);
+    if let Some(team) = shared.store.team() {
+        // A machine serves once it pulled the team's memories, or once
+        // PostgreSQL proved unreachable (it serves local data then, and
+        // refuses shared writes until the pull caught up).
+        team.first_attempt().await;
+    }
     tracing::info!(
         socket = %shared.paths.socket.display(),
         db = %shared.paths.db().display(),

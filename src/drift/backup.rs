@@ -92,6 +92,29 @@ impl Backups {
         Ok(path)
     }
 
+    /// A backup of `rows` that are about to leave the database for a reason
+    /// other than a refusal (team memory: the rows PostgreSQL lost when its
+    /// history went back).
+    ///
+    /// # Errors
+    /// Writing the file failed.
+    pub async fn of_rows(
+        &self,
+        observed: u64,
+        actual: u64,
+        rows: Vec<Memory>,
+    ) -> std::io::Result<PathBuf> {
+        let (dir, keep, max_bytes) = (self.dir.clone(), self.keep, self.max_bytes);
+        let _one = self.made.lock().await;
+        tokio::task::spawn_blocking(move || {
+            let path = write(&dir, observed, actual, &rows)?;
+            prune(&dir, keep, max_bytes, &path);
+            Ok::<_, std::io::Error>(path)
+        })
+        .await
+        .map_err(|e| std::io::Error::other(format!("backup task failed: {e}")))?
+    }
+
     /// Backups currently kept.
     pub fn count(&self) -> usize {
         list(&self.dir).len()

@@ -22,6 +22,19 @@ pub enum Committer {
     Daemon,
     /// A writer outside memd.
     External,
+    /// Changes pulled from the team's PostgreSQL: other machines' sessions
+    /// and PostgreSQL's other writers (each row's author is recorded with
+    /// it; for `strict`, such a commit is another session's).
+    Team,
+    /// Another machine's session, as a pulled row names it.
+    Remote {
+        /// The machine.
+        machine: String,
+        /// Its agent.
+        agent: String,
+        /// Its session.
+        session: String,
+    },
 }
 
 /// One commit: it moved the generation from `from` to `to`.
@@ -117,6 +130,8 @@ impl CommitLog {
             .take_while(|c| c.to > seen)
             .find(|c| match &c.by {
                 Committer::Session(who) => who.session != session && who.namespace == namespace,
+                // The log does not know their namespaces: on the safe side.
+                Committer::Team | Committer::Remote { .. } => true,
                 _ => false,
             })
             .map(|c| c.to))

@@ -119,27 +119,50 @@ impl Refusal {
 
 /// The author of a change, from the commit log.
 pub fn changed_by(a: &Attribution) -> ChangedBy {
-    let (kind, who) = match a {
-        Attribution::Known(Committer::Session(who)) => (ChangeKind::Session, Some(who)),
-        Attribution::Known(Committer::Daemon) => (ChangeKind::Daemon, None),
-        Attribution::Known(Committer::External) => (ChangeKind::External, None),
-        Attribution::Unknown => (ChangeKind::Unknown, None),
-    };
-    ChangedBy {
+    let none = |kind| ChangedBy {
         kind,
-        agent: who.map(|w| w.agent.clone()),
-        session: who.map(|w| w.session.clone()),
+        agent: None,
+        session: None,
+        machine: None,
+    };
+    match a {
+        Attribution::Known(Committer::Session(who)) => ChangedBy {
+            kind: ChangeKind::Session,
+            agent: Some(who.agent.clone()),
+            session: Some(who.session.clone()),
+            machine: None,
+        },
+        Attribution::Known(Committer::Remote {
+            machine,
+            agent,
+            session,
+        }) => ChangedBy {
+            kind: ChangeKind::Session,
+            agent: Some(agent.clone()),
+            session: Some(session.clone()),
+            machine: Some(machine.clone()),
+        },
+        Attribution::Known(Committer::Daemon) => none(ChangeKind::Daemon),
+        Attribution::Known(Committer::External) => none(ChangeKind::External),
+        Attribution::Known(Committer::Team) | Attribution::Unknown => none(ChangeKind::Unknown),
     }
 }
 
 /// "session S (agent A)", "another tool", … for messages.
 pub fn describe(by: &ChangedBy) -> String {
     match by.kind {
-        ChangeKind::Session => format!(
-            "session {} (agent {})",
-            by.session.as_deref().unwrap_or("?"),
-            by.agent.as_deref().unwrap_or("?")
-        ),
+        ChangeKind::Session => match &by.machine {
+            Some(machine) => format!(
+                "session {} (agent {}) on machine {machine}",
+                by.session.as_deref().unwrap_or("?"),
+                by.agent.as_deref().unwrap_or("?")
+            ),
+            None => format!(
+                "session {} (agent {})",
+                by.session.as_deref().unwrap_or("?"),
+                by.agent.as_deref().unwrap_or("?")
+            ),
+        },
         ChangeKind::Daemon => {
             "memd itself (a lifecycle sweep, expiry or automatic supersession)".into()
         }

@@ -40,6 +40,7 @@ mod supersede;
 mod support;
 mod sweep;
 mod task;
+mod team_push;
 mod update;
 mod upload;
 
@@ -194,6 +195,7 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::SearchBatch(r) => search_batch::handle(r, session, &cx).await,
         Request::SessionList(r) => session_list::handle(r, session, &cx).await,
         Request::SessionEnd(r) => session_end::handle(r, session, &cx).await,
+        Request::TeamPush(r) => team_push::handle(r, session, &cx).await,
     };
     let resp = match result {
         Ok(resp) => resp,
@@ -228,6 +230,8 @@ pub fn error_body(e: &StoreError) -> ErrorBody {
         StoreError::StorageFull(_) => ErrorCode::StorageFull,
         StoreError::ReadOnly(_) => ErrorCode::ReadOnly,
         StoreError::Busy(_) => ErrorCode::Busy,
+        StoreError::TeamUnavailable(_) => ErrorCode::TeamUnavailable,
+        StoreError::TeamUnpushed(_) => ErrorCode::TeamUnpushed,
         StoreError::Closed => ErrorCode::ShuttingDown,
         StoreError::Drift(_) => ErrorCode::Drift,
         StoreError::SchemaTooNew { .. }

@@ -17,7 +17,15 @@ pub(super) async fn handle(
 ) -> Result<Response, StoreError> {
     let namespace = (!req.all_namespaces).then(|| session.namespace().to_string());
     let dry_run = req.dry_run;
-    let (ids, generation) = cx.store().prune(namespace, dry_run).await?;
+    let (mut ids, mut generation) = cx.store().prune(namespace.clone(), dry_run).await?;
+    // Expired shared rows (team memory) go through the team's PostgreSQL.
+    let guard = super::support::guard(session, crate::drift::policy::WriteKind::Destructive);
+    let shared = cx.store().prune_shared(guard, namespace, dry_run).await?;
+    if !shared.is_empty() {
+        ids.extend(shared);
+        ids.sort_unstable();
+        generation = cx.store().generations.current();
+    }
     if !dry_run && !ids.is_empty() {
         tracing::info!(session = %session.id(), pruned = ids.len(), "pruned expired memories");
     }

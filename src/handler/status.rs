@@ -76,6 +76,7 @@ pub(super) async fn handle(
             "vocab_generation": store.vocab.current().map(|t| t.generation),
         },
         "sweeps": facts.sweeps,
+        "team": store.team().map(|t| t.status()),
     });
     Ok(Response::Status(StatusReply {
         json: status.to_string(),

@@ -7,7 +7,8 @@
 //! - [`access`]: batched access-count writes;
 //! - [`vocab`]: the in-memory FTS vocabulary for fuzzy search;
 //! - [`sidecar`]: the MEMORY.md files;
-//! - [`backfill`]: near-duplicate sketches for rows without one.
+//! - [`backfill`]: near-duplicate sketches for rows without one;
+//! - [`team`]: the team pull (team memory only).
 //!
 //! [`Jobs`] starts them all and owns them: the daemon stops every one at
 //! shutdown, before it closes the store.
@@ -19,6 +20,7 @@ pub mod namespaces;
 pub mod sessions;
 pub mod sidecar;
 pub mod sweep;
+pub mod team;
 pub mod vocab;
 
 use std::sync::Arc;
@@ -51,6 +53,7 @@ impl Jobs {
                 spawn("sessions", sessions::run(shared.clone())),
                 spawn("embed", embed::run(shared.clone(), existing)),
                 spawn("backfill", backfill::run(shared.clone())),
+                spawn("team", team::run(shared.clone())),
             ],
         }
     }

@@ -30,6 +30,18 @@ pub async fn adopt(shared: &Shared, previous: &str, namespace: &str) {
     if previous == namespace || !derived_shape(previous) {
         return;
     }
+    // A shared namespace's rows are written through PostgreSQL, never
+    // moved in the local file alone: such a checkout moves its memories
+    // with export and import.
+    if shared
+        .store
+        .team()
+        .is_some_and(|t| t.shares(previous, "project") || t.shares(namespace, "project"))
+    {
+        tracing::info!(from = %previous, to = %namespace,
+            "not moving memories between namespaces of which one is shared (team memory)");
+        return;
+    }
     {
         let mut moved = shared
             .namespaces_moved

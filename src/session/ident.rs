@@ -23,4 +23,7 @@ pub enum Author {
     Session(Arc<Who>),
     /// The daemon itself (sweeps, embeddings, migrations).
     Daemon,
+    /// Other machines and PostgreSQL's other writers, as a pull applies
+    /// their changes (each row keeps its own author).
+    Team,
 }

@@ -136,6 +136,7 @@ pub(crate) mod testing {
             &paths.db(),
             &config.storage,
             std::time::Duration::from_millis(config.drift.poll_ms),
+            None,
         )
         .expect("open a store in a temporary directory");
         let (sessions, _) = SessionFile::open(&paths.sessions_db()).expect("open a sessions file");

@@ -115,6 +115,20 @@ pub enum StoreError {
     /// Another process holds the database lock for too long.
     #[error("the database is locked by another process: {0}")]
     Busy(#[source] Cause),
+    /// A write to a shared namespace while the team's PostgreSQL cannot be
+    /// reached: nothing was written anywhere, nothing is queued.
+    #[error(
+        "the team's PostgreSQL cannot be reached ({0}); nothing was written and nothing is \
+         queued. Reads and local namespaces keep working; retry once it is back (`memd team \
+         status` shows the connection)"
+    )]
+    TeamUnavailable(String),
+    /// A write to a shared namespace that holds rows never pushed.
+    #[error(
+        "namespace `{0}` is shared with the team but holds memories that were never pushed; \
+         run `memd team push {0}` first (it uploads them, once)"
+    )]
+    TeamUnpushed(String),
     /// The file's schema is newer than this binary.
     #[error(
         "the database has schema version {found}, newer than the {supported} this memd supports; \

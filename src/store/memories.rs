@@ -381,7 +381,7 @@ fn add_tags(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreErro
 ///
 /// # Errors
 /// SQLite errors.
-fn set_tags(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
+pub(crate) fn set_tags(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
     let current = tags_of(conn, id)?;
     let mut del =
         conn.prepare_cached("DELETE FROM memory_tags WHERE memory_id = ?1 AND tag = ?2")?;
@@ -751,8 +751,8 @@ pub fn change_mark(conn: &Connection, id: i64) -> Result<Option<(i64, u64)>, Sto
         .optional()?)
 }
 
-/// The memd session recorded as the author of a row's last change, if the
-/// record still names that change: (session, agent).
+/// The author memd recorded for a row's last change, if the record still
+/// names that change.
 ///
 /// # Errors
 /// SQLite errors.
@@ -760,15 +760,34 @@ pub fn author(
     conn: &Connection,
     id: i64,
     changed_generation: u64,
-) -> Result<Option<(String, String)>, StoreError> {
+) -> Result<Option<RecordedAuthor>, StoreError> {
     Ok(conn
         .prepare_cached(
-            "SELECT session, agent FROM memory_authors WHERE memory_id = ?1 AND generation = ?2",
+            "SELECT session, agent, machine, external FROM memory_authors \
+             WHERE memory_id = ?1 AND generation = ?2",
         )?
         .query_row((id, changed_generation as i64), |r| {
-            Ok((r.get(0)?, r.get(1)?))
+            Ok(RecordedAuthor {
+                session: r.get(0)?,
+                agent: r.get(1)?,
+                machine: r.get(2)?,
+                external: r.get(3)?,
+            })
         })
         .optional()?)
+}
+
+/// The author memd recorded for a row's change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedAuthor {
+    /// The session (empty for an external change).
+    pub session: String,
+    /// Its agent.
+    pub agent: String,
+    /// Another machine (team memory), `None` for this one.
+    pub machine: Option<String>,
+    /// A writer outside memd, on the team's PostgreSQL.
+    pub external: bool,
 }
 
 /// Records `who` as the author of row `id`'s last change if that change
@@ -895,13 +914,14 @@ pub fn expired_ids(
     conn: &Connection,
     now: &str,
     namespace: Option<&str>,
+    shared: bool,
 ) -> Result<Vec<i64>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
-         AND (?2 IS NULL OR namespace = ?2) ORDER BY id",
+         AND (?2 IS NULL OR namespace = ?2) AND (team_rev IS NOT NULL) = ?3 ORDER BY id",
     )?;
     let ids = stmt
-        .query_map((now, namespace), |r| r.get::<_, i64>(0))?
+        .query_map((now, namespace, shared), |r| r.get::<_, i64>(0))?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(ids)
 }
@@ -936,6 +956,116 @@ pub fn move_namespace(conn: &Connection, from: &str, to: &str) -> Result<usize, 
     Ok(conn
         .prepare_cached("UPDATE memories SET namespace = ?2 WHERE namespace = ?1")?
         .execute(rusqlite::params![from, to])?)
+}
+
+/// Rows that were written through or pulled (team memory): id, uid,
+/// namespace.
+///
+/// # Errors
+/// SQLite errors.
+pub fn synced_rows(conn: &Connection) -> Result<Vec<(i64, String, String)>, StoreError> {
+    let mut stmt =
+        conn.prepare("SELECT id, uid, namespace FROM memories WHERE team_rev IS NOT NULL")?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Whether `namespace` holds a row (not session-scope) that was never
+/// written through or pulled, other than the rows `changes` created.
+///
+/// # Errors
+/// SQLite errors.
+pub fn has_unpushed(
+    conn: &Connection,
+    namespace: &str,
+    changes: &[crate::store::team::write::Change],
+) -> Result<bool, StoreError> {
+    let created: Vec<i64> = changes
+        .iter()
+        .filter(|c| c.before.is_none())
+        .map(|c| c.id)
+        .collect();
+    let mut stmt = conn.prepare_cached(
+        "SELECT id FROM memories WHERE namespace = ?1 AND team_rev IS NULL \
+         AND scope != 'session' LIMIT ?2",
+    )?;
+    let ids = stmt
+        .query_map((namespace, created.len() as i64 + 1), |r| {
+            r.get::<_, i64>(0)
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ids.iter().any(|id| !created.contains(id)))
+}
+
+/// The rows of `namespace` (not session-scope) never written through or
+/// pulled, by id.
+///
+/// # Errors
+/// SQLite errors.
+pub fn unpushed_ids(conn: &Connection, namespace: &str) -> Result<Vec<i64>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT id FROM memories WHERE namespace = ?1 AND team_rev IS NULL \
+         AND scope != 'session' ORDER BY id",
+    )?;
+    let ids = stmt
+        .query_map([namespace], |r| r.get::<_, i64>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ids)
+}
+
+/// Records PostgreSQL's rev of a row pushed to it (team memory).
+///
+/// # Errors
+/// SQLite errors.
+pub fn set_team_rev(conn: &Connection, uid: &str, rev: i64) -> Result<(), StoreError> {
+    conn.prepare_cached("UPDATE memories SET team_rev = ?2 WHERE uid = ?1 AND team_rev IS NULL")?
+        .execute(rusqlite::params![uid, rev])?;
+    Ok(())
+}
+
+/// Shared rows (team memory) whose rev moved past the `team_rev` they
+/// hold: another tool changed them here. Id and `team_rev`.
+///
+/// # Errors
+/// SQLite errors.
+pub fn edited_here(conn: &Connection) -> Result<Vec<(i64, i64)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, team_rev FROM memories WHERE team_rev IS NOT NULL AND rev <> team_rev",
+    )?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// A row deleted here: uid, namespace, scope, rev at the delete.
+pub type DeletedHere = (String, String, String, i64);
+
+/// Rows deleted here after revision `since` whose uid is gone: uid,
+/// namespace, scope, rev at the delete; and the newest revision id read.
+///
+/// # Errors
+/// SQLite errors.
+pub fn deleted_here_since(
+    conn: &Connection,
+    since: i64,
+) -> Result<(Vec<DeletedHere>, i64), StoreError> {
+    let through: i64 = conn
+        .prepare_cached("SELECT coalesce(max(rev_id), 0) FROM memory_revisions")?
+        .query_row([], |r| r.get(0))?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT r.uid, r.namespace, r.scope, r.rev FROM memory_revisions r \
+         WHERE r.rev_id > ?1 AND r.rev_id <= ?2 AND r.op = 'delete' AND r.uid IS NOT NULL \
+         AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.uid = r.uid)",
+    )?;
+    let rows = stmt
+        .query_map((since, through), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((rows, through))
 }
 
 #[cfg(test)]

@@ -35,6 +35,7 @@ pub mod readers;
 pub mod schema;
 pub mod search;
 pub mod sessions;
+pub mod team;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod vectors;
@@ -128,6 +129,8 @@ pub struct Store {
     pub vocab: Arc<search::vocab::Cache>,
     /// The database file.
     pub path: PathBuf,
+    /// Team memory, when `[team]` shares namespaces.
+    pub(in crate::store) team: Option<Arc<team::Team>>,
 }
 
 impl Store {
@@ -140,6 +143,7 @@ impl Store {
         path: &Path,
         storage: &StorageConfig,
         poll: std::time::Duration,
+        team: Option<team::Team>,
     ) -> Result<Store, StoreError> {
         let mut conn = open_write_connection(path, storage)?;
         let backup_dir = path.parent().unwrap_or(Path::new("."));
@@ -178,7 +182,13 @@ impl Store {
             stats,
             vocab: Default::default(),
             path: path.to_path_buf(),
+            team: team.map(Arc::new),
         })
+    }
+
+    /// Team memory, when it is on.
+    pub fn team(&self) -> Option<&Arc<team::Team>> {
+        self.team.as_ref()
     }
 
     /// A handle that wakes the writer for an external-change check (the

@@ -153,7 +153,14 @@ pub fn record_similar(
          VALUES (?1, ?2, ?3)",
     )?
     .execute((newer, older, f64::from(cosine)))?;
-    if supersede {
+    // Automatic supersession never writes a shared row (every machine
+    // would apply it again): the note stays, the link is not made.
+    let shared: i64 = conn
+        .prepare_cached(
+            "SELECT count(*) FROM memories WHERE id IN (?1, ?2) AND team_rev IS NOT NULL",
+        )?
+        .query_row((newer, older), |r| r.get(0))?;
+    if supersede && shared == 0 {
         super::memories::supersede(conn, older, newer)?;
     }
     Ok(true)

@@ -281,7 +281,7 @@ async fn run_steps(
             .call(Author::Daemon, move |ctx| {
                 let mut stmt = ctx.conn.prepare_cached(
                     "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
-                     ORDER BY id LIMIT ?2",
+                     AND team_rev IS NULL ORDER BY id LIMIT ?2",
                 )?;
                 let ids = stmt
                     .query_map((&n, chunk), |r| r.get::<_, i64>(0))?
@@ -303,7 +303,8 @@ async fn run_steps(
             .readers
             .read(super::readers::ReadKind::Internal, move |c| {
                 Ok(c.query_row(
-                    "SELECT count(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1",
+                    "SELECT count(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
+                     AND team_rev IS NULL",
                     [&n],
                     |r| r.get::<_, i64>(0),
                 )? as u64)
@@ -323,7 +324,7 @@ async fn run_steps(
                     "SELECT id, category, tier, status, pinned, access_score, updated_at, \
                      confidence, use_count FROM memories \
                      WHERE id > ?1 AND status <> 'archived' AND superseded_by IS NULL \
-                     ORDER BY id LIMIT ?2",
+                     AND team_rev IS NULL ORDER BY id LIMIT ?2",
                 )?;
                 let rows = stmt
                     .query_map((at, chunk), |r| {
@@ -443,7 +444,7 @@ async fn run_steps(
         .read(super::readers::ReadKind::Internal, move |c| {
             let mut stmt = c.prepare(
                 "SELECT namespace, scope, scope_owner, count(*) FROM memories \
-                 WHERE status <> 'archived' AND superseded_by IS NULL \
+                 WHERE status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL \
                  GROUP BY namespace, scope, scope_owner",
             )?;
             let groups = stmt
@@ -465,7 +466,7 @@ async fn run_steps(
                 let mut rows = c.prepare_cached(
                     "SELECT id, access_score, importance, confirmed_count, tier, pinned \
                      FROM memories WHERE namespace = ?1 AND scope = ?2 AND scope_owner IS ?3 \
-                     AND status <> 'archived' AND superseded_by IS NULL",
+                     AND status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL",
                 )?;
                 let scored = rows
                     .query_map((&ns, &scope, &owner), |r| {
@@ -494,7 +495,8 @@ async fn run_steps(
         &over,
         chunk,
         dry_run,
-        "UPDATE memories SET status = 'archived' WHERE id = ?1 AND pinned = 0",
+        "UPDATE memories SET status = 'archived' WHERE id = ?1 AND pinned = 0 \
+         AND team_rev IS NULL",
         Vec::new(),
     )
     .await?;

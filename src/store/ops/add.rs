@@ -55,7 +55,8 @@ impl Store {
                 dedup,
                 near,
                 now,
-            } = op;
+            } = &op;
+            let (supersedes, dedup) = (*supersedes, *dedup);
             let mut result = AddResult {
                 accepted: true,
                 id: None,
@@ -67,8 +68,8 @@ impl Store {
                 generation: 0,
             };
             if let Some(old) = supersedes {
-                let current = memories::get_visible(ctx.conn, old, &view)?
-                    .ok_or(StoreError::NotFound(old))?;
+                let current =
+                    memories::get_visible(ctx.conn, old, view)?.ok_or(StoreError::NotFound(old))?;
                 if let Some(by) = current.superseded_by {
                     return Err(StoreError::Conflict {
                         message: format!("memory {old} is already superseded by {by}"),
@@ -90,7 +91,7 @@ impl Store {
                 result.generation = ctx.generation()?;
                 return Ok(result);
             }
-            if dedup && let Some(id) = memories::find_duplicate(ctx.conn, &new, &now)? {
+            if dedup && let Some(id) = memories::find_duplicate(ctx.conn, new, now)? {
                 // A merge changes that row: it is checked like an update.
                 ctx.check_row(id, None)?;
                 memories::merge_into(ctx.conn, id, &new.tags)?;
@@ -100,10 +101,10 @@ impl Store {
                 result.generation = ctx.generation()?;
                 return Ok(result);
             }
-            if let Some((mine, threshold)) = &near {
+            if let Some((mine, threshold)) = near {
                 let sketch = new.sketch.as_deref().unwrap_or_default();
                 let candidates =
-                    memories::sketch_candidates(ctx.conn, &new, sketch, &now, CANDIDATES)?;
+                    memories::sketch_candidates(ctx.conn, new, sketch, now, CANDIDATES)?;
                 let placement = similar::place(
                     mine,
                     candidates.iter().map(|(id, c)| (*id, c.as_str())),
@@ -128,7 +129,7 @@ impl Store {
                     Placement::New { similar_to: None } => {}
                 }
             }
-            let id = memories::insert(ctx.conn, &new)?;
+            let id = memories::insert(ctx.conn, new)?;
             ctx.wrote(id);
             if let Some(old) = supersedes {
                 memories::supersede(ctx.conn, old, id)?;

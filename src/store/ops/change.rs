@@ -29,7 +29,7 @@ impl Store {
                 memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
             ctx.check_row(id, expect_rev)?;
             // The task rules need the row: its category and status.
-            let mut changes = changes;
+            let mut changes = changes.clone();
             gate::task_changes(&current, &mut changes)?;
             memories::apply(ctx.conn, &current, &changes)?;
             memories::fetch(ctx.conn, id)?.ok_or(StoreError::NotFound(id))
@@ -70,7 +70,7 @@ impl Store {
                 current_rev: Some(current.rev),
             })?;
             let mut keys = serde_json::Map::new();
-            keys.insert("status".into(), to.into());
+            keys.insert("status".into(), to.clone().into());
             let mut changes = Changes {
                 metadata: Some(keys),
                 ..Changes::default()
@@ -95,6 +95,8 @@ impl Store {
     ) -> Result<Written<Memory>, StoreError> {
         self.guarded(guard, move |ctx, _| {
             memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
+            // Not an edit, but its counts are shared.
+            ctx.touch(id)?;
             memories::confirm(ctx.conn, id, &crate::clock::now())?;
             memories::fetch(ctx.conn, id)?.ok_or(StoreError::NotFound(id))
         })

@@ -24,7 +24,10 @@ impl Store {
         replace: bool,
     ) -> Result<Written<ImportCounts>, StoreError> {
         self.guarded(guard, move |ctx, _| {
-            import::chunk(ctx, batch, &links, replace)
+            if replace {
+                ctx.set_resurrect();
+            }
+            import::chunk(ctx, batch.clone(), &links, replace)
         })
         .await
     }

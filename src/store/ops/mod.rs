@@ -28,8 +28,11 @@ pub mod remove;
 pub mod search;
 pub mod vectors;
 
+use std::collections::{HashMap, HashSet};
+
 use memd_proto::DriftNotice;
 
+use super::team::{self, Team};
 use super::writer::WriteCtx;
 use super::{Guard, Store, StoreError};
 use crate::session::ident::Author;
@@ -51,22 +54,347 @@ impl Store {
     /// Runs a session's write under the drift guard: the rules on the
     /// whole view first (a refusal writes nothing), then `f`, which checks
     /// each row it changes ([`WriteCtx::check_row`]).
+    ///
+    /// A write that changes shared rows (team memory) goes through the team's
+    /// PostgreSQL first: the job runs here inside its savepoint, what it
+    /// changed is collected and the savepoint rolled back; the change is
+    /// written through with a compare-and-set on each row's rev; once
+    /// PostgreSQL committed, it is applied here in a short transaction. No
+    /// SQLite transaction is held across a PostgreSQL round trip. A row
+    /// that moved in PostgreSQL is applied here first and the job runs
+    /// again (the row rule then judges it against the new version).
     pub(super) async fn guarded<T, F>(&self, guard: Guard, f: F) -> Result<Written<T>, StoreError>
     where
-        F: FnOnce(&mut WriteCtx<'_>, Option<DriftNotice>) -> Result<T, StoreError> + Send + 'static,
-        T: Send + 'static,
+        F: Fn(&mut WriteCtx<'_>, Option<DriftNotice>) -> Result<T, StoreError>
+            + Send
+            + Sync
+            + 'static,
+        T: Remap + Send + 'static,
     {
         let author = Author::Session(guard.who.clone());
-        self.writer
+        let Some(team) = self.team.clone() else {
+            return self
+                .writer
+                .call(author, move |ctx| {
+                    let notice = ctx.guard(guard)?;
+                    let value = f(ctx, notice)?;
+                    Ok(Written {
+                        value,
+                        rows: ctx.written_revs()?,
+                        generation: ctx.generation()?,
+                    })
+                })
+                .await;
+        };
+        let f = std::sync::Arc::new(f);
+        for attempt in 0..2 {
+            let (job_guard, job_f, job_team) = (guard.clone(), f.clone(), team.clone());
+            let step = self
+                .writer
+                .call(author.clone(), move |ctx| {
+                    ctx.capture();
+                    let notice = ctx.guard(job_guard)?;
+                    let value = job_f(ctx, notice)?;
+                    match team_plan(ctx, &job_team)? {
+                        None => Ok(Step::Done(Written {
+                            value,
+                            rows: ctx.written_revs()?,
+                            generation: ctx.generation()?,
+                        })),
+                        Some(plan) => {
+                            ctx.discard();
+                            Ok(Step::Deferred(value, plan))
+                        }
+                    }
+                })
+                .await?;
+            let (value, plan) = match step {
+                Step::Done(written) => return Ok(written),
+                Step::Deferred(value, plan) => (value, plan),
+            };
+            match team.write_through(&plan).await {
+                Ok(committed) => {
+                    let uids = plan
+                        .changes
+                        .iter()
+                        .filter_map(|c| c.after.as_ref().map(|a| (c.id, a.uid.clone())))
+                        .collect();
+                    return self.apply_committed(author, value, uids, committed).await;
+                }
+                Err(team::write::Refusal::Moved(rows)) if attempt == 0 => {
+                    // This machine's copy was behind: take PostgreSQL's rows
+                    // and decide again.
+                    let lost = self.apply_team_rows_anew(rows, false).await?;
+                    if !lost.is_empty() {
+                        tracing::warn!(
+                            rows = lost.len(),
+                            "team memory: local edits of other tools were replaced by PostgreSQL's rows"
+                        );
+                    }
+                }
+                Err(team::write::Refusal::Moved(_)) => {
+                    return Err(StoreError::Conflict {
+                        message: "the memory kept changing in the team's PostgreSQL while this \
+                                  write was decided; read it again and retry"
+                            .into(),
+                        current_rev: None,
+                    });
+                }
+                Err(team::write::Refusal::Unavailable(e)) => {
+                    return Err(StoreError::TeamUnavailable(e.to_string()));
+                }
+                Err(team::write::Refusal::Unknown(e)) => {
+                    return Err(StoreError::TeamUnavailable(format!(
+                        "{e}; the write was sent and PostgreSQL's answer was lost, so it may have \
+                         been applied: memd applies it here when PostgreSQL is back if it was \
+                         (check with get or search before writing it again)"
+                    )));
+                }
+                Err(team::write::Refusal::Invalid(m)) => {
+                    return Err(StoreError::InvalidInput(format!(
+                        "the team's PostgreSQL refused the write: {m}"
+                    )));
+                }
+            }
+        }
+        unreachable!("the loop returns on its second attempt")
+    }
+
+    /// Applies what PostgreSQL committed for a session's write, as that
+    /// session's write here; the job's answer is translated to the rows as
+    /// they are now. A local apply that fails is not the write's failure
+    /// (PostgreSQL has it; the pull applies it): the answer is the job's.
+    async fn apply_committed<T: Remap + Send + 'static>(
+        &self,
+        author: Author,
+        value: T,
+        uids: HashMap<i64, String>,
+        committed: team::write::Committed,
+    ) -> Result<Written<T>, StoreError> {
+        let fallback = value.clone();
+        let applied = self
+            .writer
             .call(author, move |ctx| {
-                let notice = ctx.guard(guard)?;
-                let value = f(ctx, notice)?;
+                let mut t = Translation::default();
+                for (old, row) in &committed.rows {
+                    let outcome = team::apply::apply(ctx.conn, row, false)?;
+                    if let Some(id) = outcome.id() {
+                        ctx.wrote(id);
+                        if let Some(old) = old {
+                            t.ids.insert(*old, id);
+                        }
+                    }
+                    if let Some(old) = old
+                        && uids.get(old).is_some_and(|uid| uid != &row.uid)
+                    {
+                        // PostgreSQL merged the new row into one it had.
+                        t.merged.insert(*old);
+                    }
+                }
+                for (_, row) in &committed.rows {
+                    team::apply::link(ctx.conn, row)?;
+                }
+                let generation = ctx.generation()?;
+                let value = value.remap(ctx.conn, &t, generation)?;
                 Ok(Written {
                     value,
                     rows: ctx.written_revs()?,
-                    generation: ctx.generation()?,
+                    generation,
                 })
+            })
+            .await;
+        match applied {
+            Ok(w) => Ok(w),
+            Err(e) => {
+                tracing::warn!(error = %e, "a write PostgreSQL committed could not be applied here; the pull applies it");
+                if let Some(team) = &self.team {
+                    team.wake.notify_one();
+                }
+                Ok(Written {
+                    value: fallback,
+                    rows: Vec::new(),
+                    generation: self.generations.current(),
+                })
+            }
+        }
+    }
+
+    /// Applies rows PostgreSQL holds, as a pull would, without moving the
+    /// pull's mark; with `force`, whatever the revs (PostgreSQL's version
+    /// stands).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn apply_team_rows_anew(
+        &self,
+        rows: Vec<team::row::TeamRow>,
+        force: bool,
+    ) -> Result<Vec<memd_proto::Memory>, StoreError> {
+        let own = self
+            .team
+            .as_ref()
+            .map(|t| t.machine().to_string())
+            .unwrap_or_default();
+        self.writer
+            .call(Author::Team, move |ctx| {
+                let mut lost = Vec::new();
+                for row in &rows {
+                    let outcome = team::apply::apply_keeping(ctx.conn, row, force, &mut lost)?;
+                    if outcome.edited()
+                        && let Some(id) = outcome.id()
+                    {
+                        team::apply::record_author(ctx.conn, id, &row.author, &own)?;
+                    }
+                }
+                for row in &rows {
+                    team::apply::link(ctx.conn, row)?;
+                }
+                Ok(lost)
             })
             .await
     }
+}
+
+/// What a job left for the caller: done here, or to be written through.
+enum Step<T> {
+    Done(Written<T>),
+    Deferred(T, team::write::Plan),
+}
+
+/// How a write's local ids became the ids of the rows PostgreSQL
+/// committed, once applied here.
+#[derive(Debug, Default)]
+pub struct Translation {
+    /// The job's id of a row → its id now.
+    pub ids: HashMap<i64, i64>,
+    /// The job's new rows that PostgreSQL merged into a row it had (two
+    /// machines added the same memory).
+    pub merged: HashSet<i64>,
+}
+
+impl Translation {
+    fn id(&self, id: i64) -> i64 {
+        self.ids.get(&id).copied().unwrap_or(id)
+    }
+}
+
+/// An operation's answer, made true of the rows as PostgreSQL committed
+/// them and as they were applied here.
+pub trait Remap: Sized + Clone {
+    /// The answer for the applied rows.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    fn remap(
+        self,
+        conn: &rusqlite::Connection,
+        t: &Translation,
+        generation: u64,
+    ) -> Result<Self, StoreError>;
+}
+
+impl Remap for () {
+    fn remap(self, _: &rusqlite::Connection, _: &Translation, _: u64) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+impl Remap for Vec<i64> {
+    fn remap(self, _: &rusqlite::Connection, _: &Translation, _: u64) -> Result<Self, StoreError> {
+        Ok(self)
+    }
+}
+
+impl Remap for [u64; 5] {
+    fn remap(self, _: &rusqlite::Connection, _: &Translation, _: u64) -> Result<Self, StoreError> {
+        Ok(self)
+    }
+}
+
+impl Remap for memd_proto::Memory {
+    fn remap(
+        self,
+        conn: &rusqlite::Connection,
+        t: &Translation,
+        _: u64,
+    ) -> Result<Self, StoreError> {
+        Ok(crate::store::memories::fetch(conn, t.id(self.id))?.unwrap_or(self))
+    }
+}
+
+impl Remap for memd_proto::AddResult {
+    fn remap(
+        mut self,
+        _: &rusqlite::Connection,
+        t: &Translation,
+        generation: u64,
+    ) -> Result<Self, StoreError> {
+        if let Some(id) = self.id {
+            if t.merged.contains(&id) {
+                self.deduped = true;
+                self.reason = Some("duplicate".into());
+            }
+            self.id = Some(t.id(id));
+        }
+        self.merged_into = self.merged_into.map(|id| t.id(id));
+        self.generation = generation;
+        Ok(self)
+    }
+}
+
+/// The shared rows a job changed, as a plan to write through; `None` when
+/// it changed none (a local write, committed as it is).
+fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Option<team::write::Plan>, StoreError> {
+    let changes = ctx.changes()?;
+    let shared = |c: &team::write::Change| {
+        c.after
+            .as_ref()
+            .is_some_and(|a| team.shares(&a.namespace, &a.scope))
+            || c.before
+                .as_ref()
+                .is_some_and(|b| team.shares(&b.namespace, "project"))
+    };
+    let n_shared = changes.iter().filter(|c| shared(c)).count();
+    if n_shared == 0 {
+        return Ok(None);
+    }
+    if n_shared < changes.len() {
+        return Err(StoreError::InvalidInput(
+            "one write cannot change memories of a shared namespace and of a local one together"
+                .into(),
+        ));
+    }
+    if !team.is_synced() {
+        return Err(StoreError::TeamUnavailable(
+            "this machine has not pulled the team's memories yet (PostgreSQL has not been \
+             reachable since memd started)"
+                .into(),
+        ));
+    }
+    let mut namespaces: Vec<&str> = changes
+        .iter()
+        .filter_map(|c| c.after.as_ref().map(|a| a.namespace.as_str()))
+        .collect();
+    namespaces.sort_unstable();
+    namespaces.dedup();
+    for ns in namespaces {
+        if !team.is_clean(ns) {
+            if crate::store::memories::has_unpushed(ctx.conn, ns, &changes)? {
+                return Err(StoreError::TeamUnpushed(ns.to_string()));
+            }
+            team.mark_clean(ns);
+        }
+    }
+    let (agent, session) = match ctx.author {
+        Author::Session(who) => (who.agent.clone(), who.session.clone()),
+        Author::Daemon | Author::Team => (String::new(), String::new()),
+    };
+    Ok(Some(team::write::Plan {
+        op_id: crate::session::new_session_id(),
+        agent,
+        session,
+        changes,
+        resurrect: ctx.resurrects(),
+        external: false,
+    }))
 }

@@ -87,6 +87,7 @@ impl Store {
     /// Deletes the expired memories (already invisible to every read) of
     /// `namespace`, or of every namespace; with `dry_run`, only names them.
     /// A maintenance write of the daemon: it counts as drift for nobody.
+    /// Shared rows are not among them (see [`Store::prune_shared`]).
     /// Returns the ids and the generation after.
     ///
     /// # Errors
@@ -99,7 +100,7 @@ impl Store {
         self.writer
             .call(Author::Daemon, move |ctx| {
                 let now = crate::clock::now();
-                let ids = memories::expired_ids(ctx.conn, &now, namespace.as_deref())?;
+                let ids = memories::expired_ids(ctx.conn, &now, namespace.as_deref(), false)?;
                 if !dry_run {
                     for id in &ids {
                         memories::delete(ctx.conn, *id)?;
@@ -108,5 +109,41 @@ impl Store {
                 Ok((ids, ctx.generation()?))
             })
             .await
+    }
+
+    /// Deletes the expired shared memories (team memory) of `namespace`, or
+    /// of every shared namespace, through the team's PostgreSQL like any
+    /// delete, for the session `guard` names (its drift guard does not
+    /// apply: they are invisible to every read). Returns the ids.
+    ///
+    /// # Errors
+    /// `TeamUnavailable`, SQLite errors.
+    pub async fn prune_shared(
+        &self,
+        guard: Guard,
+        namespace: Option<String>,
+        dry_run: bool,
+    ) -> Result<Vec<i64>, StoreError> {
+        if self.team.is_none() {
+            return Ok(Vec::new());
+        }
+        let guard = Guard {
+            policy: memd_proto::DriftPolicy::Off,
+            ..guard
+        };
+        let written = self
+            .guarded(guard, move |ctx, _| {
+                let now = crate::clock::now();
+                let ids = memories::expired_ids(ctx.conn, &now, namespace.as_deref(), true)?;
+                if !dry_run {
+                    for id in &ids {
+                        ctx.check_row(*id, None)?;
+                        memories::delete(ctx.conn, *id)?;
+                    }
+                }
+                Ok(ids)
+            })
+            .await?;
+        Ok(written.value)
     }
 }

@@ -85,6 +85,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "threads, event time, context and date in the search index",
         sql: include_str!("v11.sql"),
     },
+    Migration {
+        version: 12,
+        name: "team memory: PostgreSQL's rev, remote authors, numbers applied",
+        sql: include_str!("v12.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -124,6 +129,7 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("table", "memory_authors"),
     ("trigger", "memories_ad_author"),
     ("view", "memories_fts_source"),
+    ("table", "memory_team_seq"),
 ];
 
 /// The on-disk schema version: 0 for an empty database.

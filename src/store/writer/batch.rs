@@ -57,7 +57,7 @@ where
     fn run(&mut self, ctx: &mut WriteCtx<'_>) -> bool {
         let f = self.f.take().expect("a job runs once");
         let out = f(ctx);
-        let ok = out.is_ok();
+        let ok = out.is_ok() && !ctx.discarded();
         self.out = Some(out);
         ok
     }
@@ -109,6 +109,7 @@ impl Thread {
                     let by = match job.author() {
                         Author::Session(who) => Committer::Session(who.clone()),
                         Author::Daemon => Committer::Daemon,
+                        Author::Team => Committer::Team,
                     };
                     self.log.push(before, after, by);
                     logged += 1;

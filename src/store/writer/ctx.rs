@@ -15,6 +15,7 @@ use crate::drift::policy::{self, Decision, Facts, RowFacts, WriteKind};
 use crate::drift::refusal::{self, Refusal, RowChange, RowRefusal, ViewRefusal};
 use crate::session::ident::{Author, Who};
 use crate::session::readset::{ReadSet, RowView};
+use crate::store::team::{self, apply::Before};
 use crate::store::{Generations, StoreError, memories, read_generation};
 
 /// Rows named in the message of a refusal on the whole view.
@@ -50,6 +51,15 @@ pub struct WriteCtx<'a> {
     wrote: Vec<i64>,
     /// The generation when the job started.
     start: u64,
+    /// The rows the job changes, as they were before (team memory: what a
+    /// write-through compares and sets); `None` unless asked for.
+    capture: Option<Vec<(i64, Option<Before>)>>,
+    /// The job asks for its savepoint to be rolled back even though it
+    /// succeeded (a write that goes through PostgreSQL first).
+    discard: bool,
+    /// Rows the job creates bring back a tombstoned uid (team memory:
+    /// `import --replace`).
+    resurrect: bool,
 }
 
 impl<'a> WriteCtx<'a> {
@@ -68,6 +78,9 @@ impl<'a> WriteCtx<'a> {
             log,
             guard: None,
             wrote: Vec::new(),
+            capture: None,
+            discard: false,
+            resurrect: false,
             start,
         }
     }
@@ -153,6 +166,7 @@ impl WriteCtx<'_> {
     /// [`StoreError::Conflict`] for an `expect_rev` mismatch,
     /// [`StoreError::Drift`] for a row-rule refusal, SQLite errors.
     pub fn check_row(&mut self, id: i64, expect_rev: Option<i64>) -> Result<(), StoreError> {
+        self.touch(id)?;
         self.wrote.push(id);
         let Some((rev_now, changed_generation)) = memories::change_mark(self.conn, id)? else {
             return Ok(());
@@ -213,15 +227,25 @@ impl WriteCtx<'_> {
     /// Who made the change of row `id` at generation `g`: the session
     /// memd recorded for it, else the commit log's answer.
     fn author_of(&self, id: i64, g: u64) -> Result<Attribution, StoreError> {
-        if let Some((session, agent)) = memories::author(self.conn, id, g)? {
+        if let Some(recorded) = memories::author(self.conn, id, g)? {
+            if recorded.external {
+                return Ok(Attribution::Known(Committer::External));
+            }
+            if let Some(machine) = recorded.machine {
+                return Ok(Attribution::Known(Committer::Remote {
+                    machine,
+                    agent: recorded.agent,
+                    session: recorded.session,
+                }));
+            }
             let namespace = match self.log.author_of(g) {
                 Attribution::Known(Committer::Session(who)) => who.namespace.clone(),
                 _ => String::new(),
             };
             return Ok(Attribution::Known(Committer::Session(Arc::new(Who {
                 namespace,
-                agent,
-                session,
+                agent: recorded.agent,
+                session: recorded.session,
             }))));
         }
         Ok(self.log.author_of(g))
@@ -230,7 +254,72 @@ impl WriteCtx<'_> {
     /// Remembers that this job wrote row `id` (a row it created): the
     /// session's read set gets the row's rev after the commit.
     pub fn wrote(&mut self, id: i64) {
+        if let Some(capture) = &mut self.capture
+            && !capture.iter().any(|(seen, _)| *seen == id)
+        {
+            // A row the job created: nothing before it.
+            capture.push((id, None));
+        }
         self.wrote.push(id);
+    }
+
+    /// Records row `id` as it is now, before the job changes it, when the
+    /// rows a job changes are captured (see [`WriteCtx::capture`]).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub(in crate::store) fn touch(&mut self, id: i64) -> Result<(), StoreError> {
+        if let Some(capture) = &self.capture
+            && !capture.iter().any(|(seen, _)| *seen == id)
+        {
+            let before = team::apply::before(self.conn, id)?;
+            if let Some(capture) = &mut self.capture {
+                capture.push((id, before));
+            }
+        }
+        Ok(())
+    }
+
+    /// Captures from now on what each changed row was before the job.
+    pub(in crate::store) fn capture(&mut self) {
+        self.capture.get_or_insert_with(Vec::new);
+    }
+
+    /// The rows the job changed: as they were, as they are now.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub(in crate::store) fn changes(&self) -> Result<Vec<team::write::Change>, StoreError> {
+        let mut out = Vec::new();
+        for (id, before) in self.capture.iter().flatten() {
+            out.push(team::write::Change {
+                id: *id,
+                before: before.clone(),
+                after: team::apply::after(self.conn, *id)?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The rows this job creates bring back a uid deleted in the team's
+    /// PostgreSQL (`import --replace`).
+    pub(in crate::store) fn set_resurrect(&mut self) {
+        self.resurrect = true;
+    }
+
+    /// Whether they do.
+    pub(in crate::store) fn resurrects(&self) -> bool {
+        self.resurrect
+    }
+
+    /// Rolls the job back when it ends, though it succeeded.
+    pub(in crate::store) fn discard(&mut self) {
+        self.discard = true;
+    }
+
+    /// Whether the job asked to be rolled back.
+    pub(super) fn discarded(&self) -> bool {
+        self.discard
     }
 
     /// Ends the job's row bookkeeping: records this session as the author
@@ -242,7 +331,7 @@ impl WriteCtx<'_> {
     pub fn written_revs(&self) -> Result<Vec<(i64, i64)>, StoreError> {
         let who = match self.author {
             Author::Session(who) => Some((who.session.as_str(), who.agent.as_str())),
-            Author::Daemon => None,
+            Author::Daemon | Author::Team => None,
         };
         let mut out = Vec::with_capacity(self.wrote.len());
         for id in &self.wrote {

@@ -6,6 +6,7 @@
 
 #![allow(dead_code)]
 
+pub mod pg;
 pub mod wire;
 
 use std::os::unix::net::UnixDatagram;

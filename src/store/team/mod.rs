@@ -1,0 +1,274 @@
+//! Team memory: shared namespaces on PostgreSQL (ARCHITECTURE.md "Team
+//! memory"). Every machine keeps its daemon and its `memory.db`; the
+//! namespaces `[team] namespaces` matches have PostgreSQL as their system of
+//! record. A write to one is decided in PostgreSQL (a compare-and-set on
+//! the rev each row had here), then applied here; a pull applies everyone
+//! else's commits in commit order.
+//!
+//! # Layout
+//! - [`config`]: `[team]`, the URL, passwords and TLS as libpq users know them;
+//! - [`pg`]: connections (bounded calls, `LISTEN`);
+//! - [`schema`]: PostgreSQL's schema `memd` and its migrations (`memd team init`);
+//! - [`row`]: a shared row as PostgreSQL holds it;
+//! - [`apply`]: the SQLite side — rows as they are here, PostgreSQL's rows
+//!   applied here;
+//! - [`write`]: the write-through of a session's write;
+//! - [`pull`]: pages of later commits, the history check, pushes.
+//!
+//! Without `[team]` none of this runs: no connection, no task.
+
+pub mod apply;
+pub mod config;
+pub mod pg;
+pub mod pull;
+pub mod push;
+pub mod row;
+pub mod schema;
+pub mod write;
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use config::{Target, TeamConfig};
+use pg::Link;
+
+/// Why a team call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum TeamError {
+    /// PostgreSQL cannot be reached, refused, or did not answer in time.
+    #[error("{0}")]
+    Unavailable(String),
+    /// `memd team init` never ran on this database.
+    #[error("the team database has no memd schema yet: run `memd team init`")]
+    NotInitialised,
+    /// The schema is newer than this binary.
+    #[error(
+        "the team schema is at version {found}, newer than this memd knows ({known}): upgrade memd"
+    )]
+    SchemaTooNew {
+        /// The schema's version.
+        found: i32,
+        /// This binary's.
+        known: i32,
+    },
+}
+
+/// What `status` shows of team memory.
+#[derive(Debug, Clone, Default)]
+struct Health {
+    connected: bool,
+    last_error: Option<String>,
+    last_pull_at: Option<String>,
+    /// PostgreSQL's newest number, as last seen.
+    head: i64,
+    /// The number applied here.
+    applied: i64,
+}
+
+/// The team engine of one daemon.
+pub struct Team {
+    config: TeamConfig,
+    target: Target,
+    machine: String,
+    health: Mutex<Health>,
+    /// The connection shared writes go through (one at a time).
+    writer: tokio::sync::Mutex<Option<Link>>,
+    /// Wakes the pull (a notification, a reconnect, a new pattern).
+    pub wake: Notify,
+    /// Every shared namespace is backfilled: shared writes may go.
+    synced: AtomicBool,
+    /// Namespaces checked to hold no row that was never pushed.
+    clean: Mutex<HashSet<String>>,
+    /// The pull tried once (caught up, or failed): the daemon serves then.
+    attempted: tokio::sync::watch::Sender<bool>,
+}
+
+impl Team {
+    /// The engine for `config`, or `None` when team memory is off (no URL,
+    /// or no namespace to share).
+    ///
+    /// # Errors
+    /// A message when the URL cannot be parsed.
+    pub fn new(config: &TeamConfig) -> Result<Option<Team>, String> {
+        let env = |k: &str| std::env::var(k).ok();
+        if !config.enabled_with(env) {
+            return Ok(None);
+        }
+        let url = config.url_with(env).unwrap_or_default();
+        let target = Target::parse(&url).map_err(|e| format!("team URL: {e}"))?;
+        Ok(Some(Team {
+            machine: config.machine_name(),
+            config: config.clone(),
+            target,
+            health: Mutex::default(),
+            writer: tokio::sync::Mutex::new(None),
+            wake: Notify::new(),
+            synced: AtomicBool::new(false),
+            clean: Mutex::default(),
+            attempted: tokio::sync::watch::channel(false).0,
+        }))
+    }
+
+    /// This machine's name.
+    pub fn machine(&self) -> &str {
+        &self.machine
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &TeamConfig {
+        &self.config
+    }
+
+    /// Where PostgreSQL is.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Whether rows of `namespace` in `scope` are shared (session-scope
+    /// rows never leave the machine).
+    pub fn shares(&self, namespace: &str, scope: &str) -> bool {
+        scope != "session" && self.config.shares(namespace)
+    }
+
+    /// Whether every shared namespace has been backfilled.
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_synced(&self, synced: bool) {
+        self.synced.store(synced, Ordering::Release);
+        self.attempted.send_replace(true);
+    }
+
+    /// Waits until the pull caught up once or failed once (a machine is
+    /// backfilled before it serves, when PostgreSQL can be reached).
+    pub async fn first_attempt(&self) {
+        let mut rx = self.attempted.subscribe();
+        let _ = rx.wait_for(|done| *done).await;
+    }
+
+    pub(crate) fn is_clean(&self, namespace: &str) -> bool {
+        lock(&self.clean).contains(namespace)
+    }
+
+    pub(crate) fn mark_clean(&self, namespace: &str) {
+        lock(&self.clean).insert(namespace.to_string());
+    }
+
+    /// Forget which namespaces were checked (another tool wrote here).
+    pub fn forget_clean(&self) {
+        lock(&self.clean).clear();
+    }
+
+    pub(crate) fn note_ok(&self) {
+        let mut h = lock(&self.health);
+        h.connected = true;
+        h.last_error = None;
+    }
+
+    pub(crate) fn note_error(&self, e: &TeamError) {
+        {
+            let mut h = lock(&self.health);
+            h.connected = false;
+            h.last_error = Some(e.to_string());
+        }
+        self.attempted.send_replace(true);
+    }
+
+    pub(crate) fn note_pull(&self, applied: i64, head: i64) {
+        let mut h = lock(&self.health);
+        h.applied = applied;
+        h.head = head.max(applied);
+        h.last_pull_at = Some(crate::clock::now());
+        h.connected = true;
+        h.last_error = None;
+    }
+
+    /// `status`'s `team` key.
+    pub fn status(&self) -> Value {
+        let h = lock(&self.health).clone();
+        json!({
+            "url": self.target.display(),
+            "machine": self.machine,
+            "namespaces": self.config.namespaces,
+            "connected": h.connected,
+            "synced": self.is_synced(),
+            "applied": h.applied,
+            "head": h.head,
+            "lag": (h.head - h.applied).max(0),
+            "last_pull_at": h.last_pull_at,
+            "last_error": h.last_error,
+        })
+    }
+
+    /// Runs `f` on the write connection, connecting first when there is
+    /// none (one attempt); a call that fails for the connection drops it,
+    /// so the next one reconnects.
+    pub(crate) async fn with_writer<T, F>(&self, f: F) -> Result<T, TeamError>
+    where
+        F: AsyncFnOnce(&mut Link) -> Result<T, TeamError>,
+    {
+        let mut slot = self.writer.lock().await;
+        if slot.as_ref().is_none_or(Link::is_closed) {
+            *slot = None;
+            let link = pg::connect(&self.target, self.config.timeout(), false).await;
+            let link = match link {
+                Ok(l) => l,
+                Err(e) => {
+                    self.note_error(&e);
+                    return Err(e);
+                }
+            };
+            if let Err(e) = self.bounded(schema::check(&link.client)).await {
+                self.note_error(&e);
+                return Err(e);
+            }
+            *slot = Some(link);
+        }
+        let link = slot.as_mut().expect("connected above");
+        let out = f(link).await;
+        match &out {
+            Ok(_) => self.note_ok(),
+            Err(e) => {
+                self.note_error(e);
+                *slot = None;
+            }
+        }
+        out
+    }
+
+    /// Bounds a call by `timeout_ms`.
+    pub(crate) async fn bounded<T>(
+        &self,
+        call: impl Future<Output = Result<T, TeamError>>,
+    ) -> Result<T, TeamError> {
+        let limit = self.config.timeout();
+        tokio::time::timeout(limit, call).await.map_err(|_| {
+            TeamError::Unavailable(format!(
+                "{} did not answer within {} ms (team.timeout_ms)",
+                self.target.display(),
+                limit.as_millis()
+            ))
+        })?
+    }
+}
+
+/// A test's fault point: with `MEMD_FAULT` naming it, the daemon dies on
+/// the spot (as if killed), e.g. `after-team-commit` between PostgreSQL's
+/// commit and the local apply.
+pub fn fault(point: &str) {
+    static FAULT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let armed = FAULT.get_or_init(|| std::env::var("MEMD_FAULT").ok());
+    if armed.as_deref() == Some(point) {
+        tracing::error!(point, "fault point reached: dying (MEMD_FAULT)");
+        std::process::abort();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,373 @@
+//! The pull: later commits from PostgreSQL, in commit order, in pages that
+//! end on a transaction boundary, one local transaction per page; the check
+//! that PostgreSQL still holds the last change applied (else a resync by
+//! uid and rev, the rows PostgreSQL lacks kept in a drift backup); and the
+//! push of a local namespace that starts to be shared.
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+use tokio_postgres::Client;
+use tokio_postgres::types::ToSql;
+
+use super::apply::{self, Outcome};
+use super::config::glob_to_like;
+use super::pg::describe;
+use super::row::{COLUMNS, TeamRow};
+use super::{Team, TeamError};
+use crate::session::ident::Author;
+use crate::store::readers::ReadKind;
+use crate::store::{Store, StoreError, memories, meta};
+
+/// Rows applied per page (a page may hold more: it ends on a
+/// transaction boundary).
+pub const PAGE: i64 = 500;
+
+/// Where this machine is in PostgreSQL's history, kept in `memory_meta`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mark {
+    /// Every commit up to this number is applied.
+    pub applied: i64,
+    /// The last row applied (its uid, rev and number): PostgreSQL must still
+    /// hold it.
+    pub last: Option<(String, i64, i64)>,
+    /// The database's identity.
+    pub db_uuid: Option<String>,
+    /// The namespace patterns the last full pull covered.
+    pub patterns: Vec<String>,
+    /// The newest local revision looked at for deletes by other tools.
+    #[serde(default)]
+    pub revisions_checked: i64,
+}
+
+const MARK_KEY: &str = "team_mark";
+
+/// One page of later commits.
+#[derive(Debug)]
+pub struct Page {
+    /// The rows, by number.
+    pub rows: Vec<TeamRow>,
+    /// Everything up to this number is in the page.
+    pub through: i64,
+    /// PostgreSQL's newest number when the page was read.
+    pub head: i64,
+}
+
+fn fail(e: &tokio_postgres::Error) -> TeamError {
+    TeamError::Unavailable(describe(e))
+}
+
+/// PostgreSQL's newest number and its identity.
+///
+/// # Errors
+/// [`TeamError::Unavailable`].
+pub async fn head(client: &Client) -> Result<(i64, String), TeamError> {
+    let row = client
+        .query_one(
+            "SELECT (SELECT value FROM memd.generation WHERE id = 1), \
+                    (SELECT value FROM memd.meta WHERE key = 'db_uuid')",
+            &[],
+        )
+        .await
+        .map_err(|e| fail(&e))?;
+    Ok((row.get(0), row.get(1)))
+}
+
+/// The commits after `after` of the namespaces `patterns` match, up to
+/// about [`PAGE`] rows, ending on a transaction boundary.
+///
+/// # Errors
+/// [`TeamError::Unavailable`].
+pub async fn page(client: &Client, after: i64, patterns: &[String]) -> Result<Page, TeamError> {
+    let likes: Vec<String> = patterns.iter().map(|g| glob_to_like(g)).collect();
+    // The head first: every commit up to it is visible to what follows.
+    let (head, _) = head(client).await?;
+    let bound: Option<i64> = client
+        .query_opt(
+            "SELECT changed_seq FROM memd.memories WHERE changed_seq > $1 \
+             AND namespace LIKE ANY($2) ORDER BY changed_seq OFFSET $3 LIMIT 1",
+            &[&after, &likes, &(PAGE - 1)],
+        )
+        .await
+        .map_err(|e| fail(&e))?
+        .map(|r| r.get(0));
+    let sql = format!(
+        "SELECT {COLUMNS} FROM memd.memories WHERE changed_seq > $1 \
+         AND ($2::bigint IS NULL OR changed_seq <= $2) AND namespace LIKE ANY($3) \
+         ORDER BY changed_seq"
+    );
+    let params: [&(dyn ToSql + Sync); 3] = [&after, &bound, &likes];
+    let rows = client
+        .query(&sql, &params)
+        .await
+        .map_err(|e| fail(&e))?
+        .iter()
+        .map(TeamRow::from_pg)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| fail(&e))?;
+    let newest = rows.last().map_or(after, |r| r.changed_seq);
+    let through = match bound {
+        Some(b) => b,
+        // All of it: the snapshot that holds a number holds every number
+        // below it.
+        None => head.max(newest),
+    };
+    Ok(Page {
+        rows,
+        through,
+        head,
+    })
+}
+
+/// Whether PostgreSQL still holds the history this machine applied: the
+/// same database, a head not below what was applied, and the last row
+/// applied at its rev or later.
+///
+/// # Errors
+/// [`TeamError::Unavailable`].
+pub async fn history_holds(client: &Client, mark: &Mark) -> Result<bool, TeamError> {
+    let (head, uuid) = head(client).await?;
+    if mark.db_uuid.as_deref().is_some_and(|u| u != uuid) || head < mark.applied {
+        return Ok(false);
+    }
+    let Some((uid, rev, seq)) = &mark.last else {
+        return Ok(true);
+    };
+    let row = client
+        .query_opt(
+            "SELECT rev, changed_seq FROM memd.memories WHERE uid = $1",
+            &[uid],
+        )
+        .await
+        .map_err(|e| fail(&e))?;
+    Ok(match row {
+        Some(r) => {
+            let (r_rev, r_seq): (i64, i64) = (r.get(0), r.get(1));
+            r_rev >= *rev && r_seq >= *seq
+        }
+        None => false,
+    })
+}
+
+/// Every shared row PostgreSQL holds (tombstones included), for a resync.
+///
+/// # Errors
+/// [`TeamError::Unavailable`].
+pub async fn everything(client: &Client, patterns: &[String]) -> Result<Vec<TeamRow>, TeamError> {
+    let likes: Vec<String> = patterns.iter().map(|g| glob_to_like(g)).collect();
+    let sql = format!(
+        "SELECT {COLUMNS} FROM memd.memories WHERE namespace LIKE ANY($1) ORDER BY changed_seq"
+    );
+    client
+        .query(&sql, &[&likes])
+        .await
+        .map_err(|e| fail(&e))?
+        .iter()
+        .map(TeamRow::from_pg)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| fail(&e))
+}
+
+/// What applying a page did here.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Applied {
+    /// Rows inserted or changed.
+    pub changed: u64,
+    /// Rows deleted (tombstones).
+    pub deleted: u64,
+    /// Local versions another tool made here that PostgreSQL's rows
+    /// replaced (for a drift backup).
+    pub lost: Vec<memd_proto::Memory>,
+}
+
+impl Store {
+    /// Records the team mark alone.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn set_team_mark(&self, mark: Mark) -> Result<(), StoreError> {
+        self.writer
+            .call(Author::Team, move |ctx| {
+                let text = serde_json::to_string(&mark).unwrap_or_default();
+                meta::set(ctx.conn, MARK_KEY, &text)
+            })
+            .await
+    }
+
+    /// The team mark (`Mark::default()` before the first pull).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn team_mark(&self) -> Result<Mark, StoreError> {
+        let read = self
+            .readers
+            .read(ReadKind::Internal, |conn| meta::text(conn, MARK_KEY))
+            .await?;
+        Ok(read
+            .value
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default())
+    }
+
+    /// Applies PostgreSQL's rows in one local transaction and moves the
+    /// mark to `mark` (the changes keep their PostgreSQL authors). With
+    /// `force`, rows replace local ones whatever their revs (a resync).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn apply_team_rows(
+        &self,
+        rows: Vec<TeamRow>,
+        mark: Mark,
+        force: bool,
+    ) -> Result<Applied, StoreError> {
+        let own = self
+            .team
+            .as_ref()
+            .map(|t| t.machine().to_string())
+            .unwrap_or_default();
+        self.writer
+            .call(Author::Team, move |ctx| {
+                let mut applied = Applied::default();
+                for row in &rows {
+                    let outcome = apply::apply_keeping(ctx.conn, row, force, &mut applied.lost)?;
+                    match outcome {
+                        Outcome::Deleted => applied.deleted += 1,
+                        Outcome::Inserted(_) | Outcome::Updated(_) => applied.changed += 1,
+                        _ => {}
+                    }
+                    if outcome.edited()
+                        && let Some(id) = outcome.id()
+                    {
+                        apply::record_author(ctx.conn, id, &row.author, &own)?;
+                    }
+                }
+                for row in &rows {
+                    apply::link(ctx.conn, row)?;
+                }
+                let text = serde_json::to_string(&mark).unwrap_or_default();
+                meta::set(ctx.conn, MARK_KEY, &text)?;
+                apply::record_seq(ctx.conn, ctx.generation()?, mark.applied)?;
+                Ok(applied)
+            })
+            .await
+    }
+
+    /// After a resync: the local shared rows PostgreSQL does not hold
+    /// (`known` holds every uid it does), which were once written through
+    /// or pulled: returned (for a drift backup) and deleted here. Rows
+    /// never pushed stay.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn drop_rows_unknown_to_team(
+        &self,
+        team: &Team,
+        known: HashSet<String>,
+    ) -> Result<Vec<memd_proto::Memory>, StoreError> {
+        let patterns = team.config().namespaces.clone();
+        self.writer
+            .call(Author::Team, move |ctx| {
+                let mut gone = Vec::new();
+                for (id, uid, namespace) in memories::synced_rows(ctx.conn)? {
+                    let shared = patterns
+                        .iter()
+                        .any(|g| super::config::glob_matches(g, &namespace));
+                    if shared
+                        && !known.contains(&uid)
+                        && let Some(m) = memories::fetch(ctx.conn, id)?
+                    {
+                        memories::delete(ctx.conn, id)?;
+                        gone.push(m);
+                    }
+                }
+                Ok(gone)
+            })
+            .await
+    }
+}
+
+/// Another tool's changes of shared rows here (the `sqlite3` shell), to be
+/// written through as `external`: rows whose rev moved past the `team_rev`
+/// they hold, and rows deleted here (by their `delete` revisions after
+/// `since`, the revisions' id) whose uid is gone. Returns them with the
+/// newest revision id looked at.
+#[derive(Debug, Default)]
+pub struct LocalEdits {
+    /// The changes.
+    pub changes: Vec<super::write::Change>,
+    /// The newest revision id read.
+    pub through: i64,
+}
+
+impl Store {
+    /// The shared rows another tool changed here (see [`LocalEdits`]).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn team_local_edits(
+        &self,
+        since: i64,
+        scan_edits: bool,
+    ) -> Result<LocalEdits, StoreError> {
+        let Some(team) = self.team.clone() else {
+            return Ok(LocalEdits::default());
+        };
+        let read = self
+            .readers
+            .read(ReadKind::Internal, move |conn| {
+                let mut out = LocalEdits {
+                    changes: Vec::new(),
+                    through: since,
+                };
+                let edited = if scan_edits {
+                    memories::edited_here(conn)?
+                } else {
+                    Vec::new()
+                };
+                for (id, team_rev) in edited {
+                    let Some(after) = apply::after(conn, id)? else {
+                        continue;
+                    };
+                    if !team.shares(&after.namespace, &after.scope) {
+                        continue;
+                    }
+                    let before = super::apply::Before {
+                        uid: after.uid.clone(),
+                        namespace: after.namespace.clone(),
+                        team_rev: Some(team_rev),
+                        rev: team_rev,
+                        observation_count: after.observation_count,
+                        confirmed_count: after.confirmed_count,
+                    };
+                    out.changes.push(super::write::Change {
+                        id,
+                        before: Some(before),
+                        after: Some(after),
+                    });
+                }
+                let (deleted, through) = memories::deleted_here_since(conn, since)?;
+                out.through = through.max(since);
+                for (uid, namespace, scope, rev) in deleted {
+                    if !team.shares(&namespace, &scope) {
+                        continue;
+                    }
+                    out.changes.push(super::write::Change {
+                        id: 0,
+                        before: Some(super::apply::Before {
+                            uid,
+                            namespace,
+                            team_rev: Some(rev),
+                            rev,
+                            observation_count: 0,
+                            confirmed_count: 0,
+                        }),
+                        after: None,
+                    });
+                }
+                Ok(out)
+            })
+            .await?;
+        Ok(read.value)
+    }
+}

@@ -1,0 +1,147 @@
+//! A shared row as PostgreSQL holds it, and how it reads from a query.
+
+use tokio_postgres::Row;
+
+/// Who made a change, as PostgreSQL recorded it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RemoteAuthor {
+    /// `session`, `daemon` or `external`.
+    pub kind: String,
+    /// The machine (memd's writes only).
+    pub machine: Option<String>,
+    /// The agent (a session's writes only).
+    pub agent: Option<String>,
+    /// The session (a session's writes only).
+    pub session: Option<String>,
+}
+
+impl RemoteAuthor {
+    /// A change made outside memd.
+    pub fn is_external(&self) -> bool {
+        self.kind == "external"
+    }
+}
+
+/// Every shared column of a row, its rev, tombstone, number and author.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TeamRow {
+    /// Identity across machines.
+    pub uid: String,
+    /// Namespace.
+    pub namespace: String,
+    /// `project` or `agent` (session-scope rows never leave a machine).
+    pub scope: String,
+    /// Owner of an agent-scope row.
+    pub scope_owner: Option<String>,
+    /// The text.
+    pub content: String,
+    /// Subject.
+    pub subject: Option<String>,
+    /// Category.
+    pub category: String,
+    /// Tier 1..3.
+    pub tier: i64,
+    /// Importance.
+    pub importance: String,
+    /// Confidence.
+    pub confidence: f64,
+    /// Pinned.
+    pub pinned: bool,
+    /// Status.
+    pub status: String,
+    /// Metadata (JSON object text).
+    pub metadata: String,
+    /// Tags, lower-cased, sorted.
+    pub tags: Vec<String>,
+    /// The row that supersedes it, by uid.
+    pub superseded_by_uid: Option<String>,
+    /// When it was superseded.
+    pub superseded_at: Option<String>,
+    /// Exact-dedup key.
+    pub dedupe_key: Option<String>,
+    /// Times added again.
+    pub observation_count: i64,
+    /// Times confirmed.
+    pub confirmed_count: i64,
+    /// Last confirmation.
+    pub last_confirmed_at: Option<String>,
+    /// Where it came from.
+    pub source: String,
+    /// Agent that created it.
+    pub created_by: Option<String>,
+    /// Expiry.
+    pub expires_at: Option<String>,
+    /// Creation time.
+    pub created_at: String,
+    /// Last meaningful change.
+    pub updated_at: String,
+    /// Thread.
+    pub thread: Option<String>,
+    /// Position in the thread.
+    pub thread_pos: Option<i64>,
+    /// When what it tells happened.
+    pub occurred_at: Option<String>,
+    /// PostgreSQL's rev.
+    pub rev: i64,
+    /// A tombstone.
+    pub deleted: bool,
+    /// The number of the transaction that last changed it.
+    pub changed_seq: i64,
+    /// Who changed it last.
+    pub author: RemoteAuthor,
+}
+
+/// The columns of [`TeamRow`], in the order [`TeamRow::from_pg`] reads.
+pub const COLUMNS: &str = "uid, namespace, scope, scope_owner, content, subject, category, \
+    tier, importance, confidence, pinned, status, metadata, tags, superseded_by_uid, \
+    superseded_at, dedupe_key, observation_count, confirmed_count, last_confirmed_at, source, \
+    created_by, expires_at, created_at, updated_at, thread, thread_pos, occurred_at, rev, \
+    deleted, changed_seq, changed_kind, changed_machine, changed_agent, changed_session";
+
+impl TeamRow {
+    /// Reads a row selected with [`COLUMNS`].
+    ///
+    /// # Errors
+    /// When a column does not have the expected type.
+    pub fn from_pg(r: &Row) -> Result<TeamRow, tokio_postgres::Error> {
+        Ok(TeamRow {
+            uid: r.try_get(0)?,
+            namespace: r.try_get(1)?,
+            scope: r.try_get(2)?,
+            scope_owner: r.try_get(3)?,
+            content: r.try_get(4)?,
+            subject: r.try_get(5)?,
+            category: r.try_get(6)?,
+            tier: i64::from(r.try_get::<_, i32>(7)?),
+            importance: r.try_get(8)?,
+            confidence: r.try_get(9)?,
+            pinned: r.try_get(10)?,
+            status: r.try_get(11)?,
+            metadata: r.try_get(12)?,
+            tags: r.try_get(13)?,
+            superseded_by_uid: r.try_get(14)?,
+            superseded_at: r.try_get(15)?,
+            dedupe_key: r.try_get(16)?,
+            observation_count: i64::from(r.try_get::<_, i32>(17)?),
+            confirmed_count: i64::from(r.try_get::<_, i32>(18)?),
+            last_confirmed_at: r.try_get(19)?,
+            source: r.try_get(20)?,
+            created_by: r.try_get(21)?,
+            expires_at: r.try_get(22)?,
+            created_at: r.try_get(23)?,
+            updated_at: r.try_get(24)?,
+            thread: r.try_get(25)?,
+            thread_pos: r.try_get(26)?,
+            occurred_at: r.try_get(27)?,
+            rev: r.try_get(28)?,
+            deleted: r.try_get(29)?,
+            changed_seq: r.try_get(30)?,
+            author: RemoteAuthor {
+                kind: r.try_get(31)?,
+                machine: r.try_get(32)?,
+                agent: r.try_get(33)?,
+                session: r.try_get(34)?,
+            },
+        })
+    }
+}

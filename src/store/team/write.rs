@@ -1,0 +1,433 @@
+//! The write-through of a session's write to shared rows: one PostgreSQL
+//! transaction that locks each row (`FOR UPDATE`), compares its rev with the
+//! one this machine held when the session's job ran (the row rule, decided
+//! in PostgreSQL), writes, records the operation id, and commits. The write
+//! is acknowledged if and only if PostgreSQL committed it; a lost COMMIT
+//! reply is resolved by the operation id before anyone is answered.
+
+use tokio_postgres::types::ToSql;
+
+use super::apply::Before;
+use super::pg::describe;
+use super::row::{COLUMNS, TeamRow};
+use super::{Team, TeamError};
+
+/// One row a job changed: as it was (absent for a row the job created)
+/// and as the job left it (absent for a delete).
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// The local id when the job ran.
+    pub id: i64,
+    /// Before the job.
+    pub before: Option<Before>,
+    /// After it.
+    pub after: Option<TeamRow>,
+}
+
+/// A session's write to shared rows, decided here and to be written
+/// through.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Carried into `memd.ops`: a retry never applies twice.
+    pub op_id: String,
+    /// The session's agent.
+    pub agent: String,
+    /// The session.
+    pub session: String,
+    /// The rows, in the order the job changed them.
+    pub changes: Vec<Change>,
+    /// A row the job created whose uid PostgreSQL holds as a tombstone comes
+    /// back (`import --replace`); otherwise PostgreSQL's row stands.
+    pub resurrect: bool,
+    /// Another tool's change of shared rows here (the `sqlite3` shell):
+    /// written through as `external`.
+    pub external: bool,
+}
+
+/// Why a write-through did not commit.
+#[derive(Debug)]
+pub enum Refusal {
+    /// PostgreSQL cannot be reached or did not answer: nothing was
+    /// written.
+    Unavailable(TeamError),
+    /// The COMMIT was sent and its answer lost, and PostgreSQL could not
+    /// be asked since: it may have committed.
+    Unknown(TeamError),
+    /// Rows changed in PostgreSQL after this machine's copy of them: the
+    /// rows as they are there now (apply them, then decide again).
+    Moved(Vec<TeamRow>),
+    /// PostgreSQL refused the write itself (a constraint): the message.
+    Invalid(String),
+}
+
+/// What PostgreSQL committed: the number, and each row as it is now
+/// (with the local id it had when the job ran, for a row of the job).
+#[derive(Debug, Clone)]
+pub struct Committed {
+    /// The transaction's number.
+    pub seq: i64,
+    /// The rows.
+    pub rows: Vec<(Option<i64>, TeamRow)>,
+}
+
+enum Step {
+    Done(Committed),
+    Moved(Vec<TeamRow>),
+}
+
+impl Team {
+    /// Writes `plan` through (see the module).
+    ///
+    /// # Errors
+    /// [`Refusal`].
+    pub async fn write_through(&self, plan: &Plan) -> Result<Committed, Refusal> {
+        let author = if plan.external {
+            String::new()
+        } else {
+            format!(
+                "session\n{}\n{}\n{}",
+                self.machine(),
+                plan.agent,
+                plan.session
+            )
+        };
+        let limit = self.config().timeout();
+        let target = self.target().display();
+        // Set once the COMMIT is sent: a failure before it rolled the
+        // transaction back (nothing written, for sure); after it, the
+        // outcome is unknown until the operation id says.
+        let commit_sent = std::sync::atomic::AtomicBool::new(false);
+        let attempt = self
+            .with_writer(async |link| {
+                let mut tries = 0;
+                loop {
+                    tries += 1;
+                    let run = tokio::time::timeout(
+                        limit,
+                        transaction(
+                            &mut link.client,
+                            plan,
+                            &author,
+                            self.machine(),
+                            &commit_sent,
+                        ),
+                    )
+                    .await;
+                    return match run {
+                        Err(_) => Err(TeamError::Unavailable(format!(
+                            "{target} did not answer within {} ms (team.timeout_ms)",
+                            limit.as_millis()
+                        ))),
+                        Ok(Ok(step)) => Ok(Ok(step)),
+                        // Two writers locked each other: one of them retries.
+                        Ok(Err(Wrapped(TxError::Db(m))))
+                            if tries < 4 && (m.contains("(40P01)") || m.contains("(40001)")) =>
+                        {
+                            continue;
+                        }
+                        Ok(Err(Wrapped(TxError::Db(m)))) => Ok(Err(Refusal::Invalid(m))),
+                        Ok(Err(Wrapped(TxError::Lost(e)))) => Err(e),
+                    };
+                }
+            })
+            .await;
+        match attempt {
+            Ok(Ok(Step::Done(c))) => Ok(c),
+            Ok(Ok(Step::Moved(rows))) => Err(Refusal::Moved(rows)),
+            Ok(Err(r)) => Err(r),
+            Err(e) if !commit_sent.load(std::sync::atomic::Ordering::Acquire) => {
+                Err(Refusal::Unavailable(e))
+            }
+            Err(e) => {
+                // The connection failed after the COMMIT was sent: maybe
+                // PostgreSQL committed. The operation id says.
+                match self.resolve(&plan.op_id).await {
+                    Ok(Some(c)) => Ok(c),
+                    Ok(None) => Err(Refusal::Unavailable(e)),
+                    Err(again) => Err(Refusal::Unknown(again)),
+                }
+            }
+        }
+    }
+
+    /// Whether operation `op_id` committed; the rows it wrote when it did.
+    async fn resolve(&self, op_id: &str) -> Result<Option<Committed>, TeamError> {
+        let op_id = op_id.to_string();
+        self.with_writer(async |link| {
+            self.bounded(async {
+                let found = link
+                    .client
+                    .query_opt(
+                        "SELECT changed_seq, uids FROM memd.ops WHERE op_id = $1",
+                        &[&op_id],
+                    )
+                    .await
+                    .map_err(|e| TeamError::Unavailable(describe(&e)))?;
+                let Some(found) = found else {
+                    return Ok(None);
+                };
+                let seq: i64 = found.get(0);
+                let uids: Vec<String> = found.get(1);
+                let sql = format!("SELECT {COLUMNS} FROM memd.memories WHERE uid = ANY($1)");
+                let rows = link
+                    .client
+                    .query(&sql, &[&uids])
+                    .await
+                    .map_err(|e| TeamError::Unavailable(describe(&e)))?
+                    .iter()
+                    .map(TeamRow::from_pg)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| TeamError::Unavailable(describe(&e)))?;
+                Ok(Some(Committed {
+                    seq,
+                    rows: rows.into_iter().map(|r| (None, r)).collect(),
+                }))
+            })
+            .await
+        })
+        .await
+    }
+}
+
+enum TxError {
+    /// PostgreSQL refused a statement (the transaction is rolled back).
+    Db(String),
+    /// The connection failed.
+    Lost(TeamError),
+}
+
+struct Wrapped(TxError);
+
+impl From<tokio_postgres::Error> for Wrapped {
+    fn from(e: tokio_postgres::Error) -> Self {
+        if e.as_db_error().is_some() {
+            Wrapped(TxError::Db(describe(&e)))
+        } else {
+            Wrapped(TxError::Lost(TeamError::Unavailable(describe(&e))))
+        }
+    }
+}
+
+async fn transaction(
+    client: &mut tokio_postgres::Client,
+    plan: &Plan,
+    author: &str,
+    machine: &str,
+    commit_sent: &std::sync::atomic::AtomicBool,
+) -> Result<Step, Wrapped> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT set_config('memd.author', $1, true)", &[&author])
+        .await?;
+    // The transaction's number first: memd's writers queue on it before
+    // they lock any row, so two of them never lock rows in each other's way.
+    tx.execute("SELECT memd.take_seq()", &[]).await?;
+    let mut moved = Vec::new();
+    let mut out = Vec::with_capacity(plan.changes.len());
+    let select = format!("SELECT {COLUMNS} FROM memd.memories WHERE uid = $1 FOR UPDATE");
+    for change in &plan.changes {
+        let Some(before) = &change.before else {
+            // A row the job created; its uid may be PostgreSQL's already (an
+            // import of a row this machine has not pulled, or deleted).
+            let Some(after) = &change.after else { continue };
+            let held = tx.query_opt(&select, &[&after.uid]).await?;
+            let row = match held {
+                None => insert(&tx, after).await?,
+                Some(r) => {
+                    let held = TeamRow::from_pg(&r)?;
+                    if held.deleted && plan.resurrect {
+                        let base = Before {
+                            uid: held.uid.clone(),
+                            namespace: held.namespace.clone(),
+                            team_rev: Some(held.rev),
+                            rev: held.rev,
+                            observation_count: held.observation_count,
+                            confirmed_count: held.confirmed_count,
+                        };
+                        update(&tx, &base, after).await?
+                    } else {
+                        held
+                    }
+                }
+            };
+            out.push((Some(change.id), row));
+            continue;
+        };
+        let current = tx.query_opt(&select, &[&before.uid]).await?;
+        let current = match current {
+            Some(r) => TeamRow::from_pg(&r)?,
+            None => {
+                // Never in PostgreSQL (a local row never pushed): the
+                // caller checked the namespace; treat it as created.
+                if let Some(after) = &change.after {
+                    let row = insert(&tx, after).await?;
+                    out.push((Some(change.id), row));
+                }
+                continue;
+            }
+        };
+        let counts_only = change.after.as_ref().is_some_and(|a| a.rev == before.rev);
+        if !counts_only && (Some(current.rev) != before.team_rev || current.deleted) {
+            moved.push(current);
+            continue;
+        }
+        let row = match &change.after {
+            None => {
+                let sql = format!(
+                    "UPDATE memd.memories SET deleted = true WHERE uid = $1 RETURNING {COLUMNS}"
+                );
+                TeamRow::from_pg(&tx.query_one(&sql, &[&before.uid]).await?)?
+            }
+            Some(after) if counts_only => {
+                let sql = format!(
+                    "UPDATE memd.memories SET observation_count = observation_count + $2, \
+                     confirmed_count = confirmed_count + $3, \
+                     last_confirmed_at = coalesce($4, last_confirmed_at) \
+                     WHERE uid = $1 RETURNING {COLUMNS}"
+                );
+                let d_obs =
+                    i32::try_from(after.observation_count - before.observation_count).unwrap_or(0);
+                let d_conf =
+                    i32::try_from(after.confirmed_count - before.confirmed_count).unwrap_or(0);
+                TeamRow::from_pg(
+                    &tx.query_one(
+                        &sql,
+                        &[&before.uid, &d_obs, &d_conf, &after.last_confirmed_at],
+                    )
+                    .await?,
+                )?
+            }
+            Some(after) => update(&tx, before, after).await?,
+        };
+        out.push((Some(change.id), row));
+    }
+    if !moved.is_empty() {
+        tx.rollback().await?;
+        return Ok(Step::Moved(moved));
+    }
+    let uids: Vec<String> = out.iter().map(|(_, r)| r.uid.clone()).collect();
+    let seq: i64 = tx
+        .query_one(
+            "INSERT INTO memd.ops (op_id, changed_seq, machine, uids) VALUES ($1, \
+             coalesce(current_setting('memd.seq', true), '0')::bigint, $2, $3) \
+             RETURNING changed_seq",
+            &[&plan.op_id, &machine, &uids],
+        )
+        .await?
+        .get(0);
+    crate::store::team::fault("before-team-commit");
+    commit_sent.store(true, std::sync::atomic::Ordering::Release);
+    tx.commit().await?;
+    crate::store::team::fault("after-team-commit");
+    Ok(Step::Done(Committed { seq, rows: out }))
+}
+
+/// Inserts a row the job created; two machines adding the same memory at
+/// once merge into one row (the dedup index): the existing row's counts
+/// and tags take the new one's.
+async fn insert(tx: &tokio_postgres::Transaction<'_>, a: &TeamRow) -> Result<TeamRow, Wrapped> {
+    let sql = format!(
+        "INSERT INTO memd.memories (uid, namespace, scope, scope_owner, content, subject, \
+         category, tier, importance, confidence, pinned, status, metadata, tags, \
+         superseded_by_uid, superseded_at, dedupe_key, observation_count, confirmed_count, \
+         last_confirmed_at, source, created_by, expires_at, created_at, thread, thread_pos, \
+         occurred_at, rev) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
+         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28) \
+         ON CONFLICT (namespace, scope, coalesce(scope_owner, ''), dedupe_key) \
+         WHERE NOT deleted AND superseded_by_uid IS NULL AND dedupe_key IS NOT NULL \
+           AND thread IS NULL \
+         DO UPDATE SET observation_count = memd.memories.observation_count \
+             + EXCLUDED.observation_count, \
+           tags = ARRAY(SELECT DISTINCT t FROM unnest(memd.memories.tags || EXCLUDED.tags) t \
+                        ORDER BY 1) \
+         RETURNING {COLUMNS}"
+    );
+    let tier = i32::try_from(a.tier).unwrap_or(2);
+    let obs = i32::try_from(a.observation_count).unwrap_or(1);
+    let conf = i32::try_from(a.confirmed_count).unwrap_or(0);
+    let params: [&(dyn ToSql + Sync); 28] = [
+        &a.uid,
+        &a.namespace,
+        &a.scope,
+        &a.scope_owner,
+        &a.content,
+        &a.subject,
+        &a.category,
+        &tier,
+        &a.importance,
+        &a.confidence,
+        &a.pinned,
+        &a.status,
+        &a.metadata,
+        &a.tags,
+        &a.superseded_by_uid,
+        &a.superseded_at,
+        &a.dedupe_key,
+        &obs,
+        &conf,
+        &a.last_confirmed_at,
+        &a.source,
+        &a.created_by,
+        &a.expires_at,
+        &a.created_at,
+        &a.thread,
+        &a.thread_pos,
+        &a.occurred_at,
+        &a.rev,
+    ];
+    Ok(TeamRow::from_pg(&tx.query_one(&sql, &params).await?)?)
+}
+
+/// Writes a row's new values over the version compared; counts as deltas.
+async fn update(
+    tx: &tokio_postgres::Transaction<'_>,
+    before: &Before,
+    a: &TeamRow,
+) -> Result<TeamRow, Wrapped> {
+    let sql = format!(
+        "UPDATE memd.memories SET namespace = $2, scope = $3, scope_owner = $4, content = $5, \
+         subject = $6, category = $7, tier = $8, importance = $9, confidence = $10, \
+         pinned = $11, status = $12, metadata = $13, tags = $14, superseded_by_uid = $15, \
+         superseded_at = $16, dedupe_key = $17, \
+         observation_count = observation_count + $18, \
+         confirmed_count = confirmed_count + $19, \
+         last_confirmed_at = coalesce($20, last_confirmed_at), expires_at = $21, \
+         thread = $22, thread_pos = $23, occurred_at = $24, deleted = false \
+         WHERE uid = $1 RETURNING {COLUMNS}"
+    );
+    let tier = i32::try_from(a.tier).unwrap_or(2);
+    let d_obs = i32::try_from(a.observation_count - before.observation_count).unwrap_or(0);
+    let d_conf = i32::try_from(a.confirmed_count - before.confirmed_count).unwrap_or(0);
+    let params: [&(dyn ToSql + Sync); 24] = [
+        &a.uid,
+        &a.namespace,
+        &a.scope,
+        &a.scope_owner,
+        &a.content,
+        &a.subject,
+        &a.category,
+        &tier,
+        &a.importance,
+        &a.confidence,
+        &a.pinned,
+        &a.status,
+        &a.metadata,
+        &a.tags,
+        &a.superseded_by_uid,
+        &a.superseded_at,
+        &a.dedupe_key,
+        &d_obs,
+        &d_conf,
+        &a.last_confirmed_at,
+        &a.expires_at,
+        &a.thread,
+        &a.thread_pos,
+        &a.occurred_at,
+    ];
+    Ok(TeamRow::from_pg(&tx.query_one(&sql, &params).await?)?)
+}
+
+impl From<Wrapped> for TxError {
+    fn from(w: Wrapped) -> Self {
+        w.0
+    }
+}

@@ -1,0 +1,428 @@
+//! A real PostgreSQL for the team-memory tests: the distribution's server
+//! (`postgresql` package), a cluster made by `initdb` in a temporary
+//! directory, listening only on a private Unix socket directory. As root,
+//! the server runs as the `postgres` user the package creates (PostgreSQL
+//! refuses to run as root).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// One PostgreSQL server.
+pub struct Pg {
+    /// Holds the cluster and the socket directory.
+    pub dir: PathBuf,
+    port: u16,
+    /// Also listening on 127.0.0.1 (TLS only, passwords): its port.
+    pub tcp: Option<u16>,
+}
+
+/// The directory of the server's programs (`initdb`, `pg_ctl`, `psql`).
+fn bin_dir() -> Option<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join("initdb").is_file())
+        .collect();
+    dirs.sort();
+    dirs.pop()
+}
+
+fn is_root() -> bool {
+    // SAFETY-free: the effective uid from /proc.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+impl Pg {
+    /// Starts a new server, or `None` (the test is skipped, or fails under
+    /// `MEMD_REQUIRE_TOOLS=1`) when PostgreSQL is not installed.
+    pub fn start() -> Option<Pg> {
+        Self::start_with(None)
+    }
+
+    /// Starts a server that also listens on 127.0.0.1 with TLS only
+    /// (`hostssl`, passwords by SCRAM): `tls` holds `server.crt` and
+    /// `server.key`. Role `memd` (superuser) has the password `sekret`.
+    pub fn start_tls(tls: &Path) -> Option<Pg> {
+        Self::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<&Path>) -> Option<Pg> {
+        let bin = bin_dir();
+        if !super::require(
+            bin.is_some(),
+            "PostgreSQL is not installed (apt-get install postgresql)",
+        ) {
+            return None;
+        }
+        static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("memd-pg-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let tcp = tls.map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        });
+        let pg = Pg {
+            dir,
+            port: 5432 + n % 1000,
+            tcp,
+        };
+        if is_root() {
+            let ok = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&pg.dir)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "chown to postgres failed");
+        }
+        let out = pg.run(
+            "initdb",
+            &[
+                "-D",
+                &pg.data().display().to_string(),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ],
+        );
+        assert!(out.status.success(), "initdb failed: {}", text(&out));
+        if let Some(tls) = tls {
+            let data = pg.data();
+            for f in ["server.crt", "server.key"] {
+                std::fs::copy(tls.join(f), data.join(f)).unwrap();
+            }
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                data.join("server.key"),
+                std::fs::Permissions::from_mode(0o600),
+            )
+            .unwrap();
+            let hba = std::fs::read_to_string(data.join("pg_hba.conf")).unwrap();
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                format!(
+                    "hostssl all all 127.0.0.1/32 scram-sha-256\n\
+                     host all all 127.0.0.1/32 reject\n{hba}"
+                ),
+            )
+            .unwrap();
+            let mut conf = std::fs::OpenOptions::new()
+                .append(true)
+                .open(data.join("postgresql.conf"))
+                .unwrap();
+            use std::io::Write;
+            writeln!(
+                conf,
+                "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n\
+                 password_encryption = 'scram-sha-256'"
+            )
+            .unwrap();
+            if is_root() {
+                let _ = Command::new("chown")
+                    .args(["-R", "postgres:postgres"])
+                    .arg(&data)
+                    .status();
+            }
+        }
+        pg.start_server();
+        if tls.is_some() {
+            pg.psql("CREATE ROLE memd LOGIN SUPERUSER PASSWORD 'sekret'");
+        }
+        Some(pg)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// The socket directory.
+    pub fn socket_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The server's pid (from its pid file).
+    pub fn pid(&self) -> u32 {
+        std::fs::read_to_string(self.data().join("postmaster.pid"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// The server's processes: the postmaster and every backend it forked.
+    fn processes(&self) -> Vec<u32> {
+        let root = self.pid();
+        let mut out = vec![root];
+        if let Ok(dir) = std::fs::read_dir("/proc") {
+            for e in dir.flatten() {
+                let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                // pid (comm) state ppid …: the comm may hold spaces.
+                let ppid = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                    .and_then(|p| p.parse::<u32>().ok());
+                if ppid == Some(root) {
+                    out.push(pid);
+                }
+            }
+        }
+        out
+    }
+
+    /// Freezes the server and all its backends (SIGSTOP): a partition.
+    pub fn freeze(&self) {
+        for pid in self.processes() {
+            send(pid, "STOP");
+        }
+    }
+
+    /// Thaws it (SIGCONT).
+    pub fn thaw(&self) {
+        for pid in self.processes() {
+            send(pid, "CONT");
+        }
+    }
+
+    /// A key=value URL memd takes (no password: trust on the socket).
+    pub fn url(&self) -> String {
+        format!(
+            "host={} port={} user=postgres dbname=postgres sslmode=disable",
+            self.dir.display(),
+            self.sock_port()
+        )
+    }
+
+    /// The port the Unix socket is named after.
+    fn sock_port(&self) -> u16 {
+        self.tcp.unwrap_or(self.port)
+    }
+
+    fn run(&self, program: &str, args: &[&str]) -> Output {
+        let path = bin_dir().unwrap().join(program);
+        let mut cmd = if is_root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(path);
+            c
+        } else {
+            Command::new(path)
+        };
+        cmd.args(args).current_dir(&self.dir).output().unwrap()
+    }
+
+    /// Starts the server (again) and waits until it accepts connections.
+    pub fn start_server(&self) {
+        let listen = if self.tcp.is_some() { "127.0.0.1" } else { "" };
+        let port = self.tcp.unwrap_or(self.port);
+        let options = format!(
+            // A crash of the server (`-m immediate`) keeps what it
+            // acknowledged (synchronous commits); the machine itself does not
+            // crash, so its page cache needs no fsync.
+            "-k {} -p {port} -c listen_addresses='{listen}' -c fsync=off \
+             -c full_page_writes=off -c max_connections=200",
+            self.dir.display(),
+        );
+        let log = self.dir.join("server.log").display().to_string();
+        let out = self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data().display().to_string(),
+                "-o",
+                &options,
+                "-l",
+                &log,
+                "-w",
+                "start",
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "pg_ctl start failed: {}\n{}",
+            text(&out),
+            std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+        );
+    }
+
+    /// Stops the server: `fast` or `immediate` (a crash, as
+    /// `pg_ctl stop -m immediate`).
+    pub fn stop(&self, mode: &str) {
+        let out = self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data().display().to_string(),
+                "-m",
+                mode,
+                "-w",
+                "stop",
+            ],
+        );
+        assert!(out.status.success(), "pg_ctl stop failed: {}", text(&out));
+    }
+
+    /// Runs SQL with `psql` (another writer, not memd); its output.
+    pub fn psql(&self, sql: &str) -> String {
+        let out = self.run(
+            "psql",
+            &[
+                "-h",
+                &self.dir.display().to_string(),
+                "-p",
+                &self.sock_port().to_string(),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-X",
+                "-q",
+                "-t",
+                "-A",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                sql,
+            ],
+        );
+        assert!(out.status.success(), "psql failed: {}", text(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// Runs SQL with `psql`, expecting it to fail; the error.
+    pub fn psql_err(&self, sql: &str) -> String {
+        let out = self.run(
+            "psql",
+            &[
+                "-h",
+                &self.dir.display().to_string(),
+                "-p",
+                &self.sock_port().to_string(),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-X",
+                "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                sql,
+            ],
+        );
+        assert!(!out.status.success(), "psql should have failed");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// `pg_dump` of the `memd` schema, as a file (plain SQL).
+    pub fn dump(&self, to: &Path) {
+        let out = self.run(
+            "pg_dump",
+            &[
+                "-h",
+                &self.dir.display().to_string(),
+                "-p",
+                &self.sock_port().to_string(),
+                "-U",
+                "postgres",
+                "-n",
+                "memd",
+                "-f",
+                &to.display().to_string(),
+                "postgres",
+            ],
+        );
+        assert!(out.status.success(), "pg_dump failed: {}", text(&out));
+    }
+
+    /// Drops the `memd` schema and loads a dump (a restore from backup).
+    pub fn restore(&self, from: &Path) {
+        self.psql("DROP SCHEMA memd CASCADE");
+        let out = self.run(
+            "psql",
+            &[
+                "-h",
+                &self.dir.display().to_string(),
+                "-p",
+                &self.sock_port().to_string(),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-X",
+                "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-f",
+                &from.display().to_string(),
+            ],
+        );
+        assert!(out.status.success(), "restore failed: {}", text(&out));
+    }
+
+    /// Waits until `f` holds (polling), or panics after `limit`.
+    pub fn wait_for(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
+        let deadline = Instant::now() + limit;
+        while !f() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Pg {
+    fn drop(&mut self) {
+        if self.data().join("postmaster.pid").exists() {
+            self.thaw();
+        }
+        let _ = self.run(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data().display().to_string(),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+            ],
+        );
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Sends a signal; a process that exited meanwhile is no error.
+fn send(pid: u32, name: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .output();
+}

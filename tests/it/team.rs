@@ -1,0 +1,621 @@
+//! Team memory with a real PostgreSQL (the distribution's server, started
+//! by the test) and two or three daemons with their own data dirs and
+//! machine names standing for machines.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::Daemon;
+use crate::common::pg::Pg;
+
+/// A machine: a daemon whose config shares `team-*`.
+fn machine(pg: &Pg, name: &str) -> Daemon {
+    Daemon::with_config(&format!(
+        "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"{name}\"\ntimeout_ms = 3000\n",
+        pg.url()
+    ))
+}
+
+/// `memd team init` against the server, with the URL from the environment.
+fn init(pg: &Pg, d: &Daemon) -> Value {
+    let out = crate::common::memd_command(d.dir.path())
+        .args(["team", "init", "--json"])
+        .env("MEMD_TEAM_URL", pg.url())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "team init failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn add(d: &Daemon, ns: &str, text: &str) -> i64 {
+    let (v, code) = d.json(&["--namespace", ns, "add", text]);
+    assert_eq!(code, 0, "add failed: {v}");
+    v["id"].as_i64().unwrap()
+}
+
+fn contents(d: &Daemon, ns: &str) -> Vec<String> {
+    let (v, code) = d.json(&["--namespace", ns, "list", "--limit", "1000"]);
+    assert_eq!(code, 0, "list failed: {v}");
+    let mut out: Vec<String> = v["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+fn wait_contents(d: &Daemon, ns: &str, want: &[&str]) {
+    let mut want: Vec<String> = want.iter().map(|s| (*s).to_string()).collect();
+    want.sort();
+    Pg::wait_for(
+        Duration::from_secs(15),
+        &format!("{want:?} on a machine"),
+        || contents(d, ns) == want,
+    );
+}
+
+#[test]
+fn a_shared_namespace_reaches_every_machine_and_psql_edits_reach_them_too() {
+    let Some(pg) = Pg::start() else { return };
+    let bootstrap = Daemon::prepare(tempfile::tempdir().unwrap());
+    let v = init(&pg, &bootstrap);
+    assert_eq!((v["from"].as_i64(), v["to"].as_i64()), (Some(0), Some(1)));
+    // Again: nothing to do.
+    assert_eq!(init(&pg, &bootstrap)["from"].as_i64(), Some(1));
+    let a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    add(&a, "team-web", "the staging database listens on port 5432");
+    add(&a, "team-web", "deploys go out on tuesdays");
+    add(&a, "local-notes", "this never leaves machine a");
+    wait_contents(
+        &b,
+        "team-web",
+        &[
+            "deploys go out on tuesdays",
+            "the staging database listens on port 5432",
+        ],
+    );
+    assert!(
+        contents(&b, "local-notes").is_empty(),
+        "a local namespace stays local"
+    );
+    let (hits, _) = b.json(&["--namespace", "team-web", "search", "staging database"]);
+    assert_eq!(
+        hits["hits"][0]["content"],
+        "the staging database listens on port 5432"
+    );
+    // psql writes reach both.
+    pg.psql(
+        "UPDATE memd.memories SET content = 'deploys go out on wednesdays' \
+         WHERE content = 'deploys go out on tuesdays'",
+    );
+    pg.psql("DELETE FROM memd.memories WHERE content LIKE 'the staging%'");
+    for d in [&a, &b] {
+        wait_contents(d, "team-web", &["deploys go out on wednesdays"]);
+    }
+    // The delete is a tombstone; TRUNCATE is refused.
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE deleted"),
+        "1"
+    );
+    assert!(
+        pg.psql_err("TRUNCATE memd.memories")
+            .contains("cannot be truncated")
+    );
+    // A new machine pulls everything, tombstones included.
+    let c = machine(&pg, "c");
+    assert_eq!(contents(&c, "team-web"), ["deploys go out on wednesdays"]);
+    let status = c.status();
+    assert_eq!(status["team"]["connected"], true, "{status}");
+    assert_eq!(status["team"]["machine"], "c");
+}
+
+/// A machine with its own namespace patterns.
+fn machine_sharing(pg: &Pg, name: &str, patterns: &[&str]) -> Daemon {
+    let list: Vec<String> = patterns.iter().map(|p| format!("\"{p}\"")).collect();
+    Daemon::with_config(&format!(
+        "[team]\nurl = \"{}\"\nnamespaces = [{}]\nmachine = \"{name}\"\ntimeout_ms = 2000\n",
+        pg.url(),
+        list.join(", ")
+    ))
+}
+
+fn started(pg: &Pg) -> Daemon {
+    let bootstrap = Daemon::prepare(tempfile::tempdir().unwrap());
+    init(pg, &bootstrap);
+    bootstrap
+}
+
+fn rev_of(d: &Daemon, ns: &str, id: i64) -> i64 {
+    let (v, code) = d.json(&["--namespace", ns, "get", &id.to_string()]);
+    assert_eq!(code, 0, "{v}");
+    v["memory"]["rev"].as_i64().unwrap()
+}
+
+fn id_of(d: &Daemon, ns: &str, text: &str) -> Option<i64> {
+    let (v, _) = d.json(&["--namespace", ns, "list", "--limit", "1000"]);
+    v["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["content"] == text)
+        .and_then(|m| m["id"].as_i64())
+}
+
+#[test]
+fn a_row_another_machine_changed_is_not_overwritten_blind() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    let id_a = add(&a, "team-web", "the build uses make");
+    Pg::wait_for(Duration::from_secs(10), "the row on b", || {
+        id_of(&b, "team-web", "the build uses make").is_some()
+    });
+    let id_b = id_of(&b, "team-web", "the build uses make").unwrap();
+    // b's named session reads the row.
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "get",
+        &id_b.to_string(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    // a changes it.
+    let (v, code) = a.json(&[
+        "--namespace",
+        "team-web",
+        "update",
+        &id_a.to_string(),
+        "--content",
+        "the build uses ninja",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    // b's session writes over the version it read: refused, whether b has
+    // pulled a's change yet or not, naming a's machine.
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "update",
+        &id_b.to_string(),
+        "--content",
+        "the build uses bazel",
+    ]);
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(v["code"], "drift");
+    assert_eq!(v["rule"], "row", "{v}");
+    assert_eq!(v["changed_by"]["machine"], "a", "{v}");
+    assert_eq!(v["current"]["content"], "the build uses ninja");
+    // Refused again without a read; after one, it passes and reaches a.
+    let (_, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "update",
+        &id_b.to_string(),
+        "--content",
+        "the build uses bazel",
+    ]);
+    assert_eq!(code, 3);
+    b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "get",
+        &id_b.to_string(),
+    ]);
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "update",
+        &id_b.to_string(),
+        "--content",
+        "the build uses bazel",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["memory"]["rev"], 3);
+    wait_contents(&a, "team-web", &["the build uses bazel"]);
+    assert_eq!(rev_of(&a, "team-web", id_a), 3, "the same rev everywhere");
+    // A psql change is `external`.
+    pg.psql("UPDATE memd.memories SET content = 'the build uses cmake'");
+    wait_contents(&b, "team-web", &["the build uses cmake"]);
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "--session",
+        "rev",
+        "update",
+        &id_b.to_string(),
+        "--content",
+        "the build uses xmake",
+    ]);
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(v["changed_by"]["kind"], "external", "{v}");
+}
+
+#[test]
+fn two_machines_adding_the_same_memory_at_once_get_one_row() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    let try_add = |d: &Daemon, text: &str| {
+        let (v, code) = d.json(&["--namespace", "team-ops", "add", text]);
+        // The add merged into a row the other machine's add created after
+        // this one-shot session began is a change of that row: the row
+        // rule may refuse it (exit 3), never anything else.
+        assert!(code == 0 || (code == 3 && v["rule"] == "row"), "{v}");
+        code == 0
+    };
+    for round in 0..5 {
+        let text = format!("the on-call rotation changes every monday, round {round}");
+        let (ok_a, ok_b) = std::thread::scope(|s| {
+            let ja = s.spawn(|| try_add(&a, &text));
+            let jb = s.spawn(|| try_add(&b, &text));
+            (ja.join().unwrap(), jb.join().unwrap())
+        });
+        let acknowledged = u64::from(ok_a) + u64::from(ok_b);
+        assert!(acknowledged >= 1);
+        let n = pg.psql(&format!(
+            "SELECT count(*) || ' ' || max(observation_count) FROM memd.memories WHERE content = '{text}'"
+        ));
+        assert_eq!(
+            n,
+            format!("1 {acknowledged}"),
+            "round {round}: one row, counted once per acknowledged add"
+        );
+    }
+    Pg::wait_for(Duration::from_secs(10), "both machines alike", || {
+        contents(&a, "team-ops") == contents(&b, "team-ops") && contents(&a, "team-ops").len() == 5
+    });
+}
+
+#[test]
+fn postgresql_down_refuses_shared_writes_and_serves_the_rest() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine(&pg, "a");
+    add(&a, "team-web", "written while the server was up");
+    pg.stop("fast");
+    let (v, code) = a.json(&["--namespace", "team-web", "add", "written while it is down"]);
+    assert_eq!(code, 5, "{v}");
+    assert_eq!(v["code"], "team_unavailable");
+    assert!(
+        v["error"].as_str().unwrap().contains("nothing was written"),
+        "{v}"
+    );
+    // Reads and local namespaces go on.
+    assert_eq!(
+        contents(&a, "team-web"),
+        ["written while the server was up"]
+    );
+    add(&a, "local", "a local note");
+    let status = a.status();
+    assert_eq!(status["team"]["connected"], false, "{status}");
+    pg.start_server();
+    Pg::wait_for(
+        Duration::from_secs(15),
+        "a shared write to pass again",
+        || {
+            a.json(&[
+                "--namespace",
+                "team-web",
+                "add",
+                "written after it came back",
+            ])
+            .1 == 0
+        },
+    );
+    let b = machine(&pg, "b");
+    wait_contents(
+        &b,
+        "team-web",
+        &[
+            "written after it came back",
+            "written while the server was up",
+        ],
+    );
+}
+
+#[test]
+fn a_namespace_with_local_memories_is_pushed_once_and_sweeps_leave_shared_rows_alone() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    // Machine a used memd alone before: its namespace holds memories.
+    let mut a = Daemon::start();
+    add(&a, "team-old", "first local fact about the api");
+    add(&a, "team-old", "second local fact about the api");
+    a.terminate();
+    let config = a.dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"a\"\n",
+            pg.url()
+        ),
+    )
+    .unwrap();
+    a.extra = vec!["--config".into(), config.display().to_string()];
+    a.spawn();
+    let (v, code) = a.json(&["--namespace", "team-old", "add", "a third fact"]);
+    assert_eq!(v["code"], "team_unpushed", "{v}");
+    assert_ne!(code, 0);
+    let (v, code) = a.json(&["--namespace", "team-old", "team", "push", "team-old"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["pushed"].as_u64(), v["already"].as_u64()),
+        (Some(2), Some(0))
+    );
+    let (v, _) = a.json(&["--namespace", "team-old", "team", "push", "team-old"]);
+    assert_eq!(
+        v["pushed"].as_u64(),
+        Some(0),
+        "a second push uploads nothing: {v}"
+    );
+    add(&a, "team-old", "a third fact");
+    let b = machine(&pg, "b");
+    wait_contents(
+        &b,
+        "team-old",
+        &[
+            "a third fact",
+            "first local fact about the api",
+            "second local fact about the api",
+        ],
+    );
+    // A sweep on b leaves the shared rows alone, even the ones it would
+    // move; an expired shared row is hidden, and `prune` deletes it
+    // through PostgreSQL for everyone.
+    let (v, code) = a.json(&[
+        "--namespace",
+        "team-old",
+        "add",
+        "expires soon",
+        "--expires",
+        "1s",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    std::thread::sleep(Duration::from_millis(1_500));
+    let (v, code) = b.json(&["sweep"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE NOT deleted"),
+        "4",
+        "a sweep deleted nothing in PostgreSQL"
+    );
+    let (v, code) = b.json(&["--namespace", "team-old", "prune"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["count"], 1, "{v}");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE deleted"),
+        "1",
+        "prune deleted it through PostgreSQL"
+    );
+}
+
+#[test]
+fn a_namespace_that_starts_to_match_is_backfilled() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine_sharing(&pg, "a", &["team-*", "shared-*"]);
+    add(&a, "shared-docs", "the docs site builds with mdbook");
+    let mut b = machine_sharing(&pg, "b", &["team-*"]);
+    assert!(contents(&b, "shared-docs").is_empty());
+    b.terminate();
+    let config = b.dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\", \"shared-*\"]\nmachine = \"b\"\n",
+            pg.url()
+        ),
+    )
+    .unwrap();
+    b.spawn();
+    // Backfilled before it served.
+    assert_eq!(
+        contents(&b, "shared-docs"),
+        ["the docs site builds with mdbook"]
+    );
+}
+
+#[test]
+fn an_import_into_a_shared_namespace_writes_through_and_a_deleted_uid_comes_back_only_with_replace()
+{
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    add(&a, "team-web", "exported and then deleted");
+    let out = a.dir.path().join("export.json");
+    let (v, code) = a.json(&[
+        "--namespace",
+        "team-web",
+        "export",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let id = id_of(&a, "team-web", "exported and then deleted").unwrap();
+    let (v, code) = a.json(&["--namespace", "team-web", "forget", &id.to_string()]);
+    assert_eq!(code, 0, "{v}");
+    wait_contents(&b, "team-web", &[]);
+    // A plain import leaves the team's delete standing.
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "import",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert!(contents(&b, "team-web").is_empty(), "{v}");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE NOT deleted"),
+        "0"
+    );
+    // With --replace it comes back, everywhere.
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "import",
+        "--replace",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    for d in [&a, &b] {
+        wait_contents(d, "team-web", &["exported and then deleted"]);
+    }
+}
+
+#[test]
+fn a_push_of_ten_thousand_memories_is_idempotent() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let mut a = Daemon::start();
+    let entries: Vec<Value> = (0..10_000)
+        .map(|i| {
+            serde_json::json!({
+                "uid": format!("{i:032x}"),
+                "namespace": "team-big",
+                "content": format!("memory number {i} of the big namespace"),
+            })
+        })
+        .collect();
+    let doc = a.dir.path().join("big.json");
+    std::fs::write(&doc, serde_json::json!({ "entries": entries }).to_string()).unwrap();
+    let (v, code) = a.json(&["import", &doc.display().to_string()]);
+    assert_eq!((code, v["inserted"].as_u64()), (0, Some(10_000)), "{v}");
+    a.terminate();
+    let config = a.dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"a\"\n",
+            pg.url()
+        ),
+    )
+    .unwrap();
+    a.extra = vec!["--config".into(), config.display().to_string()];
+    a.spawn();
+    let (v, code) = a.json(&["team", "push", "team-big"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["pushed"].as_u64(), v["already"].as_u64()),
+        (Some(10_000), Some(0)),
+        "{v}"
+    );
+    let (v, code) = a.json(&["team", "push", "team-big"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["pushed"].as_u64(), v["already"].as_u64()),
+        (Some(0), Some(0)),
+        "{v}"
+    );
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE namespace = 'team-big'"),
+        "10000"
+    );
+    let b = machine(&pg, "b");
+    let n = crate::common::sqlite3(
+        &b.db(),
+        "SELECT count(*) FROM memories WHERE namespace = 'team-big'",
+    );
+    assert_eq!(
+        n.trim(),
+        "10000",
+        "a new machine pulled them before it served"
+    );
+    // The namespace is clean now: writes pass.
+    add(&a, "team-big", "one more after the push");
+}
+
+#[test]
+fn another_tools_edits_of_shared_rows_here_are_written_through_as_external() {
+    if !crate::common::tool("sqlite3", "edits a machine's database by hand") {
+        return;
+    }
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let mut a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    add(&a, "team-web", "edited by hand later");
+    add(&a, "team-web", "deleted by hand later");
+    add(&a, "team-web", "edited on two machines");
+    wait_contents(
+        &b,
+        "team-web",
+        &[
+            "deleted by hand later",
+            "edited by hand later",
+            "edited on two machines",
+        ],
+    );
+    // While the daemon runs: the shell's UPDATE and DELETE reach PostgreSQL
+    // (as external) and the other machine.
+    crate::common::sqlite3(
+        &a.db(),
+        "UPDATE memories SET content = 'edited by hand' WHERE content = 'edited by hand later'; \
+         DELETE FROM memories WHERE content = 'deleted by hand later';",
+    );
+    wait_contents(
+        &b,
+        "team-web",
+        &["edited by hand", "edited on two machines"],
+    );
+    assert_eq!(
+        pg.psql("SELECT changed_kind FROM memd.memories WHERE content = 'edited by hand'"),
+        "external"
+    );
+    // A conflict: the shell edits a row here while the daemon is down and
+    // machine b changes it in PostgreSQL. PostgreSQL's version stands; the
+    // local one is kept in a drift backup.
+    a.terminate();
+    crate::common::sqlite3(
+        &a.db(),
+        "UPDATE memories SET content = 'the shell on a says this' \
+         WHERE content = 'edited on two machines'",
+    );
+    let id_b = id_of(&b, "team-web", "edited on two machines").unwrap();
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "update",
+        &id_b.to_string(),
+        "--content",
+        "machine b says this",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    a.spawn();
+    wait_contents(&a, "team-web", &["edited by hand", "machine b says this"]);
+    wait_contents(&b, "team-web", &["edited by hand", "machine b says this"]);
+    let kept: String = std::fs::read_dir(a.data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("memory.bak.")
+        })
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(
+        kept.contains("the shell on a says this"),
+        "the local version is in a backup"
+    );
+}

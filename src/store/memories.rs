@@ -947,6 +947,17 @@ pub fn count_by_status(conn: &Connection) -> Result<Vec<(String, i64)>, StoreErr
     Ok(rows)
 }
 
+/// Moves every memory of namespace `from` to `to` (a checkout's memories
+/// follow it to its new namespace); returns how many moved.
+///
+/// # Errors
+/// SQLite errors.
+pub fn move_namespace(conn: &Connection, from: &str, to: &str) -> Result<usize, StoreError> {
+    Ok(conn
+        .prepare_cached("UPDATE memories SET namespace = ?2 WHERE namespace = ?1")?
+        .execute(rusqlite::params![from, to])?)
+}
+
 /// Rows that were written through or pulled (team memory): id, uid,
 /// namespace.
 ///

@@ -6,7 +6,9 @@
 mod common;
 
 mod bad_input;
+mod claude_code;
 mod cli;
+mod codex;
 mod concurrency;
 mod config;
 mod crash;
@@ -30,6 +32,7 @@ mod mcp;
 mod named_sessions;
 mod peer;
 mod portability;
+mod project_namespace;
 mod search;
 mod service;
 mod sessions;

@@ -22,6 +22,7 @@
 pub mod add;
 pub mod change;
 pub mod import;
+pub mod namespace;
 pub mod read;
 pub mod remove;
 pub mod search;

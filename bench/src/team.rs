@@ -376,10 +376,21 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
     ))?;
     {
         let mut c = session(&d, "team-pull").await?;
+        let t = Instant::now();
         for (k, chunk) in items.chunks(10_000).enumerate() {
             let doc = local_doc(chunk, k * 10_000);
             c.import(&doc[..], false).await?;
         }
+        let took = t.elapsed();
+        rows.push(Row {
+            op: format!("import, {} rows", args.rows),
+            note: "the same rows into a local namespace (the pull's baseline)".into(),
+            n: args.rows,
+            p50_us: took.as_secs_f64() * 1e6,
+            p95_us: 0.0,
+            p99_us: 0.0,
+            per_sec: args.rows as f64 / took.as_secs_f64(),
+        });
     }
     let queries = corpus::queries(n, &vocab, 11);
     let mut on_replica = session(&c, "team-pull").await?;

@@ -231,36 +231,46 @@ async fn keep_lost(shared: &Shared, lost: Vec<memd_proto::Memory>) {
 async fn pull_all(shared: &Shared, team: &Team, link: &Link) -> Result<(), Failure> {
     let store = &shared.store;
     let mut mark = store.team_mark().await?;
+    let started = std::time::Instant::now();
+    let (mut fetching, mut applying) = (Duration::ZERO, Duration::ZERO);
+    let mut rows = 0usize;
     loop {
+        let t = std::time::Instant::now();
         let page = team
             .bounded(pull::page(&link.client, mark.applied, &mark.patterns))
             .await?;
+        fetching += t.elapsed();
         let full = page.rows.len() as i64 >= PAGE;
         if page.rows.is_empty() && page.through <= mark.applied {
             team.note_pull(mark.applied, page.head);
-            return Ok(());
+            break;
         }
+        rows += page.rows.len();
         mark.applied = page.through;
         if let Some(last) = page.rows.last() {
             mark.last = Some((last.uid.clone(), last.rev, last.changed_seq));
         }
+        let t = std::time::Instant::now();
         let applied = store
             .apply_team_rows(page.rows, mark.clone(), false)
             .await?;
+        applying += t.elapsed();
         keep_lost(shared, applied.lost.clone()).await;
-        if applied.changed + applied.deleted > 0 {
-            tracing::debug!(
-                changed = applied.changed,
-                deleted = applied.deleted,
-                through = mark.applied,
-                "team memory: applied"
-            );
-        }
         team.note_pull(mark.applied, page.head);
         if !full {
-            return Ok(());
+            break;
         }
     }
+    if rows >= PAGE as usize {
+        tracing::info!(
+            rows,
+            secs = started.elapsed().as_secs_f64(),
+            fetch_secs = fetching.as_secs_f64(),
+            apply_secs = applying.as_secs_f64(),
+            "team memory: pulled"
+        );
+    }
+    Ok(())
 }
 
 /// PostgreSQL no longer holds what this machine applied (a restored dump,

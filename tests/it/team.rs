@@ -619,3 +619,60 @@ fn another_tools_edits_of_shared_rows_here_are_written_through_as_external() {
         "the local version is in a backup"
     );
 }
+
+#[test]
+fn the_readme_recipe_shares_a_namespace_between_two_machines() {
+    let Some(pg) = Pg::start() else { return };
+    let homes = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let memd = |home: &std::path::Path, args: &[&str]| {
+        let out = crate::common::memd_command(home)
+            .args(args)
+            .env("MEMD_TEAM_URL", pg.url())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    // Once, from any machine.
+    assert_eq!(memd(homes[0].path(), &["team", "init"]).0, 0);
+    for (i, home) in homes.iter().enumerate() {
+        let dir = home.path().join("xdg-config/memd");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.toml"),
+            format!(
+                "[team]\nurl = \"{}\"\nnamespaces = [\"github.com/acme/*\"]\nmachine = \"m{i}\"\n",
+                pg.url()
+            ),
+        )
+        .unwrap();
+        memd(home.path(), &["stop"]);
+    }
+    let ns = ["--namespace", "github.com/acme/api"];
+    let (code, _) = memd(
+        homes[0].path(),
+        &[ns[0], ns[1], "add", "the api deploys with ops/ship.sh"],
+    );
+    assert_eq!(code, 0);
+    Pg::wait_for(
+        Duration::from_secs(15),
+        "the memory on the second machine",
+        || {
+            let (_, out) = memd(
+                homes[1].path(),
+                &[ns[0], ns[1], "--json", "search", "deploys"],
+            );
+            out.contains("the api deploys with ops/ship.sh")
+        },
+    );
+    let (code, out) = memd(homes[1].path(), &["--json", "team", "status"]);
+    assert_eq!(code, 0, "{out}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["team"]["connected"], true, "{v}");
+    assert_eq!(v["team"]["machine"], "m1");
+    for home in &homes {
+        assert_eq!(memd(home.path(), &["stop"]).0, 0);
+    }
+}

@@ -179,6 +179,7 @@ async fn push_local_edits(
             changes: chunk.to_vec(),
             resurrect: false,
             external: true,
+            strict: None,
         };
         match team.write_through(&plan).await {
             Ok(committed) => {
@@ -199,6 +200,7 @@ async fn push_local_edits(
             Err(Refusal::Invalid(m)) => {
                 tracing::warn!(error = %m, "team memory: PostgreSQL refused another tool's change of shared rows; it stays local");
             }
+            Err(Refusal::Strict(_)) => {}
         }
     }
     *scanned_epoch = Some(epoch);

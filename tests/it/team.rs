@@ -676,3 +676,44 @@ fn the_readme_recipe_shares_a_namespace_between_two_machines() {
         assert_eq!(memd(home.path(), &["stop"]).0, 0);
     }
 }
+
+#[test]
+fn strict_refuses_after_another_machines_commit_in_the_namespace_until_read() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    let strict = [
+        "--namespace",
+        "team-web",
+        "--drift-policy",
+        "strict",
+        "--session",
+        "careful",
+    ];
+    let run = |d: &Daemon, extra: &[&str]| {
+        let mut args: Vec<&str> = strict.to_vec();
+        args.extend_from_slice(extra);
+        d.json(&args)
+    };
+    let (v, code) = run(&a, &["list"]);
+    assert_eq!(code, 0, "{v}");
+    let (v, code) = run(&a, &["add", "written on a under strict"]);
+    assert_eq!(code, 0, "{v}");
+    // Another machine commits in the namespace: a's strict session has not
+    // seen it.
+    add(&b, "team-web", "written on b meanwhile");
+    let (v, code) = run(&a, &["add", "written on a again"]);
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(v["rule"], "strict", "{v}");
+    // A read moves its view; then it passes.
+    wait_contents(
+        &a,
+        "team-web",
+        &["written on a under strict", "written on b meanwhile"],
+    );
+    let (v, code) = run(&a, &["list"]);
+    assert_eq!(code, 0, "{v}");
+    let (v, code) = run(&a, &["add", "written on a again"]);
+    assert_eq!(code, 0, "{v}");
+}

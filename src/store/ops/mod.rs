@@ -155,6 +155,20 @@ impl Store {
                         "the team's PostgreSQL refused the write: {m}"
                     )));
                 }
+                Err(team::write::Refusal::Strict(_)) => {
+                    let actual = self.generations.current();
+                    return Err(StoreError::Drift(Box::new(
+                        crate::drift::refusal::Refusal::View(crate::drift::refusal::ViewRefusal {
+                            rule: memd_proto::DriftRule::Strict,
+                            observed: guard.seen,
+                            actual,
+                            cause: actual,
+                            backup: None,
+                            changes: Vec::new(),
+                            more: false,
+                        }),
+                    )));
+                }
             }
         }
         unreachable!("the loop returns on its second attempt")
@@ -389,6 +403,10 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Option<team::write::
         Author::Session(who) => (who.agent.clone(), who.session.clone()),
         Author::Daemon | Author::Team => (String::new(), String::new()),
     };
+    let strict = match ctx.strict_view() {
+        Some((namespace, seen)) => Some((namespace, team::apply::seq_at(ctx.conn, seen)?)),
+        None => None,
+    };
     Ok(Some(team::write::Plan {
         op_id: crate::session::new_session_id(),
         agent,
@@ -396,5 +414,6 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Option<team::write::
         changes,
         resurrect: ctx.resurrects(),
         external: false,
+        strict,
     }))
 }

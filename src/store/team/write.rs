@@ -42,6 +42,10 @@ pub struct Plan {
     /// Another tool's change of shared rows here (the `sqlite3` shell):
     /// written through as `external`.
     pub external: bool,
+    /// Under `strict`: refused when another session committed in this
+    /// namespace after this PostgreSQL number (what the session's view
+    /// had applied).
+    pub strict: Option<(String, i64)>,
 }
 
 /// Why a write-through did not commit.
@@ -58,6 +62,9 @@ pub enum Refusal {
     Moved(Vec<TeamRow>),
     /// PostgreSQL refused the write itself (a constraint): the message.
     Invalid(String),
+    /// `strict`: another session committed in the namespace after the
+    /// session's view (the number of that commit).
+    Strict(i64),
 }
 
 /// What PostgreSQL committed: the number, and each row as it is now
@@ -73,6 +80,7 @@ pub struct Committed {
 enum Step {
     Done(Committed),
     Moved(Vec<TeamRow>),
+    Strict(i64),
 }
 
 impl Team {
@@ -134,6 +142,7 @@ impl Team {
         match attempt {
             Ok(Ok(Step::Done(c))) => Ok(c),
             Ok(Ok(Step::Moved(rows))) => Err(Refusal::Moved(rows)),
+            Ok(Ok(Step::Strict(seq))) => Err(Refusal::Strict(seq)),
             Ok(Err(r)) => Err(r),
             Err(e) if !commit_sent.load(std::sync::atomic::Ordering::Acquire) => {
                 Err(Refusal::Unavailable(e))
@@ -221,6 +230,22 @@ async fn transaction(
     // The transaction's number first: memd's writers queue on it before
     // they lock any row, so two of them never lock rows in each other's way.
     tx.execute("SELECT memd.take_seq()", &[]).await?;
+    if let Some((namespace, since)) = &plan.strict {
+        let newer: Option<i64> = tx
+            .query_one(
+                "SELECT max(changed_seq) FROM memd.memories WHERE namespace = $1 \
+                 AND changed_seq > $2 AND NOT (changed_kind = 'session' \
+                 AND changed_machine IS NOT DISTINCT FROM $3 \
+                 AND changed_session IS NOT DISTINCT FROM $4)",
+                &[namespace, since, &machine, &plan.session],
+            )
+            .await?
+            .get(0);
+        if let Some(seq) = newer {
+            tx.rollback().await?;
+            return Ok(Step::Strict(seq));
+        }
+    }
     let mut moved = Vec::new();
     let mut out = Vec::with_capacity(plan.changes.len());
     let select = format!("SELECT {COLUMNS} FROM memd.memories WHERE uid = $1 FOR UPDATE");

@@ -312,6 +312,15 @@ impl WriteCtx<'_> {
         self.resurrect
     }
 
+    /// Under `strict`: the session's namespace and seen generation (team
+    /// memory checks other sessions' commits in PostgreSQL).
+    pub(in crate::store) fn strict_view(&self) -> Option<(String, u64)> {
+        self.guard
+            .as_ref()
+            .filter(|g| g.policy == DriftPolicy::Strict)
+            .map(|g| (g.who.namespace.clone(), g.seen))
+    }
+
     /// Rolls the job back when it ends, though it succeeded.
     pub(in crate::store) fn discard(&mut self) {
         self.discard = true;

@@ -229,19 +229,19 @@ async fn keep_lost(shared: &Shared, lost: Vec<memd_proto::Memory>) {
     }
 }
 
-/// Applies every commit after the mark, page by page.
+/// Applies every commit after the mark, page by page; the next page is
+/// fetched from PostgreSQL while the current one is applied here.
 async fn pull_all(shared: &Shared, team: &Team, link: &Link) -> Result<(), Failure> {
     let store = &shared.store;
     let mut mark = store.team_mark().await?;
     let started = std::time::Instant::now();
-    let (mut fetching, mut applying) = (Duration::ZERO, Duration::ZERO);
     let mut rows = 0usize;
+    let fetch = |after: i64, patterns: Vec<String>| async move {
+        team.bounded(pull::page(&link.client, after, &patterns))
+            .await
+    };
+    let mut page = fetch(mark.applied, mark.patterns.clone()).await?;
     loop {
-        let t = std::time::Instant::now();
-        let page = team
-            .bounded(pull::page(&link.client, mark.applied, &mark.patterns))
-            .await?;
-        fetching += t.elapsed();
         let full = page.rows.len() as i64 >= PAGE;
         if page.rows.is_empty() && page.through <= mark.applied {
             team.note_pull(mark.applied, page.head);
@@ -252,23 +252,25 @@ async fn pull_all(shared: &Shared, team: &Team, link: &Link) -> Result<(), Failu
         if let Some(last) = page.rows.last() {
             mark.last = Some((last.uid.clone(), last.rev, last.changed_seq));
         }
-        let t = std::time::Instant::now();
-        let applied = store
-            .apply_team_rows(page.rows, mark.clone(), false)
-            .await?;
-        applying += t.elapsed();
-        keep_lost(shared, applied.lost.clone()).await;
-        team.note_pull(mark.applied, page.head);
-        if !full {
-            break;
+        let head = page.head;
+        let apply = store.apply_team_rows(std::mem::take(&mut page.rows), mark.clone(), false);
+        let (applied, next) = if full {
+            let (applied, next) = tokio::join!(apply, fetch(mark.applied, mark.patterns.clone()));
+            (applied?, Some(next?))
+        } else {
+            (apply.await?, None)
+        };
+        keep_lost(shared, applied.lost).await;
+        team.note_pull(mark.applied, head);
+        match next {
+            Some(n) => page = n,
+            None => break,
         }
     }
     if rows >= PAGE as usize {
         tracing::info!(
             rows,
             secs = started.elapsed().as_secs_f64(),
-            fetch_secs = fetching.as_secs_f64(),
-            apply_secs = applying.as_secs_f64(),
             "team memory: pulled"
         );
     }

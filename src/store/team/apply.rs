@@ -296,13 +296,15 @@ pub fn apply_keeping(
 }
 
 fn insert(conn: &Connection, row: &TeamRow, superseded_by: Option<i64>) -> Result<i64, StoreError> {
+    // PostgreSQL's rev and time go in with the row: no trigger moves them
+    // on an insert.
     conn.prepare_cached(
         "INSERT INTO memories (uid, namespace, scope, scope_owner, content, subject, category, \
          tier, importance, confidence, pinned, status, metadata, superseded_by, superseded_at, \
          dedupe_key, observation_count, confirmed_count, last_confirmed_at, source, created_by, \
-         expires_at, created_at, updated_at, thread, thread_pos, occurred_at) VALUES (?1, ?2, \
-         ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-         ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+         expires_at, created_at, updated_at, thread, thread_pos, occurred_at, rev, team_rev) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
+         ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?28)",
     )?
     .execute(params![
         row.uid,
@@ -332,11 +334,11 @@ fn insert(conn: &Connection, row: &TeamRow, superseded_by: Option<i64>) -> Resul
         row.thread,
         row.thread_pos,
         row.occurred_at,
+        row.rev,
     ])?;
     let id = conn.last_insert_rowid();
     memories::tags_of_new_row(conn, id, &row.tags)?;
     memories::set_sketch(conn, id, &row.content)?;
-    finish(conn, id, row)?;
     Ok(id)
 }
 

@@ -717,3 +717,25 @@ fn strict_refuses_after_another_machines_commit_in_the_namespace_until_read() {
     let (v, code) = run(&a, &["add", "written on a again"]);
     assert_eq!(code, 0, "{v}");
 }
+
+#[test]
+fn a_daemon_started_before_team_init_serves_and_catches_up_once_it_ran() {
+    let Some(pg) = Pg::start() else { return };
+    let a = machine(&pg, "a");
+    let (v, code) = a.json(&["--namespace", "team-web", "add", "too early"]);
+    assert_eq!(code, 5, "{v}");
+    assert_eq!(v["code"], "team_unavailable");
+    let (v, _) = a.json(&["team", "status"]);
+    assert!(
+        v["team"]["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("memd team init"),
+        "{v}"
+    );
+    add(&a, "local", "local namespaces work meanwhile");
+    let _boot = started(&pg);
+    Pg::wait_for(Duration::from_secs(15), "a shared write to pass", || {
+        a.json(&["--namespace", "team-web", "add", "after init"]).1 == 0
+    });
+}

@@ -117,14 +117,27 @@ fn a_shared_namespace_reaches_every_machine_and_psql_edits_reach_them_too() {
     assert_eq!(status["team"]["machine"], "c");
 }
 
-/// A machine with its own namespace patterns.
-fn machine_sharing(pg: &Pg, name: &str, patterns: &[&str]) -> Daemon {
+/// The `[team]` section of a machine sharing `patterns`.
+fn team_toml(pg: &Pg, name: &str, patterns: &[&str]) -> String {
     let list: Vec<String> = patterns.iter().map(|p| format!("\"{p}\"")).collect();
-    Daemon::with_config(&format!(
+    format!(
         "[team]\nurl = \"{}\"\nnamespaces = [{}]\nmachine = \"{name}\"\ntimeout_ms = 2000\n",
         pg.url(),
         list.join(", ")
-    ))
+    )
+}
+
+/// A machine with its own namespace patterns.
+fn machine_sharing(pg: &Pg, name: &str, patterns: &[&str]) -> Daemon {
+    Daemon::with_config(&team_toml(pg, name, patterns))
+}
+
+/// Starts a stopped daemon again, now a machine of the team.
+fn join_team(d: &mut Daemon, pg: &Pg, name: &str, patterns: &[&str]) {
+    let config = d.dir.path().join("config.toml");
+    std::fs::write(&config, team_toml(pg, name, patterns)).unwrap();
+    d.extra = vec!["--config".into(), config.display().to_string()];
+    d.spawn();
 }
 
 fn started(pg: &Pg) -> Daemon {
@@ -341,17 +354,7 @@ fn a_namespace_with_local_memories_is_pushed_once_and_sweeps_leave_shared_rows_a
     add(&a, "team-old", "first local fact about the api");
     add(&a, "team-old", "second local fact about the api");
     a.terminate();
-    let config = a.dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"a\"\n",
-            pg.url()
-        ),
-    )
-    .unwrap();
-    a.extra = vec!["--config".into(), config.display().to_string()];
-    a.spawn();
+    join_team(&mut a, &pg, "a", &["team-*"]);
     let (v, code) = a.json(&["--namespace", "team-old", "add", "a third fact"]);
     assert_eq!(v["code"], "team_unpushed", "{v}");
     assert_ne!(code, 0);
@@ -417,16 +420,7 @@ fn a_namespace_that_starts_to_match_is_backfilled() {
     let mut b = machine_sharing(&pg, "b", &["team-*"]);
     assert!(contents(&b, "shared-docs").is_empty());
     b.terminate();
-    let config = b.dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\", \"shared-*\"]\nmachine = \"b\"\n",
-            pg.url()
-        ),
-    )
-    .unwrap();
-    b.spawn();
+    join_team(&mut b, &pg, "b", &["team-*", "shared-*"]);
     // Backfilled before it served.
     assert_eq!(
         contents(&b, "shared-docs"),
@@ -501,17 +495,7 @@ fn a_push_of_ten_thousand_memories_is_idempotent() {
     let (v, code) = a.json(&["import", &doc.display().to_string()]);
     assert_eq!((code, v["inserted"].as_u64()), (0, Some(10_000)), "{v}");
     a.terminate();
-    let config = a.dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"a\"\n",
-            pg.url()
-        ),
-    )
-    .unwrap();
-    a.extra = vec!["--config".into(), config.display().to_string()];
-    a.spawn();
+    join_team(&mut a, &pg, "a", &["team-*"]);
     let (v, code) = a.json(&["team", "push", "team-big"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(

@@ -9,7 +9,7 @@ use tokio_postgres::types::ToSql;
 
 use super::apply::Before;
 use super::pg::describe;
-use super::row::{COLUMNS, TeamRow};
+use super::row::{COLUMNS, INSERT, Insert, TeamRow};
 use super::{Team, TeamError};
 
 /// One row a job changed: as it was (absent for a row the job created)
@@ -351,13 +351,7 @@ async fn transaction(
 /// and tags take the new one's.
 async fn insert(tx: &tokio_postgres::Transaction<'_>, a: &TeamRow) -> Result<TeamRow, Wrapped> {
     let sql = format!(
-        "INSERT INTO memd.memories (uid, namespace, scope, scope_owner, content, subject, \
-         category, tier, importance, confidence, pinned, status, metadata, tags, \
-         superseded_by_uid, superseded_at, dedupe_key, observation_count, confirmed_count, \
-         last_confirmed_at, source, created_by, expires_at, created_at, thread, thread_pos, \
-         occurred_at, rev) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28) \
-         ON CONFLICT (namespace, scope, coalesce(scope_owner, ''), dedupe_key) \
+        "{INSERT} ON CONFLICT (namespace, scope, coalesce(scope_owner, ''), dedupe_key) \
          WHERE NOT deleted AND superseded_by_uid IS NULL AND dedupe_key IS NOT NULL \
            AND thread IS NULL \
          DO UPDATE SET observation_count = memd.memories.observation_count \
@@ -366,40 +360,10 @@ async fn insert(tx: &tokio_postgres::Transaction<'_>, a: &TeamRow) -> Result<Tea
                         ORDER BY 1) \
          RETURNING {COLUMNS}"
     );
-    let tier = i32::try_from(a.tier).unwrap_or(2);
-    let obs = i32::try_from(a.observation_count).unwrap_or(1);
-    let conf = i32::try_from(a.confirmed_count).unwrap_or(0);
-    let params: [&(dyn ToSql + Sync); 28] = [
-        &a.uid,
-        &a.namespace,
-        &a.scope,
-        &a.scope_owner,
-        &a.content,
-        &a.subject,
-        &a.category,
-        &tier,
-        &a.importance,
-        &a.confidence,
-        &a.pinned,
-        &a.status,
-        &a.metadata,
-        &a.tags,
-        &a.superseded_by_uid,
-        &a.superseded_at,
-        &a.dedupe_key,
-        &obs,
-        &conf,
-        &a.last_confirmed_at,
-        &a.source,
-        &a.created_by,
-        &a.expires_at,
-        &a.created_at,
-        &a.thread,
-        &a.thread_pos,
-        &a.occurred_at,
-        &a.rev,
-    ];
-    Ok(TeamRow::from_pg(&tx.query_one(&sql, &params).await?)?)
+    let values = Insert::of(a);
+    Ok(TeamRow::from_pg(
+        &tx.query_one(&sql, &values.params()).await?,
+    )?)
 }
 
 /// Writes a row's new values over the version compared; counts as deltas.

@@ -283,54 +283,38 @@ impl Pg {
         assert!(out.status.success(), "pg_ctl stop failed: {}", text(&out));
     }
 
+    /// `psql` on this server as `postgres`, stopping at the first error,
+    /// with `extra` arguments.
+    fn psql_run(&self, extra: &[&str]) -> Output {
+        let (host, port) = (self.dir.display().to_string(), self.sock_port().to_string());
+        let mut args = vec![
+            "-h",
+            &host,
+            "-p",
+            &port,
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+        ];
+        args.extend_from_slice(extra);
+        self.run("psql", &args)
+    }
+
     /// Runs SQL with `psql` (another writer, not memd); its output.
     pub fn psql(&self, sql: &str) -> String {
-        let out = self.run(
-            "psql",
-            &[
-                "-h",
-                &self.dir.display().to_string(),
-                "-p",
-                &self.sock_port().to_string(),
-                "-U",
-                "postgres",
-                "-d",
-                "postgres",
-                "-X",
-                "-q",
-                "-t",
-                "-A",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-c",
-                sql,
-            ],
-        );
+        let out = self.psql_run(&["-t", "-A", "-c", sql]);
         assert!(out.status.success(), "psql failed: {}", text(&out));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
     /// Runs SQL with `psql`, expecting it to fail; the error.
     pub fn psql_err(&self, sql: &str) -> String {
-        let out = self.run(
-            "psql",
-            &[
-                "-h",
-                &self.dir.display().to_string(),
-                "-p",
-                &self.sock_port().to_string(),
-                "-U",
-                "postgres",
-                "-d",
-                "postgres",
-                "-X",
-                "-q",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-c",
-                sql,
-            ],
-        );
+        let out = self.psql_run(&["-c", sql]);
         assert!(!out.status.success(), "psql should have failed");
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
@@ -359,25 +343,7 @@ impl Pg {
     /// Drops the `memd` schema and loads a dump (a restore from backup).
     pub fn restore(&self, from: &Path) {
         self.psql("DROP SCHEMA memd CASCADE");
-        let out = self.run(
-            "psql",
-            &[
-                "-h",
-                &self.dir.display().to_string(),
-                "-p",
-                &self.sock_port().to_string(),
-                "-U",
-                "postgres",
-                "-d",
-                "postgres",
-                "-X",
-                "-q",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-f",
-                &from.display().to_string(),
-            ],
-        );
+        let out = self.psql_run(&["-f", &from.display().to_string()]);
         assert!(out.status.success(), "restore failed: {}", text(&out));
     }
 

@@ -187,9 +187,11 @@ impl Drop for Pg {
     }
 }
 
-fn team_config(pg: &Pg, machine: &str) -> String {
+/// A machine sharing `pattern` (machines a and b share `team-*`; the new
+/// machine c shares `pull-*` alone, so only it pulls the bulk rows).
+fn team_config(pg: &Pg, machine: &str, pattern: &str) -> String {
     format!(
-        "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"{machine}\"\ntimeout_ms = 1000\n\
+        "[team]\nurl = \"{}\"\nnamespaces = [\"{pattern}\"]\nmachine = \"{machine}\"\ntimeout_ms = 1000\n\
          [lifecycle]\ninterval_hours = 0\n[lifecycle.limits]\nproject = 1000000\n",
         pg.url()
     )
@@ -255,8 +257,8 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
             memd::store::team::pg::connect(&target, Duration::from_secs(5), false).await?;
         memd::store::team::schema::init(&mut link.client).await?;
     }
-    let a = BenchDaemon::start(Some(&team_config(&pg, "a")))?;
-    let b = BenchDaemon::start(Some(&team_config(&pg, "b")))?;
+    let a = BenchDaemon::start(Some(&team_config(&pg, "a", "team-*")))?;
+    let b = BenchDaemon::start(Some(&team_config(&pg, "b", "team-*")))?;
     let mut rows = Vec::new();
     let n = args.samples;
 
@@ -340,7 +342,7 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
                 }
                 write!(
                     f,
-                    "('team-pull', {}, {}, ARRAY[{}], 'import')",
+                    "('pull-bench', {}, {}, ARRAY[{}], 'import')",
                     sql_text(&it.content),
                     sql_text(it.category),
                     it.tags
@@ -358,7 +360,7 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
     }
     pg.psql(&sql)?;
     let t = Instant::now();
-    let c = BenchDaemon::start(Some(&team_config(&pg, "c")))?;
+    let c = BenchDaemon::start(Some(&team_config(&pg, "c", "pull-*")))?;
     let pulled = t.elapsed();
     rows.push(Row {
         op: format!("initial pull, {} rows", args.rows),
@@ -375,7 +377,7 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
         "[lifecycle]\ninterval_hours = 0\n[lifecycle.limits]\nproject = 1000000\n",
     ))?;
     {
-        let mut c = session(&d, "team-pull").await?;
+        let mut c = session(&d, "pull-bench").await?;
         let t = Instant::now();
         for (k, chunk) in items.chunks(10_000).enumerate() {
             let doc = local_doc(chunk, k * 10_000);
@@ -393,8 +395,8 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
         });
     }
     let queries = corpus::queries(n, &vocab, 11);
-    let mut on_replica = session(&c, "team-pull").await?;
-    let mut on_local = session(&d, "team-pull").await?;
+    let mut on_replica = session(&c, "pull-bench").await?;
+    let mut on_local = session(&d, "pull-bench").await?;
     let (mut s_rep, mut s_loc) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let wall = Instant::now();
     for q in &queries {
@@ -483,7 +485,7 @@ fn local_doc(items: &[corpus::Item], from: usize) -> Vec<u8> {
                 "content": it.content,
                 "category": it.category,
                 "tags": it.tags,
-                "namespace": "team-pull",
+                "namespace": "pull-bench",
                 "source": "import",
             })
         })

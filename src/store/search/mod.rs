@@ -219,7 +219,10 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
         let words = words::query_words(q.text);
         let weights = q.rank.weights();
         let fetch = fetch(q.limit.saturating_add(q.offset));
-        let mut rows = lexical::candidates(conn, &fts, q.view, fetch, &weights)?;
+        // Twice the rows are read: the length rule and coverage re-order
+        // them, and a short memory BM25 put just below the cut may belong
+        // above it.
+        let mut rows = lexical::candidates(conn, &fts, q.view, fetch.saturating_mul(2), &weights)?;
         if q.syntax == QuerySyntax::Plain {
             with_feedback(conn, q, &words, &mut rows, &weights)?;
             for c in &mut rows {
@@ -227,7 +230,15 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
                 c.raw *= 1.0 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * cov;
             }
         }
+        for c in &mut rows {
+            c.raw *= rank::length_factor(
+                words::count(&c.content),
+                q.rank.long_words,
+                q.rank.long_exponent,
+            );
+        }
         rows.sort_by(|a, b| b.raw.total_cmp(&a.raw).then_with(|| b.id.cmp(&a.id)));
+        rows.truncate(fetch as usize);
         Ok(rows)
     };
     let lexical = || -> Result<Vec<Scored>, StoreError> {
@@ -311,4 +322,61 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
             })
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A memory far longer than `long_words` that holds the question's
+    /// words many times gives way to a short one that says them once.
+    #[test]
+    fn a_long_memory_gives_way_to_a_short_one_that_says_the_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        let long = format!(
+            "Assistant: {}",
+            "To configure the flask login session you set the secret key and the login \
+             manager, then the session cookie. "
+                .repeat(20)
+        );
+        let short = "User: I set up flask login for the session in my app.";
+        for content in [short, long.as_str()] {
+            conn.execute(
+                "INSERT INTO memories (namespace, content) VALUES ('default', ?1)",
+                [content],
+            )
+            .unwrap();
+        }
+        let view = View::namespace("default", "a", "s");
+        let now = OffsetDateTime::now_utc();
+        let first = |rank: &RankConfig| -> i64 {
+            let hits = run(
+                &conn,
+                &Query {
+                    text: "flask login session",
+                    syntax: QuerySyntax::Plain,
+                    mode: SearchMode::Lexical,
+                    view: &view,
+                    limit: 10,
+                    offset: 0,
+                    explain: false,
+                    now,
+                    rank,
+                    semantic: None,
+                    vocab: None,
+                },
+            )
+            .unwrap();
+            assert_eq!(hits.len(), 2);
+            hits[0].memory.id
+        };
+        let off = RankConfig {
+            long_words: 0,
+            ..RankConfig::default()
+        };
+        assert_eq!(first(&off), 2, "BM25 alone prefers the long answer");
+        assert_eq!(first(&RankConfig::default()), 1);
+    }
 }

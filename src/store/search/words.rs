@@ -153,6 +153,20 @@ pub fn tokens(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// How many words a text has (as [`tokens`] cuts it), without allocating.
+pub fn count(text: &str) -> usize {
+    let mut n = 0;
+    let mut in_word = false;
+    for c in text.chars() {
+        let w = c.is_alphanumeric();
+        if w && !in_word {
+            n += 1;
+        }
+        in_word = w;
+    }
+    n
+}
+
 /// Whether a text's word `t` counts as the query's word `w`: equal, or the
 /// same start (all but the last two letters, at least four) for words of
 /// four letters or more — "painting" and "painted", "deploys" and "deploy".
@@ -232,6 +246,19 @@ mod tests {
         let mut sorted = STOPWORDS.to_vec();
         sorted.sort_unstable();
         assert_eq!(sorted, STOPWORDS);
+    }
+
+    #[test]
+    fn count_agrees_with_tokens() {
+        for text in [
+            "",
+            "  ",
+            "User: I'd like the deploy-script, please!",
+            "café au lait 42x",
+            "--a--b--",
+        ] {
+            assert_eq!(count(text), tokens(text).len(), "{text:?}");
+        }
     }
 
     #[test]

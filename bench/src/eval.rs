@@ -87,10 +87,20 @@ pub struct EvalArgs {
     /// on a larger index of the same kind of memories
     #[arg(long, default_value_t = 1)]
     pub copies: usize,
+    /// With --copies: this many copies share one namespace, each as threads
+    /// of its own (namespaces as large as a long chat's; the questions'
+    /// namespace then holds duplicates, so recall says little: latency)
+    #[arg(long, default_value_t = 1)]
+    pub per_namespace: usize,
     /// Write each question's ranking to FILE as JSON lines: `qid`, `ids`
     /// (the data set's own turn ids, best first)
     #[arg(long, value_name = "FILE")]
     pub rankings: Option<PathBuf>,
+    /// With --loco: write every question's scores under every setting (and
+    /// under lexical search and BM25) to FILE as JSON lines, so any two
+    /// can be compared afterwards
+    #[arg(long, value_name = "FILE")]
+    pub scores: Option<PathBuf>,
 }
 
 /// The daemon's configuration for an evaluation: nothing merged or refused.
@@ -309,8 +319,31 @@ impl Setup {
     }
 }
 
+/// Where copy `k` (1 = the original) of a conversation goes: its namespace
+/// (`CONV`, `CONV~2`, …, one per `per_namespace` copies) and the suffix of
+/// its threads (none for the original).
+fn copy_place(conv: &str, k: usize, per_namespace: usize) -> (String, String) {
+    let group = (k - 1) / per_namespace.max(1) + 1;
+    let ns = if group == 1 {
+        conv.to_string()
+    } else {
+        format!("{conv}~{group}")
+    };
+    let suffix = if k == 1 {
+        String::new()
+    } else {
+        format!("~{k}")
+    };
+    (ns, suffix)
+}
+
 /// Starts a daemon and loads every conversation into its own namespace.
-async fn load(turns: &[Turn], copies: usize, config: &str) -> anyhow::Result<Setup> {
+async fn load(
+    turns: &[Turn],
+    copies: usize,
+    per_namespace: usize,
+    config: &str,
+) -> anyhow::Result<Setup> {
     let daemon = BenchDaemon::start(Some(config))?;
     let mut setup = Setup {
         daemon,
@@ -319,19 +352,30 @@ async fn load(turns: &[Turn], copies: usize, config: &str) -> anyhow::Result<Set
         embed_time: Duration::ZERO,
         embedder: Value::Null,
     };
-    let mut by_conv: BTreeMap<String, Vec<Turn>> = BTreeMap::new();
+    // Each copy is loaded as its own transcript (one ingest run) into its
+    // namespace; copies sharing a namespace get threads of their own.
+    let mut by_conv: BTreeMap<(String, String), Vec<Turn>> = BTreeMap::new();
     for t in turns {
-        for k in 2..=copies {
+        for k in 1..=copies.max(1) {
+            let (ns, suffix) = copy_place(&t.conv, k, per_namespace);
             let mut copy = t.clone();
-            copy.conv = format!("{}~{k}", t.conv);
-            by_conv.entry(copy.conv.clone()).or_default().push(copy);
+            if !suffix.is_empty() {
+                copy.session = Some(Value::String(format!(
+                    "{}{suffix}",
+                    match &t.session {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(Value::Null) | None => String::new(),
+                        Some(other) => other.to_string(),
+                    }
+                )));
+            }
+            by_conv.entry((ns, suffix)).or_default().push(copy);
         }
-        by_conv.entry(t.conv.clone()).or_default().push(t.clone());
     }
     setup.memories = by_conv.values().map(Vec::len).sum();
     let started = Instant::now();
     let mut loads = Vec::new();
-    for (conv, turns) in by_conv {
+    for ((conv, _), turns) in by_conv {
         let mut client = setup.connect(&conv).await?;
         loads.push(tokio::spawn(async move {
             let parsed = ingest::parse(
@@ -514,7 +558,13 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
         })
     };
     for set in &sets {
-        let mut setup = load(&set.turns, args.copies, &with_fusion(&variants[0])?).await?;
+        let mut setup = load(
+            &set.turns,
+            args.copies,
+            args.per_namespace,
+            &with_fusion(&variants[0])?,
+        )
+        .await?;
         for (k, variant) in variants.iter().enumerate() {
             if k > 0 {
                 setup.reconfigure(&with_fusion(variant)?).await?;
@@ -690,8 +740,10 @@ struct Setting {
 /// - `lexical`: the length rule (`long_words` 0 = off, 50, 100, 200 ×
 ///   `long_exponent` 0.25, 0.5, 1), the thread context's weight (0.5, 0.7,
 ///   1) and pseudo-relevance feedback (0, 0.2).
-/// - `hybrid`: the fusion's lexical weight (0.5 … 0.8) × the length rule
-///   (off, 50 or 100 words at exponent 0.5).
+/// - `hybrid`: the fusion's lexical weight (0.5, 0.6, 0.7) × when the
+///   semantic ranking counts (always, or from `semantic_from` to
+///   `semantic_full` standard deviations) × the length rule (100 or 50
+///   words at exponent 0.5).
 fn grid(kind: &str) -> anyhow::Result<Vec<Setting>> {
     let d = memd::store::search::rank::RankConfig::default();
     let same = |a: f64, b: f64| (a - b).abs() < 1e-9;
@@ -733,19 +785,39 @@ fn grid(kind: &str) -> anyhow::Result<Vec<Setting>> {
             }
         }
         "hybrid" => {
-            for (words, exp) in [(0usize, 0.5), (50, 0.5), (100, 0.5)] {
-                for w in [0.5, 0.55, 0.6, 0.65, 0.7, 0.8] {
-                    out.push(Setting {
-                        name: format!("{}, lexical weight {w}", long(words, exp)),
-                        config: format!(
-                            "[search]\nlong_words = {words}\nlong_exponent = {exp:?}\n\
-                             [search.hybrid]\nfusion = \"minmax\"\nlexical_weight = {w:?}\n"
-                        ),
-                        default: words == d.long_words
-                            && (words == 0 || same(exp, d.long_exponent))
-                            && d.hybrid.fusion == memd::store::search::fusion::Fusion::Minmax
-                            && same(w, d.hybrid.lexical_weight),
-                    });
+            for (words, exp) in [(100usize, 0.5), (50, 0.5)] {
+                for (from, full) in [
+                    (0.0, 0.0),
+                    (1.5, 2.5),
+                    (2.0, 3.0),
+                    (2.5, 3.5),
+                    (2.0, 4.0),
+                    (3.0, 3.0),
+                ] {
+                    for w in [0.5, 0.6, 0.7] {
+                        let confidence = if full > 0.0 {
+                            format!("confidence {from}-{full}")
+                        } else {
+                            "always".to_string()
+                        };
+                        out.push(Setting {
+                            name: format!(
+                                "{}, lexical weight {w}, semantic {confidence}",
+                                long(words, exp)
+                            ),
+                            config: format!(
+                                "[search]\nlong_words = {words}\nlong_exponent = {exp:?}\n\
+                                 [search.hybrid]\nfusion = \"minmax\"\nlexical_weight = {w:?}\n\
+                                 semantic_from = {from:?}\nsemantic_full = {full:?}\n"
+                            ),
+                            default: words == d.long_words
+                                && same(exp, d.long_exponent)
+                                && d.hybrid.fusion == memd::store::search::fusion::Fusion::Minmax
+                                && same(w, d.hybrid.lexical_weight)
+                                && same(from, d.hybrid.semantic_from)
+                                && same(full, d.hybrid.semantic_full),
+                        });
+                    }
                 }
             }
         }
@@ -842,6 +914,43 @@ impl Loaded<'_> {
     }
 }
 
+/// Every question's scores under every setting, lexical search and BM25,
+/// as JSON lines.
+fn write_scores(path: &Path, loaded: &[Loaded<'_>], settings: &[Setting]) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+    );
+    for l in loaded {
+        let mut runs: Vec<(&str, bool, &Vec<Score>)> = settings
+            .iter()
+            .zip(&l.runs)
+            .map(|(s, r)| (s.name.as_str(), s.default, r))
+            .collect();
+        if let Some(x) = &l.lexical {
+            runs.push(("lexical search, default settings", false, x));
+        }
+        runs.push(("FTS5 BM25", false, &l.baseline));
+        for (name, default, scores) in runs {
+            for (i, (q, sc)) in l.set.questions.iter().zip(scores).enumerate() {
+                let line = json!({
+                    "set": l.set.name,
+                    "setting": name,
+                    "default": default,
+                    "conv": q.conv,
+                    "qid": q.qid.clone().unwrap_or_else(|| json!(i)),
+                    "category": q.category(),
+                    "r1": sc.r1,
+                    "r5": sc.r5,
+                    "r10": sc.r10,
+                });
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
 async fn loco(
     args: &EvalArgs,
     mode: SearchMode,
@@ -851,7 +960,7 @@ async fn loco(
     let mut loaded = Vec::with_capacity(sets.len());
     for set in sets {
         let baseline = bm25_baseline(&set.turns, &set.questions, args.limit)?;
-        let setup = load(&set.turns, args.copies, base_config).await?;
+        let setup = load(&set.turns, args.copies, args.per_namespace, base_config).await?;
         loaded.push(Loaded {
             set,
             setup,
@@ -891,6 +1000,9 @@ async fn loco(
                 ask_all(&l.setup, args.limit, SearchMode::Lexical, &l.set.questions).await?;
             l.lexical = Some(scores(&l.set.questions, &rankings));
         }
+    }
+    if let Some(path) = &args.scores {
+        write_scores(path, &loaded, &settings)?;
     }
     let default = settings.iter().position(|s| s.default);
     // Per fold: the setting best on every other conversation of every set.
@@ -1176,5 +1288,36 @@ fn print_set(r: &Value) {
             delta("recall@10_vs_default"),
             f(&s["latency_p50_ms"]),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_fill_namespaces_of_the_asked_size() {
+        let places: Vec<(String, String)> = (1..=5).map(|k| copy_place("c", k, 2)).collect();
+        let ns: Vec<&str> = places.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(ns, ["c", "c", "c~2", "c~2", "c~3"]);
+        let suffixes: Vec<&str> = places.iter().map(|p| p.1.as_str()).collect();
+        assert_eq!(suffixes, ["", "~2", "~3", "~4", "~5"]);
+        // One copy per namespace, as before.
+        assert_eq!(copy_place("c", 3, 1), ("c~3".to_string(), "~3".to_string()));
+    }
+
+    #[test]
+    fn the_bootstrap_resamples_whole_conversations() {
+        // Two conversations: one gains 0.2 on each of its 3 questions,
+        // the other loses 0.1 on its single question.
+        let mut f = BTreeMap::new();
+        f.insert("a".to_string(), vec![0, 1, 2]);
+        f.insert("b".to_string(), vec![3]);
+        let g = gain(&f, &[0.2, 0.2, 0.2, -0.1]);
+        assert_eq!(g["mean"], 0.05);
+        assert_eq!(g["worst_fold"], -0.1);
+        assert_eq!(g["folds_positive"], 1);
+        // Resampling conversations, the extremes are all-a and all-b.
+        assert_eq!(g["ci95"], json!([-0.1, 0.2]));
     }
 }

@@ -167,6 +167,46 @@ pub fn count(text: &str) -> usize {
     n
 }
 
+/// In one pass over `text`: how many of `query_words` (lower case) it
+/// holds (a word counts when a token of the text [`same_word`]s it), and how
+/// many words it has — what [`tokens`] would give, without a string per
+/// token (long memories have thousands).
+pub fn matched_and_count(query_words: &[String], text: &str) -> (usize, usize) {
+    let mut found = vec![false; query_words.len()];
+    let mut left = query_words.len();
+    let mut n = 0;
+    let mut token = String::new();
+    let mut start = None;
+    let check = |word: &str, found: &mut [bool], left: &mut usize, token: &mut String| {
+        if *left == 0 {
+            return;
+        }
+        token.clear();
+        for c in word.chars() {
+            token.extend(c.to_lowercase());
+        }
+        for (i, w) in query_words.iter().enumerate() {
+            if !found[i] && same_word(w, token) {
+                found[i] = true;
+                *left -= 1;
+            }
+        }
+    };
+    for (at, c) in text.char_indices() {
+        if c.is_alphanumeric() {
+            start.get_or_insert(at);
+        } else if let Some(s) = start.take() {
+            n += 1;
+            check(&text[s..at], &mut found, &mut left, &mut token);
+        }
+    }
+    if let Some(s) = start {
+        n += 1;
+        check(&text[s..], &mut found, &mut left, &mut token);
+    }
+    (query_words.len() - left, n)
+}
+
 /// Whether a text's word `t` counts as the query's word `w`: equal, or the
 /// same start (all but the last two letters, at least four) for words of
 /// four letters or more — "painting" and "painted", "deploys" and "deploy".
@@ -258,6 +298,33 @@ mod tests {
             "--a--b--",
         ] {
             assert_eq!(count(text), tokens(text).len(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn one_pass_agrees_with_tokens() {
+        let q: Vec<String> = ["deploy", "painting", "café", "x"]
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        for text in [
+            "",
+            "Deploys happen on PAINTED walls",
+            "Café au lait; the deployment!",
+            "nothing here",
+            "x",
+            "ÉCOLE deploy-script painting x",
+        ] {
+            let tokens = tokens(text);
+            let matched = q
+                .iter()
+                .filter(|w| tokens.iter().any(|t| same_word(w, t)))
+                .count();
+            assert_eq!(
+                matched_and_count(&q, text),
+                (matched, tokens.len()),
+                "{text:?}"
+            );
         }
     }
 

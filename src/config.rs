@@ -88,6 +88,11 @@ impl Paths {
         self.data_dir.join("memory.db")
     }
 
+    /// The named sessions kept across restarts.
+    pub fn sessions_db(&self) -> PathBuf {
+        self.data_dir.join("sessions.db")
+    }
+
     /// The lock file held by the running daemon.
     pub fn lock(&self) -> PathBuf {
         self.data_dir.join("memd.lock")

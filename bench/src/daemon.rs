@@ -90,7 +90,10 @@ impl BenchDaemon {
             .append(true)
             .open(self.dir.path().join("daemon.log"))?;
         cmd.env("NOTIFY_SOCKET", self.dir.path().join("notify.sock"))
-            .env("MEMD_LOG", "warn")
+            .env(
+                "MEMD_LOG",
+                std::env::var("MEMD_BENCH_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(log));
@@ -111,8 +114,9 @@ impl BenchDaemon {
             {
                 bail!("the daemon exited with {status} before it was ready");
             }
-            if started.elapsed() > Duration::from_secs(120) {
-                bail!("the daemon was not ready within 120 s");
+            // A team machine pulls the team's memories before it serves.
+            if started.elapsed() > Duration::from_secs(900) {
+                bail!("the daemon was not ready within 900 s");
             }
         }
     }

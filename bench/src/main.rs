@@ -6,6 +6,7 @@
 //! - `hook`: wall time of `memd hook claude-code` per event process.
 //! - `semantic`: embedding throughput, semantic and hybrid query latency at
 //!   10K and 100K memories, the vector index's memory.
+//! - `team`: team memory against a real PostgreSQL.
 //!
 //! The daemon under test is memd's own daemon code, run by this binary in a
 //! child process (`memd-bench daemon`, hidden) on a temp data dir, so the
@@ -19,6 +20,7 @@ mod hook;
 mod perf;
 mod semantic;
 mod stats;
+mod team;
 
 use clap::{Parser, Subcommand};
 
@@ -41,6 +43,9 @@ enum Command {
     Hook(hook::HookArgs),
     /// Embedding throughput, semantic query latency at scale, index memory
     Semantic(semantic::SemanticArgs),
+    /// Team memory on a real PostgreSQL: shared and local adds, propagation,
+    /// the initial pull, search on a replica, a partition
+    Team(team::TeamArgs),
     /// Run the daemon (used by the other commands)
     #[command(hide = true)]
     Daemon {
@@ -65,6 +70,7 @@ fn main() -> anyhow::Result<()> {
         Command::Eval(args) => eval::run(args),
         Command::Semantic(args) => semantic::run(args),
         Command::Hook(args) => hook::run(args),
+        Command::Team(args) => team::run(args),
         Command::Daemon { data_dir, config } => daemon::run_child(data_dir, config),
         Command::Echo { socket } => perf::echo(&socket),
     }

@@ -57,6 +57,13 @@ pub struct ConnectOptions {
     /// A session name: connections with the same name in the same
     /// namespace are one session; `None` for a session of this connection.
     pub session: Option<String>,
+    /// The session serves a hook-driven host: a named session created by
+    /// this connection keeps its block across writes (see
+    /// [`Hello::hold_block`]).
+    pub hold_block: bool,
+    /// The namespace an earlier derivation gave this project (see
+    /// [`Hello::previous_namespace`]).
+    pub previous_namespace: Option<String>,
     /// Time limit for connecting and the handshake.
     pub connect_timeout: Duration,
 }
@@ -72,6 +79,8 @@ impl ConnectOptions {
             budget: None,
             seen_generation: None,
             session: None,
+            hold_block: false,
+            previous_namespace: None,
             connect_timeout: Duration::from_secs(10),
         }
     }
@@ -153,6 +162,8 @@ impl Client {
             budget: opts.budget,
             seen_generation: opts.seen_generation,
             session: opts.session,
+            hold_block: opts.hold_block,
+            previous_namespace: opts.previous_namespace,
         };
         match client.call(Request::Hello(hello)).await? {
             Response::Welcome(w) => {

@@ -815,6 +815,15 @@ pub struct Hello {
     /// is one session (snapshot, seen generation, read set); `None` for a
     /// session of this connection alone.
     pub session: Option<String>,
+    /// The session serves a hook-driven host (Claude Code, Codex), whose
+    /// conversation keeps the block from its start on: a named session
+    /// created with it changes its block only at compaction, clear or
+    /// refresh, never because of a write.
+    pub hold_block: bool,
+    /// When the client derived `namespace` from the project: the name an
+    /// earlier derivation gave this checkout. Its memories move to
+    /// `namespace` once.
+    pub previous_namespace: Option<String>,
 }
 
 /// Session opened.

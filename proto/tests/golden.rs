@@ -78,6 +78,8 @@ fn requests() -> Vec<(&'static str, Request)> {
                 budget: Some(4000),
                 seen_generation: Some(17),
                 session: Some("claude-code:4f1c".into()),
+                hold_block: true,
+                previous_namespace: Some("shop-1f0c3a9e".into()),
             }),
         ),
         (

@@ -119,6 +119,8 @@ fn request() -> impl Strategy<Value = Request> {
                     budget,
                     seen_generation,
                     session: None,
+                    hold_block: false,
+                    previous_namespace: None,
                 })
             }),
     ]

@@ -1,7 +1,9 @@
-//! `memd hook claude-code` and `memd hook codex`: an agent runtime's hook
-//! events as memd requests, one process per event, the way the host runs
-//! hook commands. Codex CLI's hooks (`hooks.json`) take Claude Code's shape:
-//! the same events where it has them, the same input and output.
+//! `memd hook claude-code`, `memd hook codex` and `memd hook gemini`: an
+//! agent runtime's hook events as memd requests, one process per event,
+//! the way the host runs hook commands. Codex CLI's hooks (`hooks.json`)
+//! and Gemini CLI's (`settings.json`) take Claude Code's shape: the same
+//! events where they have them (Gemini's `PreCompress` is Claude Code's
+//! `PreCompact`), the same input and output.
 //!
 //! Every event of one host session joins the named session
 //! `<host>:<session_id>` in the namespace of its project, so the processes
@@ -10,7 +12,8 @@
 //! - `SessionStart` (startup, resume, clear, compact) → the block as
 //!   additional context, byte-identical until the session writes or
 //!   compacts;
-//! - `PreCompact` → `compacted` (the block after the compaction is new);
+//! - `PreCompact` (Gemini: `PreCompress`) → `compacted` (the block after
+//!   the compaction is new);
 //! - `SessionEnd` with reason `clear` or `logout` → the session ends (its
 //!   block and read set are dropped); other reasons leave it to `[session]
 //!   idle_ttl`, so `claude --resume` gets the same bytes;
@@ -28,7 +31,7 @@ use serde_json::{Value, json};
 
 use crate::commands::args::Global;
 pub use crate::commands::project_namespace;
-use crate::commands::{CommandError, connect};
+use crate::commands::{CommandError, apply_project, connect};
 
 /// How long a hook may take, connecting (and starting a daemon) included.
 const TIME_LIMIT: Duration = Duration::from_secs(5);
@@ -55,7 +58,7 @@ enum Action {
 fn action(event: &Value) -> Action {
     match event["hook_event_name"].as_str() {
         Some("SessionStart") => Action::Inject,
-        Some("PreCompact") => Action::Compacted,
+        Some("PreCompact" | "PreCompress") => Action::Compacted,
         Some("SessionEnd") if matches!(event["reason"].as_str(), Some("clear" | "logout")) => {
             Action::End
         }
@@ -88,6 +91,8 @@ pub enum Host {
     ClaudeCode,
     /// OpenAI's Codex CLI.
     Codex,
+    /// Google's Gemini CLI.
+    Gemini,
 }
 
 impl Host {
@@ -96,6 +101,7 @@ impl Host {
         match self {
             Host::ClaudeCode => "claude-code",
             Host::Codex => "codex",
+            Host::Gemini => "gemini",
         }
     }
 }
@@ -119,6 +125,7 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
     let event: Value = serde_json::from_str(&input)
         .map_err(|e| format!("the input is not a hook event (JSON): {e}"))?;
     let action = action(&event);
+    let resumed = event["source"] == "resume";
     if action == Action::Nothing {
         return Ok(None);
     }
@@ -132,12 +139,15 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
             .as_str()
             .map(PathBuf::from)
             .or_else(|| std::env::current_dir().ok());
-        g.namespace = cwd.as_deref().and_then(project_namespace);
+        if let Some(cwd) = cwd {
+            apply_project(&mut g, &cwd);
+        }
     }
     if g.agent.is_none() {
         g.agent = Some(host.name().into());
     }
     g.session = Some(format!("{}:{session_id}", host.name()));
+    g.hold_block = true;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -146,7 +156,15 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
         let mut client = connect(&g, true).await?;
         match action {
             Action::Inject => {
-                let block = client.inject().await?.block;
+                let injected = client.inject().await?;
+                // Codex keeps every SessionStart context it is given, the
+                // same bytes too: at a resume, a block the conversation
+                // already holds (one memd did not have to build) is not
+                // given again. Claude Code drops a repeated one itself.
+                if host == Host::Codex && resumed && injected.stats.cached {
+                    return Ok(None);
+                }
+                let block = injected.block;
                 Ok::<_, CommandError>(Some(
                     json!({
                         "hookSpecificOutput": {
@@ -197,6 +215,11 @@ mod tests {
         assert_eq!(
             a(json!({"hook_event_name": "PreCompact", "trigger": "auto"})),
             Action::Compacted
+        );
+        assert_eq!(
+            a(json!({"hook_event_name": "PreCompress", "trigger": "manual"})),
+            Action::Compacted,
+            "Gemini CLI's name for it"
         );
         assert_eq!(
             a(json!({"hook_event_name": "SessionEnd", "reason": "clear"})),

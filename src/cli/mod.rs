@@ -80,17 +80,33 @@ pub fn run(cli: args::Cli) -> i32 {
         ),
         Command::Hook(args::HookCommand::ClaudeCode) => hook::run_hook(&g, hook::Host::ClaudeCode),
         Command::Hook(args::HookCommand::Codex) => hook::run_hook(&g, hook::Host::Codex),
+        Command::Hook(args::HookCommand::Gemini) => hook::run_hook(&g, hook::Host::Gemini),
         Command::Setup(s) => {
             let (host, a) = match s {
                 args::SetupCommand::ClaudeCode(a) => (hook::Host::ClaudeCode, a),
                 args::SetupCommand::Codex(a) => (hook::Host::Codex, a),
+                args::SetupCommand::Gemini(a) => (hook::Host::Gemini, a),
             };
             let scope = if a.project {
                 setup::Scope::Project
             } else {
                 setup::Scope::User
             };
-            emit(g.json, setup::run(host, scope, a.dry_run, a.uninstall))
+            let namespace = match scope {
+                setup::Scope::Project => {
+                    let mut g = g.clone();
+                    crate::commands::resolve_namespace(&mut g, true);
+                    g.namespace.unwrap_or_else(|| "default".into())
+                }
+                setup::Scope::User => g
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "each project's own (from its repository)".into()),
+            };
+            emit(
+                g.json,
+                setup::run(host, scope, a.dry_run, a.uninstall, &namespace),
+            )
         }
         Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
         Command::Team(args::TeamCommand::Init) => emit(g.json, team::init(&g)),

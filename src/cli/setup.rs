@@ -8,7 +8,7 @@
 //!   `./.claude/settings.json` and `./.mcp.json`;
 //! - Codex CLI: hooks (`SessionStart`, `PreCompact`) in `~/.codex/hooks.json`
 //!   (`--project`: `./.codex/hooks.json`), and in `config.toml` next to it
-//!   `[features] codex_hooks = true` and `[mcp_servers.memd]` (the TOML file
+//!   `[features] hooks = true` and `[mcp_servers.memd]` (the TOML file
 //!   is edited in place: its comments and layout stay; uninstall leaves
 //!   the feature flag, which other hooks may need).
 //!
@@ -43,6 +43,7 @@ fn events(host: Host) -> &'static [&'static str] {
     match host {
         Host::ClaudeCode => &["SessionStart", "PreCompact", "SessionEnd"],
         Host::Codex => &["SessionStart", "PreCompact"],
+        Host::Gemini => &["SessionStart", "PreCompress", "SessionEnd"],
     }
 }
 
@@ -104,9 +105,15 @@ fn same_hooks(a: &Value, b: &Value) -> bool {
     norm(a) == norm(b)
 }
 
+/// The arguments of memd's MCP server for a host: it writes as the host's
+/// agent.
+pub fn server_args(host: Host) -> [&'static str; 3] {
+    ["mcp", "--agent", host.name()]
+}
+
 /// Adds (or removes) `mcpServers.memd` in an MCP configuration value.
 /// Returns whether it changed.
-pub fn merge_server(config: &mut Value, program: &str, uninstall: bool) -> bool {
+pub fn merge_server(config: &mut Value, program: &str, host: Host, uninstall: bool) -> bool {
     let before = config.clone();
     let root = object(config);
     let servers = object(root.entry("mcpServers").or_insert(Value::Null));
@@ -118,10 +125,13 @@ pub fn merge_server(config: &mut Value, program: &str, uninstall: bool) -> bool 
             servers.remove("memd");
         }
     } else {
-        servers.insert(
-            "memd".into(),
-            json!({"type": "stdio", "command": program, "args": ["mcp"]}),
-        );
+        let entry = match host {
+            // Gemini CLI asks before each tool of a server it does not
+            // trust.
+            Host::Gemini => json!({"command": program, "args": server_args(host), "trust": true}),
+            _ => json!({"type": "stdio", "command": program, "args": server_args(host)}),
+        };
+        servers.insert("memd".into(), entry);
     }
     if servers.is_empty() {
         root.remove("mcpServers");
@@ -129,7 +139,85 @@ pub fn merge_server(config: &mut Value, program: &str, uninstall: bool) -> bool 
     *config != before
 }
 
-/// Codex's `config.toml`: `[features] codex_hooks = true` and
+/// Sets `path` to `true` (objects made on the way). Returns whether it
+/// changed.
+pub fn set_true(value: &mut Value, path: &[&str]) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut at = value;
+    for key in parents {
+        at = object(at).entry(*key).or_insert(Value::Null);
+    }
+    let slot = object(at).entry(*last).or_insert(Value::Null);
+    let changed = *slot != Value::Bool(true);
+    *slot = Value::Bool(true);
+    changed
+}
+
+/// The permission rule that lets Claude Code call every tool of memd's
+/// server without asking.
+pub const PERMISSION_RULE: &str = "mcp__memd";
+
+/// Adds (or removes) `entry` in the list at `path` (objects made on the
+/// way; an emptied list and emptied objects removed). Returns whether it
+/// changed.
+pub fn merge_list_entry(value: &mut Value, path: &[&str], entry: &str, uninstall: bool) -> bool {
+    fn walk(value: &mut Value, path: &[&str], entry: &str, uninstall: bool) -> bool {
+        let Some((key, rest)) = path.split_first() else {
+            return false;
+        };
+        if uninstall && value.get(key).is_none() {
+            return false;
+        }
+        let root = object(value);
+        let child = root.entry(*key).or_insert(Value::Null);
+        let changed = if rest.is_empty() {
+            if !child.is_array() {
+                if uninstall {
+                    return false;
+                }
+                *child = json!([]);
+            }
+            let list = child.as_array_mut().expect("an array");
+            let had = list.iter().any(|v| v == entry);
+            if uninstall {
+                list.retain(|v| v != entry);
+            } else if !had {
+                list.push(json!(entry));
+            }
+            had == uninstall
+        } else {
+            walk(child, rest, entry, uninstall)
+        };
+        let empty = match root.get(*key) {
+            Some(Value::Array(a)) => a.is_empty(),
+            Some(Value::Object(o)) => o.is_empty(),
+            _ => false,
+        };
+        if changed && empty {
+            root.remove(*key);
+        }
+        changed
+    }
+    walk(value, path, entry, uninstall)
+}
+
+/// The variables Codex passes on to memd's server: it starts MCP servers
+/// with a cleared environment, and without these the server would look
+/// for another data dir, socket or config than the hooks (which get the
+/// whole environment).
+pub const CODEX_FORWARDED_ENV: [&str; 7] = [
+    "MEMD_DATA_DIR",
+    "MEMD_SOCKET",
+    "MEMD_CONFIG",
+    "MEMD_NAMESPACE",
+    "XDG_DATA_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_RUNTIME_DIR",
+];
+
+/// Codex's `config.toml`: `[features] hooks = true` and
 /// `[mcp_servers.memd]` added (or the server removed), the rest of the
 /// file as it was. `None` when nothing changes.
 ///
@@ -162,16 +250,24 @@ pub fn merge_codex_config(
         }
     } else {
         table(&mut doc, "features", false);
-        doc["features"]["codex_hooks"] = value(true);
+        doc["features"]["hooks"] = value(true);
         table(&mut doc, "mcp_servers", true);
         let mut server = Table::new();
         server.insert("command", value(program));
-        server.insert("args", value(Array::from_iter(["mcp"])));
+        let args = server_args(Host::Codex);
+        server.insert("args", value(Array::from_iter(args)));
+        server.insert("env_vars", value(Array::from_iter(CODEX_FORWARDED_ENV)));
+        let strings = |m: &Item, key: &str, want: &[&str]| {
+            m.get(key).and_then(Item::as_array).is_some_and(|a| {
+                a.iter()
+                    .map(|v| v.as_str())
+                    .eq(want.iter().map(|w| Some(*w)))
+            })
+        };
         let same = doc["mcp_servers"].get("memd").is_some_and(|m| {
             m.get("command").and_then(Item::as_str) == Some(program)
-                && m.get("args").and_then(Item::as_array).is_some_and(|a| {
-                    a.iter().map(|v| v.as_str()).collect::<Vec<_>>() == [Some("mcp")]
-                })
+                && strings(m, "args", &args)
+                && strings(m, "env_vars", &CODEX_FORWARDED_ENV)
         });
         if !same {
             doc["mcp_servers"]["memd"] = Item::Table(server);
@@ -229,7 +325,40 @@ fn write(path: &Path, text: &str, scope: Scope) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// The directory `PATH` finds `name` in, if any.
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).find(|d| {
+        std::fs::metadata(d.join(name))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// Reads a JSON file, applies `edit` and, when it changed something,
+/// records the change.
+fn edit_json(
+    changes: &mut Vec<Change>,
+    path: &Path,
+    edit: impl FnOnce(&mut Value) -> bool,
+) -> Result<(), CommandError> {
+    let (old, mut value) = read_json(path)?;
+    if edit(&mut value) {
+        changes.push(Change {
+            path: path.to_path_buf(),
+            old,
+            new: serde_json::to_string_pretty(&value).unwrap_or_default() + "\n",
+        });
+    }
+    Ok(())
+}
+
 /// Runs `memd setup claude-code|codex`.
+///
+/// `--user` entries name memd by its absolute path (a host started from a
+/// desktop may not search the user's `PATH`); `--project` entries, which a
+/// team shares, name `memd` when `PATH` finds one (else the absolute path,
+/// and the output says so) and go to the repository's root.
 ///
 /// # Errors
 /// Unreadable or malformed files (nothing is changed then), write errors.
@@ -238,12 +367,18 @@ pub fn run(
     scope: Scope,
     dry_run: bool,
     uninstall: bool,
+    namespace: &str,
 ) -> Result<Output, CommandError> {
-    let program = std::env::current_exe()
+    let absolute = std::env::current_exe()
         .and_then(std::fs::canonicalize)
         .map_err(|e| CommandError::Io(format!("cannot find the memd executable: {e}")))?
         .display()
         .to_string();
+    let found = on_path("memd");
+    let program = match (scope, &found) {
+        (Scope::Project, Some(_)) => "memd".to_string(),
+        _ => absolute.clone(),
+    };
     let quoted = if program.contains([' ', '\'', '"']) {
         format!("'{}'", program.replace('\'', r"'\''"))
     } else {
@@ -251,6 +386,7 @@ pub fn run(
     };
     let command = format!("{quoted} hook {}", host.name());
     let cwd = std::env::current_dir().map_err(|e| CommandError::Io(e.to_string()))?;
+    let root = crate::commands::repository_root(&cwd).unwrap_or_else(|| cwd.clone());
     let home = || {
         std::env::var_os("HOME")
             .map(PathBuf::from)
@@ -262,36 +398,58 @@ pub fn run(
             (h.join(".claude/settings.json"), h.join(".claude.json"))
         }
         (Host::ClaudeCode, Scope::Project) => {
-            (cwd.join(".claude/settings.json"), cwd.join(".mcp.json"))
+            (root.join(".claude/settings.json"), root.join(".mcp.json"))
         }
         (Host::Codex, Scope::User) => {
             let h = home()?;
             (h.join(".codex/hooks.json"), h.join(".codex/config.toml"))
         }
         (Host::Codex, Scope::Project) => (
-            cwd.join(".codex/hooks.json"),
-            cwd.join(".codex/config.toml"),
+            root.join(".codex/hooks.json"),
+            root.join(".codex/config.toml"),
         ),
+        // One file holds Gemini CLI's hooks and servers.
+        (Host::Gemini, Scope::User) => {
+            let f = home()?.join(".gemini/settings.json");
+            (f.clone(), f)
+        }
+        (Host::Gemini, Scope::Project) => {
+            let f = root.join(".gemini/settings.json");
+            (f.clone(), f)
+        }
     };
-    let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
     let mut changes = Vec::new();
-    let (old, mut hooks) = read_json(&hooks_path)?;
-    if merge_hooks(&mut hooks, host, &command, uninstall) {
-        changes.push(Change {
-            path: hooks_path.clone(),
-            old,
-            new: pretty(&hooks),
-        });
-    }
+    // Hooks, and for Claude Code the rule that lets it call memd's tools
+    // without asking, in the same settings file.
+    edit_json(&mut changes, &hooks_path, |v| {
+        let hooks = merge_hooks(v, host, &command, uninstall);
+        let rest = match host {
+            Host::ClaudeCode => {
+                merge_list_entry(v, &["permissions", "allow"], PERMISSION_RULE, uninstall)
+            }
+            // Its hooks run once the hooks system is on (uninstall leaves
+            // it on: other hooks may need it); the server in the same file.
+            Host::Gemini => {
+                let on = !uninstall && set_true(v, &["tools", "enableHooks"]);
+                merge_server(v, &program, host, uninstall) || on
+            }
+            Host::Codex => false,
+        };
+        hooks || rest
+    })?;
     match host {
+        Host::Gemini => {}
         Host::ClaudeCode => {
-            let (old, mut mcp) = read_json(&server_path)?;
-            if merge_server(&mut mcp, &program, uninstall) {
-                changes.push(Change {
-                    path: server_path.clone(),
-                    old,
-                    new: pretty(&mcp),
-                });
+            edit_json(&mut changes, &server_path, |v| {
+                merge_server(v, &program, host, uninstall)
+            })?;
+            if scope == Scope::Project {
+                // A project's `.mcp.json` server runs once the user approves
+                // it: approved for this user, in their own settings.
+                let user = home()?.join(".claude/settings.json");
+                edit_json(&mut changes, &user, |v| {
+                    merge_list_entry(v, &["enabledMcpjsonServers"], "memd", uninstall)
+                })?;
             }
         }
         Host::Codex => {
@@ -333,17 +491,21 @@ pub fn run(
                 })?;
                 entry["backup"] = json!(backup.display().to_string());
             }
-            write(&c.path, &c.new, scope)
-                .map_err(|e| CommandError::Io(format!("cannot write {}: {e}", c.path.display())))?;
+            let shared = scope == Scope::Project && c.path.starts_with(&root);
+            write(
+                &c.path,
+                &c.new,
+                if shared { Scope::Project } else { Scope::User },
+            )
+            .map_err(|e| CommandError::Io(format!("cannot write {}: {e}", c.path.display())))?;
+        }
+        if dry_run {
+            // The whole file as it would be (`--json`); the text output
+            // names the entries instead.
+            entry["new"] = json!(c.new);
         }
         done.push(entry);
     }
-    let namespace = match scope {
-        Scope::Project => {
-            crate::commands::project_namespace(&cwd).unwrap_or_else(|| "default".into())
-        }
-        Scope::User => "each project's own (from its git root)".into(),
-    };
     let verb = match (uninstall, dry_run) {
         (false, false) => "installed",
         (false, true) => "would install",
@@ -373,16 +535,47 @@ pub fn run(
     };
     if !uninstall {
         human.push_str(&format!(
-            "\nhooks: {} → {command}\nMCP server: memd → {program} mcp\nnamespace: {namespace}",
-            events(host).join(", ")
+            "\nhooks: {} → {command}\nMCP server: memd → {program} {}\nnamespace: {namespace}",
+            events(host).join(", "),
+            server_args(host).join(" "),
         ));
+        match host {
+            Host::ClaudeCode => human.push_str(&format!(
+                "\npermission: {PERMISSION_RULE} in {} (memd's tools run without a prompt)",
+                hooks_path.display()
+            )),
+            Host::Gemini => human.push_str(
+                "\ntrust: the server's tools run without a confirmation; hooks system on",
+            ),
+            Host::Codex => human.push_str("\nfeature: [features] hooks = true"),
+        }
+        if scope == Scope::Project && host == Host::ClaudeCode {
+            human.push_str("\napproval: memd in enabledMcpjsonServers of ~/.claude/settings.json");
+        }
+        if scope == Scope::Project && found.is_none() {
+            human.push_str(&format!(
+                "\nnote: no memd on PATH: the project's files name {absolute}, which other \
+                 checkouts may not have (install memd on PATH and run setup again)"
+            ));
+        }
+        if scope == Scope::Project && host == Host::ClaudeCode {
+            human.push_str(
+                "\nnote: Claude Code reads the project's settings only when started at its \
+                 root; started in a subdirectory, it gets no block (use --user then)",
+            );
+        }
     }
     let mut fields = Map::new();
     fields.insert("changed".into(), Value::Array(done));
     fields.insert("dry_run".into(), json!(dry_run));
     fields.insert("uninstall".into(), json!(uninstall));
     fields.insert("hook_command".into(), json!(command));
+    fields.insert("server_command".into(), json!(program));
+    fields.insert("server_args".into(), json!(server_args(host)));
     fields.insert("namespace".into(), json!(namespace));
+    if scope == Scope::Project {
+        fields.insert("root".into(), json!(root.display().to_string()));
+    }
     Ok(Output {
         json: success(fields),
         human,
@@ -438,14 +631,40 @@ mod tests {
     fn the_server_merges_once_and_only_memds_is_removed() {
         let mut c = json!({"numStartups": 3, "mcpServers": {"other": {"command": "x"}}});
         let original = c.clone();
-        assert!(merge_server(&mut c, "/bin/memd", false));
-        assert!(!merge_server(&mut c, "/bin/memd", false));
-        assert_eq!(c["mcpServers"]["memd"]["args"], json!(["mcp"]));
-        assert!(merge_server(&mut c, "/bin/memd", true));
+        assert!(merge_server(&mut c, "/bin/memd", Host::ClaudeCode, false));
+        assert!(!merge_server(&mut c, "/bin/memd", Host::ClaudeCode, false));
+        assert_eq!(
+            c["mcpServers"]["memd"]["args"],
+            json!(["mcp", "--agent", "claude-code"])
+        );
+        assert!(merge_server(&mut c, "/bin/memd", Host::ClaudeCode, true));
         assert_eq!(c, original);
         let mut foreign =
             json!({"mcpServers": {"memd": {"command": "/usr/bin/other-tool", "args": []}}});
-        assert!(!merge_server(&mut foreign, "/bin/memd", true), "not ours");
+        assert!(
+            !merge_server(&mut foreign, "/bin/memd", Host::ClaudeCode, true),
+            "not ours"
+        );
+    }
+
+    #[test]
+    fn a_list_entry_is_added_once_and_only_it_is_removed() {
+        let mut s = json!({"permissions": {"allow": ["Bash(ls:*)"], "deny": []}});
+        let original = s.clone();
+        let path = ["permissions", "allow"];
+        assert!(merge_list_entry(&mut s, &path, PERMISSION_RULE, false));
+        assert!(!merge_list_entry(&mut s, &path, PERMISSION_RULE, false));
+        assert_eq!(
+            s["permissions"]["allow"],
+            json!(["Bash(ls:*)", "mcp__memd"])
+        );
+        assert!(merge_list_entry(&mut s, &path, PERMISSION_RULE, true));
+        assert_eq!(s, original);
+        assert!(!merge_list_entry(&mut s, &path, PERMISSION_RULE, true));
+        let mut empty = json!({});
+        assert!(merge_list_entry(&mut empty, &path, PERMISSION_RULE, false));
+        assert!(merge_list_entry(&mut empty, &path, PERMISSION_RULE, true));
+        assert_eq!(empty, json!({}), "what it made goes with it");
     }
 
     #[test]
@@ -462,12 +681,11 @@ mod tests {
             merged.contains("[mcp_servers.github]\ncommand = \"gh-mcp\"\n"),
             "{merged}"
         );
+        assert!(merged.contains("[features]\nhooks = true\n"), "{merged}");
         assert!(
-            merged.contains("[features]\ncodex_hooks = true\n"),
-            "{merged}"
-        );
-        assert!(
-            merged.contains("[mcp_servers.memd]\ncommand = \"/bin/memd\"\nargs = [\"mcp\"]\n"),
+            merged.contains(
+                "[mcp_servers.memd]\ncommand = \"/bin/memd\"\nargs = [\"mcp\", \"--agent\", \"codex\"]\nenv_vars = [\"MEMD_DATA_DIR\""
+            ),
             "{merged}"
         );
         assert_eq!(

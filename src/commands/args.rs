@@ -48,6 +48,14 @@ pub struct Global {
     /// set)
     #[arg(long, global = true, env = "MEMD_SESSION", value_name = "NAME")]
     pub session: Option<String>,
+    /// Set by `memd hook` and by `memd mcp` joining its host's session: a
+    /// named session this creates keeps its block across writes.
+    #[arg(skip)]
+    pub hold_block: bool,
+    /// Set when the namespace was derived from the project: the name an
+    /// earlier derivation gave this checkout (its memories move once).
+    #[arg(skip)]
+    pub previous_namespace: Option<String>,
     /// Print exactly one compact JSON value per command
     #[arg(long, global = true)]
     pub json: bool,
@@ -192,6 +200,8 @@ pub enum SetupCommand {
     ClaudeCode(SetupArgs),
     /// Codex CLI: the hooks in hooks.json, the MCP server and the hooks feature in config.toml
     Codex(SetupArgs),
+    /// Gemini CLI: the hooks and the MCP server in ~/.gemini/settings.json or .gemini/settings.json
+    Gemini(SetupArgs),
 }
 
 /// Flags of `setup`.
@@ -218,6 +228,8 @@ pub enum HookCommand {
     ClaudeCode,
     /// A Codex CLI hook (SessionStart, PreCompact; Claude Code's shape)
     Codex,
+    /// A Gemini CLI hook (SessionStart, PreCompress, SessionEnd; Claude Code's shape)
+    Gemini,
 }
 
 /// `session …`.

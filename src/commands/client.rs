@@ -58,6 +58,8 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, Comm
     opts.policy = policy;
     opts.seen_generation = g.seen_generation;
     opts.session = g.session.clone();
+    opts.hold_block = g.hold_block;
+    opts.previous_namespace = g.previous_namespace.clone();
     let spec = if autostart_allowed && !g.no_autostart {
         let program = std::env::current_exe()
             .map_err(|e| CommandError::Io(format!("cannot find the memd executable: {e}")))?;
@@ -98,33 +100,121 @@ fn configured_namespace(g: &Global) -> Option<String> {
 
 /// Fills in the namespace of a session when neither `--namespace` nor
 /// `MEMD_NAMESPACE` gave one: `[client] namespace` of the config file, else,
-/// when `from_project`, the project's, from the git root of the working
+/// when `from_project`, the project's (see [`project`]) for the working
 /// directory (else the daemon's `default`). Every command that opens a
 /// session gets the same, so notes imported in a project are what its
-/// sessions get; `hook` passes `from_project: false` and derives the
-/// project from the event's directory instead.
+/// sessions get; `hook` passes `from_project: false` and calls
+/// [`apply_project`] with the event's directory instead.
 pub fn resolve_namespace(g: &mut Global, from_project: bool) {
     if g.namespace.is_none() {
         g.namespace = configured_namespace(g);
     }
-    if g.namespace.is_none() && from_project {
-        g.namespace = std::env::current_dir()
-            .ok()
-            .and_then(|d| project_namespace(&d));
+    if g.namespace.is_none()
+        && from_project
+        && let Ok(dir) = std::env::current_dir()
+    {
+        apply_project(g, &dir);
     }
 }
 
-/// The namespace of a project: the name of the git root that holds `dir`,
-/// lower-cased, with characters other than letters, digits, `.`, `_` and
-/// `-` as `-`, then `-` and the first 8 hex digits of the FNV-1a 64 hash of
-/// the root's absolute path (two checkouts with the same name stay apart).
-/// `None` outside a git work tree.
-pub fn project_namespace(dir: &Path) -> Option<String> {
+/// Gives `g` the namespace of the project that holds `dir` (and the name
+/// an earlier derivation gave that checkout, whose memories move to it),
+/// when there is one and `g` has no namespace yet.
+pub fn apply_project(g: &mut Global, dir: &Path) {
+    if g.namespace.is_some() {
+        return;
+    }
+    if let Some(p) = project(dir) {
+        g.previous_namespace = (p.previous != p.namespace).then_some(p.previous);
+        g.namespace = Some(p.namespace);
+    }
+}
+
+/// Where a project's namespace came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamespaceSource {
+    /// `namespace` in the `.memd.toml` at the work tree's root.
+    File,
+    /// The repository's normalised `origin` URL.
+    Origin,
+    /// The repository's common git directory (no `origin`).
+    GitDir,
+}
+
+/// A git project and its namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Project {
+    /// The root of the work tree.
+    pub root: PathBuf,
+    /// What identifies the repository: the normalised `origin` URL, else
+    /// the common git directory's absolute path.
+    pub identity: String,
+    /// The namespace.
+    pub namespace: String,
+    /// Where it came from.
+    pub source: NamespaceSource,
+    /// The name memd before this format gave this checkout (from the work
+    /// tree root's path).
+    pub previous: String,
+}
+
+/// The file at a work tree's root that can name the project's namespace.
+pub const PROJECT_FILE: &str = ".memd.toml";
+
+/// The project that holds `dir`, `None` outside a git work tree.
+///
+/// Its namespace is the same for every worktree and every clone of one
+/// repository, on every machine: `namespace = "…"` in `.memd.toml` at the
+/// work tree's root when the file says so; else derived from the
+/// repository's identity — its `origin` URL, normalised (scheme, user,
+/// port, a trailing `.git` and `/` dropped, `host:path` as `host/path`,
+/// lower-cased; a local path made absolute), or, without an `origin`, its
+/// common git directory (the one every worktree shares) — as the
+/// repository's name (the identity's last part, lower-cased, characters
+/// other than letters, digits, `.`, `_`, `-` as `-`), a `-`, and the first
+/// 8 hex digits of the FNV-1a 64 hash of the identity: e.g.
+/// `shop-1f0c3a9e`.
+pub fn project(dir: &Path) -> Option<Project> {
     let root = git_root(dir)?;
-    let name: String = root
-        .file_name()
-        .map(|n| n.to_string_lossy().to_lowercase())
-        .unwrap_or_default()
+    let common = common_git_dir(&root);
+    let origin = common.as_deref().and_then(|c| origin_url(c, &root));
+    let (identity, source) = match (&origin, &common) {
+        (Some(url), _) => (url.clone(), NamespaceSource::Origin),
+        (None, Some(c)) => (c.display().to_string(), NamespaceSource::GitDir),
+        (None, None) => (root.display().to_string(), NamespaceSource::GitDir),
+    };
+    let name = identity
+        .trim_end_matches('/')
+        .rsplit(['/', ':'])
+        .find(|part| !part.is_empty() && *part != ".git")
+        .map(|n| n.strip_suffix(".git").unwrap_or(n))
+        .unwrap_or_default();
+    let derived = namespace_name(name, &identity);
+    let previous = namespace_name(
+        &root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        &root.to_string_lossy(),
+    );
+    let (namespace, source) = match project_file_namespace(&root) {
+        Some(ns) => (ns, NamespaceSource::File),
+        None => (derived, source),
+    };
+    Some(Project {
+        root,
+        identity,
+        namespace,
+        source,
+        previous,
+    })
+}
+
+/// `<name>-<8 hex digits of the FNV-1a 64 hash of identity>`, the name
+/// lower-cased and made of letters, digits, `.`, `_` and `-`.
+fn namespace_name(name: &str, identity: &str) -> String {
+    let name: String = name
+        .to_lowercase()
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
@@ -134,16 +224,141 @@ pub fn project_namespace(dir: &Path) -> Option<String> {
             }
         })
         .collect();
-    let hash = crate::session::snapshot::hash(&root.to_string_lossy());
-    Some(format!(
+    let hash = crate::session::snapshot::hash(identity);
+    format!(
         "{}-{}",
         if name.is_empty() { "root" } else { &name },
         &hash[..8]
-    ))
+    )
 }
 
-/// The nearest directory at or above `dir` that holds `.git` (a directory,
-/// or a file in a worktree or submodule).
+/// The namespace of a project: see [`project`]. `None` outside a git work
+/// tree.
+pub fn project_namespace(dir: &Path) -> Option<String> {
+    project(dir).map(|p| p.namespace)
+}
+
+/// `namespace` in the work tree's `.memd.toml`, when the file names one. A
+/// file that cannot be read as TOML is reported on stderr and not used.
+fn project_file_namespace(root: &Path) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        namespace: Option<String>,
+    }
+    let path = root.join(PROJECT_FILE);
+    let text = std::fs::read_to_string(&path).ok()?;
+    match toml::from_str::<File>(&text) {
+        Ok(f) => f.namespace.filter(|ns| !ns.trim().is_empty()),
+        Err(e) => {
+            eprintln!(
+                "memd: {} is not valid ({}); the project's namespace is derived instead",
+                path.display(),
+                e.message()
+            );
+            None
+        }
+    }
+}
+
+/// The repository's common git directory: the `.git` directory, or for a
+/// worktree (whose `.git` is a file naming its own git directory) the one
+/// that directory's `commondir` names.
+fn common_git_dir(root: &Path) -> Option<PathBuf> {
+    let dot_git = root.join(".git");
+    let git_dir = if dot_git.is_dir() {
+        dot_git
+    } else {
+        let text = std::fs::read_to_string(&dot_git).ok()?;
+        let target = text.trim().strip_prefix("gitdir:")?.trim();
+        root.join(target)
+    };
+    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(c) => git_dir.join(c.trim()),
+        Err(_) => git_dir,
+    };
+    std::fs::canonicalize(common).ok()
+}
+
+/// `remote.origin.url` in the repository's config, normalised.
+fn origin_url(common: &Path, root: &Path) -> Option<String> {
+    let config = std::fs::read_to_string(common.join("config")).ok()?;
+    let mut in_origin = false;
+    for line in config.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            let section: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+            in_origin = section.eq_ignore_ascii_case("[remote\"origin\"]");
+            continue;
+        }
+        if !in_origin {
+            continue;
+        }
+        if let Some((key, value)) = line.split_once('=')
+            && key.trim().eq_ignore_ascii_case("url")
+        {
+            let value = value.trim().trim_matches('"');
+            return normalize_url(value, root);
+        }
+    }
+    None
+}
+
+/// An `origin` URL as the same text for every way of writing it: https,
+/// ssh and scp-like `user@host:path` of one repository agree; a local path
+/// (or `file://`) is made absolute.
+pub fn normalize_url(url: &str, root: &Path) -> Option<String> {
+    let url = url.trim();
+    if url.is_empty() {
+        return None;
+    }
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (Some(s.to_ascii_lowercase()), r),
+        None => (None, url),
+    };
+    let local = match scheme.as_deref() {
+        Some("file") => true,
+        Some(_) => false,
+        // scp-like `[user@]host:path` has a colon before any slash.
+        None => !rest
+            .split('/')
+            .next()
+            .is_some_and(|first| first.contains(':')),
+    };
+    let text = if local {
+        let path = Path::new(rest);
+        let path = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            root.join(path)
+        };
+        std::fs::canonicalize(&path)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    } else {
+        let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+        let (host, path) = match scheme {
+            Some(_) => rest.split_once('/').unwrap_or((rest, "")),
+            None => rest.split_once(':').unwrap_or((rest, "")),
+        };
+        let host = host.split(':').next().unwrap_or(host);
+        format!("{host}/{}", path.trim_start_matches('/'))
+    };
+    let text = text.trim_end_matches('/');
+    let text = text
+        .strip_suffix(".git")
+        .unwrap_or(text)
+        .trim_end_matches('/');
+    Some(text.to_lowercase())
+}
+
+/// The root of the git work tree that holds `dir`: the nearest directory
+/// at or above it that holds `.git` (a directory, or a file in a worktree
+/// or submodule).
+pub fn repository_root(dir: &Path) -> Option<PathBuf> {
+    git_root(dir)
+}
+
 fn git_root(dir: &Path) -> Option<PathBuf> {
     let start = std::fs::canonicalize(dir).ok()?;
     start
@@ -174,5 +389,79 @@ mod tests {
             "same name, other path"
         );
         assert_eq!(project_namespace(&dir.path().join("nope")), None);
+    }
+
+    #[test]
+    fn every_way_of_writing_an_origin_is_one_identity() {
+        let root = Path::new("/nowhere/checkout");
+        let github = [
+            "https://github.com/Acme/Shop.git",
+            "https://user@github.com/acme/shop/",
+            "git@github.com:acme/shop.git",
+            "ssh://git@github.com:22/acme/shop.git",
+            "git+ssh://git@github.com/acme/shop",
+        ];
+        for url in github {
+            assert_eq!(
+                normalize_url(url, root).as_deref(),
+                Some("github.com/acme/shop"),
+                "{url}"
+            );
+        }
+        assert_eq!(
+            normalize_url("/srv/git/shop.git", root).as_deref(),
+            Some("/srv/git/shop")
+        );
+        assert_eq!(
+            normalize_url("file:///srv/git/shop.git/", root).as_deref(),
+            Some("/srv/git/shop")
+        );
+        assert_eq!(
+            normalize_url("../upstream", root).as_deref(),
+            Some("/nowhere/checkout/../upstream"),
+            "relative to the work tree (made canonical when it exists)"
+        );
+        assert_eq!(normalize_url(" ", root), None);
+    }
+
+    #[test]
+    fn the_namespace_is_the_repositorys_a_file_can_name_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        std::fs::create_dir_all(a.join(".git")).unwrap();
+        std::fs::write(
+            a.join(".git/config"),
+            "[core]\n\tbare = false\n[remote \"upstream\"]\n\turl = x\n[remote \"origin\"]\n\turl = git@github.com:acme/shop.git\n",
+        )
+        .unwrap();
+        let p = project(&a).unwrap();
+        assert_eq!(p.identity, "github.com/acme/shop");
+        assert_eq!(p.source, NamespaceSource::Origin);
+        assert!(p.namespace.starts_with("shop-"), "{p:?}");
+        assert!(p.previous.starts_with("a-"), "{p:?}");
+        // A worktree: its `.git` file names a git dir whose `commondir`
+        // leads back to the repository.
+        let wt = dir.path().join("elsewhere/feature");
+        std::fs::create_dir_all(a.join(".git/worktrees/feature")).unwrap();
+        std::fs::write(a.join(".git/worktrees/feature/commondir"), "../..\n").unwrap();
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", a.join(".git/worktrees/feature").display()),
+        )
+        .unwrap();
+        assert_eq!(project(&wt).unwrap().namespace, p.namespace);
+        std::fs::write(a.join(PROJECT_FILE), "namespace = \"team-shop\"\n").unwrap();
+        let named = project(&a).unwrap();
+        assert_eq!(
+            (named.namespace.as_str(), named.source),
+            ("team-shop", NamespaceSource::File)
+        );
+        std::fs::write(a.join(PROJECT_FILE), "namespace = [").unwrap();
+        assert_eq!(
+            project(&a).unwrap().namespace,
+            p.namespace,
+            "a bad file is not used"
+        );
     }
 }

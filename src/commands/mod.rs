@@ -29,7 +29,10 @@ pub mod import_md;
 pub mod ingest;
 pub mod output;
 
-pub use client::{client_paths, connect, paths, project_namespace, resolve_namespace};
+pub use client::{
+    NamespaceSource, PROJECT_FILE, Project, apply_project, client_paths, connect, normalize_url,
+    paths, project, project_namespace, repository_root, resolve_namespace,
+};
 pub use error::{CommandError, EXIT_USAGE};
 pub use execute::execute;
 pub use output::Output;

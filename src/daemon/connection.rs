@@ -272,7 +272,7 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
     match &session.named {
         // A named session outlives its connections: it ends on `session
         // end` or when idle (see `end_named`).
-        Some(named) => shared.named.leave(named),
+        Some(named) => crate::jobs::sessions::leave(shared, named).await,
         None => {
             shared
                 .live
@@ -485,6 +485,11 @@ async fn handshake(
         )
         .await;
         return None;
+    }
+    if let Some(previous) = &hello.previous_namespace {
+        // Before the view's generation is read: the move is not a change
+        // the new session missed.
+        crate::jobs::namespaces::adopt(shared, previous, &hello.namespace).await;
     }
     let generation = shared.store.generations.current();
     let config = shared.config();

@@ -124,12 +124,13 @@ pub fn run(mut paths: Paths, config: Config) -> Result<(), DaemonError> {
         Duration::from_millis(config.drift.poll_ms),
         team,
     )?;
+    let sessions = crate::store::sessions::SessionFile::open(&paths.sessions_db())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("memd-rt")
         .build()
         .map_err(|e| DaemonError::Io(Cause::context("cannot start the runtime", e)))?;
-    let result = runtime.block_on(serve(paths, config, store, inherited));
+    let result = runtime.block_on(serve(paths, config, store, sessions, inherited));
     runtime.shutdown_timeout(Duration::from_secs(2));
     drop(lock);
     result
@@ -139,6 +140,10 @@ async fn serve(
     paths: Paths,
     config: Config,
     store: Store,
+    (session_file, kept): (
+        crate::store::sessions::SessionFile,
+        Vec<crate::store::sessions::Record>,
+    ),
     inherited: Option<socket::Bound>,
 ) -> Result<(), DaemonError> {
     let bound = match inherited.map_or_else(|| socket::bind(&paths.socket, config.socket.mode), Ok)
@@ -165,7 +170,14 @@ async fn serve(
     } else {
         None
     };
-    let shared = Arc::new(Shared::new(store, config, paths, bound.inherited));
+    let shared = Arc::new(Shared::new(
+        store,
+        session_file,
+        config,
+        paths,
+        bound.inherited,
+    ));
+    crate::jobs::sessions::restore(&shared, kept);
     let signals = tokio::spawn(watch_signals(shared.clone()));
     // Rows there before the daemon serves are old data for the embedding
     // worker; every later one gets the near-duplicate check.
@@ -200,6 +212,8 @@ async fn serve(
     if let Err(e) = shared.access.flush(&shared.store).await {
         tracing::warn!(error = %e, "cannot write the last access counts");
     }
+    crate::jobs::sessions::keep_all(&shared);
+    shared.session_file.close().await;
     shared.store.close().await;
     if bound.inherited {
         tracing::info!(socket = %bound.path.display(), "leaving the inherited socket to the service manager");

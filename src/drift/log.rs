@@ -130,8 +130,8 @@ impl CommitLog {
             .take_while(|c| c.to > seen)
             .find(|c| match &c.by {
                 Committer::Session(who) => who.session != session && who.namespace == namespace,
-                // The log does not know their namespaces: on the safe side.
-                Committer::Team | Committer::Remote { .. } => true,
+                // Pulled commits touch only shared namespaces, whose writes
+                // PostgreSQL checks for `strict` itself.
                 _ => false,
             })
             .map(|c| c.to))

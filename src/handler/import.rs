@@ -62,12 +62,26 @@ pub(super) async fn handle(
                 }
             }
         }
-        let (links, replace) = (links.clone(), req.replace);
-        let guard = super::support::guard(session, kind);
-        let written = cx.store().import_chunk(guard, batch, links, replace).await;
-        let written = super::support::settle(cx, session, written).await?;
-        for (t, c) in totals.iter_mut().zip(written.value) {
-            *t += c;
+        // Shared (team memory) and local entries are written apart: one
+        // write goes through PostgreSQL, the other does not.
+        let (shared, local): (Vec<_>, Vec<_>) = match cx.store().team() {
+            Some(team) => batch.into_iter().partition(|e| {
+                let (ns, scope) = e.place();
+                team.shares(ns, scope)
+            }),
+            None => (Vec::new(), batch),
+        };
+        for part in [local, shared] {
+            if part.is_empty() {
+                continue;
+            }
+            let (links, replace) = (links.clone(), req.replace);
+            let guard = super::support::guard(session, kind);
+            let written = cx.store().import_chunk(guard, part, links, replace).await;
+            let written = super::support::settle(cx, session, written).await?;
+            for (t, c) in totals.iter_mut().zip(written.value) {
+                *t += c;
+            }
         }
     }
     let [inserted, skipped, replaced, links, dangling_links] = totals;

@@ -213,6 +213,9 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
     if let Some(generation) = resp.seen_generation(kind) {
         session.saw(generation);
     }
+    // A named session's changes are kept on disk (a new block before the
+    // reply that shows it).
+    crate::jobs::sessions::after_request(shared, session).await;
     resp
 }
 
@@ -265,6 +268,8 @@ mod tests {
             budget: None,
             seen_generation: None,
             session: None,
+            hold_block: false,
+            previous_namespace: None,
         };
         kit.err(&mut s, Request::Hello(hello), ErrorCode::InvalidInput)
             .await;

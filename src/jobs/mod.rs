@@ -16,6 +16,7 @@
 pub mod access;
 pub mod backfill;
 pub mod embed;
+pub mod namespaces;
 pub mod sessions;
 pub mod sidecar;
 pub mod sweep;

@@ -15,6 +15,7 @@ use crate::state::Shared;
 use crate::store::StoreError;
 use crate::store::team::pg::{self, Link};
 use crate::store::team::pull::{self, Mark, PAGE};
+use crate::store::team::write::{Plan, Refusal};
 use crate::store::team::{Team, TeamError, schema};
 
 /// How long between two connection attempts.
@@ -78,6 +79,9 @@ async fn follow(shared: &Shared, team: &Team) -> Result<(), Failure> {
     team.wake.notify_one();
     tracing::info!(url = %team.target().display(), "team memory: following the team's PostgreSQL");
     let mut notices = link.notices.take().expect("a listening link");
+    // Another tool's edits of shared rows are looked for at the start and
+    // after each external change the daemon saw.
+    let mut scanned_epoch = None;
     loop {
         // PostgreSQL must still hold what was applied (a restored dump, a
         // failover that lost commits): checked at every pull.
@@ -89,6 +93,7 @@ async fn follow(shared: &Shared, team: &Team) -> Result<(), Failure> {
             resync(shared, team, &link, &mark).await?;
         }
         pull_all(shared, team, &link).await?;
+        push_local_edits(shared, team, &mut scanned_epoch).await?;
         tokio::select! {
             n = notices.recv() => {
                 if n.is_none() {
@@ -136,39 +141,140 @@ async fn catch_up(shared: &Shared, team: &Team, link: &Link) -> Result<(), Failu
     pull_all(shared, team, link).await
 }
 
-/// Applies every commit after the mark, page by page.
+/// Writes through what another tool (the `sqlite3` shell) changed of shared
+/// rows here, as `external`: an edit with a compare-and-set on the
+/// `team_rev` the row held, a delete likewise. When PostgreSQL's row moved
+/// meanwhile, PostgreSQL's row replaces the local one, and the local
+/// version goes into a drift backup.
+async fn push_local_edits(
+    shared: &Shared,
+    team: &Team,
+    scanned_epoch: &mut Option<u64>,
+) -> Result<(), Failure> {
+    let store = &shared.store;
+    let epoch = store
+        .generations
+        .external_epoch
+        .load(std::sync::atomic::Ordering::Acquire);
+    let scan_edits = *scanned_epoch != Some(epoch);
+    if scan_edits {
+        // Another tool may have added rows never pushed: look again.
+        team.forget_clean();
+    }
+    let mut mark = store.team_mark().await?;
+    if mark.revisions_checked == 0 {
+        // The first look: deletes from before are history, not news.
+        let start = store.team_local_edits(0, false).await?;
+        mark.revisions_checked = start.through.max(1);
+        store.set_team_mark(mark.clone()).await?;
+    }
+    let edits = store
+        .team_local_edits(mark.revisions_checked, scan_edits)
+        .await?;
+    for chunk in edits.changes.chunks(100) {
+        let plan = Plan {
+            op_id: crate::session::new_session_id(),
+            agent: String::new(),
+            session: String::new(),
+            changes: chunk.to_vec(),
+            resurrect: false,
+            external: true,
+            strict: None,
+        };
+        match team.write_through(&plan).await {
+            Ok(committed) => {
+                let rows = committed.rows.into_iter().map(|(_, r)| r).collect();
+                store.apply_team_rows_anew(rows, false).await?;
+                tracing::info!(
+                    rows = chunk.len(),
+                    "team memory: wrote another tool's changes here through, as external"
+                );
+            }
+            Err(Refusal::Moved(rows)) => {
+                let lost = store.apply_team_rows_anew(rows, true).await?;
+                keep_lost(shared, lost).await;
+                // What was not written is looked at again next time.
+                return Ok(());
+            }
+            Err(Refusal::Unavailable(e) | Refusal::Unknown(e)) => return Err(e.into()),
+            Err(Refusal::Invalid(m)) => {
+                tracing::warn!(error = %m, "team memory: PostgreSQL refused another tool's change of shared rows; it stays local");
+            }
+            Err(Refusal::Strict(_)) => {}
+        }
+    }
+    *scanned_epoch = Some(epoch);
+    if edits.through > mark.revisions_checked {
+        let mut mark = store.team_mark().await?;
+        mark.revisions_checked = edits.through;
+        store.set_team_mark(mark).await?;
+    }
+    Ok(())
+}
+
+/// Keeps local versions that PostgreSQL's rows replaced in a drift backup.
+async fn keep_lost(shared: &Shared, lost: Vec<memd_proto::Memory>) {
+    if lost.is_empty() {
+        return;
+    }
+    let g = shared.store.generations.current();
+    let rows = lost.len();
+    match shared.backups.of_rows(g, g, lost).await {
+        Ok(path) => tracing::warn!(
+            path = %path.display(),
+            rows,
+            "team memory: another tool changed shared rows here that changed in PostgreSQL too; PostgreSQL's version stands, the local one is in this drift backup"
+        ),
+        Err(e) => tracing::error!(error = %e, "cannot write the drift backup of local edits"),
+    }
+}
+
+/// Applies every commit after the mark, page by page; the next page is
+/// fetched from PostgreSQL while the current one is applied here.
 async fn pull_all(shared: &Shared, team: &Team, link: &Link) -> Result<(), Failure> {
     let store = &shared.store;
     let mut mark = store.team_mark().await?;
+    let started = std::time::Instant::now();
+    let mut rows = 0usize;
+    let fetch = |after: i64, patterns: Vec<String>| async move {
+        team.bounded(pull::page(&link.client, after, &patterns))
+            .await
+    };
+    let mut page = fetch(mark.applied, mark.patterns.clone()).await?;
     loop {
-        let page = team
-            .bounded(pull::page(&link.client, mark.applied, &mark.patterns))
-            .await?;
         let full = page.rows.len() as i64 >= PAGE;
         if page.rows.is_empty() && page.through <= mark.applied {
             team.note_pull(mark.applied, page.head);
-            return Ok(());
+            break;
         }
+        rows += page.rows.len();
         mark.applied = page.through;
         if let Some(last) = page.rows.last() {
             mark.last = Some((last.uid.clone(), last.rev, last.changed_seq));
         }
-        let applied = store
-            .apply_team_rows(page.rows, mark.clone(), false)
-            .await?;
-        if applied.changed + applied.deleted > 0 {
-            tracing::debug!(
-                changed = applied.changed,
-                deleted = applied.deleted,
-                through = mark.applied,
-                "team memory: applied"
-            );
-        }
-        team.note_pull(mark.applied, page.head);
-        if !full {
-            return Ok(());
+        let head = page.head;
+        let apply = store.apply_team_rows(std::mem::take(&mut page.rows), mark.clone(), false);
+        let (applied, next) = if full {
+            let (applied, next) = tokio::join!(apply, fetch(mark.applied, mark.patterns.clone()));
+            (applied?, Some(next?))
+        } else {
+            (apply.await?, None)
+        };
+        keep_lost(shared, applied.lost).await;
+        team.note_pull(mark.applied, head);
+        match next {
+            Some(n) => page = n,
+            None => break,
         }
     }
+    if rows >= PAGE as usize {
+        tracing::info!(
+            rows,
+            secs = started.elapsed().as_secs_f64(),
+            "team memory: pulled"
+        );
+    }
+    Ok(())
 }
 
 /// PostgreSQL no longer holds what this machine applied (a restored dump,
@@ -193,11 +299,15 @@ async fn resync(shared: &Shared, team: &Team, link: &Link, old: &Mark) -> Result
         last,
         db_uuid: Some(uuid),
         patterns,
+        // The rows dropped here are no news for PostgreSQL: the next look
+        // for other tools' deletes starts after them.
+        revisions_checked: 0,
     };
     for chunk in rows.chunks(PAGE as usize) {
-        store
+        let applied = store
             .apply_team_rows(chunk.to_vec(), mark.clone(), true)
             .await?;
+        keep_lost(shared, applied.lost).await;
     }
     if rows.is_empty() {
         store

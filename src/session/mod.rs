@@ -195,6 +195,7 @@ impl Session {
                     },
                     policy,
                     budget,
+                    hello.hold_block,
                     View::new(seen),
                     ReadSet::new(seen, read_set_rows),
                 )
@@ -244,6 +245,14 @@ impl Session {
     /// Freezes a newly built block.
     pub fn set_snapshot(&mut self, block: Injection) {
         self.view().snapshot = Some(block);
+        self.changed(named::changed::BLOCK);
+    }
+
+    /// A named session's state changed: it is kept on disk again.
+    fn changed(&self, what: u8) {
+        if let Some(n) = &self.named {
+            n.mark(what);
+        }
     }
 
     /// Session key.
@@ -272,13 +281,17 @@ impl Session {
     /// (`Response::seen_generation` in memd-proto, which the client follows
     /// too).
     pub fn saw(&mut self, generation: u64) {
-        let mut view = self.view();
-        view.seen = view.seen.max(generation);
+        {
+            let mut view = self.view();
+            view.seen = view.seen.max(generation);
+        }
+        self.changed(named::changed::STATE);
     }
 
     /// A reply read at `generation` showed the session `rows` (id, rev):
     /// the read set records them (the row rule).
     pub fn shown(&mut self, generation: u64, rows: impl IntoIterator<Item = (i64, i64)>) {
+        self.changed(named::changed::STATE);
         let mut reads = self
             .reads
             .lock()
@@ -292,6 +305,7 @@ impl Session {
     /// read set records them (the session knows what it wrote); seen does
     /// not move.
     pub fn wrote(&mut self, generation: u64, rows: impl IntoIterator<Item = (i64, i64)>) {
+        self.changed(named::changed::STATE);
         let mut reads = self
             .reads
             .lock()
@@ -311,6 +325,17 @@ impl Session {
     /// writes or external edits).
     pub fn invalidate(&mut self) {
         self.view().snapshot = None;
+        self.changed(named::changed::BLOCK);
+    }
+
+    /// The session's own write: its block must show it — unless the
+    /// session serves a hook-driven host, whose conversation keeps the
+    /// block it was given (a changed block at a resume would be a second
+    /// one): that block changes only at compaction, clear or refresh.
+    pub fn wrote_block_content(&mut self) {
+        if !self.named.as_ref().is_some_and(|n| n.hold_block) {
+            self.invalidate();
+        }
     }
 }
 
@@ -349,6 +374,8 @@ mod tests {
             budget: None,
             seen_generation: seen,
             session: None,
+            hold_block: false,
+            previous_namespace: None,
         }
     }
 

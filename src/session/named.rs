@@ -4,11 +4,25 @@
 //! MCP server that restarts) act as one agent session. A named session
 //! ends on `memd session end NAME` or after `[session] idle_ttl` without a
 //! connection; its snapshot goes with it.
+//!
+//! Named sessions outlive the daemon: what changes in one is marked
+//! ([`Named::take_changes`]) and kept on disk by the daemon
+//! (`store::sessions`), and a daemon that starts again puts them back
+//! ([`Registry::restore`]). Their last use is wall-clock time, so the idle
+//! time counts across restarts.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, SystemTime};
+
+/// What changed in a named session since it was last kept on disk.
+pub mod changed {
+    /// Seen generation, read set, connections or last use.
+    pub const STATE: u8 = 1;
+    /// The frozen block (built or dropped).
+    pub const BLOCK: u8 = 2;
+}
 
 use memd_proto::DriftPolicy;
 
@@ -25,6 +39,9 @@ pub struct Named {
     pub policy: DriftPolicy,
     /// Inject budget (likewise).
     pub budget: u32,
+    /// It serves a hook-driven host: its block changes only at compaction,
+    /// clear or refresh, never because of a write (likewise).
+    pub hold_block: bool,
     /// Seen generation and frozen block.
     pub view: Arc<Mutex<View>>,
     /// The rows it was shown.
@@ -32,28 +49,104 @@ pub struct Named {
     /// Connections now open.
     connections: AtomicUsize,
     /// When a connection last opened or closed.
-    last_used: Mutex<Instant>,
+    last_used: Mutex<SystemTime>,
+    /// When it was created.
+    pub created: SystemTime,
+    /// What changed since it was last kept ([`changed`]).
+    changes: AtomicU8,
+    /// Held while its state is taken to be kept, so what is kept goes out
+    /// in the order it was taken.
+    keeping: Mutex<()>,
+    /// It ended: a connection still open keeps it in memory, never on disk.
+    ended: AtomicBool,
 }
 
 impl Named {
     /// A new named session.
-    pub fn new(who: Who, policy: DriftPolicy, budget: u32, view: View, reads: ReadSet) -> Named {
+    pub fn new(
+        who: Who,
+        policy: DriftPolicy,
+        budget: u32,
+        hold_block: bool,
+        view: View,
+        reads: ReadSet,
+    ) -> Named {
         Named {
             who: Arc::new(who),
             policy,
             budget,
+            hold_block,
             view: Arc::new(Mutex::new(view)),
             reads: Arc::new(Mutex::new(reads)),
             connections: AtomicUsize::new(0),
-            last_used: Mutex::new(Instant::now()),
+            last_used: Mutex::new(SystemTime::now()),
+            created: SystemTime::now(),
+            changes: AtomicU8::new(changed::STATE | changed::BLOCK),
+            keeping: Mutex::new(()),
+            ended: AtomicBool::new(false),
         }
+    }
+
+    /// A named session kept on disk by an earlier daemon: nothing to keep
+    /// until it changes again.
+    pub fn restored(mut self, created: SystemTime, last_used: SystemTime) -> Named {
+        self.created = created;
+        self.last_used = Mutex::new(last_used);
+        self.changes = AtomicU8::new(0);
+        self
     }
 
     fn touch(&self) {
         *self
             .last_used
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = SystemTime::now();
+        self.mark(changed::STATE);
+    }
+
+    /// Marks what changed ([`changed`]).
+    pub fn mark(&self, what: u8) {
+        self.changes.fetch_or(what, Ordering::AcqRel);
+    }
+
+    /// What changed since the last call, and the guard to hold while its
+    /// state is taken and sent to be kept; `None` when nothing changed.
+    pub fn take_changes(&self) -> Option<(u8, std::sync::MutexGuard<'_, ()>)> {
+        let guard = self.keeping();
+        if self.ended.load(Ordering::Acquire) {
+            return None;
+        }
+        match self.changes.swap(0, Ordering::AcqRel) {
+            0 => None,
+            what => Some((what, guard)),
+        }
+    }
+
+    /// Whether its block was built or dropped since it was last kept.
+    pub fn block_changed(&self) -> bool {
+        self.changes.load(Ordering::Acquire) & changed::BLOCK != 0
+    }
+
+    fn keeping(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.keeping
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Marks it ended and returns the guard under which its removal from
+    /// the disk is sent: nothing of it is kept after that.
+    pub fn mark_ended(&self) -> std::sync::MutexGuard<'_, ()> {
+        let guard = self.keeping();
+        self.ended.store(true, Ordering::Release);
+        guard
+    }
+
+    /// When a connection last opened or closed.
+    pub fn last_used(&self) -> SystemTime {
+        *self
+            .last_used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Open connections.
@@ -63,10 +156,9 @@ impl Named {
 
     /// Time since a connection last opened or closed.
     pub fn idle(&self) -> Duration {
-        self.last_used
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .elapsed()
+        SystemTime::now()
+            .duration_since(self.last_used())
+            .unwrap_or(Duration::ZERO)
     }
 }
 
@@ -108,6 +200,28 @@ impl Registry {
         named.connections.fetch_add(1, Ordering::Relaxed);
         named.touch();
         named
+    }
+
+    /// Puts back a named session an earlier daemon kept (see
+    /// [`Named::restored`]); one already there (joined since) stays.
+    pub fn restore(&self, named: Named) -> Arc<Named> {
+        let mut map = self
+            .map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        map.entry((named.who.namespace.clone(), named.who.session.clone()))
+            .or_insert_with(|| Arc::new(named))
+            .clone()
+    }
+
+    /// Every named session (all namespaces).
+    pub fn all(&self) -> Vec<Arc<Named>> {
+        self.map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// A connection of `named` closed.
@@ -192,6 +306,7 @@ mod tests {
             },
             DriftPolicy::Standard,
             4000,
+            false,
             View::new(7),
             ReadSet::new(7, 16),
         )

@@ -103,6 +103,31 @@ impl ReadSet {
             None => RowView::Unread { floor: self.floor },
         }
     }
+
+    /// What the set holds, to be kept on disk: its floor, whether it ever
+    /// evicted, and each row's (id, rev, read generation).
+    pub fn export(&self) -> (u64, bool, Vec<(i64, i64, u64)>) {
+        let mut rows: Vec<(i64, i64, u64)> =
+            self.rows.iter().map(|(id, s)| (*id, s.rev, s.at)).collect();
+        rows.sort_unstable();
+        (self.floor, self.evicted, rows)
+    }
+
+    /// A set as [`ReadSet::export`] gave it (capacity from the settings in
+    /// force; rows past it are evicted as usual).
+    pub fn restore(
+        floor: u64,
+        evicted: bool,
+        capacity: usize,
+        rows: impl IntoIterator<Item = (i64, i64, u64)>,
+    ) -> ReadSet {
+        let mut set = ReadSet::new(floor, capacity);
+        set.evicted = evicted;
+        for (id, rev, at) in rows {
+            set.record(at, id, rev);
+        }
+        set
+    }
 }
 
 #[cfg(test)]
@@ -120,6 +145,19 @@ mod tests {
         // An answer read earlier that arrives late changes nothing.
         set.record(13, 1, 3);
         assert_eq!(set.view(1), RowView::Read { rev: 4 });
+    }
+
+    #[test]
+    fn an_exported_set_comes_back_the_same() {
+        let mut set = ReadSet::new(5, 4);
+        for id in 0..6 {
+            set.record(10 + id as u64, id, 2);
+        }
+        let (floor, evicted, rows) = set.export();
+        let back = ReadSet::restore(floor, evicted, 4, rows.clone());
+        assert_eq!(back.export(), (floor, evicted, rows));
+        assert_eq!(back.view(0), set.view(0));
+        assert_eq!(back.view(5), RowView::Read { rev: 2 });
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::embed::EmbedService;
 use crate::session::named::Registry;
 use crate::store::Store;
 use crate::store::access::Access;
+use crate::store::sessions::SessionFile;
 use shutdown::Shutdown;
 
 /// What the handlers and jobs share.
@@ -42,6 +43,10 @@ pub struct Shared {
     pub live: Mutex<HashSet<String>>,
     /// Named sessions.
     pub named: Registry,
+    /// Earlier derived namespaces whose memories were moved this run.
+    pub namespaces_moved: Mutex<HashSet<String>>,
+    /// Where named sessions are kept across restarts.
+    pub session_file: SessionFile,
     /// Held while a sweep runs (one at a time).
     pub sweeping: tokio::sync::Mutex<()>,
     /// The listener came from the service manager (socket activation).
@@ -54,7 +59,13 @@ impl Shared {
     /// The shared state of a daemon serving `store` with `config`: drift
     /// backups in the data dir, the embedder the config names (started by
     /// its job), no session yet.
-    pub fn new(store: Store, config: Config, paths: Paths, socket_inherited: bool) -> Shared {
+    pub fn new(
+        store: Store,
+        session_file: SessionFile,
+        config: Config,
+        paths: Paths,
+        socket_inherited: bool,
+    ) -> Shared {
         let backups = Backups::new(
             paths.data_dir.clone(),
             config.drift.backups_keep,
@@ -75,6 +86,8 @@ impl Shared {
             access: Access::default(),
             live: Mutex::default(),
             named: Registry::default(),
+            namespaces_moved: Mutex::default(),
+            session_file,
             sweeping: tokio::sync::Mutex::default(),
             socket_inherited,
             embed,
@@ -107,6 +120,7 @@ pub(crate) mod testing {
     use super::Shared;
     use crate::config::{Config, PathFlags, Paths};
     use crate::store::Store;
+    use crate::store::sessions::SessionFile;
 
     /// A daemon's shared state on a fresh database in `dir`, with `config`
     /// (its embedder off unless the config names one).
@@ -125,6 +139,7 @@ pub(crate) mod testing {
             None,
         )
         .expect("open a store in a temporary directory");
-        Shared::new(store, config, paths, false)
+        let (sessions, _) = SessionFile::open(&paths.sessions_db()).expect("open a sessions file");
+        Shared::new(store, sessions, config, paths, false)
     }
 }

@@ -16,6 +16,7 @@ pub struct Entry {
     source_id: Option<i64>,
     uid: String,
     namespace: String,
+    scope: &'static str,
     superseded_by: Option<i64>,
     values: Vec<rusqlite::types::Value>,
     tags: Vec<String>,
@@ -150,10 +151,18 @@ pub fn entry(v: &Value, session_namespace: &str) -> Result<Entry, String> {
         source_id: int("id"),
         uid,
         namespace,
+        scope,
         superseded_by: int("superseded_by"),
         values,
         tags,
     })
+}
+
+impl Entry {
+    /// The namespace and scope the entry goes to.
+    pub fn place(&self) -> (&str, &str) {
+        (&self.namespace, self.scope)
+    }
 }
 
 /// Where each entry of an import document is, and what its links need.

@@ -947,6 +947,17 @@ pub fn count_by_status(conn: &Connection) -> Result<Vec<(String, i64)>, StoreErr
     Ok(rows)
 }
 
+/// Moves every memory of namespace `from` to `to` (a checkout's memories
+/// follow it to its new namespace); returns how many moved.
+///
+/// # Errors
+/// SQLite errors.
+pub fn move_namespace(conn: &Connection, from: &str, to: &str) -> Result<usize, StoreError> {
+    Ok(conn
+        .prepare_cached("UPDATE memories SET namespace = ?2 WHERE namespace = ?1")?
+        .execute(rusqlite::params![from, to])?)
+}
+
 /// Rows that were written through or pulled (team memory): id, uid,
 /// namespace.
 ///
@@ -1012,6 +1023,49 @@ pub fn set_team_rev(conn: &Connection, uid: &str, rev: i64) -> Result<(), StoreE
     conn.prepare_cached("UPDATE memories SET team_rev = ?2 WHERE uid = ?1 AND team_rev IS NULL")?
         .execute(rusqlite::params![uid, rev])?;
     Ok(())
+}
+
+/// Shared rows (team memory) whose rev moved past the `team_rev` they
+/// hold: another tool changed them here. Id and `team_rev`.
+///
+/// # Errors
+/// SQLite errors.
+pub fn edited_here(conn: &Connection) -> Result<Vec<(i64, i64)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, team_rev FROM memories WHERE team_rev IS NOT NULL AND rev <> team_rev",
+    )?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// A row deleted here: uid, namespace, scope, rev at the delete.
+pub type DeletedHere = (String, String, String, i64);
+
+/// Rows deleted here after revision `since` whose uid is gone: uid,
+/// namespace, scope, rev at the delete; and the newest revision id read.
+///
+/// # Errors
+/// SQLite errors.
+pub fn deleted_here_since(
+    conn: &Connection,
+    since: i64,
+) -> Result<(Vec<DeletedHere>, i64), StoreError> {
+    let through: i64 = conn
+        .prepare_cached("SELECT coalesce(max(rev_id), 0) FROM memory_revisions")?
+        .query_row([], |r| r.get(0))?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT r.uid, r.namespace, r.scope, r.rev FROM memory_revisions r \
+         WHERE r.rev_id > ?1 AND r.rev_id <= ?2 AND r.op = 'delete' AND r.uid IS NOT NULL \
+         AND NOT EXISTS (SELECT 1 FROM memories m WHERE m.uid = r.uid)",
+    )?;
+    let rows = stmt
+        .query_map((since, through), |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((rows, through))
 }
 
 #[cfg(test)]

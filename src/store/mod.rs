@@ -34,6 +34,7 @@ pub mod ops;
 pub mod readers;
 pub mod schema;
 pub mod search;
+pub mod sessions;
 pub mod team;
 #[cfg(test)]
 pub(crate) mod testing;

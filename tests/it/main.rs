@@ -6,7 +6,9 @@
 mod common;
 
 mod bad_input;
+mod claude_code;
 mod cli;
+mod codex;
 mod concurrency;
 mod config;
 mod crash;
@@ -31,6 +33,7 @@ mod model_fetch;
 mod named_sessions;
 mod peer;
 mod portability;
+mod project_namespace;
 mod search;
 mod service;
 mod sessions;
@@ -38,6 +41,8 @@ mod setup;
 mod storage;
 mod structure;
 mod team;
+mod team_faults;
 mod team_load;
+mod team_tls;
 mod threads;
 mod wire;

@@ -777,7 +777,9 @@ fn with(mut base: Value, extra: Value) -> Value {
 
 /// A Claude Code session replayed as its hooks see it, one process per
 /// event with the documented payloads, while the agent writes through
-/// `memd mcp` (its own session: the host gives MCP servers no session id).
+/// `memd mcp` started as `setup` configures it and as Claude Code starts
+/// it (`CLAUDE_CODE_SESSION_ID` in its environment): one session, the
+/// server's writes leave the block as it is until the compaction.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
     let d = Daemon::start();
@@ -805,8 +807,9 @@ async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
     let mut child = tokio::process::Command::new(BIN)
         .arg("--data-dir")
         .arg(d.data_dir())
-        .args(["--no-autostart", "mcp"])
+        .args(["--no-autostart", "mcp", "--agent", "claude-code"])
         .env("HOME", d.dir.path())
+        .env("CLAUDE_CODE_SESSION_ID", "4f1c2d3e")
         .current_dir(&project)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -823,15 +826,34 @@ async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
     )
     .await;
     assert_eq!(added["accepted"], true, "{added}");
+    let mine = ok(
+        &s,
+        "memory_store",
+        json!({"content": "this user reviews diffs before committing", "category": "preference",
+               "scope": "agent"}),
+    )
+    .await;
+    assert_eq!(mine["accepted"], true, "{mine}");
     let (found, _) = d.json(&["--namespace", &ns, "search", "refunds billing"]);
     assert_eq!(
         found["count"], 1,
         "the MCP server wrote in the project's namespace: {found}"
     );
     assert_eq!(
+        found["hits"][0]["created_by"], "claude-code",
+        "as the host's agent: {found}"
+    );
+    let (v, _) = d.json(&["--namespace", &ns, "session", "list"]);
+    assert_eq!(
+        v["sessions"].as_array().unwrap().len(),
+        1,
+        "the server joined the hooks' session: {v}"
+    );
+    assert_eq!(v["sessions"][0]["connections"], 1, "{v}");
+    assert_eq!(
         start("resume"),
         first,
-        "another session's write leaves the block as it was"
+        "the session's own writes leave the block its host holds as it was"
     );
 
     // Compaction: the next start gets a new block with the new memory.
@@ -846,8 +868,9 @@ async fn a_claude_code_session_through_its_hooks_and_memd_mcp() {
     let after = start("compact");
     assert_ne!(after, first);
     assert!(
-        after.contains("refunds go through the billing service"),
-        "{after}"
+        after.contains("refunds go through the billing service")
+            && after.contains("this user reviews diffs before committing"),
+        "the agent-scope row is Claude Code's, in its block: {after}"
     );
     assert_eq!(start("resume"), after);
 
@@ -900,15 +923,16 @@ fn a_codex_session_through_its_hooks() {
                           "transcript_path": null, "model": "gpt-5-codex"});
         with(base, extra)
     };
-    let start = |source: &str| {
+    let start_raw = |source: &str| {
         let (out, err, code) = hook_of(
             &d,
             "codex",
             &event("SessionStart", json!({"source": source})),
         );
         assert_eq!(code, 0, "{err}");
-        context(&out)
+        out
     };
+    let start = |source: &str| context(&start_raw(source));
     let first = start("startup");
     assert!(first.contains("handlers return typed errors"), "{first}");
     let (v, code) = d.json(&[
@@ -920,15 +944,72 @@ fn a_codex_session_through_its_hooks() {
         "ids are ULIDs",
     ]);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(start("resume"), first);
+    // Codex keeps every context it is given, the same bytes too: a resume
+    // whose conversation holds the block gets nothing more.
+    assert_eq!(start_raw("resume"), "");
     let (_, err, code) = hook_of(
         &d,
         "codex",
         &event("PreCompact", json!({"trigger": "auto"})),
     );
     assert_eq!(code, 0, "{err}");
-    assert!(start("startup").contains("ids are ULIDs"));
+    assert!(
+        start("resume").contains("ids are ULIDs"),
+        "the block built after the compaction is given at the next resume"
+    );
     let (v, _) = d.json(&["--namespace", &ns, "session", "list"]);
     assert_eq!(v["sessions"][0]["name"], "codex:019a-77", "{v}");
     assert_eq!(v["sessions"][0]["agent"], "codex", "{v}");
+}
+
+/// Gemini CLI's hooks take Claude Code's shape too: its session is
+/// `gemini:<id>`, `PreCompress` is its compaction.
+#[test]
+fn a_gemini_session_through_its_hooks() {
+    let d = Daemon::start();
+    let (project, ns) = project_with(&d, "site", "pages are server-rendered");
+    let event = |name: &str, extra: Value| {
+        let base = json!({"session_id": "g-51", "cwd": project, "hook_event_name": name,
+                          "transcript_path": "/tmp/t.json", "timestamp": "2026-11-25T10:00:00Z"});
+        with(base, extra)
+    };
+    let start = |source: &str| {
+        let (out, err, code) = hook_of(
+            &d,
+            "gemini",
+            &event("SessionStart", json!({"source": source})),
+        );
+        assert_eq!(code, 0, "{err}");
+        context(&out)
+    };
+    let first = start("startup");
+    assert!(first.contains("pages are server-rendered"), "{first}");
+    let (v, code) = d.json(&[
+        "--namespace",
+        &ns,
+        "add",
+        "--category",
+        "convention",
+        "no inline styles",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(start("resume"), first);
+    let (_, err, code) = hook_of(
+        &d,
+        "gemini",
+        &event("PreCompress", json!({"trigger": "manual"})),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(start("resume").contains("no inline styles"));
+    let (v, _) = d.json(&["--namespace", &ns, "session", "list"]);
+    assert_eq!(v["sessions"][0]["name"], "gemini:g-51", "{v}");
+    assert_eq!(v["sessions"][0]["agent"], "gemini", "{v}");
+    let (_, err, code) = hook_of(
+        &d,
+        "gemini",
+        &event("SessionEnd", json!({"reason": "clear"})),
+    );
+    assert_eq!(code, 0, "{err}");
+    let (v, _) = d.json(&["--namespace", &ns, "session", "list"]);
+    assert_eq!(v["sessions"], json!([]), "{v}");
 }

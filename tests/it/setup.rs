@@ -60,10 +60,16 @@ fn setup_merges_once_keeps_every_other_key_and_uninstalls() {
     .unwrap();
     std::fs::write(&claude_path, claude_json.to_string()).unwrap();
 
-    // A dry run writes nothing.
+    // A dry run writes nothing and shows what it would write.
     let v = setup(h, h, &["--dry-run"]);
     assert_eq!(v["changed"].as_array().unwrap().len(), 2, "{v}");
     assert_eq!(read(&settings_path), settings);
+    let shown: Value = serde_json::from_str(v["changed"][0]["new"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        shown["permissions"]["allow"],
+        json!(["Bash(ls:*)", "mcp__memd"]),
+        "{v}"
+    );
 
     let v = setup(h, h, &[]);
     assert_eq!(v["changed"].as_array().unwrap().len(), 2, "{v}");
@@ -82,9 +88,14 @@ fn setup_merges_once_keeps_every_other_key_and_uninstalls() {
             .collect();
         assert_eq!(ours.len(), 1, "{event}: {s}");
     }
-    for key in ["model", "permissions", "env"] {
+    for key in ["model", "env"] {
         assert_eq!(s[key], settings[key], "{key}");
     }
+    // memd's tools run without a prompt: one rule next to the user's own.
+    assert_eq!(
+        s["permissions"],
+        json!({"allow": ["Bash(ls:*)", "mcp__memd"], "deny": []})
+    );
     assert_eq!(s["hooks"]["PreToolUse"], settings["hooks"]["PreToolUse"]);
     assert_eq!(
         s["hooks"]["SessionStart"][0],
@@ -98,7 +109,11 @@ fn setup_merges_once_keeps_every_other_key_and_uninstalls() {
         claude_json["mcpServers"]["github"]
     );
     assert_eq!(c["mcpServers"]["memd"]["command"], binary.to_str().unwrap());
-    assert_eq!(c["mcpServers"]["memd"]["args"], json!(["mcp"]));
+    assert_eq!(
+        c["mcpServers"]["memd"]["args"],
+        json!(["mcp", "--agent", "claude-code"]),
+        "the server writes as Claude Code"
+    );
 
     // Again: nothing changes, nothing is duplicated.
     let v = setup(h, h, &[]);
@@ -114,27 +129,84 @@ fn setup_merges_once_keeps_every_other_key_and_uninstalls() {
     assert_eq!(v["changed"], json!([]), "{v}");
 }
 
+/// `memd --json setup claude-code ARGS` in `cwd` with `PATH` set to
+/// `path`.
+fn setup_with_path(home: &Path, cwd: &Path, path: &str, args: &[&str]) -> Value {
+    let out = memd_command(home)
+        .current_dir(cwd)
+        .env("PATH", path)
+        .args(["--json", "setup", "claude-code"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
-fn project_setup_writes_the_projects_files_and_names_its_namespace() {
+fn project_setup_writes_at_the_repository_root_names_memd_on_path_and_approves_the_server() {
     let home = tempfile::tempdir().unwrap();
     let project = home.path().join("shop");
+    let sub = project.join("src/deep");
     std::fs::create_dir_all(project.join(".git")).unwrap();
-    let v = setup(home.path(), &project, &["--project"]);
-    assert_eq!(v["changed"].as_array().unwrap().len(), 2, "{v}");
+    std::fs::create_dir_all(&sub).unwrap();
+    let bin_dir = Path::new(BIN).parent().unwrap().display().to_string();
+    let with_memd = format!("{bin_dir}:/usr/bin:/bin");
+    // From a subdirectory: the files go to the repository's root.
+    let v = setup_with_path(home.path(), &sub, &with_memd, &["--project"]);
+    assert_eq!(v["changed"].as_array().unwrap().len(), 3, "{v}");
     assert!(v["namespace"].as_str().unwrap().starts_with("shop-"), "{v}");
+    assert!(!sub.join(".mcp.json").exists() && !sub.join(".claude").exists());
     let mcp = read(&project.join(".mcp.json"));
-    assert_eq!(mcp["mcpServers"]["memd"]["args"], json!(["mcp"]));
-    let s = read(&project.join(".claude/settings.json"));
-    assert!(
-        s["hooks"]["SessionStart"][0]["hooks"][0]["command"]
-            .as_str()
-            .unwrap()
-            .ends_with(" hook claude-code")
+    assert_eq!(
+        mcp["mcpServers"]["memd"],
+        json!({"type": "stdio", "command": "memd", "args": ["mcp", "--agent", "claude-code"]}),
+        "the shared file names memd, found on PATH, not this user's path"
     );
+    let s = read(&project.join(".claude/settings.json"));
+    assert_eq!(
+        s["hooks"]["SessionStart"][0]["hooks"][0]["command"],
+        "memd hook claude-code"
+    );
+    assert_eq!(s["permissions"]["allow"], json!(["mcp__memd"]));
+    // The project's server is approved in the user's own settings.
+    let user = read(&home.path().join(".claude/settings.json"));
+    assert_eq!(user, json!({"enabledMcpjsonServers": ["memd"]}));
     assert!(
         !home.path().join(".claude.json").exists(),
-        "the user's files are untouched"
+        "the user's server list is untouched"
     );
+    // Uninstall takes all three back.
+    let v = setup_with_path(
+        home.path(),
+        &project,
+        &with_memd,
+        &["--project", "--uninstall"],
+    );
+    assert_eq!(v["changed"].as_array().unwrap().len(), 3, "{v}");
+    assert_eq!(read(&project.join(".mcp.json")), json!({}));
+    assert_eq!(read(&home.path().join(".claude/settings.json")), json!({}));
+
+    // No memd on PATH: the absolute path, and the output says so.
+    let out = memd_command(home.path())
+        .current_dir(&project)
+        .env("PATH", "/usr/bin:/bin")
+        .args(["setup", "claude-code", "--project"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no memd on PATH"));
+    let binary = std::fs::canonicalize(BIN).unwrap();
+    assert_eq!(
+        read(&project.join(".mcp.json"))["mcpServers"]["memd"]["command"],
+        binary.to_str().unwrap()
+    );
+
     // A file that is not JSON: a clear error, nothing changed.
     std::fs::write(project.join(".mcp.json"), "{ not json").unwrap();
     let out = memd_command(home.path())
@@ -166,7 +238,7 @@ fn codex_setup_edits_config_toml_in_place() {
         text.starts_with(toml),
         "the file's own lines stay as they were: {text}"
     );
-    assert!(text.contains("codex_hooks = true"), "{text}");
+    assert!(text.contains("[features]\nhooks = true"), "{text}");
     assert!(text.contains("[mcp_servers.memd]"), "{text}");
     let hooks = read(&h.join(".codex/hooks.json"));
     assert!(
@@ -189,4 +261,45 @@ fn codex_setup_edits_config_toml_in_place() {
         "{text}"
     );
     assert_eq!(read(&h.join(".codex/hooks.json")), json!({}));
+}
+
+#[test]
+fn gemini_setup_puts_hooks_and_a_trusted_server_in_one_settings_file() {
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    std::fs::create_dir_all(h.join(".gemini")).unwrap();
+    let settings = json!({"theme": "GitHub", "tools": {"sandbox": false},
+                          "mcpServers": {"github": {"command": "gh-mcp"}}});
+    let path = h.join(".gemini/settings.json");
+    std::fs::write(&path, settings.to_string()).unwrap();
+    let v = setup_in(h, h, "gemini", &[]);
+    assert_eq!(v["changed"].as_array().unwrap().len(), 1, "one file: {v}");
+    let s = read(&path);
+    for event in ["SessionStart", "PreCompress", "SessionEnd"] {
+        assert!(
+            s["hooks"][event][0]["hooks"][0]["command"]
+                .as_str()
+                .unwrap()
+                .ends_with(" hook gemini"),
+            "{event}: {s}"
+        );
+    }
+    assert_eq!(s["tools"], json!({"sandbox": false, "enableHooks": true}));
+    assert_eq!(
+        s["mcpServers"]["memd"]["args"],
+        json!(["mcp", "--agent", "gemini"])
+    );
+    assert_eq!(s["mcpServers"]["memd"]["trust"], true);
+    assert_eq!(s["mcpServers"]["github"], settings["mcpServers"]["github"]);
+    assert_eq!(s["theme"], "GitHub");
+    let again = setup_in(h, h, "gemini", &[]);
+    assert_eq!(again["changed"], json!([]), "{again}");
+    setup_in(h, h, "gemini", &["--uninstall"]);
+    let s = read(&path);
+    assert_eq!(
+        s,
+        json!({"theme": "GitHub", "tools": {"sandbox": false, "enableHooks": true},
+               "mcpServers": {"github": {"command": "gh-mcp"}}}),
+        "its hooks and server go; the hooks system stays on"
+    );
 }

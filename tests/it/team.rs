@@ -117,14 +117,27 @@ fn a_shared_namespace_reaches_every_machine_and_psql_edits_reach_them_too() {
     assert_eq!(status["team"]["machine"], "c");
 }
 
-/// A machine with its own namespace patterns.
-fn machine_sharing(pg: &Pg, name: &str, patterns: &[&str]) -> Daemon {
+/// The `[team]` section of a machine sharing `patterns`.
+fn team_toml(pg: &Pg, name: &str, patterns: &[&str]) -> String {
     let list: Vec<String> = patterns.iter().map(|p| format!("\"{p}\"")).collect();
-    Daemon::with_config(&format!(
+    format!(
         "[team]\nurl = \"{}\"\nnamespaces = [{}]\nmachine = \"{name}\"\ntimeout_ms = 2000\n",
         pg.url(),
         list.join(", ")
-    ))
+    )
+}
+
+/// A machine with its own namespace patterns.
+fn machine_sharing(pg: &Pg, name: &str, patterns: &[&str]) -> Daemon {
+    Daemon::with_config(&team_toml(pg, name, patterns))
+}
+
+/// Starts a stopped daemon again, now a machine of the team.
+fn join_team(d: &mut Daemon, pg: &Pg, name: &str, patterns: &[&str]) {
+    let config = d.dir.path().join("config.toml");
+    std::fs::write(&config, team_toml(pg, name, patterns)).unwrap();
+    d.extra = vec!["--config".into(), config.display().to_string()];
+    d.spawn();
 }
 
 fn started(pg: &Pg) -> Daemon {
@@ -341,17 +354,7 @@ fn a_namespace_with_local_memories_is_pushed_once_and_sweeps_leave_shared_rows_a
     add(&a, "team-old", "first local fact about the api");
     add(&a, "team-old", "second local fact about the api");
     a.terminate();
-    let config = a.dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"a\"\n",
-            pg.url()
-        ),
-    )
-    .unwrap();
-    a.extra = vec!["--config".into(), config.display().to_string()];
-    a.spawn();
+    join_team(&mut a, &pg, "a", &["team-*"]);
     let (v, code) = a.json(&["--namespace", "team-old", "add", "a third fact"]);
     assert_eq!(v["code"], "team_unpushed", "{v}");
     assert_ne!(code, 0);
@@ -417,19 +420,306 @@ fn a_namespace_that_starts_to_match_is_backfilled() {
     let mut b = machine_sharing(&pg, "b", &["team-*"]);
     assert!(contents(&b, "shared-docs").is_empty());
     b.terminate();
-    let config = b.dir.path().join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\", \"shared-*\"]\nmachine = \"b\"\n",
-            pg.url()
-        ),
-    )
-    .unwrap();
-    b.spawn();
+    join_team(&mut b, &pg, "b", &["team-*", "shared-*"]);
     // Backfilled before it served.
     assert_eq!(
         contents(&b, "shared-docs"),
         ["the docs site builds with mdbook"]
     );
+}
+
+#[test]
+fn an_import_into_a_shared_namespace_writes_through_and_a_deleted_uid_comes_back_only_with_replace()
+{
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    add(&a, "team-web", "exported and then deleted");
+    let out = a.dir.path().join("export.json");
+    let (v, code) = a.json(&[
+        "--namespace",
+        "team-web",
+        "export",
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let id = id_of(&a, "team-web", "exported and then deleted").unwrap();
+    let (v, code) = a.json(&["--namespace", "team-web", "forget", &id.to_string()]);
+    assert_eq!(code, 0, "{v}");
+    wait_contents(&b, "team-web", &[]);
+    // A plain import leaves the team's delete standing.
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "import",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert!(contents(&b, "team-web").is_empty(), "{v}");
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE NOT deleted"),
+        "0"
+    );
+    // With --replace it comes back, everywhere.
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "import",
+        "--replace",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    for d in [&a, &b] {
+        wait_contents(d, "team-web", &["exported and then deleted"]);
+    }
+}
+
+#[test]
+fn a_push_of_ten_thousand_memories_is_idempotent() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let mut a = Daemon::start();
+    let entries: Vec<Value> = (0..10_000)
+        .map(|i| {
+            serde_json::json!({
+                "uid": format!("{i:032x}"),
+                "namespace": "team-big",
+                "content": format!("memory number {i} of the big namespace"),
+            })
+        })
+        .collect();
+    let doc = a.dir.path().join("big.json");
+    std::fs::write(&doc, serde_json::json!({ "entries": entries }).to_string()).unwrap();
+    let (v, code) = a.json(&["import", &doc.display().to_string()]);
+    assert_eq!((code, v["inserted"].as_u64()), (0, Some(10_000)), "{v}");
+    a.terminate();
+    join_team(&mut a, &pg, "a", &["team-*"]);
+    let (v, code) = a.json(&["team", "push", "team-big"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["pushed"].as_u64(), v["already"].as_u64()),
+        (Some(10_000), Some(0)),
+        "{v}"
+    );
+    let (v, code) = a.json(&["team", "push", "team-big"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["pushed"].as_u64(), v["already"].as_u64()),
+        (Some(0), Some(0)),
+        "{v}"
+    );
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE namespace = 'team-big'"),
+        "10000"
+    );
+    let b = machine(&pg, "b");
+    let n = crate::common::sqlite3(
+        &b.db(),
+        "SELECT count(*) FROM memories WHERE namespace = 'team-big'",
+    );
+    assert_eq!(
+        n.trim(),
+        "10000",
+        "a new machine pulled them before it served"
+    );
+    // The namespace is clean now: writes pass.
+    add(&a, "team-big", "one more after the push");
+}
+
+#[test]
+fn another_tools_edits_of_shared_rows_here_are_written_through_as_external() {
+    if !crate::common::tool("sqlite3", "edits a machine's database by hand") {
+        return;
+    }
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let mut a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    add(&a, "team-web", "edited by hand later");
+    add(&a, "team-web", "deleted by hand later");
+    add(&a, "team-web", "edited on two machines");
+    wait_contents(
+        &b,
+        "team-web",
+        &[
+            "deleted by hand later",
+            "edited by hand later",
+            "edited on two machines",
+        ],
+    );
+    // While the daemon runs: the shell's UPDATE and DELETE reach PostgreSQL
+    // (as external) and the other machine.
+    crate::common::sqlite3(
+        &a.db(),
+        "UPDATE memories SET content = 'edited by hand' WHERE content = 'edited by hand later'; \
+         DELETE FROM memories WHERE content = 'deleted by hand later';",
+    );
+    wait_contents(
+        &b,
+        "team-web",
+        &["edited by hand", "edited on two machines"],
+    );
+    assert_eq!(
+        pg.psql("SELECT changed_kind FROM memd.memories WHERE content = 'edited by hand'"),
+        "external"
+    );
+    // A conflict: the shell edits a row here while the daemon is down and
+    // machine b changes it in PostgreSQL. PostgreSQL's version stands; the
+    // local one is kept in a drift backup.
+    a.terminate();
+    crate::common::sqlite3(
+        &a.db(),
+        "UPDATE memories SET content = 'the shell on a says this' \
+         WHERE content = 'edited on two machines'",
+    );
+    let id_b = id_of(&b, "team-web", "edited on two machines").unwrap();
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "update",
+        &id_b.to_string(),
+        "--content",
+        "machine b says this",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    a.spawn();
+    wait_contents(&a, "team-web", &["edited by hand", "machine b says this"]);
+    wait_contents(&b, "team-web", &["edited by hand", "machine b says this"]);
+    let kept: String = std::fs::read_dir(a.data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("memory.bak.")
+        })
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(
+        kept.contains("the shell on a says this"),
+        "the local version is in a backup"
+    );
+}
+
+#[test]
+fn the_readme_recipe_shares_a_namespace_between_two_machines() {
+    let Some(pg) = Pg::start() else { return };
+    let homes = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let memd = |home: &std::path::Path, args: &[&str]| {
+        let out = crate::common::memd_command(home)
+            .args(args)
+            .env("MEMD_TEAM_URL", pg.url())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    // Once, from any machine.
+    assert_eq!(memd(homes[0].path(), &["team", "init"]).0, 0);
+    for (i, home) in homes.iter().enumerate() {
+        let dir = home.path().join("xdg-config/memd");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("config.toml"),
+            format!(
+                "[team]\nurl = \"{}\"\nnamespaces = [\"github.com/acme/*\"]\nmachine = \"m{i}\"\n",
+                pg.url()
+            ),
+        )
+        .unwrap();
+        memd(home.path(), &["stop"]);
+    }
+    let ns = ["--namespace", "github.com/acme/api"];
+    let (code, _) = memd(
+        homes[0].path(),
+        &[ns[0], ns[1], "add", "the api deploys with ops/ship.sh"],
+    );
+    assert_eq!(code, 0);
+    Pg::wait_for(
+        Duration::from_secs(15),
+        "the memory on the second machine",
+        || {
+            let (_, out) = memd(
+                homes[1].path(),
+                &[ns[0], ns[1], "--json", "search", "deploys"],
+            );
+            out.contains("the api deploys with ops/ship.sh")
+        },
+    );
+    let (code, out) = memd(homes[1].path(), &["--json", "team", "status"]);
+    assert_eq!(code, 0, "{out}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["team"]["connected"], true, "{v}");
+    assert_eq!(v["team"]["machine"], "m1");
+    for home in &homes {
+        assert_eq!(memd(home.path(), &["stop"]).0, 0);
+    }
+}
+
+#[test]
+fn strict_refuses_after_another_machines_commit_in_the_namespace_until_read() {
+    let Some(pg) = Pg::start() else { return };
+    let _b0 = started(&pg);
+    let a = machine(&pg, "a");
+    let b = machine(&pg, "b");
+    let strict = [
+        "--namespace",
+        "team-web",
+        "--drift-policy",
+        "strict",
+        "--session",
+        "careful",
+    ];
+    let run = |d: &Daemon, extra: &[&str]| {
+        let mut args: Vec<&str> = strict.to_vec();
+        args.extend_from_slice(extra);
+        d.json(&args)
+    };
+    let (v, code) = run(&a, &["list"]);
+    assert_eq!(code, 0, "{v}");
+    let (v, code) = run(&a, &["add", "written on a under strict"]);
+    assert_eq!(code, 0, "{v}");
+    // Another machine commits in the namespace: a's strict session has not
+    // seen it.
+    add(&b, "team-web", "written on b meanwhile");
+    let (v, code) = run(&a, &["add", "written on a again"]);
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(v["rule"], "strict", "{v}");
+    // A read moves its view; then it passes.
+    wait_contents(
+        &a,
+        "team-web",
+        &["written on a under strict", "written on b meanwhile"],
+    );
+    let (v, code) = run(&a, &["list"]);
+    assert_eq!(code, 0, "{v}");
+    let (v, code) = run(&a, &["add", "written on a again"]);
+    assert_eq!(code, 0, "{v}");
+}
+
+#[test]
+fn a_daemon_started_before_team_init_serves_and_catches_up_once_it_ran() {
+    let Some(pg) = Pg::start() else { return };
+    let a = machine(&pg, "a");
+    let (v, code) = a.json(&["--namespace", "team-web", "add", "too early"]);
+    assert_eq!(code, 5, "{v}");
+    assert_eq!(v["code"], "team_unavailable");
+    let (v, _) = a.json(&["team", "status"]);
+    assert!(
+        v["team"]["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("memd team init"),
+        "{v}"
+    );
+    add(&a, "local", "local namespaces work meanwhile");
+    let _boot = started(&pg);
+    Pg::wait_for(Duration::from_secs(15), "a shared write to pass", || {
+        a.json(&["--namespace", "team-web", "add", "after init"]).1 == 0
+    });
 }

@@ -32,7 +32,8 @@ pub(crate) fn guard(session: &Session, kind: WriteKind) -> Guard {
 
 /// What a session's write leaves in the session. A write that went
 /// through drops the session's block (its next inject must show the
-/// write) and records the rows it wrote in the read set. A refusal wrote
+/// write; a hook session keeps its block, see
+/// `Session::wrote_block_content`) and records the rows it wrote in the read set. A refusal wrote
 /// nothing; one on the whole view comes back with the backup that holds
 /// every row (its reply moves the session's seen generation, see
 /// `dispatch`); a row-rule refusal moves nothing, so the same blind write
@@ -44,7 +45,7 @@ pub(crate) async fn settle<T>(
 ) -> Result<Written<T>, StoreError> {
     match result {
         Ok(written) => {
-            session.invalidate();
+            session.wrote_block_content();
             session.wrote(written.generation, written.rows.iter().copied());
             Ok(written)
         }

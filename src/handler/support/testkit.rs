@@ -53,6 +53,8 @@ impl Kit {
             budget: None,
             seen_generation: None,
             session: name.map(str::to_string),
+            hold_block: false,
+            previous_namespace: None,
         };
         let config = self.shared.config();
         Session::open(

@@ -24,6 +24,9 @@ impl Store {
         replace: bool,
     ) -> Result<Written<ImportCounts>, StoreError> {
         self.guarded(guard, move |ctx, _| {
+            if replace {
+                ctx.set_resurrect();
+            }
             import::chunk(ctx, batch.clone(), &links, replace)
         })
         .await

@@ -22,6 +22,7 @@
 pub mod add;
 pub mod change;
 pub mod import;
+pub mod namespace;
 pub mod read;
 pub mod remove;
 pub mod search;
@@ -123,7 +124,13 @@ impl Store {
                 Err(team::write::Refusal::Moved(rows)) if attempt == 0 => {
                     // This machine's copy was behind: take PostgreSQL's rows
                     // and decide again.
-                    self.apply_team_rows_only(rows).await?;
+                    let lost = self.apply_team_rows_anew(rows, false).await?;
+                    if !lost.is_empty() {
+                        tracing::warn!(
+                            rows = lost.len(),
+                            "team memory: local edits of other tools were replaced by PostgreSQL's rows"
+                        );
+                    }
                 }
                 Err(team::write::Refusal::Moved(_)) => {
                     return Err(StoreError::Conflict {
@@ -146,6 +153,20 @@ impl Store {
                 Err(team::write::Refusal::Invalid(m)) => {
                     return Err(StoreError::InvalidInput(format!(
                         "the team's PostgreSQL refused the write: {m}"
+                    )));
+                }
+                Err(team::write::Refusal::Strict(_)) => {
+                    let actual = self.generations.current();
+                    return Err(StoreError::Drift(Box::new(
+                        crate::drift::refusal::Refusal::View(crate::drift::refusal::ViewRefusal {
+                            rule: memd_proto::DriftRule::Strict,
+                            observed: guard.seen,
+                            actual,
+                            cause: actual,
+                            backup: None,
+                            changes: Vec::new(),
+                            more: false,
+                        }),
                     )));
                 }
             }
@@ -212,9 +233,17 @@ impl Store {
         }
     }
 
-    /// Applies rows PostgreSQL holds (newer than this machine's copy), as
-    /// a pull would, without moving the pull's mark.
-    async fn apply_team_rows_only(&self, rows: Vec<team::row::TeamRow>) -> Result<(), StoreError> {
+    /// Applies rows PostgreSQL holds, as a pull would, without moving the
+    /// pull's mark; with `force`, whatever the revs (PostgreSQL's version
+    /// stands).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn apply_team_rows_anew(
+        &self,
+        rows: Vec<team::row::TeamRow>,
+        force: bool,
+    ) -> Result<Vec<memd_proto::Memory>, StoreError> {
         let own = self
             .team
             .as_ref()
@@ -222,8 +251,9 @@ impl Store {
             .unwrap_or_default();
         self.writer
             .call(Author::Team, move |ctx| {
+                let mut lost = Vec::new();
                 for row in &rows {
-                    let outcome = team::apply::apply(ctx.conn, row, false)?;
+                    let outcome = team::apply::apply_keeping(ctx.conn, row, force, &mut lost)?;
                     if outcome.edited()
                         && let Some(id) = outcome.id()
                     {
@@ -233,7 +263,7 @@ impl Store {
                 for row in &rows {
                     team::apply::link(ctx.conn, row)?;
                 }
-                Ok(())
+                Ok(lost)
             })
             .await
     }
@@ -373,10 +403,17 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Option<team::write::
         Author::Session(who) => (who.agent.clone(), who.session.clone()),
         Author::Daemon | Author::Team => (String::new(), String::new()),
     };
+    let strict = match ctx.strict_view() {
+        Some((namespace, seen)) => Some((namespace, team::apply::seq_at(ctx.conn, seen)?)),
+        None => None,
+    };
     Ok(Some(team::write::Plan {
         op_id: crate::session::new_session_id(),
         agent,
         session,
         changes,
+        resurrect: ctx.resurrects(),
+        external: false,
+        strict,
     }))
 }

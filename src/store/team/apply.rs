@@ -123,8 +123,8 @@ pub fn id_of(conn: &Connection, uid: &str) -> Result<Option<i64>, StoreError> {
         .optional()?)
 }
 
-/// A row as held here: id, PostgreSQL's rev, the counts.
-type Held = (i64, Option<i64>, i64, i64, Option<String>);
+/// A row as held here: id, PostgreSQL's rev, the counts, its own rev.
+type Held = (i64, Option<i64>, i64, i64, Option<String>, i64);
 
 /// What applying a row did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,15 +171,44 @@ impl Outcome {
 /// # Errors
 /// SQLite errors.
 pub fn apply(conn: &Connection, row: &TeamRow, force: bool) -> Result<Outcome, StoreError> {
+    apply_keeping(conn, row, force, &mut Vec::new())
+}
+
+/// As [`apply`]; a local version another tool made here (its rev past the
+/// `team_rev` it held) that PostgreSQL's row replaces goes into `lost`
+/// (for a drift backup).
+///
+/// # Errors
+/// SQLite errors.
+pub fn apply_keeping(
+    conn: &Connection,
+    row: &TeamRow,
+    force: bool,
+    lost: &mut Vec<memd_proto::Memory>,
+) -> Result<Outcome, StoreError> {
     let local: Option<Held> = conn
         .prepare_cached(
-            "SELECT id, team_rev, observation_count, confirmed_count, last_confirmed_at \
+            "SELECT id, team_rev, observation_count, confirmed_count, last_confirmed_at, rev \
              FROM memories WHERE uid = ?1",
         )?
         .query_row([&row.uid], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
         })
         .optional()?;
+    if let Some((id, Some(team_rev), .., rev)) = local
+        && rev != team_rev
+        && (force || row.rev > team_rev)
+        && let Some(m) = memories::fetch(conn, id)?
+    {
+        lost.push(m);
+    }
     if row.deleted {
         return match local {
             Some((id, team_rev, ..)) if force || team_rev.is_none_or(|t| t <= row.rev) => {
@@ -194,7 +223,7 @@ pub fn apply(conn: &Connection, row: &TeamRow, force: bool) -> Result<Outcome, S
         Some(uid) => id_of(conn, uid)?,
         None => None,
     };
-    let Some((id, team_rev, observations, confirmations, confirmed_at)) = local else {
+    let Some((id, team_rev, observations, confirmations, confirmed_at, _)) = local else {
         return insert(conn, row, superseded_by).map(Outcome::Inserted);
     };
     if !force && team_rev.is_some_and(|t| t >= row.rev) {
@@ -267,13 +296,15 @@ pub fn apply(conn: &Connection, row: &TeamRow, force: bool) -> Result<Outcome, S
 }
 
 fn insert(conn: &Connection, row: &TeamRow, superseded_by: Option<i64>) -> Result<i64, StoreError> {
+    // PostgreSQL's rev and time go in with the row: no trigger moves them
+    // on an insert.
     conn.prepare_cached(
         "INSERT INTO memories (uid, namespace, scope, scope_owner, content, subject, category, \
          tier, importance, confidence, pinned, status, metadata, superseded_by, superseded_at, \
          dedupe_key, observation_count, confirmed_count, last_confirmed_at, source, created_by, \
-         expires_at, created_at, updated_at, thread, thread_pos, occurred_at) VALUES (?1, ?2, \
-         ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-         ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+         expires_at, created_at, updated_at, thread, thread_pos, occurred_at, rev, team_rev) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
+         ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?28)",
     )?
     .execute(params![
         row.uid,
@@ -303,11 +334,11 @@ fn insert(conn: &Connection, row: &TeamRow, superseded_by: Option<i64>) -> Resul
         row.thread,
         row.thread_pos,
         row.occurred_at,
+        row.rev,
     ])?;
     let id = conn.last_insert_rowid();
     memories::tags_of_new_row(conn, id, &row.tags)?;
     memories::set_sketch(conn, id, &row.content)?;
-    finish(conn, id, row)?;
     Ok(id)
 }
 

@@ -35,6 +35,9 @@ pub struct Mark {
     pub db_uuid: Option<String>,
     /// The namespace patterns the last full pull covered.
     pub patterns: Vec<String>,
+    /// The newest local revision looked at for deletes by other tools.
+    #[serde(default)]
+    pub revisions_checked: i64,
 }
 
 const MARK_KEY: &str = "team_mark";
@@ -71,43 +74,42 @@ pub async fn head(client: &Client) -> Result<(i64, String), TeamError> {
 }
 
 /// The commits after `after` of the namespaces `patterns` match, up to
-/// about [`PAGE`] rows, ending on a transaction boundary.
+/// about [`PAGE`] rows, ending on a transaction boundary — one statement,
+/// one snapshot.
 ///
 /// # Errors
 /// [`TeamError::Unavailable`].
 pub async fn page(client: &Client, after: i64, patterns: &[String]) -> Result<Page, TeamError> {
     let likes: Vec<String> = patterns.iter().map(|g| glob_to_like(g)).collect();
-    // The head first: every commit up to it is visible to what follows.
-    let (head, _) = head(client).await?;
-    let bound: Option<i64> = client
-        .query_opt(
-            "SELECT changed_seq FROM memd.memories WHERE changed_seq > $1 \
-             AND namespace LIKE ANY($2) ORDER BY changed_seq OFFSET $3 LIMIT 1",
-            &[&after, &likes, &(PAGE - 1)],
-        )
-        .await
-        .map_err(|e| fail(&e))?
-        .map(|r| r.get(0));
+    // The bound is the number of the PAGE-th row: the page holds every row
+    // up to it (its whole transaction), or everything when there is none.
+    // The head is read in the same snapshot: a snapshot that holds a number
+    // holds every number below it.
     let sql = format!(
-        "SELECT {COLUMNS} FROM memd.memories WHERE changed_seq > $1 \
-         AND ($2::bigint IS NULL OR changed_seq <= $2) AND namespace LIKE ANY($3) \
-         ORDER BY changed_seq"
+        "WITH b AS (SELECT changed_seq FROM memd.memories WHERE changed_seq > $1 \
+             AND namespace LIKE ANY($2) ORDER BY changed_seq OFFSET $3 LIMIT 1) \
+         SELECT {COLUMNS}, NULL::bigint AS head FROM memd.memories \
+         WHERE changed_seq > $1 AND namespace LIKE ANY($2) \
+           AND changed_seq <= coalesce((SELECT changed_seq FROM b), 9223372036854775807) \
+         UNION ALL SELECT {NULLS}, (SELECT value FROM memd.generation WHERE id = 1) \
+         ORDER BY changed_seq NULLS LAST"
     );
-    let params: [&(dyn ToSql + Sync); 3] = [&after, &bound, &likes];
-    let rows = client
-        .query(&sql, &params)
-        .await
-        .map_err(|e| fail(&e))?
+    let params: [&(dyn ToSql + Sync); 3] = [&after, &likes, &(PAGE - 1)];
+    let mut all = client.query(&sql, &params).await.map_err(|e| fail(&e))?;
+    let head: i64 = all
+        .pop()
+        .and_then(|r| r.get::<_, Option<i64>>(35))
+        .ok_or_else(|| TeamError::Unavailable("the page had no head".into()))?;
+    let rows = all
         .iter()
         .map(TeamRow::from_pg)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| fail(&e))?;
     let newest = rows.last().map_or(after, |r| r.changed_seq);
-    let through = match bound {
-        Some(b) => b,
-        // All of it: the snapshot that holds a number holds every number
-        // below it.
-        None => head.max(newest),
+    let through = if rows.len() as i64 >= PAGE {
+        newest
+    } else {
+        head.max(newest)
     };
     Ok(Page {
         rows,
@@ -116,34 +118,41 @@ pub async fn page(client: &Client, after: i64, patterns: &[String]) -> Result<Pa
     })
 }
 
+/// [`COLUMNS`] as typed NULLs (the head's row of a page).
+const NULLS: &str = "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, \
+    NULL::text, NULL::integer, NULL::text, NULL::double precision, NULL::boolean, NULL::text, \
+    NULL::text, NULL::text[], NULL::text, NULL::text, NULL::text, NULL::integer, \
+    NULL::integer, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, \
+    NULL::text, NULL::bigint, NULL::text, NULL::bigint, NULL::boolean, NULL::bigint, \
+    NULL::text, NULL::text, NULL::text, NULL::text";
+
 /// Whether PostgreSQL still holds the history this machine applied: the
 /// same database, a head not below what was applied, and the last row
-/// applied at its rev or later.
+/// applied at its rev or later — one statement.
 ///
 /// # Errors
 /// [`TeamError::Unavailable`].
 pub async fn history_holds(client: &Client, mark: &Mark) -> Result<bool, TeamError> {
-    let (head, uuid) = head(client).await?;
-    if mark.db_uuid.as_deref().is_some_and(|u| u != uuid) || head < mark.applied {
-        return Ok(false);
-    }
-    let Some((uid, rev, seq)) = &mark.last else {
-        return Ok(true);
-    };
+    let uid = mark.last.as_ref().map(|(u, _, _)| u.clone());
     let row = client
-        .query_opt(
-            "SELECT rev, changed_seq FROM memd.memories WHERE uid = $1",
-            &[uid],
+        .query_one(
+            "SELECT (SELECT value FROM memd.generation WHERE id = 1), \
+                    (SELECT value FROM memd.meta WHERE key = 'db_uuid'), \
+                    (SELECT rev FROM memd.memories WHERE uid = $1), \
+                    (SELECT changed_seq FROM memd.memories WHERE uid = $1)",
+            &[&uid],
         )
         .await
         .map_err(|e| fail(&e))?;
-    Ok(match row {
-        Some(r) => {
-            let (r_rev, r_seq): (i64, i64) = (r.get(0), r.get(1));
-            r_rev >= *rev && r_seq >= *seq
-        }
-        None => false,
-    })
+    let (head, uuid): (i64, String) = (row.get(0), row.get(1));
+    if mark.db_uuid.as_deref().is_some_and(|u| u != uuid) || head < mark.applied {
+        return Ok(false);
+    }
+    let Some((_, rev, seq)) = &mark.last else {
+        return Ok(true);
+    };
+    let (r_rev, r_seq): (Option<i64>, Option<i64>) = (row.get(2), row.get(3));
+    Ok(matches!((r_rev, r_seq), (Some(r), Some(q)) if r >= *rev && q >= *seq))
 }
 
 /// Every shared row PostgreSQL holds (tombstones included), for a resync.
@@ -166,15 +175,31 @@ pub async fn everything(client: &Client, patterns: &[String]) -> Result<Vec<Team
 }
 
 /// What applying a page did here.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Applied {
     /// Rows inserted or changed.
     pub changed: u64,
     /// Rows deleted (tombstones).
     pub deleted: u64,
+    /// Local versions another tool made here that PostgreSQL's rows
+    /// replaced (for a drift backup).
+    pub lost: Vec<memd_proto::Memory>,
 }
 
 impl Store {
+    /// Records the team mark alone.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn set_team_mark(&self, mark: Mark) -> Result<(), StoreError> {
+        self.writer
+            .call(Author::Team, move |ctx| {
+                let text = serde_json::to_string(&mark).unwrap_or_default();
+                meta::set(ctx.conn, MARK_KEY, &text)
+            })
+            .await
+    }
+
     /// The team mark (`Mark::default()` before the first pull).
     ///
     /// # Errors
@@ -211,7 +236,7 @@ impl Store {
             .call(Author::Team, move |ctx| {
                 let mut applied = Applied::default();
                 for row in &rows {
-                    let outcome = apply::apply(ctx.conn, row, force)?;
+                    let outcome = apply::apply_keeping(ctx.conn, row, force, &mut applied.lost)?;
                     match outcome {
                         Outcome::Deleted => applied.deleted += 1,
                         Outcome::Inserted(_) | Outcome::Updated(_) => applied.changed += 1,
@@ -265,5 +290,90 @@ impl Store {
                 Ok(gone)
             })
             .await
+    }
+}
+
+/// Another tool's changes of shared rows here (the `sqlite3` shell), to be
+/// written through as `external`: rows whose rev moved past the `team_rev`
+/// they hold, and rows deleted here (by their `delete` revisions after
+/// `since`, the revisions' id) whose uid is gone. Returns them with the
+/// newest revision id looked at.
+#[derive(Debug, Default)]
+pub struct LocalEdits {
+    /// The changes.
+    pub changes: Vec<super::write::Change>,
+    /// The newest revision id read.
+    pub through: i64,
+}
+
+impl Store {
+    /// The shared rows another tool changed here (see [`LocalEdits`]).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn team_local_edits(
+        &self,
+        since: i64,
+        scan_edits: bool,
+    ) -> Result<LocalEdits, StoreError> {
+        let Some(team) = self.team.clone() else {
+            return Ok(LocalEdits::default());
+        };
+        let read = self
+            .readers
+            .read(ReadKind::Internal, move |conn| {
+                let mut out = LocalEdits {
+                    changes: Vec::new(),
+                    through: since,
+                };
+                let edited = if scan_edits {
+                    memories::edited_here(conn)?
+                } else {
+                    Vec::new()
+                };
+                for (id, team_rev) in edited {
+                    let Some(after) = apply::after(conn, id)? else {
+                        continue;
+                    };
+                    if !team.shares(&after.namespace, &after.scope) {
+                        continue;
+                    }
+                    let before = super::apply::Before {
+                        uid: after.uid.clone(),
+                        namespace: after.namespace.clone(),
+                        team_rev: Some(team_rev),
+                        rev: team_rev,
+                        observation_count: after.observation_count,
+                        confirmed_count: after.confirmed_count,
+                    };
+                    out.changes.push(super::write::Change {
+                        id,
+                        before: Some(before),
+                        after: Some(after),
+                    });
+                }
+                let (deleted, through) = memories::deleted_here_since(conn, since)?;
+                out.through = through.max(since);
+                for (uid, namespace, scope, rev) in deleted {
+                    if !team.shares(&namespace, &scope) {
+                        continue;
+                    }
+                    out.changes.push(super::write::Change {
+                        id: 0,
+                        before: Some(super::apply::Before {
+                            uid,
+                            namespace,
+                            team_rev: Some(rev),
+                            rev,
+                            observation_count: 0,
+                            confirmed_count: 0,
+                        }),
+                        after: None,
+                    });
+                }
+                Ok(out)
+            })
+            .await?;
+        Ok(read.value)
     }
 }

@@ -5,12 +5,11 @@
 //! this machine's copy gives way to it (the pull brings it).
 
 use memd_proto::TeamPushReport;
-use tokio_postgres::types::ToSql;
 
 use super::TeamError;
 use super::apply;
 use super::pg::describe;
-use super::row::TeamRow;
+use super::row::{INSERT, Insert, TeamRow};
 use crate::session::ident::{Author, Who};
 use crate::store::readers::ReadKind;
 use crate::store::{Store, StoreError, memories};
@@ -129,15 +128,7 @@ async fn upload(
         .await
         .map_err(fail)?;
     let insert = tx
-        .prepare(
-            "INSERT INTO memd.memories (uid, namespace, scope, scope_owner, content, subject, \
-             category, tier, importance, confidence, pinned, status, metadata, tags, \
-             superseded_by_uid, superseded_at, dedupe_key, observation_count, confirmed_count, \
-             last_confirmed_at, source, created_by, expires_at, created_at, thread, thread_pos, \
-             occurred_at, rev) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-             $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28) \
-             ON CONFLICT DO NOTHING RETURNING rev",
-        )
+        .prepare(&format!("{INSERT} ON CONFLICT DO NOTHING RETURNING rev"))
         .await
         .map_err(fail)?;
     let mut out = Uploaded {
@@ -146,40 +137,12 @@ async fn upload(
         merged: Vec::new(),
     };
     for a in rows {
-        let tier = i32::try_from(a.tier).unwrap_or(2);
-        let obs = i32::try_from(a.observation_count).unwrap_or(1);
-        let conf = i32::try_from(a.confirmed_count).unwrap_or(0);
-        let params: [&(dyn ToSql + Sync); 28] = [
-            &a.uid,
-            &a.namespace,
-            &a.scope,
-            &a.scope_owner,
-            &a.content,
-            &a.subject,
-            &a.category,
-            &tier,
-            &a.importance,
-            &a.confidence,
-            &a.pinned,
-            &a.status,
-            &a.metadata,
-            &a.tags,
-            &a.superseded_by_uid,
-            &a.superseded_at,
-            &a.dedupe_key,
-            &obs,
-            &conf,
-            &a.last_confirmed_at,
-            &a.source,
-            &a.created_by,
-            &a.expires_at,
-            &a.created_at,
-            &a.thread,
-            &a.thread_pos,
-            &a.occurred_at,
-            &a.rev,
-        ];
-        match tx.query_opt(&insert, &params).await.map_err(fail)? {
+        let values = Insert::of(a);
+        match tx
+            .query_opt(&insert, &values.params())
+            .await
+            .map_err(fail)?
+        {
             Some(r) => out.pushed.push((a.uid.clone(), r.get(0))),
             None => {
                 let held: Option<i64> = tx

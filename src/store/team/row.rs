@@ -1,6 +1,7 @@
 //! A shared row as PostgreSQL holds it, and how it reads from a query.
 
 use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 /// Who made a change, as PostgreSQL recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -143,5 +144,71 @@ impl TeamRow {
                 session: r.try_get(34)?,
             },
         })
+    }
+}
+
+/// The `INSERT` of a row into `memd.memories`, every column memd writes,
+/// `$1` … `$28` in the order of [`Insert::params`]; the caller appends its
+/// `ON CONFLICT` and `RETURNING`.
+pub const INSERT: &str = "INSERT INTO memd.memories (uid, namespace, scope, scope_owner, \
+    content, subject, category, tier, importance, confidence, pinned, status, metadata, tags, \
+    superseded_by_uid, superseded_at, dedupe_key, observation_count, confirmed_count, \
+    last_confirmed_at, source, created_by, expires_at, created_at, thread, thread_pos, \
+    occurred_at, rev) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
+    $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)";
+
+/// A row's values for [`INSERT`] (PostgreSQL's integers are 32-bit where
+/// SQLite's are 64).
+pub struct Insert<'a> {
+    row: &'a TeamRow,
+    tier: i32,
+    observations: i32,
+    confirmations: i32,
+}
+
+impl<'a> Insert<'a> {
+    /// The values of `row`.
+    pub fn of(row: &'a TeamRow) -> Insert<'a> {
+        Insert {
+            row,
+            tier: i32::try_from(row.tier).unwrap_or(2),
+            observations: i32::try_from(row.observation_count).unwrap_or(1),
+            confirmations: i32::try_from(row.confirmed_count).unwrap_or(0),
+        }
+    }
+
+    /// `$1` … `$28`.
+    pub fn params(&self) -> [&(dyn ToSql + Sync); 28] {
+        let a = self.row;
+        [
+            &a.uid,
+            &a.namespace,
+            &a.scope,
+            &a.scope_owner,
+            &a.content,
+            &a.subject,
+            &a.category,
+            &self.tier,
+            &a.importance,
+            &a.confidence,
+            &a.pinned,
+            &a.status,
+            &a.metadata,
+            &a.tags,
+            &a.superseded_by_uid,
+            &a.superseded_at,
+            &a.dedupe_key,
+            &self.observations,
+            &self.confirmations,
+            &a.last_confirmed_at,
+            &a.source,
+            &a.created_by,
+            &a.expires_at,
+            &a.created_at,
+            &a.thread,
+            &a.thread_pos,
+            &a.occurred_at,
+            &a.rev,
+        ]
     }
 }

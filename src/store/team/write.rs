@@ -9,7 +9,7 @@ use tokio_postgres::types::ToSql;
 
 use super::apply::Before;
 use super::pg::describe;
-use super::row::{COLUMNS, TeamRow};
+use super::row::{COLUMNS, INSERT, Insert, TeamRow};
 use super::{Team, TeamError};
 
 /// One row a job changed: as it was (absent for a row the job created)
@@ -36,6 +36,16 @@ pub struct Plan {
     pub session: String,
     /// The rows, in the order the job changed them.
     pub changes: Vec<Change>,
+    /// A row the job created whose uid PostgreSQL holds as a tombstone comes
+    /// back (`import --replace`); otherwise PostgreSQL's row stands.
+    pub resurrect: bool,
+    /// Another tool's change of shared rows here (the `sqlite3` shell):
+    /// written through as `external`.
+    pub external: bool,
+    /// Under `strict`: refused when another session committed in this
+    /// namespace after this PostgreSQL number (what the session's view
+    /// had applied).
+    pub strict: Option<(String, i64)>,
 }
 
 /// Why a write-through did not commit.
@@ -52,6 +62,9 @@ pub enum Refusal {
     Moved(Vec<TeamRow>),
     /// PostgreSQL refused the write itself (a constraint): the message.
     Invalid(String),
+    /// `strict`: another session committed in the namespace after the
+    /// session's view (the number of that commit).
+    Strict(i64),
 }
 
 /// What PostgreSQL committed: the number, and each row as it is now
@@ -67,6 +80,7 @@ pub struct Committed {
 enum Step {
     Done(Committed),
     Moved(Vec<TeamRow>),
+    Strict(i64),
 }
 
 impl Team {
@@ -75,14 +89,22 @@ impl Team {
     /// # Errors
     /// [`Refusal`].
     pub async fn write_through(&self, plan: &Plan) -> Result<Committed, Refusal> {
-        let author = format!(
-            "session\n{}\n{}\n{}",
-            self.machine(),
-            plan.agent,
-            plan.session
-        );
+        let author = if plan.external {
+            String::new()
+        } else {
+            format!(
+                "session\n{}\n{}\n{}",
+                self.machine(),
+                plan.agent,
+                plan.session
+            )
+        };
         let limit = self.config().timeout();
         let target = self.target().display();
+        // Set once the COMMIT is sent: a failure before it rolled the
+        // transaction back (nothing written, for sure); after it, the
+        // outcome is unknown until the operation id says.
+        let commit_sent = std::sync::atomic::AtomicBool::new(false);
         let attempt = self
             .with_writer(async |link| {
                 let mut tries = 0;
@@ -90,7 +112,13 @@ impl Team {
                     tries += 1;
                     let run = tokio::time::timeout(
                         limit,
-                        transaction(&mut link.client, plan, &author, self.machine()),
+                        transaction(
+                            &mut link.client,
+                            plan,
+                            &author,
+                            self.machine(),
+                            &commit_sent,
+                        ),
                     )
                     .await;
                     return match run {
@@ -114,10 +142,14 @@ impl Team {
         match attempt {
             Ok(Ok(Step::Done(c))) => Ok(c),
             Ok(Ok(Step::Moved(rows))) => Err(Refusal::Moved(rows)),
+            Ok(Ok(Step::Strict(seq))) => Err(Refusal::Strict(seq)),
             Ok(Err(r)) => Err(r),
+            Err(e) if !commit_sent.load(std::sync::atomic::Ordering::Acquire) => {
+                Err(Refusal::Unavailable(e))
+            }
             Err(e) => {
-                // The connection failed somewhere in the transaction: maybe
-                // after PostgreSQL committed. The operation id says.
+                // The connection failed after the COMMIT was sent: maybe
+                // PostgreSQL committed. The operation id says.
                 match self.resolve(&plan.op_id).await {
                     Ok(Some(c)) => Ok(c),
                     Ok(None) => Err(Refusal::Unavailable(e)),
@@ -190,6 +222,7 @@ async fn transaction(
     plan: &Plan,
     author: &str,
     machine: &str,
+    commit_sent: &std::sync::atomic::AtomicBool,
 ) -> Result<Step, Wrapped> {
     let tx = client.transaction().await?;
     tx.execute("SELECT set_config('memd.author', $1, true)", &[&author])
@@ -197,14 +230,50 @@ async fn transaction(
     // The transaction's number first: memd's writers queue on it before
     // they lock any row, so two of them never lock rows in each other's way.
     tx.execute("SELECT memd.take_seq()", &[]).await?;
+    if let Some((namespace, since)) = &plan.strict {
+        let newer: Option<i64> = tx
+            .query_one(
+                "SELECT max(changed_seq) FROM memd.memories WHERE namespace = $1 \
+                 AND changed_seq > $2 AND NOT (changed_kind = 'session' \
+                 AND changed_machine IS NOT DISTINCT FROM $3 \
+                 AND changed_session IS NOT DISTINCT FROM $4)",
+                &[namespace, since, &machine, &plan.session],
+            )
+            .await?
+            .get(0);
+        if let Some(seq) = newer {
+            tx.rollback().await?;
+            return Ok(Step::Strict(seq));
+        }
+    }
     let mut moved = Vec::new();
     let mut out = Vec::with_capacity(plan.changes.len());
     let select = format!("SELECT {COLUMNS} FROM memd.memories WHERE uid = $1 FOR UPDATE");
     for change in &plan.changes {
         let Some(before) = &change.before else {
-            // A row the job created.
+            // A row the job created; its uid may be PostgreSQL's already (an
+            // import of a row this machine has not pulled, or deleted).
             let Some(after) = &change.after else { continue };
-            let row = insert(&tx, after).await?;
+            let held = tx.query_opt(&select, &[&after.uid]).await?;
+            let row = match held {
+                None => insert(&tx, after).await?,
+                Some(r) => {
+                    let held = TeamRow::from_pg(&r)?;
+                    if held.deleted && plan.resurrect {
+                        let base = Before {
+                            uid: held.uid.clone(),
+                            namespace: held.namespace.clone(),
+                            team_rev: Some(held.rev),
+                            rev: held.rev,
+                            observation_count: held.observation_count,
+                            confirmed_count: held.confirmed_count,
+                        };
+                        update(&tx, &base, after).await?
+                    } else {
+                        held
+                    }
+                }
+            };
             out.push((Some(change.id), row));
             continue;
         };
@@ -271,6 +340,7 @@ async fn transaction(
         .await?
         .get(0);
     crate::store::team::fault("before-team-commit");
+    commit_sent.store(true, std::sync::atomic::Ordering::Release);
     tx.commit().await?;
     crate::store::team::fault("after-team-commit");
     Ok(Step::Done(Committed { seq, rows: out }))
@@ -281,13 +351,7 @@ async fn transaction(
 /// and tags take the new one's.
 async fn insert(tx: &tokio_postgres::Transaction<'_>, a: &TeamRow) -> Result<TeamRow, Wrapped> {
     let sql = format!(
-        "INSERT INTO memd.memories (uid, namespace, scope, scope_owner, content, subject, \
-         category, tier, importance, confidence, pinned, status, metadata, tags, \
-         superseded_by_uid, superseded_at, dedupe_key, observation_count, confirmed_count, \
-         last_confirmed_at, source, created_by, expires_at, created_at, thread, thread_pos, \
-         occurred_at, rev) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-         $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28) \
-         ON CONFLICT (namespace, scope, coalesce(scope_owner, ''), dedupe_key) \
+        "{INSERT} ON CONFLICT (namespace, scope, coalesce(scope_owner, ''), dedupe_key) \
          WHERE NOT deleted AND superseded_by_uid IS NULL AND dedupe_key IS NOT NULL \
            AND thread IS NULL \
          DO UPDATE SET observation_count = memd.memories.observation_count \
@@ -296,40 +360,10 @@ async fn insert(tx: &tokio_postgres::Transaction<'_>, a: &TeamRow) -> Result<Tea
                         ORDER BY 1) \
          RETURNING {COLUMNS}"
     );
-    let tier = i32::try_from(a.tier).unwrap_or(2);
-    let obs = i32::try_from(a.observation_count).unwrap_or(1);
-    let conf = i32::try_from(a.confirmed_count).unwrap_or(0);
-    let params: [&(dyn ToSql + Sync); 28] = [
-        &a.uid,
-        &a.namespace,
-        &a.scope,
-        &a.scope_owner,
-        &a.content,
-        &a.subject,
-        &a.category,
-        &tier,
-        &a.importance,
-        &a.confidence,
-        &a.pinned,
-        &a.status,
-        &a.metadata,
-        &a.tags,
-        &a.superseded_by_uid,
-        &a.superseded_at,
-        &a.dedupe_key,
-        &obs,
-        &conf,
-        &a.last_confirmed_at,
-        &a.source,
-        &a.created_by,
-        &a.expires_at,
-        &a.created_at,
-        &a.thread,
-        &a.thread_pos,
-        &a.occurred_at,
-        &a.rev,
-    ];
-    Ok(TeamRow::from_pg(&tx.query_one(&sql, &params).await?)?)
+    let values = Insert::of(a);
+    Ok(TeamRow::from_pg(
+        &tx.query_one(&sql, &values.params()).await?,
+    )?)
 }
 
 /// Writes a row's new values over the version compared; counts as deltas.

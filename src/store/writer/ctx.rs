@@ -57,6 +57,9 @@ pub struct WriteCtx<'a> {
     /// The job asks for its savepoint to be rolled back even though it
     /// succeeded (a write that goes through PostgreSQL first).
     discard: bool,
+    /// Rows the job creates bring back a tombstoned uid (team memory:
+    /// `import --replace`).
+    resurrect: bool,
 }
 
 impl<'a> WriteCtx<'a> {
@@ -77,6 +80,7 @@ impl<'a> WriteCtx<'a> {
             wrote: Vec::new(),
             capture: None,
             discard: false,
+            resurrect: false,
             start,
         }
     }
@@ -295,6 +299,26 @@ impl WriteCtx<'_> {
             });
         }
         Ok(out)
+    }
+
+    /// The rows this job creates bring back a uid deleted in the team's
+    /// PostgreSQL (`import --replace`).
+    pub(in crate::store) fn set_resurrect(&mut self) {
+        self.resurrect = true;
+    }
+
+    /// Whether they do.
+    pub(in crate::store) fn resurrects(&self) -> bool {
+        self.resurrect
+    }
+
+    /// Under `strict`: the session's namespace and seen generation (team
+    /// memory checks other sessions' commits in PostgreSQL).
+    pub(in crate::store) fn strict_view(&self) -> Option<(String, u64)> {
+        self.guard
+            .as_ref()
+            .filter(|g| g.policy == DriftPolicy::Strict)
+            .map(|g| (g.who.namespace.clone(), g.seen))
     }
 
     /// Rolls the job back when it ends, though it succeeded.

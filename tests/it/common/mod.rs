@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod model_api;
+pub mod netns;
 pub mod provider;
 
 use memd_client::{Client, ConnectOptions};

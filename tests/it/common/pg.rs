@@ -13,6 +13,8 @@ pub struct Pg {
     /// Holds the cluster and the socket directory.
     pub dir: PathBuf,
     port: u16,
+    /// Also listening on 127.0.0.1 (TLS only, passwords): its port.
+    pub tcp: Option<u16>,
 }
 
 /// The directory of the server's programs (`initdb`, `pg_ctl`, `psql`).
@@ -42,6 +44,17 @@ impl Pg {
     /// Starts a new server, or `None` (the test is skipped, or fails under
     /// `MEMD_REQUIRE_TOOLS=1`) when PostgreSQL is not installed.
     pub fn start() -> Option<Pg> {
+        Self::start_with(None)
+    }
+
+    /// Starts a server that also listens on 127.0.0.1 with TLS only
+    /// (`hostssl`, passwords by SCRAM): `tls` holds `server.crt` and
+    /// `server.key`. Role `memd` (superuser) has the password `sekret`.
+    pub fn start_tls(tls: &Path) -> Option<Pg> {
+        Self::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<&Path>) -> Option<Pg> {
         let bin = bin_dir();
         if !super::require(
             bin.is_some(),
@@ -54,9 +67,17 @@ impl Pg {
         let dir = std::env::temp_dir().join(format!("memd-pg-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        let tcp = tls.map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        });
         let pg = Pg {
             dir,
             port: 5432 + n % 1000,
+            tcp,
         };
         if is_root() {
             let ok = Command::new("chown")
@@ -82,7 +103,48 @@ impl Pg {
             ],
         );
         assert!(out.status.success(), "initdb failed: {}", text(&out));
+        if let Some(tls) = tls {
+            let data = pg.data();
+            for f in ["server.crt", "server.key"] {
+                std::fs::copy(tls.join(f), data.join(f)).unwrap();
+            }
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                data.join("server.key"),
+                std::fs::Permissions::from_mode(0o600),
+            )
+            .unwrap();
+            let hba = std::fs::read_to_string(data.join("pg_hba.conf")).unwrap();
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                format!(
+                    "hostssl all all 127.0.0.1/32 scram-sha-256\n\
+                     host all all 127.0.0.1/32 reject\n{hba}"
+                ),
+            )
+            .unwrap();
+            let mut conf = std::fs::OpenOptions::new()
+                .append(true)
+                .open(data.join("postgresql.conf"))
+                .unwrap();
+            use std::io::Write;
+            writeln!(
+                conf,
+                "ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n\
+                 password_encryption = 'scram-sha-256'"
+            )
+            .unwrap();
+            if is_root() {
+                let _ = Command::new("chown")
+                    .args(["-R", "postgres:postgres"])
+                    .arg(&data)
+                    .status();
+            }
+        }
         pg.start_server();
+        if tls.is_some() {
+            pg.psql("CREATE ROLE memd LOGIN SUPERUSER PASSWORD 'sekret'");
+        }
         Some(pg)
     }
 
@@ -107,13 +169,55 @@ impl Pg {
             .unwrap()
     }
 
+    /// The server's processes: the postmaster and every backend it forked.
+    fn processes(&self) -> Vec<u32> {
+        let root = self.pid();
+        let mut out = vec![root];
+        if let Ok(dir) = std::fs::read_dir("/proc") {
+            for e in dir.flatten() {
+                let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                    continue;
+                };
+                let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                // pid (comm) state ppid …: the comm may hold spaces.
+                let ppid = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                    .and_then(|p| p.parse::<u32>().ok());
+                if ppid == Some(root) {
+                    out.push(pid);
+                }
+            }
+        }
+        out
+    }
+
+    /// Freezes the server and all its backends (SIGSTOP): a partition.
+    pub fn freeze(&self) {
+        for pid in self.processes() {
+            send(pid, "STOP");
+        }
+    }
+
+    /// Thaws it (SIGCONT).
+    pub fn thaw(&self) {
+        for pid in self.processes() {
+            send(pid, "CONT");
+        }
+    }
+
     /// A key=value URL memd takes (no password: trust on the socket).
     pub fn url(&self) -> String {
         format!(
             "host={} port={} user=postgres dbname=postgres sslmode=disable",
             self.dir.display(),
-            self.port
+            self.sock_port()
         )
+    }
+
+    /// The port the Unix socket is named after.
+    fn sock_port(&self) -> u16 {
+        self.tcp.unwrap_or(self.port)
     }
 
     fn run(&self, program: &str, args: &[&str]) -> Output {
@@ -130,14 +234,15 @@ impl Pg {
 
     /// Starts the server (again) and waits until it accepts connections.
     pub fn start_server(&self) {
+        let listen = if self.tcp.is_some() { "127.0.0.1" } else { "" };
+        let port = self.tcp.unwrap_or(self.port);
         let options = format!(
             // A crash of the server (`-m immediate`) keeps what it
             // acknowledged (synchronous commits); the machine itself does not
             // crash, so its page cache needs no fsync.
-            "-k {} -p {} -c listen_addresses='' -c fsync=off -c full_page_writes=off \
-             -c max_connections=200",
+            "-k {} -p {port} -c listen_addresses='{listen}' -c fsync=off \
+             -c full_page_writes=off -c max_connections=200",
             self.dir.display(),
-            self.port
         );
         let log = self.dir.join("server.log").display().to_string();
         let out = self.run(
@@ -178,54 +283,38 @@ impl Pg {
         assert!(out.status.success(), "pg_ctl stop failed: {}", text(&out));
     }
 
+    /// `psql` on this server as `postgres`, stopping at the first error,
+    /// with `extra` arguments.
+    fn psql_run(&self, extra: &[&str]) -> Output {
+        let (host, port) = (self.dir.display().to_string(), self.sock_port().to_string());
+        let mut args = vec![
+            "-h",
+            &host,
+            "-p",
+            &port,
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-X",
+            "-q",
+            "-v",
+            "ON_ERROR_STOP=1",
+        ];
+        args.extend_from_slice(extra);
+        self.run("psql", &args)
+    }
+
     /// Runs SQL with `psql` (another writer, not memd); its output.
     pub fn psql(&self, sql: &str) -> String {
-        let out = self.run(
-            "psql",
-            &[
-                "-h",
-                &self.dir.display().to_string(),
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                "postgres",
-                "-d",
-                "postgres",
-                "-X",
-                "-q",
-                "-t",
-                "-A",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-c",
-                sql,
-            ],
-        );
+        let out = self.psql_run(&["-t", "-A", "-c", sql]);
         assert!(out.status.success(), "psql failed: {}", text(&out));
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     }
 
     /// Runs SQL with `psql`, expecting it to fail; the error.
     pub fn psql_err(&self, sql: &str) -> String {
-        let out = self.run(
-            "psql",
-            &[
-                "-h",
-                &self.dir.display().to_string(),
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                "postgres",
-                "-d",
-                "postgres",
-                "-X",
-                "-q",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-c",
-                sql,
-            ],
-        );
+        let out = self.psql_run(&["-c", sql]);
         assert!(!out.status.success(), "psql should have failed");
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
@@ -238,7 +327,7 @@ impl Pg {
                 "-h",
                 &self.dir.display().to_string(),
                 "-p",
-                &self.port.to_string(),
+                &self.sock_port().to_string(),
                 "-U",
                 "postgres",
                 "-n",
@@ -254,25 +343,7 @@ impl Pg {
     /// Drops the `memd` schema and loads a dump (a restore from backup).
     pub fn restore(&self, from: &Path) {
         self.psql("DROP SCHEMA memd CASCADE");
-        let out = self.run(
-            "psql",
-            &[
-                "-h",
-                &self.dir.display().to_string(),
-                "-p",
-                &self.port.to_string(),
-                "-U",
-                "postgres",
-                "-d",
-                "postgres",
-                "-X",
-                "-q",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-f",
-                &from.display().to_string(),
-            ],
-        );
+        let out = self.psql_run(&["-f", &from.display().to_string()]);
         assert!(out.status.success(), "restore failed: {}", text(&out));
     }
 
@@ -288,6 +359,9 @@ impl Pg {
 
 impl Drop for Pg {
     fn drop(&mut self) {
+        if self.data().join("postmaster.pid").exists() {
+            self.thaw();
+        }
         let _ = self.run(
             "pg_ctl",
             &[
@@ -309,4 +383,12 @@ fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     )
+}
+
+/// Sends a signal; a process that exited meanwhile is no error.
+fn send(pid: u32, name: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .output();
 }

@@ -30,6 +30,8 @@ pub fn hello() -> Request {
         budget: None,
         seen_generation: None,
         session: None,
+        hold_block: false,
+        previous_namespace: None,
     })
 }
 

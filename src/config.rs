@@ -554,6 +554,15 @@ impl Config {
             ("search.context_weight", self.search.context_weight),
             ("search.date_weight", self.search.date_weight),
             ("search.feedback_weight", self.search.feedback_weight),
+            ("search.long_exponent", self.search.long_exponent),
+            (
+                "search.hybrid.semantic_from",
+                self.search.hybrid.semantic_from,
+            ),
+            (
+                "search.hybrid.semantic_full",
+                self.search.hybrid.semantic_full,
+            ),
         ] {
             if !value.is_finite() || !(0.0..=100.0).contains(&value) {
                 return Err((key, format!("{key} must be between 0 and 100")));

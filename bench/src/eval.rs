@@ -1,28 +1,38 @@
-//! `eval`: retrieval quality on a conversation benchmark, through the real
+//! `eval`: retrieval quality on conversation benchmarks, through the real
 //! daemon and its real search path.
 //!
-//! `DIR` holds `memories.jsonl` (one dialog turn per line: `conv`, `id`,
-//! `speaker`, `text`, `session`, `session_iso`, `image_caption`) and
-//! `queries.jsonl` (`conv`, `question`, `evidence` — the ids of the turns
-//! that answer it — and `category`; any other field, such as an answer, is
-//! never read). Each conversation is loaded into its own namespace the way
-//! a user loads a transcript: as memd's turn lines (thread `session N`,
-//! speaker, text, time, caption, turn id) through `memd ingest`'s own code,
-//! one memory per turn. The daemon runs with a gate configuration any user
-//! can set — `[gate] dedup = false, code_derivable = false, secrets =
-//! "allow"` — so no turn is merged or refused. Every question is then
-//! searched in its namespace.
+//! Each `--data DIR` holds `memories.jsonl` (one dialog turn per line:
+//! `conv`, `id`, `speaker`, `text`, `session`, `session_iso`,
+//! `image_caption`) and `queries.jsonl` (`conv`, `qid`, `question`,
+//! `category` and, to be scored, `evidence` — the ids of the turns that
+//! answer it; any other field, such as an answer, is never read). Each
+//! conversation is loaded into its own namespace the way a user loads a
+//! transcript: as memd's turn lines (thread `session N`, speaker, text, time,
+//! caption, turn id) through `memd ingest`'s own code, one memory per turn.
+//! The daemon runs with a gate configuration any user can set — `[gate]
+//! dedup = false, code_derivable = false, secrets = "allow"` — so no turn is
+//! merged or refused. Every question is then searched in its namespace.
+//! Each data set gets its own daemon (its own index statistics).
 //!
-//! `--loco` chooses settings the honest way: every configuration of a small
-//! grid answers every question; for each conversation, the configuration
-//! best on the other ones (by (R@5 + R@10) / 2) is scored on it. The
-//! report gives that held-out figure per conversation and its mean, next to
-//! plain FTS5 BM25 over the same `Speaker: text` content (one index per
-//! conversation, in this process), with a 95% paired bootstrap interval of
-//! the gain (questions resampled within conversations).
+//! `--rankings FILE` writes each question's ranking as JSON lines (`qid`,
+//! `ids`: the data set's own turn ids, best first), so a scorer that is not
+//! memd's can score the run; a queries file without `evidence` is then
+//! ranked and not scored.
+//!
+//! `--loco` chooses settings the honest way, over every data set given at
+//! once: every configuration of a grid answers every question; for each
+//! conversation (of any set), the configuration best on all the other
+//! conversations (by (R@5 + R@10) / 2, the mean over each set's
+//! conversations, the sets weighted equally) is scored on it. The report
+//! gives, per set, that held-out figure per conversation and its mean, per
+//! category, next to plain FTS5 BM25 over the same `Speaker: text` content
+//! (one index per conversation, in this process); and every setting fixed,
+//! with its gain over the default and a 95% bootstrap interval that
+//! resamples whole conversations, and its worst conversation.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -38,16 +48,18 @@ use crate::stats::summarize;
 /// Flags of `eval`.
 #[derive(Debug, clap::Args)]
 pub struct EvalArgs {
-    /// Directory with memories.jsonl and queries.jsonl
-    #[arg(long)]
-    pub data: PathBuf,
+    /// Directory with memories.jsonl and queries.jsonl (repeat for several
+    /// data sets: each gets its own daemon; `--loco` chooses over all)
+    #[arg(long, required = true)]
+    pub data: Vec<PathBuf>,
     /// Search mode: auto, lexical, fuzzy, semantic or hybrid
     #[arg(long, default_value = "auto")]
     pub mode: String,
-    /// Hits asked for per question
+    /// Hits asked for per question (at least 10 with --rankings)
     #[arg(long, default_value_t = 10)]
     pub limit: u32,
-    /// Print one JSON object instead of a table
+    /// Print JSON (one object per data set, or one for --loco) instead of
+    /// tables
     #[arg(long)]
     pub json: bool,
     /// Run the daemon without an embedder (`auto` is then lexical with the
@@ -61,22 +73,41 @@ pub struct EvalArgs {
     #[arg(long, value_delimiter = ',')]
     pub fusion: Vec<String>,
     /// Leave one conversation out: choose settings from a grid on the other
-    /// conversations, score each on the one left out (lexical settings; with
-    /// an embedder and `auto` or `hybrid`, the fusion's lexical weight)
+    /// conversations of every data set, score each on the one left out
     #[arg(long)]
     pub loco: bool,
+    /// The `--loco` grid: `lexical` (the lexical settings) or `hybrid`
+    /// (the fusion's lexical weight and the length rule; needs an
+    /// embedder) [default: hybrid with a ready embedder and mode auto or
+    /// hybrid, else lexical]
+    #[arg(long)]
+    pub grid: Option<String>,
     /// Load each conversation this many times (copies in namespaces
     /// `CONV~2`, `CONV~3`, …; questions are asked in the first): latency
     /// on a larger index of the same kind of memories
     #[arg(long, default_value_t = 1)]
     pub copies: usize,
+    /// With --copies: this many copies share one namespace, each as threads
+    /// of its own (namespaces as large as a long chat's; the questions'
+    /// namespace then holds duplicates, so recall says little: latency)
+    #[arg(long, default_value_t = 1)]
+    pub per_namespace: usize,
+    /// Write each question's ranking to FILE as JSON lines: `qid`, `ids`
+    /// (the data set's own turn ids, best first)
+    #[arg(long, value_name = "FILE")]
+    pub rankings: Option<PathBuf>,
+    /// With --loco: write every question's scores under every setting (and
+    /// under lexical search and BM25) to FILE as JSON lines, so any two
+    /// can be compared afterwards
+    #[arg(long, value_name = "FILE")]
+    pub scores: Option<PathBuf>,
 }
 
 /// The daemon's configuration for an evaluation: nothing merged or refused.
 pub const EVAL_CONFIG: &str = "[gate]\ndedup = false\ncode_derivable = false\n\
     secrets = \"allow\"\n[limits]\nmax_content_bytes = 65536\n";
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 struct Turn {
     conv: String,
     id: String,
@@ -95,8 +126,12 @@ struct Turn {
 #[derive(Debug, Deserialize)]
 struct Question {
     conv: String,
+    #[serde(default)]
+    qid: Option<Value>,
     question: String,
-    evidence: Vec<String>,
+    #[serde(default)]
+    evidence: Option<Vec<String>>,
+    #[serde(default)]
     category: Value,
 }
 
@@ -104,17 +139,22 @@ impl Question {
     fn category(&self) -> String {
         match &self.category {
             Value::String(s) => s.clone(),
+            Value::Null => "-".into(),
             other => other.to_string(),
         }
     }
+
+    fn evidence(&self) -> &[String] {
+        self.evidence.as_deref().unwrap_or_default()
+    }
 }
 
-fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &PathBuf) -> anyhow::Result<Vec<T>> {
+fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<Vec<T>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     text.lines()
-        .filter(|l| !l.trim().is_empty())
         .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
             serde_json::from_str(l)
                 .with_context(|| format!("{}:{}: bad line", path.display(), i + 1))
@@ -174,19 +214,22 @@ impl Totals {
 
     fn json(&self) -> Value {
         let n = self.n.max(1) as f64;
-        let r = |x: f64| (x / n * 1000.0).round() / 1000.0;
         json!({
             "n": self.n,
-            "recall@1": r(self.sum.r1),
-            "recall@5": r(self.sum.r5),
-            "recall@10": r(self.sum.r10),
-            "any@10": r(self.sum.any10),
-            "mrr@10": r(self.sum.rr10),
+            "recall@1": r3(self.sum.r1 / n),
+            "recall@5": r3(self.sum.r5 / n),
+            "recall@10": r3(self.sum.r10 / n),
+            "any@10": r3(self.sum.any10 / n),
+            "mrr@10": r3(self.sum.rr10 / n),
         })
     }
 }
 
-/// Names of the LoCoMo categories.
+fn r3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Names of the LoCoMo categories (other data sets name theirs).
 fn category_name(c: &str) -> &'static str {
     match c {
         "1" => "multi-hop",
@@ -194,7 +237,7 @@ fn category_name(c: &str) -> &'static str {
         "3" => "open-domain",
         "4" => "single-hop",
         "5" => "adversarial",
-        _ => "other",
+        _ => "",
     }
 }
 
@@ -276,8 +319,31 @@ impl Setup {
     }
 }
 
+/// Where copy `k` (1 = the original) of a conversation goes: its namespace
+/// (`CONV`, `CONV~2`, …, one per `per_namespace` copies) and the suffix of
+/// its threads (none for the original).
+fn copy_place(conv: &str, k: usize, per_namespace: usize) -> (String, String) {
+    let group = (k - 1) / per_namespace.max(1) + 1;
+    let ns = if group == 1 {
+        conv.to_string()
+    } else {
+        format!("{conv}~{group}")
+    };
+    let suffix = if k == 1 {
+        String::new()
+    } else {
+        format!("~{k}")
+    };
+    (ns, suffix)
+}
+
 /// Starts a daemon and loads every conversation into its own namespace.
-async fn load(turns: Vec<Turn>, copies: usize, config: &str) -> anyhow::Result<Setup> {
+async fn load(
+    turns: &[Turn],
+    copies: usize,
+    per_namespace: usize,
+    config: &str,
+) -> anyhow::Result<Setup> {
     let daemon = BenchDaemon::start(Some(config))?;
     let mut setup = Setup {
         daemon,
@@ -286,26 +352,30 @@ async fn load(turns: Vec<Turn>, copies: usize, config: &str) -> anyhow::Result<S
         embed_time: Duration::ZERO,
         embedder: Value::Null,
     };
-    let mut by_conv: BTreeMap<String, Vec<Turn>> = BTreeMap::new();
+    // Each copy is loaded as its own transcript (one ingest run) into its
+    // namespace; copies sharing a namespace get threads of their own.
+    let mut by_conv: BTreeMap<(String, String), Vec<Turn>> = BTreeMap::new();
     for t in turns {
-        for k in 2..=copies {
-            let copy = Turn {
-                conv: format!("{}~{k}", t.conv),
-                id: t.id.clone(),
-                speaker: t.speaker.clone(),
-                text: t.text.clone(),
-                session: t.session.clone(),
-                session_iso: t.session_iso.clone(),
-                image_caption: t.image_caption.clone(),
-            };
-            by_conv.entry(copy.conv.clone()).or_default().push(copy);
+        for k in 1..=copies.max(1) {
+            let (ns, suffix) = copy_place(&t.conv, k, per_namespace);
+            let mut copy = t.clone();
+            if !suffix.is_empty() {
+                copy.session = Some(Value::String(format!(
+                    "{}{suffix}",
+                    match &t.session {
+                        Some(Value::String(s)) => s.clone(),
+                        Some(Value::Null) | None => String::new(),
+                        Some(other) => other.to_string(),
+                    }
+                )));
+            }
+            by_conv.entry((ns, suffix)).or_default().push(copy);
         }
-        by_conv.entry(t.conv.clone()).or_default().push(t);
     }
     setup.memories = by_conv.values().map(Vec::len).sum();
     let started = Instant::now();
     let mut loads = Vec::new();
-    for (conv, turns) in by_conv {
+    for ((conv, _), turns) in by_conv {
         let mut client = setup.connect(&conv).await?;
         loads.push(tokio::spawn(async move {
             let parsed = ingest::parse(
@@ -338,15 +408,15 @@ async fn load(turns: Vec<Turn>, copies: usize, config: &str) -> anyhow::Result<S
     Ok(setup)
 }
 
-/// Every question asked once: each one's score, and the latencies.
+/// Each question's ranking (turn ids, best first) and the latencies.
 async fn ask_all(
     setup: &Setup,
-    args: &EvalArgs,
+    limit: u32,
     mode: SearchMode,
     questions: &[Question],
-) -> anyhow::Result<(Vec<Score>, Vec<Duration>)> {
+) -> anyhow::Result<(Vec<Vec<String>>, Vec<Duration>)> {
     let mut clients: HashMap<String, Client> = HashMap::new();
-    let mut scores = Vec::with_capacity(questions.len());
+    let mut rankings = Vec::with_capacity(questions.len());
     let mut latencies = Vec::with_capacity(questions.len());
     for q in questions {
         if !clients.contains_key(&q.conv) {
@@ -358,7 +428,7 @@ async fn ask_all(
             .search(SearchRequest {
                 query: q.question.clone(),
                 filter: Filter::default(),
-                limit: args.limit,
+                limit,
                 mode,
                 syntax: QuerySyntax::Plain,
                 explain: false,
@@ -366,10 +436,17 @@ async fn ask_all(
             })
             .await?;
         latencies.push(t.elapsed());
-        let ranked: Vec<String> = result.hits.iter().filter_map(turn_of).collect();
-        scores.push(Score::of(&q.evidence, &ranked));
+        rankings.push(result.hits.iter().filter_map(turn_of).collect());
     }
-    Ok((scores, latencies))
+    Ok((rankings, latencies))
+}
+
+fn scores(questions: &[Question], rankings: &[Vec<String>]) -> Vec<Score> {
+    questions
+        .iter()
+        .zip(rankings)
+        .map(|(q, r)| Score::of(q.evidence(), r))
+        .collect()
 }
 
 /// The `[search.hybrid]` lines of a `--fusion` value.
@@ -388,23 +465,87 @@ fn fusion_config(v: &str) -> anyhow::Result<String> {
     Ok(c)
 }
 
+/// One data set: its name (the directory's), turns and questions.
+struct DataSet {
+    name: String,
+    turns: Vec<Turn>,
+    questions: Vec<Question>,
+}
+
+impl DataSet {
+    fn read(dir: &Path) -> anyhow::Result<DataSet> {
+        let turns: Vec<Turn> = read_jsonl(&dir.join("memories.jsonl"))?;
+        let questions: Vec<Question> = read_jsonl(&dir.join("queries.jsonl"))?;
+        if turns.is_empty() || questions.is_empty() {
+            bail!("no turns or no questions in {}", dir.display());
+        }
+        let name = dir.file_name().map_or_else(
+            || dir.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        Ok(DataSet {
+            name,
+            turns,
+            questions,
+        })
+    }
+
+    /// Whether every question names its evidence (only then is it scored).
+    fn scored(&self) -> bool {
+        self.questions.iter().all(|q| q.evidence.is_some())
+    }
+}
+
+/// Writes the rankings as JSON lines: `qid` (the question's own, else
+/// `CONV/N`) and `ids`.
+fn write_rankings(
+    out: &mut impl Write,
+    set: &DataSet,
+    rankings: &[Vec<String>],
+) -> anyhow::Result<()> {
+    for (i, (q, ids)) in set.questions.iter().zip(rankings).enumerate() {
+        let qid = q
+            .qid
+            .clone()
+            .unwrap_or_else(|| Value::String(format!("{}/{i}", q.conv)));
+        writeln!(out, "{}", json!({"qid": qid, "ids": ids}))?;
+    }
+    Ok(())
+}
+
 async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
     let mode =
         SearchMode::parse(&args.mode).with_context(|| format!("unknown mode {}", args.mode))?;
-    let turns: Vec<Turn> = read_jsonl(&args.data.join("memories.jsonl"))?;
-    let questions: Vec<Question> = read_jsonl(&args.data.join("queries.jsonl"))?;
-    if turns.is_empty() || questions.is_empty() {
-        bail!("no turns or no questions in {}", args.data.display());
-    }
+    let sets: Vec<DataSet> = args
+        .data
+        .iter()
+        .map(|d| DataSet::read(d))
+        .collect::<anyhow::Result<_>>()?;
     let mut config = EVAL_CONFIG.to_string();
     if args.no_embedder {
         config.push_str("[embed]\nprovider = \"none\"\n");
     }
     if args.loco {
-        let baseline = bm25_baseline(&turns, &questions, args.limit)?;
-        let mut setup = load(turns, args.copies, &config).await?;
-        return loco(&args, mode, &questions, &baseline, &config, &mut setup).await;
+        if let Some(s) = sets.iter().find(|s| !s.scored()) {
+            bail!(
+                "--loco needs every question's evidence; {} has questions without",
+                s.name
+            );
+        }
+        return loco(&args, mode, &sets, &config).await;
     }
+    let mut rankings_out = match &args.rankings {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("cannot create {}", path.display()))?,
+        )),
+        None => None,
+    };
+    let limit = if args.rankings.is_some() {
+        args.limit.max(10)
+    } else {
+        args.limit
+    };
     let variants: Vec<Option<String>> = if args.fusion.is_empty() {
         vec![None]
     } else {
@@ -416,21 +557,35 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
             None => config.clone(),
         })
     };
-    let mut setup = load(turns, args.copies, &with_fusion(&variants[0])?).await?;
-    for (k, variant) in variants.iter().enumerate() {
-        if k > 0 {
-            setup.reconfigure(&with_fusion(variant)?).await?;
+    for set in &sets {
+        let mut setup = load(
+            &set.turns,
+            args.copies,
+            args.per_namespace,
+            &with_fusion(&variants[0])?,
+        )
+        .await?;
+        for (k, variant) in variants.iter().enumerate() {
+            if k > 0 {
+                setup.reconfigure(&with_fusion(variant)?).await?;
+            }
+            let (rankings, mut latencies) = ask_all(&setup, limit, mode, &set.questions).await?;
+            if let Some(out) = rankings_out.as_mut() {
+                write_rankings(out, set, &rankings)?;
+            }
+            report(
+                &args,
+                mode,
+                variant.as_ref(),
+                set,
+                &rankings,
+                &mut latencies,
+                &setup,
+            );
         }
-        let (scores, mut latencies) = ask_all(&setup, &args, mode, &questions).await?;
-        report(
-            &args,
-            mode,
-            variant.as_ref(),
-            &questions,
-            &scores,
-            &mut latencies,
-            &setup,
-        );
+    }
+    if let Some(mut out) = rankings_out {
+        out.flush()?;
     }
     Ok(())
 }
@@ -439,23 +594,26 @@ fn report(
     args: &EvalArgs,
     mode: SearchMode,
     variant: Option<&String>,
-    questions: &[Question],
-    scores: &[Score],
+    set: &DataSet,
+    rankings: &[Vec<String>],
     latencies: &mut [Duration],
     setup: &Setup,
 ) {
+    let lat = summarize(latencies, Duration::ZERO);
+    let scored = set.scored();
     let mut all = Totals::default();
     let mut by_cat: BTreeMap<String, Totals> = BTreeMap::new();
-    for (q, s) in questions.iter().zip(scores) {
-        all.add(s);
-        by_cat.entry(q.category()).or_default().add(s);
+    if scored {
+        for (q, s) in set.questions.iter().zip(scores(&set.questions, rankings)) {
+            all.add(&s);
+            by_cat.entry(q.category()).or_default().add(&s);
+        }
     }
-    let lat = summarize(latencies, Duration::ZERO);
     let by_category: serde_json::Map<String, Value> =
         by_cat.iter().map(|(c, t)| (c.clone(), t.json())).collect();
-    let report = json!({
-        "all": all.json(),
-        "by_category": by_category,
+    let mut report = json!({
+        "data": set.name,
+        "questions": set.questions.len(),
         "latency_ms": {"p50": lat.p50_us / 1e3, "p95": lat.p95_us / 1e3},
         "mode": mode.as_str(),
         "fusion": variant,
@@ -465,13 +623,18 @@ fn report(
         "embed_wait_secs": setup.embed_time.as_secs_f64(),
         "embedder": setup.embedder,
     });
+    if scored {
+        report["all"] = all.json();
+        report["by_category"] = Value::Object(by_category);
+    }
     if args.json {
         println!("{report}");
         return;
     }
     println!(
-        "memd eval: {} questions, {} memories, mode {}; {}",
-        all.n,
+        "memd eval {}: {} questions, {} memories, mode {}; {}",
+        set.name,
+        set.questions.len(),
         report["memories"],
         mode.as_str(),
         crate::perf::machine_facts()
@@ -486,24 +649,28 @@ fn report(
         setup.embed_time.as_secs_f64()
     );
     println!();
-    println!("| set | n | R@1 | R@5 | R@10 | any@10 | MRR@10 |");
-    println!("|---|---|---|---|---|---|---|");
-    let row = |name: &str, t: &Value| {
-        println!(
-            "| {name} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
-            t["n"],
-            t["recall@1"].as_f64().unwrap_or(0.0),
-            t["recall@5"].as_f64().unwrap_or(0.0),
-            t["recall@10"].as_f64().unwrap_or(0.0),
-            t["any@10"].as_f64().unwrap_or(0.0),
-            t["mrr@10"].as_f64().unwrap_or(0.0),
-        );
-    };
-    row("all categories", &report["all"]);
-    for (c, t) in &by_category {
-        row(&format!("{c} {}", category_name(c)), t);
+    if scored {
+        println!("| set | n | R@1 | R@5 | R@10 | any@10 | MRR@10 |");
+        println!("|---|---|---|---|---|---|---|");
+        let row = |name: &str, t: &Value| {
+            println!(
+                "| {name} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                t["n"],
+                t["recall@1"].as_f64().unwrap_or(0.0),
+                t["recall@5"].as_f64().unwrap_or(0.0),
+                t["recall@10"].as_f64().unwrap_or(0.0),
+                t["any@10"].as_f64().unwrap_or(0.0),
+                t["mrr@10"].as_f64().unwrap_or(0.0),
+            );
+        };
+        row("all categories", &report["all"]);
+        for (c, t) in &by_cat {
+            row(format!("{c} {}", category_name(c)).trim_end(), &t.json());
+        }
+        println!();
+    } else {
+        println!("the questions name no evidence: ranked, not scored");
     }
-    println!();
     println!(
         "query latency: p50 {:.2} ms, p95 {:.2} ms",
         lat.p50_us / 1e3,
@@ -556,7 +723,7 @@ fn bm25_baseline(turns: &[Turn], questions: &[Question], limit: u32) -> anyhow::
             }
             _ => Vec::new(),
         };
-        out.push(Score::of(&q.evidence, &ranked));
+        out.push(Score::of(q.evidence(), &ranked));
     }
     Ok(out)
 }
@@ -568,44 +735,99 @@ struct Setting {
     default: bool,
 }
 
-/// The grid: lexical settings (thread context weight, date weight,
-/// feedback weight; at 0 a part adds nothing to a score), or with an
-/// embedder the hybrid fusion's lexical weight over the default lexical
-/// settings.
-fn grid(hybrid: bool) -> Vec<Setting> {
-    let rank = memd::store::search::rank::RankConfig::default();
+/// The `--loco` grid, the default settings first (a tie goes to them).
+///
+/// - `lexical`: the length rule (`long_words` 0 = off, 50, 100, 200 ×
+///   `long_exponent` 0.25, 0.5, 1), the thread context's weight (0.5, 0.7,
+///   1) and pseudo-relevance feedback (0, 0.2).
+/// - `hybrid`: the fusion's lexical weight (0.5, 0.6, 0.7) × when the
+///   semantic ranking counts (always, or from `semantic_from` to
+///   `semantic_full` standard deviations) × the length rule (100 or 50
+///   words at exponent 0.5).
+fn grid(kind: &str) -> anyhow::Result<Vec<Setting>> {
+    let d = memd::store::search::rank::RankConfig::default();
+    let same = |a: f64, b: f64| (a - b).abs() < 1e-9;
     let mut out = Vec::new();
-    if hybrid {
-        let d = rank.hybrid.lexical_weight;
-        for w in [0.5, 0.6, 0.7, 0.8, 0.9, 1.0] {
-            out.push(Setting {
-                name: format!("minmax lexical {w}"),
-                config: format!("[search.hybrid]\nfusion = \"minmax\"\nlexical_weight = {w:?}\n"),
-                default: (w - d).abs() < 1e-9,
-            });
+    let long = |words: usize, exp: f64| {
+        if words == 0 {
+            "length rule off".to_string()
+        } else {
+            format!("long {words}^{exp}")
         }
-        return out;
-    }
-    for context in [0.0, 0.5, 0.7, 1.0] {
-        for date in [0.0, 1.0, 2.0] {
-            for feedback in [0.0, 0.1, 0.2] {
-                out.push(Setting {
-                    name: format!("context {context} date {date} feedback {feedback}"),
-                    config: format!(
-                        "[search]\ncontext_weight = {context:?}\ndate_weight = {date:?}\n\
-                         feedback_weight = {feedback:?}\n"
-                    ),
-                    default: (context - rank.context_weight).abs() < 1e-9
-                        && (date - rank.date_weight).abs() < 1e-9
-                        && (feedback - rank.feedback_weight).abs() < 1e-9,
-                });
+    };
+    match kind {
+        "lexical" => {
+            let mut lengths = vec![(0usize, 0.5)];
+            for w in [50, 100, 200] {
+                for e in [0.25, 0.5, 1.0] {
+                    lengths.push((w, e));
+                }
+            }
+            for (words, exp) in lengths {
+                for context in [0.5, 0.7, 1.0] {
+                    for feedback in [0.0, 0.2] {
+                        out.push(Setting {
+                            name: format!(
+                                "{}, context {context}, feedback {feedback}",
+                                long(words, exp)
+                            ),
+                            config: format!(
+                                "[search]\nlong_words = {words}\nlong_exponent = {exp:?}\n\
+                                 context_weight = {context:?}\nfeedback_weight = {feedback:?}\n"
+                            ),
+                            default: words == d.long_words
+                                && (words == 0 || same(exp, d.long_exponent))
+                                && same(context, d.context_weight)
+                                && same(feedback, d.feedback_weight),
+                        });
+                    }
+                }
             }
         }
+        "hybrid" => {
+            for (words, exp) in [(100usize, 0.5), (50, 0.5)] {
+                for (from, full) in [
+                    (0.0, 0.0),
+                    (1.5, 2.5),
+                    (2.0, 3.0),
+                    (2.5, 3.5),
+                    (2.0, 4.0),
+                    (3.0, 3.0),
+                ] {
+                    for w in [0.5, 0.6, 0.7] {
+                        let confidence = if full > 0.0 {
+                            format!("confidence {from}-{full}")
+                        } else {
+                            "always".to_string()
+                        };
+                        out.push(Setting {
+                            name: format!(
+                                "{}, lexical weight {w}, semantic {confidence}",
+                                long(words, exp)
+                            ),
+                            config: format!(
+                                "[search]\nlong_words = {words}\nlong_exponent = {exp:?}\n\
+                                 [search.hybrid]\nfusion = \"minmax\"\nlexical_weight = {w:?}\n\
+                                 semantic_from = {from:?}\nsemantic_full = {full:?}\n"
+                            ),
+                            default: words == d.long_words
+                                && same(exp, d.long_exponent)
+                                && d.hybrid.fusion == memd::store::search::fusion::Fusion::Minmax
+                                && same(w, d.hybrid.lexical_weight)
+                                && same(from, d.hybrid.semantic_from)
+                                && same(full, d.hybrid.semantic_full),
+                        });
+                    }
+                }
+            }
+        }
+        other => bail!("unknown grid {other}: expected lexical or hybrid"),
     }
-    out
+    out.sort_by_key(|s| !s.default);
+    Ok(out)
 }
 
-/// Questions' indices by conversation, in a fixed order.
+/// A data set's questions by conversation (its folds), in a fixed order.
 fn folds(questions: &[Question]) -> BTreeMap<String, Vec<usize>> {
     let mut f: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, q) in questions.iter().enumerate() {
@@ -614,255 +836,488 @@ fn folds(questions: &[Question]) -> BTreeMap<String, Vec<usize>> {
     f
 }
 
-/// Mean over folds of the mean of `x` over each fold's questions.
-fn fold_mean(folds: &BTreeMap<String, Vec<usize>>, x: impl Fn(usize) -> f64) -> f64 {
-    let means: Vec<f64> = folds
+/// Each fold's mean of `x` over its questions.
+fn fold_means(folds: &BTreeMap<String, Vec<usize>>, x: impl Fn(usize) -> f64) -> Vec<f64> {
+    folds
         .values()
         .map(|idx| idx.iter().map(|&i| x(i)).sum::<f64>() / idx.len().max(1) as f64)
-        .collect();
-    means.iter().sum::<f64>() / means.len().max(1) as f64
+        .collect()
 }
 
-/// The mean-over-folds gain `d`, its 95% paired bootstrap interval
-/// (questions resampled within each conversation, 2,000 times) and the
-/// folds where it is positive.
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// The mean over folds of a per-question difference `d`, its 95% bootstrap
+/// interval resampling whole conversations (2,000 times; a conversation's
+/// questions move together), its worst conversation and the folds where it
+/// is positive.
 fn gain(folds: &BTreeMap<String, Vec<usize>>, d: &[f64]) -> Value {
-    let mean = fold_mean(folds, |i| d[i]);
+    let per_fold = fold_means(folds, |i| d[i]);
     let mut rng = Rng::new(0x6d65_6d64);
+    let k = per_fold.len().max(1);
     let mut samples: Vec<f64> = (0..2000)
-        .map(|_| {
-            let means: Vec<f64> = folds
-                .values()
-                .map(|idx| {
-                    let n = idx.len().max(1);
-                    (0..idx.len()).map(|_| d[idx[rng.below(n)]]).sum::<f64>() / n as f64
-                })
-                .collect();
-            means.iter().sum::<f64>() / means.len().max(1) as f64
-        })
+        .map(|_| (0..k).map(|_| per_fold[rng.below(k)]).sum::<f64>() / k as f64)
         .collect();
     samples.sort_by(f64::total_cmp);
-    let positive = folds
-        .values()
-        .filter(|idx| idx.iter().map(|&i| d[i]).sum::<f64>() > 0.0)
-        .count();
-    let r = |x: f64| (x * 1000.0).round() / 1000.0;
+    let worst = per_fold.iter().copied().fold(f64::INFINITY, f64::min);
     json!({
-        "mean": r(mean),
-        "ci95": [r(samples[49]), r(samples[1949])],
-        "folds_positive": positive,
-        "folds": folds.len(),
+        "mean": r3(mean(&per_fold)),
+        "ci95": [r3(samples[49]), r3(samples[1949])],
+        "worst_fold": r3(if worst.is_finite() { worst } else { 0.0 }),
+        "folds_positive": per_fold.iter().filter(|x| **x > 0.0).count(),
+        "folds": per_fold.len(),
     })
+}
+
+fn gain_text(g: &Value) -> String {
+    format!(
+        "{:+.3} [{:+.3}, {:+.3}] worst {:+.3}, {}/{} up",
+        g["mean"].as_f64().unwrap_or(0.0),
+        g["ci95"][0].as_f64().unwrap_or(0.0),
+        g["ci95"][1].as_f64().unwrap_or(0.0),
+        g["worst_fold"].as_f64().unwrap_or(0.0),
+        g["folds_positive"],
+        g["folds"]
+    )
+}
+
+/// A loaded data set of a `--loco` run and every setting's scores on it.
+struct Loaded<'a> {
+    set: &'a DataSet,
+    setup: Setup,
+    folds: BTreeMap<String, Vec<usize>>,
+    baseline: Vec<Score>,
+    /// `runs[setting][question]`.
+    runs: Vec<Vec<Score>>,
+    latency_ms: Vec<f64>,
+    /// The default configuration searched lexically (with an embedder: the
+    /// row the model's default must not fall below).
+    lexical: Option<Vec<Score>>,
+}
+
+impl Loaded<'_> {
+    /// Mean over this set's folds (but `skip`) of setting `k`'s objective.
+    fn train(&self, k: usize, skip: Option<&str>) -> Option<f64> {
+        let means: Vec<f64> = self
+            .folds
+            .iter()
+            .filter(|(c, _)| Some(c.as_str()) != skip)
+            .map(|(_, idx)| {
+                idx.iter()
+                    .map(|&i| self.runs[k][i].objective())
+                    .sum::<f64>()
+                    / idx.len().max(1) as f64
+            })
+            .collect();
+        (!means.is_empty()).then(|| mean(&means))
+    }
+}
+
+/// Every question's scores under every setting, lexical search and BM25,
+/// as JSON lines.
+fn write_scores(path: &Path, loaded: &[Loaded<'_>], settings: &[Setting]) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(
+        std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
+    );
+    for l in loaded {
+        let mut runs: Vec<(&str, bool, &Vec<Score>)> = settings
+            .iter()
+            .zip(&l.runs)
+            .map(|(s, r)| (s.name.as_str(), s.default, r))
+            .collect();
+        if let Some(x) = &l.lexical {
+            runs.push(("lexical search, default settings", false, x));
+        }
+        runs.push(("FTS5 BM25", false, &l.baseline));
+        for (name, default, scores) in runs {
+            for (i, (q, sc)) in l.set.questions.iter().zip(scores).enumerate() {
+                let line = json!({
+                    "set": l.set.name,
+                    "setting": name,
+                    "default": default,
+                    "conv": q.conv,
+                    "qid": q.qid.clone().unwrap_or_else(|| json!(i)),
+                    "category": q.category(),
+                    "r1": sc.r1,
+                    "r5": sc.r5,
+                    "r10": sc.r10,
+                });
+                writeln!(out, "{line}")?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
 }
 
 async fn loco(
     args: &EvalArgs,
     mode: SearchMode,
-    questions: &[Question],
-    baseline: &[Score],
+    sets: &[DataSet],
     base_config: &str,
-    setup: &mut Setup,
 ) -> anyhow::Result<()> {
-    let hybrid =
-        setup.embedder["state"] == "ready" && matches!(mode, SearchMode::Auto | SearchMode::Hybrid);
-    let settings = grid(hybrid);
-    let folds = folds(questions);
-    // Every setting answers every question.
-    let mut runs: Vec<Vec<Score>> = Vec::with_capacity(settings.len());
-    let mut latency_ms = Vec::with_capacity(settings.len());
-    for s in &settings {
-        setup
-            .reconfigure(&format!("{base_config}{}", s.config))
-            .await?;
-        let (scores, mut lat) = ask_all(setup, args, mode, questions).await?;
-        latency_ms.push(summarize(&mut lat, Duration::ZERO).p50_us / 1e3);
-        runs.push(scores);
+    let mut loaded = Vec::with_capacity(sets.len());
+    for set in sets {
+        let baseline = bm25_baseline(&set.turns, &set.questions, args.limit)?;
+        let setup = load(&set.turns, args.copies, args.per_namespace, base_config).await?;
+        loaded.push(Loaded {
+            set,
+            setup,
+            folds: folds(&set.questions),
+            baseline,
+            runs: Vec::new(),
+            latency_ms: Vec::new(),
+            lexical: None,
+        });
     }
-    // Per fold: the setting best on the other conversations.
-    let mut chosen = vec![0usize; questions.len()];
-    let mut fold_rows = Vec::new();
-    for (conv, idx) in &folds {
+    let embedder_ready = loaded.iter().all(|l| l.setup.embedder["state"] == "ready");
+    let kind = args.grid.clone().unwrap_or_else(|| {
+        if embedder_ready && matches!(mode, SearchMode::Auto | SearchMode::Hybrid) {
+            "hybrid".into()
+        } else {
+            "lexical".into()
+        }
+    });
+    if kind == "hybrid" && !embedder_ready {
+        bail!("the hybrid grid needs an embedder, and none is ready");
+    }
+    let settings = grid(&kind)?;
+    // Every setting answers every question of every set.
+    for l in &mut loaded {
+        for s in &settings {
+            l.setup
+                .reconfigure(&format!("{base_config}{}", s.config))
+                .await?;
+            let (rankings, mut lat) = ask_all(&l.setup, args.limit, mode, &l.set.questions).await?;
+            l.latency_ms
+                .push(summarize(&mut lat, Duration::ZERO).p50_us / 1e3);
+            l.runs.push(scores(&l.set.questions, &rankings));
+        }
+        if kind == "hybrid" {
+            l.setup.reconfigure(base_config).await?;
+            let (rankings, _) =
+                ask_all(&l.setup, args.limit, SearchMode::Lexical, &l.set.questions).await?;
+            l.lexical = Some(scores(&l.set.questions, &rankings));
+        }
+    }
+    if let Some(path) = &args.scores {
+        write_scores(path, &loaded, &settings)?;
+    }
+    let default = settings.iter().position(|s| s.default);
+    // Per fold: the setting best on every other conversation of every set.
+    let choose = |set: usize, conv: &str| -> usize {
         let train = |k: usize| {
-            let (sum, n) = runs[k]
+            let per_set: Vec<f64> = loaded
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| questions[*i].conv != *conv)
-                .fold((0.0, 0usize), |(s, n), (_, x)| (s + x.objective(), n + 1));
-            sum / n.max(1) as f64
+                .filter_map(|(j, l)| l.train(k, (j == set).then_some(conv)))
+                .collect();
+            mean(&per_set)
         };
-        let best = (0..settings.len())
+        (0..settings.len())
             .max_by(|&a, &b| train(a).total_cmp(&train(b)).then_with(|| b.cmp(&a)))
-            .unwrap_or(0);
-        let mut t = Totals::default();
-        let mut b = Totals::default();
-        for &i in idx {
-            chosen[i] = best;
-            t.add(&runs[best][i]);
-            b.add(&baseline[i]);
-        }
-        fold_rows.push(json!({
-            "conv": conv,
-            "chosen": settings[best].name,
-            "held_out": t.json(),
-            "baseline": b.json(),
-        }));
-    }
-    let held = |i: usize| runs[chosen[i]][i];
-    let r = |x: f64| (x * 1000.0).round() / 1000.0;
-    let mut by_cat: BTreeMap<String, Totals> = BTreeMap::new();
-    let mut by_cat_base: BTreeMap<String, Totals> = BTreeMap::new();
-    for (i, q) in questions.iter().enumerate() {
-        by_cat.entry(q.category()).or_default().add(&held(i));
-        by_cat_base
-            .entry(q.category())
-            .or_default()
-            .add(&baseline[i]);
-    }
-    let d5: Vec<f64> = (0..questions.len())
-        .map(|i| held(i).r5 - baseline[i].r5)
-        .collect();
-    let d10: Vec<f64> = (0..questions.len())
-        .map(|i| held(i).r10 - baseline[i].r10)
-        .collect();
-    let default = settings.iter().position(|s| s.default);
-    // Each fixed setting over all folds, and its gain over the default.
-    let fixed: Vec<Value> = settings
-        .iter()
-        .enumerate()
-        .map(|(k, s)| {
-            let mut v = json!({
-                "setting": s.name,
-                "default": s.default,
-                "recall@1": r(fold_mean(&folds, |i| runs[k][i].r1)),
-                "recall@5": r(fold_mean(&folds, |i| runs[k][i].r5)),
-                "recall@10": r(fold_mean(&folds, |i| runs[k][i].r10)),
-                "latency_p50_ms": r(latency_ms[k]),
-            });
-            if let Some(d) = default.filter(|d| *d != k) {
-                let diff: Vec<f64> = (0..questions.len())
-                    .map(|i| runs[k][i].r10 - runs[d][i].r10)
-                    .collect();
-                v["recall@10_vs_default"] = gain(&folds, &diff);
+            .unwrap_or(0)
+    };
+    let mut set_reports = Vec::new();
+    for (j, l) in loaded.iter().enumerate() {
+        let questions = &l.set.questions;
+        let mut chosen = vec![0usize; questions.len()];
+        let mut fold_rows = Vec::new();
+        for (conv, idx) in &l.folds {
+            let best = choose(j, conv);
+            let mut t = Totals::default();
+            let mut b = Totals::default();
+            let mut lex = Totals::default();
+            for &i in idx {
+                chosen[i] = best;
+                t.add(&l.runs[best][i]);
+                b.add(&l.baseline[i]);
+                if let Some(x) = &l.lexical {
+                    lex.add(&x[i]);
+                }
             }
-            v
-        })
-        .collect();
+            let mut row = json!({
+                "conv": conv,
+                "chosen": settings[best].name,
+                "held_out": t.json(),
+                "baseline": b.json(),
+            });
+            if let Some(d) = default {
+                let mut fixed = Totals::default();
+                for &i in idx {
+                    fixed.add(&l.runs[d][i]);
+                }
+                row["default"] = fixed.json();
+            }
+            if l.lexical.is_some() {
+                row["lexical"] = lex.json();
+            }
+            fold_rows.push(row);
+        }
+        let held = |i: usize| l.runs[chosen[i]][i];
+        let metric = |f: &dyn Fn(usize) -> f64| r3(mean(&fold_means(&l.folds, f)));
+        let mut by_cat: BTreeMap<String, (Totals, Totals, Totals)> = BTreeMap::new();
+        for (i, q) in questions.iter().enumerate() {
+            let e = by_cat.entry(q.category()).or_default();
+            e.0.add(&held(i));
+            e.1.add(&l.baseline[i]);
+            if let Some(d) = default {
+                e.2.add(&l.runs[d][i]);
+            }
+        }
+        let diff = |f: &dyn Fn(usize) -> f64| -> Vec<f64> { (0..questions.len()).map(f).collect() };
+        let fixed: Vec<Value> = settings
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                let mut v = json!({
+                    "setting": s.name,
+                    "default": s.default,
+                    "recall@1": metric(&|i| l.runs[k][i].r1),
+                    "recall@5": metric(&|i| l.runs[k][i].r5),
+                    "recall@10": metric(&|i| l.runs[k][i].r10),
+                    "latency_p50_ms": r3(l.latency_ms[k]),
+                });
+                if let Some(d) = default.filter(|d| *d != k) {
+                    v["recall@10_vs_default"] =
+                        gain(&l.folds, &diff(&|i| l.runs[k][i].r10 - l.runs[d][i].r10));
+                    v["recall@5_vs_default"] =
+                        gain(&l.folds, &diff(&|i| l.runs[k][i].r5 - l.runs[d][i].r5));
+                }
+                v
+            })
+            .collect();
+        let mut report = json!({
+            "data": l.set.name,
+            "questions": questions.len(),
+            "memories": l.setup.memories,
+            "held_out": {
+                "recall@1": metric(&|i| held(i).r1),
+                "recall@5": metric(&|i| held(i).r5),
+                "recall@10": metric(&|i| held(i).r10),
+            },
+            "baseline": {
+                "what": "FTS5 BM25 over Speaker: text, one index per conversation, stopwords dropped",
+                "recall@1": metric(&|i| l.baseline[i].r1),
+                "recall@5": metric(&|i| l.baseline[i].r5),
+                "recall@10": metric(&|i| l.baseline[i].r10),
+            },
+            "gain": {
+                "recall@5": gain(&l.folds, &diff(&|i| held(i).r5 - l.baseline[i].r5)),
+                "recall@10": gain(&l.folds, &diff(&|i| held(i).r10 - l.baseline[i].r10)),
+            },
+            "folds": fold_rows,
+            "by_category": by_cat.iter().map(|(c, (t, b, d))| {
+                (c.clone(), json!({"held_out": t.json(), "baseline": b.json(), "default": d.json()}))
+            }).collect::<serde_json::Map<_, _>>(),
+            "fixed": fixed,
+            "embedder": l.setup.embedder,
+        });
+        if let Some(d) = default {
+            report["default"] = json!({
+                "recall@1": metric(&|i| l.runs[d][i].r1),
+                "recall@5": metric(&|i| l.runs[d][i].r5),
+                "recall@10": metric(&|i| l.runs[d][i].r10),
+                "gain_over_bm25": {
+                    "recall@5": gain(&l.folds, &diff(&|i| l.runs[d][i].r5 - l.baseline[i].r5)),
+                    "recall@10": gain(&l.folds, &diff(&|i| l.runs[d][i].r10 - l.baseline[i].r10)),
+                },
+            });
+            if let Some(x) = &l.lexical {
+                report["lexical"] = json!({
+                    "recall@1": metric(&|i| x[i].r1),
+                    "recall@5": metric(&|i| x[i].r5),
+                    "recall@10": metric(&|i| x[i].r10),
+                });
+                report["default"]["gain_over_lexical"] = json!({
+                    "recall@5": gain(&l.folds, &diff(&|i| l.runs[d][i].r5 - x[i].r5)),
+                    "recall@10": gain(&l.folds, &diff(&|i| l.runs[d][i].r10 - x[i].r10)),
+                });
+            }
+        }
+        set_reports.push(report);
+    }
     let report = json!({
         "mode": mode.as_str(),
-        "grid": if hybrid { "hybrid fusion" } else { "lexical" },
+        "grid": kind,
         "settings": settings.len(),
-        "held_out": {
-            "recall@1": r(fold_mean(&folds, |i| held(i).r1)),
-            "recall@5": r(fold_mean(&folds, |i| held(i).r5)),
-            "recall@10": r(fold_mean(&folds, |i| held(i).r10)),
-        },
-        "baseline": {
-            "what": "FTS5 BM25 over Speaker: text, one index per conversation, stopwords dropped",
-            "recall@1": r(fold_mean(&folds, |i| baseline[i].r1)),
-            "recall@5": r(fold_mean(&folds, |i| baseline[i].r5)),
-            "recall@10": r(fold_mean(&folds, |i| baseline[i].r10)),
-        },
-        "gain": {"recall@5": gain(&folds, &d5), "recall@10": gain(&folds, &d10)},
-        "folds": fold_rows,
-        "by_category": by_cat.iter().map(|(c, t)| {
-            (c.clone(), json!({"held_out": t.json(), "baseline": by_cat_base[c].json()}))
-        }).collect::<serde_json::Map<_, _>>(),
-        "fixed": fixed,
-        "memories": setup.memories,
-        "embedder": setup.embedder,
+        "sets": set_reports,
     });
     if args.json {
         println!("{report}");
         return Ok(());
     }
     println!(
-        "memd eval --loco: {} questions, {} memories, mode {}, {} settings ({} grid); {}",
-        questions.len(),
-        setup.memories,
+        "memd eval --loco: {} data sets, mode {}, {} settings ({} grid), chosen over every \
+         other conversation of every set; {}",
+        sets.len(),
         mode.as_str(),
         settings.len(),
-        report["grid"].as_str().unwrap_or(""),
+        kind,
         crate::perf::machine_facts()
     );
+    for r in &set_reports {
+        print_set(r);
+    }
+    Ok(())
+}
+
+fn print_set(r: &Value) {
+    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
     println!();
-    println!("| held out | n | chosen on the others | R@1 | R@5 | R@10 | BM25 R@10 |");
-    println!("|---|---|---|---|---|---|---|");
-    for f in &fold_rows {
+    println!(
+        "## {}: {} questions, {} memories",
+        r["data"].as_str().unwrap_or(""),
+        r["questions"],
+        r["memories"]
+    );
+    println!();
+    let lexical = !r["lexical"].is_null();
+    println!(
+        "| held out | n | chosen on the others | R@1 | R@5 | R@10 | default R@5 / R@10 |{} BM25 R@5 / R@10 |",
+        if lexical { " lexical R@5 / R@10 |" } else { "" }
+    );
+    println!(
+        "|---|---|---|---|---|---|---|{}---|",
+        if lexical { "---|" } else { "" }
+    );
+    for row in r["folds"].as_array().into_iter().flatten() {
+        let h = &row["held_out"];
         println!(
-            "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
-            f["conv"].as_str().unwrap_or(""),
-            f["held_out"]["n"],
-            f["chosen"].as_str().unwrap_or(""),
-            f["held_out"]["recall@1"].as_f64().unwrap_or(0.0),
-            f["held_out"]["recall@5"].as_f64().unwrap_or(0.0),
-            f["held_out"]["recall@10"].as_f64().unwrap_or(0.0),
-            f["baseline"]["recall@10"].as_f64().unwrap_or(0.0),
+            "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} / {:.3} |{} {:.3} / {:.3} |",
+            row["conv"].as_str().unwrap_or(""),
+            h["n"],
+            row["chosen"].as_str().unwrap_or(""),
+            f(&h["recall@1"]),
+            f(&h["recall@5"]),
+            f(&h["recall@10"]),
+            f(&row["default"]["recall@5"]),
+            f(&row["default"]["recall@10"]),
+            if lexical {
+                format!(
+                    " {:.3} / {:.3} |",
+                    f(&row["lexical"]["recall@5"]),
+                    f(&row["lexical"]["recall@10"])
+                )
+            } else {
+                String::new()
+            },
+            f(&row["baseline"]["recall@5"]),
+            f(&row["baseline"]["recall@10"]),
         );
     }
-    let h = &report["held_out"];
-    let b = &report["baseline"];
+    let (h, d, b) = (&r["held_out"], &r["default"], &r["baseline"]);
     println!(
-        "| mean over folds | {} | | {:.3} | {:.3} | {:.3} | {:.3} |",
-        questions.len(),
-        h["recall@1"].as_f64().unwrap_or(0.0),
-        h["recall@5"].as_f64().unwrap_or(0.0),
-        h["recall@10"].as_f64().unwrap_or(0.0),
-        b["recall@10"].as_f64().unwrap_or(0.0),
+        "| **mean over folds** | {} | | {:.3} | {:.3} | {:.3} | {:.3} / {:.3} |{} {:.3} / {:.3} |",
+        r["questions"],
+        f(&h["recall@1"]),
+        f(&h["recall@5"]),
+        f(&h["recall@10"]),
+        f(&d["recall@5"]),
+        f(&d["recall@10"]),
+        if lexical {
+            format!(
+                " {:.3} / {:.3} |",
+                f(&r["lexical"]["recall@5"]),
+                f(&r["lexical"]["recall@10"])
+            )
+        } else {
+            String::new()
+        },
+        f(&b["recall@5"]),
+        f(&b["recall@10"]),
     );
     println!();
     for k in ["recall@5", "recall@10"] {
-        let g = &report["gain"][k];
+        println!("held out over BM25, {k}: {}", gain_text(&r["gain"][k]));
+    }
+    for k in ["recall@5", "recall@10"] {
         println!(
-            "gain over BM25, {k}: {:+.3} [{:+.3}, {:+.3}], positive in {} of {} folds",
-            g["mean"].as_f64().unwrap_or(0.0),
-            g["ci95"][0].as_f64().unwrap_or(0.0),
-            g["ci95"][1].as_f64().unwrap_or(0.0),
-            g["folds_positive"],
-            g["folds"]
+            "the default over BM25, {k}: {}",
+            gain_text(&r["default"]["gain_over_bm25"][k])
+        );
+    }
+    if lexical {
+        for k in ["recall@5", "recall@10"] {
+            println!(
+                "the default over lexical search, {k}: {}",
+                gain_text(&r["default"]["gain_over_lexical"][k])
+            );
+        }
+    }
+    println!();
+    println!("| category | n | held out R@5 / R@10 | default R@5 / R@10 | BM25 R@5 / R@10 |");
+    println!("|---|---|---|---|---|");
+    for (c, t) in r["by_category"].as_object().into_iter().flatten() {
+        println!(
+            "| {} | {} | {:.3} / {:.3} | {:.3} / {:.3} | {:.3} / {:.3} |",
+            format!("{c} {}", category_name(c)).trim_end(),
+            t["held_out"]["n"],
+            f(&t["held_out"]["recall@5"]),
+            f(&t["held_out"]["recall@10"]),
+            f(&t["default"]["recall@5"]),
+            f(&t["default"]["recall@10"]),
+            f(&t["baseline"]["recall@5"]),
+            f(&t["baseline"]["recall@10"]),
         );
     }
     println!();
-    println!("| category | n | R@5 | R@10 | BM25 R@5 | BM25 R@10 |");
-    println!("|---|---|---|---|---|---|");
-    for (c, t) in &by_cat {
-        let (t, b) = (t.json(), by_cat_base[c].json());
-        println!(
-            "| {c} {} | {} | {:.3} | {:.3} | {:.3} | {:.3} |",
-            category_name(c),
-            t["n"],
-            t["recall@5"].as_f64().unwrap_or(0.0),
-            t["recall@10"].as_f64().unwrap_or(0.0),
-            b["recall@5"].as_f64().unwrap_or(0.0),
-            b["recall@10"].as_f64().unwrap_or(0.0),
-        );
-    }
+    println!(
+        "each setting fixed, mean over folds (no choice made); gains over the default with the 95% interval resampling whole conversations and the worst conversation:"
+    );
     println!();
-    println!("each setting fixed, mean over folds (no choice made):");
-    println!();
-    println!("| setting | R@1 | R@5 | R@10 | ΔR@10 vs default [95% CI] folds | p50 ms |");
-    println!("|---|---|---|---|---|---|");
-    for f in &fixed {
-        let g = &f["recall@10_vs_default"];
-        let delta = if g.is_null() {
-            "(default)".to_string()
-        } else {
-            format!(
-                "{:+.3} [{:+.3}, {:+.3}] {}/{}",
-                g["mean"].as_f64().unwrap_or(0.0),
-                g["ci95"][0].as_f64().unwrap_or(0.0),
-                g["ci95"][1].as_f64().unwrap_or(0.0),
-                g["folds_positive"],
-                g["folds"]
-            )
+    println!("| setting | R@1 | R@5 | R@10 | ΔR@5 vs default | ΔR@10 vs default | p50 ms |");
+    println!("|---|---|---|---|---|---|---|");
+    for s in r["fixed"].as_array().into_iter().flatten() {
+        let delta = |k: &str| {
+            let g = &s[k];
+            if g.is_null() {
+                "(default)".to_string()
+            } else {
+                gain_text(g)
+            }
         };
         println!(
-            "| {} | {:.3} | {:.3} | {:.3} | {delta} | {:.2} |",
-            f["setting"].as_str().unwrap_or(""),
-            f["recall@1"].as_f64().unwrap_or(0.0),
-            f["recall@5"].as_f64().unwrap_or(0.0),
-            f["recall@10"].as_f64().unwrap_or(0.0),
-            f["latency_p50_ms"].as_f64().unwrap_or(0.0),
+            "| {} | {:.3} | {:.3} | {:.3} | {} | {} | {:.2} |",
+            s["setting"].as_str().unwrap_or(""),
+            f(&s["recall@1"]),
+            f(&s["recall@5"]),
+            f(&s["recall@10"]),
+            delta("recall@5_vs_default"),
+            delta("recall@10_vs_default"),
+            f(&s["latency_p50_ms"]),
         );
     }
-    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_fill_namespaces_of_the_asked_size() {
+        let places: Vec<(String, String)> = (1..=5).map(|k| copy_place("c", k, 2)).collect();
+        let ns: Vec<&str> = places.iter().map(|p| p.0.as_str()).collect();
+        assert_eq!(ns, ["c", "c", "c~2", "c~2", "c~3"]);
+        let suffixes: Vec<&str> = places.iter().map(|p| p.1.as_str()).collect();
+        assert_eq!(suffixes, ["", "~2", "~3", "~4", "~5"]);
+        // One copy per namespace, as before.
+        assert_eq!(copy_place("c", 3, 1), ("c~3".to_string(), "~3".to_string()));
+    }
+
+    #[test]
+    fn the_bootstrap_resamples_whole_conversations() {
+        // Two conversations: one gains 0.2 on each of its 3 questions,
+        // the other loses 0.1 on its single question.
+        let mut f = BTreeMap::new();
+        f.insert("a".to_string(), vec![0, 1, 2]);
+        f.insert("b".to_string(), vec![3]);
+        let g = gain(&f, &[0.2, 0.2, 0.2, -0.1]);
+        assert_eq!(g["mean"], 0.05);
+        assert_eq!(g["worst_fold"], -0.1);
+        assert_eq!(g["folds_positive"], 1);
+        // Resampling conversations, the extremes are all-a and all-b.
+        assert_eq!(g["ci95"], json!([-0.1, 0.2]));
+    }
 }

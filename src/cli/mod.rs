@@ -13,6 +13,7 @@
 //! - [`team`]: `memd team init` (the other team commands go to the daemon).
 
 pub mod hook;
+pub mod model;
 pub mod service;
 pub mod settings;
 pub mod setup;
@@ -62,6 +63,7 @@ pub fn run(cli: args::Cli) -> i32 {
             | Command::Service(_)
             | Command::Config(_)
             | Command::Team(args::TeamCommand::Init)
+            | Command::Model(_)
     );
     if !sessionless {
         resolve_namespace(&mut g, !matches!(cli.command, Command::Hook(_)));
@@ -109,6 +111,7 @@ pub fn run(cli: args::Cli) -> i32 {
         Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
         Command::Team(args::TeamCommand::Init) => emit(g.json, team::init(&g)),
         Command::Service(s) => emit(g.json, service::run(&g, s)),
+        Command::Model(args::ModelCommand::Fetch(a)) => emit(g.json, model::fetch(&g, &a)),
         command => {
             let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()

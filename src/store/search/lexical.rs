@@ -1,12 +1,44 @@
 //! Lexical search: FTS5 BM25 over a memory's content, subject, thread
-//! context and date words (schema v11), each column with its weight.
+//! context and date words (schema v11), each column with its weight; the
+//! namespace is a token of its own column (schema v13), matched inside the
+//! index so that only the namespaces a search reads are ranked.
 
 use rusqlite::types::Value;
 use rusqlite::{Connection, params_from_iter};
 
 use super::super::StoreError;
 use super::Candidate;
-use crate::gate::View;
+use crate::gate::{Namespaces, View};
+
+/// The index token of a namespace (the `ns` column of schema v13): `ns`,
+/// the hex digits of its UTF-8 bytes, `0` — letters and digits only, one
+/// token, never changed by the stemmer. SQLite computes the same in
+/// `memories_fts_source`: `'ns' || hex(namespace) || '0'`.
+pub fn namespace_token(namespace: &str) -> String {
+    let mut t = String::with_capacity(3 + 2 * namespace.len());
+    t.push_str("ns");
+    for b in namespace.bytes() {
+        t.push_str(&format!("{b:02x}"));
+    }
+    t.push('0');
+    t
+}
+
+/// The FTS5 query limited to the namespaces the view reads: `ns : (…) AND
+/// (query)`. FTS5 then ranks only their rows (a search in one namespace of
+/// many no longer scores every namespace's matches). `All` adds nothing.
+pub fn in_namespaces(fts_query: &str, view: &View) -> String {
+    match &view.namespaces {
+        Namespaces::Only(list) if !list.is_empty() => {
+            let tokens: Vec<String> = list
+                .iter()
+                .map(|n| format!("\"{}\"", namespace_token(n)))
+                .collect();
+            format!("ns : ({}) AND ({fts_query})", tokens.join(" OR "))
+        }
+        _ => fts_query.to_string(),
+    }
+}
 
 /// BM25 weights of the index's columns besides content (1.0) and subject
 /// (2.0).
@@ -24,7 +56,7 @@ impl Weights {
         // Formatted with all their digits: the statement is cached per
         // text, and the weights change only with the config.
         format!(
-            "bm25(memories_fts, 1.0, 2.0, {:?}, {:?})",
+            "bm25(memories_fts, 1.0, 2.0, {:?}, {:?}, 0.0)",
             self.context, self.date
         )
     }
@@ -32,7 +64,9 @@ impl Weights {
 
 /// Up to `fetch` rows matching an FTS5 query under the view's filters, best
 /// BM25 first, with their BM25 (higher is better). Only what ranking needs
-/// is read; full rows are loaded for the hits that make the cut.
+/// is read; full rows are loaded for the hits that make the cut. The query
+/// is limited to the view's namespaces inside the index
+/// ([`in_namespaces`]).
 ///
 /// The best matches are ranked inside the FTS index first (its own BM25,
 /// no table row read), and only those are joined with `memories` and
@@ -51,6 +85,7 @@ pub fn candidates(
     fetch: u32,
     weights: &Weights,
 ) -> Result<Vec<Candidate>, StoreError> {
+    let fts_query = &in_namespaces(fts_query, view);
     let mut window = i64::from(fetch.max(1)) * 2;
     loop {
         let (rows, matched) = window_candidates(conn, fts_query, view, fetch, window, weights)?;
@@ -164,4 +199,100 @@ fn fts_error(e: &rusqlite::Error) -> Option<String> {
         return None;
     };
     (f.code == rusqlite::ErrorCode::Unknown).then(|| msg.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        (dir, conn)
+    }
+
+    /// The token this code searches for is the one SQLite writes into the
+    /// index (`'ns' || hex(namespace) || '0'`), for any namespace — and a
+    /// search in one namespace matches only its rows inside the index.
+    #[test]
+    fn the_namespace_token_is_the_one_the_index_holds() {
+        let (_dir, conn) = db();
+        let namespaces = ["default", "é/ü x", "main", "a.b~2", "日本"];
+        for ns in namespaces {
+            conn.execute(
+                "INSERT INTO memories (namespace, content) VALUES (?1, 'the deploy script')",
+                [ns],
+            )
+            .unwrap();
+            let sql: String = conn
+                .query_row("SELECT lower('ns' || hex(?1) || '0')", [ns], |r| r.get(0))
+                .unwrap();
+            assert_eq!(namespace_token(ns), sql, "{ns}");
+        }
+        for ns in namespaces {
+            let view = View::namespace(ns, "a", "s");
+            let q = in_namespaces("\"deploy\"", &view);
+            let found: Vec<String> = conn
+                .prepare(
+                    "SELECT m.namespace FROM memories_fts f JOIN memories m ON m.id = f.rowid \
+                     WHERE memories_fts MATCH ?1",
+                )
+                .unwrap()
+                .query_map([&q], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(found, [ns], "{q}");
+        }
+        // Every namespace: the query as it is.
+        let mut all = View::namespace("default", "a", "s");
+        all.namespaces = Namespaces::All;
+        assert_eq!(in_namespaces("\"deploy\"", &all), "\"deploy\"");
+        // Several: any of them.
+        let mut two = View::namespace("default", "a", "s");
+        two.namespaces = Namespaces::Only(vec!["main".into(), "日本".into()]);
+        let n: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1",
+                [in_namespaces("\"deploy\" OR \"script\"", &two)],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 2);
+    }
+
+    /// A thread neighbour's text in the context column is its first 450
+    /// characters: a long neighbour's tail is not searchable through it.
+    #[test]
+    fn a_long_neighbour_lends_only_its_start() {
+        let (_dir, conn) = db();
+        let long = format!("opening words {} closingword", "filler ".repeat(100));
+        for (pos, content) in [(1, "short question"), (2, long.as_str())] {
+            conn.execute(
+                "INSERT INTO memories (namespace, content, thread, thread_pos) \
+                 VALUES ('default', ?1, 't', ?2)",
+                (content, pos),
+            )
+            .unwrap();
+        }
+        let view = View::namespace("default", "a", "s");
+        let w = Weights {
+            context: 0.7,
+            date: 2.0,
+        };
+        let ids = |q: &str| -> Vec<i64> {
+            let mut v: Vec<i64> = candidates(&conn, q, &view, 10, &w)
+                .unwrap()
+                .iter()
+                .map(|c| c.id)
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        // The first row is found through its neighbour's start …
+        assert_eq!(ids("\"opening\""), [1, 2]);
+        // … not through the end of it.
+        assert_eq!(ids("\"closingword\""), [2]);
+    }
 }

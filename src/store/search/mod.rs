@@ -93,17 +93,13 @@ pub struct Candidate {
 }
 
 /// Share of the query's words found in `text` (a word matches a token that
-/// equals it or shares its stem-like start).
-fn coverage(query_words: &[String], text: &str) -> f64 {
+/// equals it or shares its stem-like start), and the text's word count.
+fn coverage(query_words: &[String], text: &str) -> (f64, usize) {
+    let (hit, words) = words::matched_and_count(query_words, text);
     if query_words.is_empty() {
-        return 0.0;
+        return (0.0, words);
     }
-    let tokens = words::tokens(text);
-    let hit = query_words
-        .iter()
-        .filter(|w| tokens.iter().any(|t| words::same_word(w, t)))
-        .count();
-    hit as f64 / query_words.len() as f64
+    (hit as f64 / query_words.len() as f64, words)
 }
 
 /// Pseudo-relevance feedback on first-pass rows: the words of the best
@@ -219,32 +215,50 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
         let words = words::query_words(q.text);
         let weights = q.rank.weights();
         let fetch = fetch(q.limit.saturating_add(q.offset));
-        let mut rows = lexical::candidates(conn, &fts, q.view, fetch, &weights)?;
-        if q.syntax == QuerySyntax::Plain {
+        // Twice the rows are read: the length rule and coverage re-order
+        // them, and a short memory BM25 put just below the cut may belong
+        // above it.
+        let mut rows = lexical::candidates(conn, &fts, q.view, fetch.saturating_mul(2), &weights)?;
+        let plain = q.syntax == QuerySyntax::Plain;
+        if plain {
             with_feedback(conn, q, &words, &mut rows, &weights)?;
-            for c in &mut rows {
-                let cov = coverage(&words, &c.content);
-                c.raw *= 1.0 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * cov;
-            }
+        }
+        for c in &mut rows {
+            // Coverage (plain syntax) and the length rule, in one pass.
+            let (cov, n) = if plain {
+                coverage(&words, &c.content)
+            } else {
+                (1.0, words::count(&c.content))
+            };
+            c.raw *= (1.0 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * cov)
+                * rank::length_factor(n, q.rank.long_words, q.rank.long_exponent);
         }
         rows.sort_by(|a, b| b.raw.total_cmp(&a.raw).then_with(|| b.id.cmp(&a.id)));
+        rows.truncate(fetch as usize);
         Ok(rows)
     };
     let lexical = || -> Result<Vec<Scored>, StoreError> {
         Ok(ranked(q, lexical_rows()?, MatchKind::Lexical))
     };
-    let semantic_rows = || -> Result<Vec<Candidate>, StoreError> {
-        let s = q.semantic.as_ref().ok_or_else(|| {
-            StoreError::NotConfigured(format!(
-                "{} search needs an embedder, and none is ready; use --mode lexical or fuzzy",
-                q.mode.as_str()
-            ))
-        })?;
-        semantic::candidates(conn, q.view, s, fetch(q.limit.saturating_add(q.offset)))
-    };
+    let semantic_rows =
+        || -> Result<(Vec<Candidate>, crate::embed::vectors::Spread), StoreError> {
+            let s = q.semantic.as_ref().ok_or_else(|| {
+                StoreError::NotConfigured(format!(
+                    "{} search needs an embedder, and none is ready; use --mode lexical or fuzzy",
+                    q.mode.as_str()
+                ))
+            })?;
+            semantic::candidates(conn, q.view, s, fetch(q.limit.saturating_add(q.offset)))
+        };
     let hybrid = || -> Result<Vec<Scored>, StoreError> {
         let lex = lexical_rows()?;
-        let sem = semantic_rows()?;
+        let (sem, spread) = semantic_rows()?;
+        let best = sem.iter().map(|c| c.raw).fold(f64::NEG_INFINITY, f64::max);
+        let confidence = if best.is_finite() {
+            fusion::confidence(&q.rank.hybrid, spread.z(best))
+        } else {
+            1.0
+        };
         let s = q.semantic.as_ref();
         let probe = s.map(|s| crate::embed::vectors::Probe::new(s.vector));
         // A lexical hit outside the semantic top still has a cosine.
@@ -252,7 +266,7 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
             (Some(s), Some(p)) => semantic::cosine(s, p, id),
             _ => None,
         };
-        let fused = fusion::fuse(&q.rank.hybrid, lex, sem, cosine);
+        let fused = fusion::fuse(&q.rank.hybrid, lex, sem, cosine, confidence);
         Ok(ranked_kinds(q, fused))
     };
     let fuzzy = || -> Result<Vec<Scored>, StoreError> {
@@ -271,7 +285,7 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
     };
     let mut scored = match q.mode {
         SearchMode::Lexical => lexical()?,
-        SearchMode::Semantic => ranked(q, semantic_rows()?, MatchKind::Semantic),
+        SearchMode::Semantic => ranked(q, semantic_rows()?.0, MatchKind::Semantic),
         SearchMode::Hybrid => hybrid()?,
         SearchMode::Auto if q.semantic.is_some() => hybrid()?,
         SearchMode::Fuzzy => {
@@ -311,4 +325,61 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
             })
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A memory far longer than `long_words` that holds the question's
+    /// words many times gives way to a short one that says them once.
+    #[test]
+    fn a_long_memory_gives_way_to_a_short_one_that_says_the_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        let long = format!(
+            "Assistant: {}",
+            "To configure the flask login session you set the secret key and the login \
+             manager, then the session cookie. "
+                .repeat(20)
+        );
+        let short = "User: I set up flask login for the session in my app.";
+        for content in [short, long.as_str()] {
+            conn.execute(
+                "INSERT INTO memories (namespace, content) VALUES ('default', ?1)",
+                [content],
+            )
+            .unwrap();
+        }
+        let view = View::namespace("default", "a", "s");
+        let now = OffsetDateTime::now_utc();
+        let first = |rank: &RankConfig| -> i64 {
+            let hits = run(
+                &conn,
+                &Query {
+                    text: "flask login session",
+                    syntax: QuerySyntax::Plain,
+                    mode: SearchMode::Lexical,
+                    view: &view,
+                    limit: 10,
+                    offset: 0,
+                    explain: false,
+                    now,
+                    rank,
+                    semantic: None,
+                    vocab: None,
+                },
+            )
+            .unwrap();
+            assert_eq!(hits.len(), 2);
+            hits[0].memory.id
+        };
+        let off = RankConfig {
+            long_words: 0,
+            ..RankConfig::default()
+        };
+        assert_eq!(first(&off), 2, "BM25 alone prefers the long answer");
+        assert_eq!(first(&RankConfig::default()), 1);
+    }
 }

@@ -43,6 +43,11 @@ pub struct RankConfig {
     /// Pseudo-relevance feedback: weight of the strongest added word next
     /// to the query's own (0: off).
     pub feedback_weight: f64,
+    /// A memory longer than this many words ranks lower in lexical search
+    /// (0: no length rule): see [`length_factor`].
+    pub long_words: usize,
+    /// How much lower: its score × `(long_words / words) ^ long_exponent`.
+    pub long_exponent: f64,
     /// `[search.hybrid]`: how hybrid search merges lexical and semantic.
     pub hybrid: super::fusion::HybridConfig,
 }
@@ -61,6 +66,8 @@ impl Default for RankConfig {
             feedback_docs: 3,
             feedback_terms: 10,
             feedback_weight: 0.0,
+            long_words: 100,
+            long_exponent: 0.5,
             hybrid: Default::default(),
         }
     }
@@ -74,6 +81,21 @@ impl RankConfig {
             date: self.date_weight,
         }
     }
+}
+
+/// The factor a match score of a memory of `words` words is multiplied by:
+/// 1 up to `long_words` words, then `(long_words / words) ^ exponent`.
+///
+/// BM25 normalizes term frequency by length, but a long memory still holds
+/// more of any question's words: in a transcript, an assistant's long turns
+/// restate the user's words and crowd out the short turns that said them
+/// first. Memories up to `long_words` (facts, decisions, conversation turns)
+/// are ranked as before; longer ones give way in proportion.
+pub fn length_factor(words: usize, long_words: usize, exponent: f64) -> f64 {
+    if long_words == 0 || words <= long_words || exponent <= 0.0 {
+        return 1.0;
+    }
+    (long_words as f64 / words as f64).powf(exponent)
 }
 
 /// The parts of one hit's score.
@@ -192,6 +214,19 @@ mod tests {
         // Relevance still dominates: a much better match stays first.
         let weak_fresh = c.score(1.0, 5.0, "fact", fresh, false);
         assert!(b.score > weak_fresh.score);
+    }
+
+    #[test]
+    fn only_memories_longer_than_the_threshold_give_way() {
+        assert_eq!(length_factor(10, 100, 0.5), 1.0);
+        assert_eq!(length_factor(100, 100, 0.5), 1.0);
+        assert!((length_factor(400, 100, 0.5) - 0.5).abs() < 1e-12);
+        assert!((length_factor(200, 100, 1.0) - 0.5).abs() < 1e-12);
+        // Longer is never better.
+        assert!(length_factor(1_000, 100, 0.5) < length_factor(400, 100, 0.5));
+        // Off: no threshold, or no exponent.
+        assert_eq!(length_factor(5_000, 0, 0.5), 1.0);
+        assert_eq!(length_factor(5_000, 100, 0.0), 1.0);
     }
 
     #[test]

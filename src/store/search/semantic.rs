@@ -17,7 +17,7 @@ use rusqlite::{Connection, params_from_iter};
 
 use super::super::StoreError;
 use super::Candidate;
-use crate::embed::vectors::{Index, Probe};
+use crate::embed::vectors::{Index, Probe, Spread};
 use crate::gate::{Namespaces, View};
 
 /// What semantic search needs: the query's vector and the index.
@@ -45,7 +45,8 @@ pub fn visible_ids(conn: &Connection, view: &View) -> Result<Vec<i64>, StoreErro
 }
 
 /// The `fetch` visible rows closest to the query, best first, with their
-/// cosine (floored at 0) as the raw score.
+/// cosine (floored at 0) as the raw score; and the spread of the cosines of
+/// every vector of the namespaces searched (how far the best stands out).
 ///
 /// # Errors
 /// SQLite errors.
@@ -54,8 +55,8 @@ pub fn candidates(
     view: &View,
     s: &Semantic<'_>,
     fetch: u32,
-) -> Result<Vec<Candidate>, StoreError> {
-    let top = best_visible(conn, view, s, fetch as usize)?;
+) -> Result<(Vec<Candidate>, Spread), StoreError> {
+    let (top, spread) = best_visible(conn, view, s, fetch as usize)?;
     let mut rows = details(conn, &top.iter().map(|(id, _)| *id).collect::<Vec<_>>())?;
     let mut out = Vec::with_capacity(top.len());
     for (id, cosine) in top {
@@ -64,7 +65,7 @@ pub fn candidates(
             out.push(c);
         }
     }
-    Ok(out)
+    Ok((out, spread))
 }
 
 /// Entries checked against the view per round, at first (× 8 each round).
@@ -72,27 +73,30 @@ const FIRST_ROUND: usize = 64;
 /// Past this many checked entries, select the visible ids in SQL instead.
 const MOST_CHECKED: usize = 4_096;
 
-/// The `k` visible ids closest to the query, best first.
+/// The `k` visible ids closest to the query, best first, and the spread of
+/// the namespaces' cosines.
 fn best_visible(
     conn: &Connection,
     view: &View,
     s: &Semantic<'_>,
     k: usize,
-) -> Result<Vec<(i64, f32)>, StoreError> {
+) -> Result<(Vec<(i64, f32)>, Spread), StoreError> {
     let probe = Probe::new(s.vector);
     let namespaces = match &view.namespaces {
         Namespaces::Only(list) => Some(list.as_slice()),
         Namespaces::All => None,
     };
     let mut round = FIRST_ROUND.max(k * 2);
+    let mut spread = None;
     loop {
-        let top = {
+        let (top, scanned) = {
             let index = s
                 .index
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            index.top(&probe, namespaces, round)
+            index.top_with_spread(&probe, namespaces, round)
         };
+        let spread = *spread.get_or_insert(scanned);
         let exhausted = top.len() < round;
         let passing = check(conn, view, &top)?;
         let mut out: Vec<(i64, f32)> = top
@@ -101,7 +105,7 @@ fn best_visible(
             .collect();
         if out.len() >= k || exhausted {
             out.truncate(k);
-            return Ok(out);
+            return Ok((out, spread));
         }
         if round >= MOST_CHECKED {
             let ids = visible_ids(conn, view)?;
@@ -109,7 +113,7 @@ fn best_visible(
                 .index
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            return Ok(index.top_among(&probe, &ids, k));
+            return Ok((index.top_among(&probe, &ids, k), spread));
         }
         round *= 8;
     }
@@ -232,19 +236,20 @@ mod tests {
         // (Neighbors a hundredth of a degree apart may swap under int8.)
         let mut all: Vec<i64> = best_visible(&conn, &view, &s, 5)
             .unwrap()
+            .0
             .iter()
             .map(|x| x.0)
             .collect();
         all.sort_unstable();
         assert_eq!(all, vec![1, 2, 3, 4, 5]);
         view.tags = vec!["rare".into()];
-        let rare = best_visible(&conn, &view, &s, 5).unwrap();
+        let rare = best_visible(&conn, &view, &s, 5).unwrap().0;
         assert_eq!(
             rare.iter().map(|x| x.0).collect::<Vec<_>>(),
             vec![5_001, 5_501, 5_991]
         );
         let other = View::namespace("other", "a", "s");
-        let got = best_visible(&conn, &other, &s, 3).unwrap();
+        let got = best_visible(&conn, &other, &s, 3).unwrap().0;
         assert_eq!(
             got.iter().map(|x| x.0).collect::<Vec<_>>(),
             vec![10, 20, 30]

@@ -153,6 +153,60 @@ pub fn tokens(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// How many words a text has (as [`tokens`] cuts it), without allocating.
+pub fn count(text: &str) -> usize {
+    let mut n = 0;
+    let mut in_word = false;
+    for c in text.chars() {
+        let w = c.is_alphanumeric();
+        if w && !in_word {
+            n += 1;
+        }
+        in_word = w;
+    }
+    n
+}
+
+/// In one pass over `text`: how many of `query_words` (lower case) it
+/// holds (a word counts when a token of the text [`same_word`]s it), and how
+/// many words it has — what [`tokens`] would give, without a string per
+/// token (long memories have thousands).
+pub fn matched_and_count(query_words: &[String], text: &str) -> (usize, usize) {
+    let mut found = vec![false; query_words.len()];
+    let mut left = query_words.len();
+    let mut n = 0;
+    let mut token = String::new();
+    let mut start = None;
+    let check = |word: &str, found: &mut [bool], left: &mut usize, token: &mut String| {
+        if *left == 0 {
+            return;
+        }
+        token.clear();
+        for c in word.chars() {
+            token.extend(c.to_lowercase());
+        }
+        for (i, w) in query_words.iter().enumerate() {
+            if !found[i] && same_word(w, token) {
+                found[i] = true;
+                *left -= 1;
+            }
+        }
+    };
+    for (at, c) in text.char_indices() {
+        if c.is_alphanumeric() {
+            start.get_or_insert(at);
+        } else if let Some(s) = start.take() {
+            n += 1;
+            check(&text[s..at], &mut found, &mut left, &mut token);
+        }
+    }
+    if let Some(s) = start {
+        n += 1;
+        check(&text[s..], &mut found, &mut left, &mut token);
+    }
+    (query_words.len() - left, n)
+}
+
 /// Whether a text's word `t` counts as the query's word `w`: equal, or the
 /// same start (all but the last two letters, at least four) for words of
 /// four letters or more — "painting" and "painted", "deploys" and "deploy".
@@ -232,6 +286,46 @@ mod tests {
         let mut sorted = STOPWORDS.to_vec();
         sorted.sort_unstable();
         assert_eq!(sorted, STOPWORDS);
+    }
+
+    #[test]
+    fn count_agrees_with_tokens() {
+        for text in [
+            "",
+            "  ",
+            "User: I'd like the deploy-script, please!",
+            "café au lait 42x",
+            "--a--b--",
+        ] {
+            assert_eq!(count(text), tokens(text).len(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn one_pass_agrees_with_tokens() {
+        let q: Vec<String> = ["deploy", "painting", "café", "x"]
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        for text in [
+            "",
+            "Deploys happen on PAINTED walls",
+            "Café au lait; the deployment!",
+            "nothing here",
+            "x",
+            "ÉCOLE deploy-script painting x",
+        ] {
+            let tokens = tokens(text);
+            let matched = q
+                .iter()
+                .filter(|w| tokens.iter().any(|t| same_word(w, t)))
+                .count();
+            assert_eq!(
+                matched_and_count(&q, text),
+                (matched, tokens.len()),
+                "{text:?}"
+            );
+        }
     }
 
     #[test]

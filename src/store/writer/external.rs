@@ -39,8 +39,8 @@ pub(super) fn repair_schema(conn: &Connection) -> Result<Vec<String>, StoreError
     }
     conn.execute_batch(
         "DELETE FROM memories_fts;
-         INSERT INTO memories_fts (rowid, content, subject, ctx, date)
-             SELECT id, content, subject, ctx, date FROM memories_fts_source;",
+         INSERT INTO memories_fts (rowid, content, subject, ctx, date, ns)
+             SELECT id, content, subject, ctx, date, ns FROM memories_fts_source;",
     )?;
     Ok(missing)
 }

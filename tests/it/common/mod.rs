@@ -380,7 +380,7 @@ pub fn ids(v: &Value, key: &str) -> Vec<i64> {
 }
 
 /// The local embedding model's directory (`MEMD_MODEL_DIR`, or where
-/// `scripts/fetch-model.sh` puts it), or `None` — with a visible message,
+/// `memd model fetch` puts it), or `None` — with a visible message,
 /// or a failure under `MEMD_REQUIRE_TOOLS=1` (CI fetches the model) — when
 /// its files are not there.
 pub fn model_dir() -> Option<PathBuf> {
@@ -392,7 +392,7 @@ pub fn model_dir() -> Option<PathBuf> {
         missing.is_empty(),
         &format!(
             "the local embedding model is not in {} (missing {}); run \
-             scripts/fetch-model.sh to run this test",
+             memd model fetch to run this test",
             dir.display(),
             missing.join(", ")
         ),

@@ -177,8 +177,35 @@ pub fn matched_and_count(query_words: &[String], text: &str) -> (usize, usize) {
     let mut n = 0;
     let mut token = String::new();
     let mut start = None;
-    let check = |word: &str, found: &mut [bool], left: &mut usize, token: &mut String| {
-        if *left == 0 {
+    // The ASCII first letters of the query words not found yet: an ASCII
+    // word of the text starting otherwise matches none of them.
+    let firsts_of = |found: &[bool]| -> u128 {
+        query_words
+            .iter()
+            .zip(found)
+            .filter(|(_, f)| !**f)
+            .filter_map(|(w, _)| w.bytes().next().filter(u8::is_ascii))
+            .fold(0u128, |m, b| m | 1 << b)
+    };
+    let mut firsts = firsts_of(&found);
+    let mut check = |word: &str| {
+        if left == 0 {
+            return;
+        }
+        let first = word.as_bytes()[0];
+        if first.is_ascii() && firsts & (1u128 << first.to_ascii_lowercase()) == 0 {
+            return;
+        }
+        if word.is_ascii() {
+            // Most words of a long text: compared byte by byte, ignoring
+            // ASCII case (what lower-casing an ASCII word does), no copy.
+            for (i, w) in query_words.iter().enumerate() {
+                if !found[i] && same_word_ascii(w, word.as_bytes()) {
+                    found[i] = true;
+                    left -= 1;
+                    firsts = firsts_of(&found);
+                }
+            }
             return;
         }
         token.clear();
@@ -186,25 +213,57 @@ pub fn matched_and_count(query_words: &[String], text: &str) -> (usize, usize) {
             token.extend(c.to_lowercase());
         }
         for (i, w) in query_words.iter().enumerate() {
-            if !found[i] && same_word(w, token) {
+            if !found[i] && same_word(w, &token) {
                 found[i] = true;
-                *left -= 1;
+                left -= 1;
             }
         }
     };
-    for (at, c) in text.char_indices() {
-        if c.is_alphanumeric() {
+    // Byte by byte: an ASCII byte is a character of its own (most of a
+    // long text); other characters are decoded.
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let (word_char, len) = if bytes[at].is_ascii() {
+            (bytes[at].is_ascii_alphanumeric(), 1)
+        } else {
+            let c = text[at..].chars().next().unwrap_or(' ');
+            (c.is_alphanumeric(), c.len_utf8())
+        };
+        if word_char {
             start.get_or_insert(at);
         } else if let Some(s) = start.take() {
             n += 1;
-            check(&text[s..at], &mut found, &mut left, &mut token);
+            check(&text[s..at]);
         }
+        at += len;
     }
     if let Some(s) = start {
         n += 1;
-        check(&text[s..], &mut found, &mut left, &mut token);
+        check(&text[s..]);
     }
     (query_words.len() - left, n)
+}
+
+/// [`same_word`] for an ASCII word `t` of the text in any case: the same
+/// answer as `same_word(w, &t.to_lowercase())`, without the copy.
+fn same_word_ascii(w: &str, t: &[u8]) -> bool {
+    let w = w.as_bytes();
+    // The first letters differ: neither equal nor the same start.
+    if w.first().map(u8::to_ascii_lowercase) != t.first().map(u8::to_ascii_lowercase) {
+        return false;
+    }
+    if w.eq_ignore_ascii_case(t) {
+        return true;
+    }
+    let n = w.len().min(t.len());
+    let k = n.saturating_sub(2).max(4);
+    // `k` ends inside `t` (ASCII); in `w` it must end on a character
+    // boundary, as `str::get` requires in `same_word`.
+    n >= 4
+        && k <= n
+        && (k == w.len() || (w[k] as i8) >= -0x40)
+        && w[..k].eq_ignore_ascii_case(&t[..k])
 }
 
 /// Whether a text's word `t` counts as the query's word `w`: equal, or the
@@ -302,6 +361,49 @@ mod tests {
     }
 
     #[test]
+    fn the_ascii_comparison_agrees_with_same_word() {
+        let words = [
+            "deploy",
+            "deploys",
+            "DEPLOYED",
+            "dep",
+            "depl",
+            "deplo",
+            "x",
+            "X",
+            "painting",
+            "Painted",
+            "naïve",
+            "naive",
+            "naïveté",
+            "über",
+            "uber",
+            "café",
+            "cafe",
+            "cafés",
+            "ab",
+            "abcd",
+            "ABCDE",
+            "abcdef",
+            "abc1",
+            "1234",
+            "12345",
+            "日本語",
+            "straße",
+        ];
+        for w in words {
+            let w = w.to_lowercase();
+            for t in words.iter().filter(|t| t.is_ascii()) {
+                assert_eq!(
+                    same_word_ascii(&w, t.as_bytes()),
+                    same_word(&w, &t.to_lowercase()),
+                    "{w} / {t}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn one_pass_agrees_with_tokens() {
         let q: Vec<String> = ["deploy", "painting", "café", "x"]
             .iter()
@@ -314,6 +416,8 @@ mod tests {
             "nothing here",
             "x",
             "ÉCOLE deploy-script painting x",
+            "DEPLOY Painters paint CAFÉS deplo depl",
+            "naïve naive NAÏVETÉ ÜBER über-cool xx X",
         ] {
             let tokens = tokens(text);
             let matched = q

@@ -202,7 +202,7 @@ impl Index {
     /// The `k` best entries of the given namespaces (`None`: all), best
     /// first.
     pub fn top(&self, probe: &Probe, namespaces: Option<&[String]>, k: usize) -> Vec<(i64, f32)> {
-        self.top_with_spread(probe, namespaces, k).0
+        self.scan(probe, namespaces, k, |_| {})
     }
 
     /// [`Index::top`], and the spread of every cosine scanned (the same
@@ -214,25 +214,37 @@ impl Index {
         k: usize,
     ) -> (Vec<(i64, f32)>, Spread) {
         let mut spread = Spread::default();
+        let top = self.scan(probe, namespaces, k, |c| spread.add(c));
+        (top, spread)
+    }
+
+    /// The `k` best entries of the namespaces, each cosine scanned also
+    /// handed to `seen` (a no-op for [`Index::top`], compiled away).
+    fn scan(
+        &self,
+        probe: &Probe,
+        namespaces: Option<&[String]>,
+        k: usize,
+        mut seen: impl FnMut(f32),
+    ) -> Vec<(i64, f32)> {
         let wanted: Option<Vec<u32>> = namespaces.map(|list| {
             list.iter()
                 .filter_map(|n| self.names.get(n).copied())
                 .collect()
         });
         if wanted.as_ref().is_some_and(Vec::is_empty) {
-            return (Vec::new(), spread);
+            return Vec::new();
         }
-        let top = top_k(
+        top_k(
             (0..self.ids.len())
                 .filter(|&p| wanted.as_ref().is_none_or(|w| w.contains(&self.ns[p])))
                 .map(|p| {
                     let c = self.score_at(probe, p);
-                    spread.add(c);
+                    seen(c);
                     (self.ids[p], c)
                 }),
             k,
-        );
-        (top, spread)
+        )
     }
 }
 

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 
 use crate::common::model_api::{Dialect, ModelApi};
 use crate::common::netns::{can_isolate, isolate_network};
-use crate::common::{BIN, Daemon, memd_command, require, tool};
+use crate::common::{BIN, Daemon, memd_json_in, require, tool};
 use serde_json::Value;
 
 /// The `codex` binary: `MEMD_TEST_CODEX`, else the one `.ci/run` installs
@@ -95,22 +95,7 @@ impl World {
     }
 
     fn memd(&self, args: &[&str]) -> Value {
-        let out = memd_command(&self.home)
-            .current_dir(&self.project)
-            .arg("--data-dir")
-            .arg(self.daemon.data_dir())
-            .args(["--no-autostart", "--json"])
-            .args(args)
-            .output()
-            .unwrap();
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "memd {args:?}: {e}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            )
-        });
-        assert_eq!(out.status.code(), Some(0), "memd {args:?}: {v}");
-        v
+        memd_json_in(&self.home, &self.project, &self.daemon.data_dir(), args)
     }
 
     fn block(&self, id: &str) -> String {

@@ -193,34 +193,30 @@ fn a_row_another_machine_changed_is_not_overwritten_blind() {
         "the build uses ninja",
     ]);
     assert_eq!(code, 0, "{v}");
+    // b's session, the same update each time.
+    let id_b_text = id_b.to_string();
+    let b_update = || {
+        b.json(&[
+            "--namespace",
+            "team-web",
+            "--session",
+            "rev",
+            "update",
+            &id_b_text,
+            "--content",
+            "the build uses bazel",
+        ])
+    };
     // b's session writes over the version it read: refused, whether b has
     // pulled a's change yet or not, naming a's machine.
-    let (v, code) = b.json(&[
-        "--namespace",
-        "team-web",
-        "--session",
-        "rev",
-        "update",
-        &id_b.to_string(),
-        "--content",
-        "the build uses bazel",
-    ]);
+    let (v, code) = b_update();
     assert_eq!(code, 3, "{v}");
     assert_eq!(v["code"], "drift");
     assert_eq!(v["rule"], "row", "{v}");
     assert_eq!(v["changed_by"]["machine"], "a", "{v}");
     assert_eq!(v["current"]["content"], "the build uses ninja");
     // Refused again without a read; after one, it passes and reaches a.
-    let (_, code) = b.json(&[
-        "--namespace",
-        "team-web",
-        "--session",
-        "rev",
-        "update",
-        &id_b.to_string(),
-        "--content",
-        "the build uses bazel",
-    ]);
+    let (_, code) = b_update();
     assert_eq!(code, 3);
     b.json(&[
         "--namespace",
@@ -230,16 +226,7 @@ fn a_row_another_machine_changed_is_not_overwritten_blind() {
         "get",
         &id_b.to_string(),
     ]);
-    let (v, code) = b.json(&[
-        "--namespace",
-        "team-web",
-        "--session",
-        "rev",
-        "update",
-        &id_b.to_string(),
-        "--content",
-        "the build uses bazel",
-    ]);
+    let (v, code) = b_update();
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["memory"]["rev"], 3);
     wait_contents(&a, "team-web", &["the build uses bazel"]);

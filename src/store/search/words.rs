@@ -155,16 +155,7 @@ pub fn tokens(text: &str) -> Vec<String> {
 
 /// How many words a text has (as [`tokens`] cuts it), without allocating.
 pub fn count(text: &str) -> usize {
-    let mut n = 0;
-    let mut in_word = false;
-    for c in text.chars() {
-        let w = c.is_alphanumeric();
-        if w && !in_word {
-            n += 1;
-        }
-        in_word = w;
-    }
-    n
+    matched_and_count(&[], text).1
 }
 
 /// In one pass over `text`: how many of `query_words` (lower case) it

@@ -25,6 +25,29 @@ use tempfile::TempDir;
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_memd");
 
+/// `memd --data-dir DATA --no-autostart --json ARGS` run in `dir` (its
+/// namespace derived there, as a host's hooks and MCP server derive it),
+/// with [`memd_command`]'s environment for `home`; its JSON, exit 0
+/// asserted.
+pub fn memd_json_in(home: &Path, dir: &Path, data_dir: &Path, args: &[&str]) -> Value {
+    let out = memd_command(home)
+        .current_dir(dir)
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--no-autostart", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "memd {args:?}: {e}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert_eq!(out.status.code(), Some(0), "memd {args:?}: {v}");
+    v
+}
+
 /// A command with a hermetic environment: no ambient `MEMD_*`, XDG dirs
 /// inside `home`.
 pub fn memd_command(home: &Path) -> Command {

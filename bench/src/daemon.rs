@@ -152,6 +152,12 @@ impl Drop for BenchDaemon {
             let _ = child.kill();
             let _ = child.wait();
         }
+        // MEMD_BENCH_KEEP=1 leaves the data dir behind (to profile
+        // searches on a loaded database); its path goes to stderr.
+        if std::env::var_os("MEMD_BENCH_KEEP").is_some() {
+            self.dir.disable_cleanup(true);
+            eprintln!("kept {}", self.dir.path().display());
+        }
     }
 }
 

@@ -160,7 +160,10 @@ impl Store {
         let readers = Readers::new(
             path.to_path_buf(),
             storage.readers,
-            storage.busy_timeout_ms,
+            readers::Tuning {
+                busy_timeout_ms: storage.busy_timeout_ms,
+                mmap_mb: storage.mmap_mb,
+            },
             stats.clone(),
             generations.clone(),
         );
@@ -357,6 +360,11 @@ pub struct StorageConfig {
     pub readers: usize,
     /// Most requests committed together in one transaction (group commit).
     pub max_batch: usize,
+    /// How much of the database file each read-only connection maps into
+    /// memory, in MiB (`PRAGMA mmap_size`; 0: none). Reads of a mapped page
+    /// are a memory access instead of a `pread` copy: at 38K long
+    /// memories a search spent a fifth of its time in `pread`.
+    pub mmap_mb: u64,
 }
 
 impl Default for StorageConfig {
@@ -366,6 +374,7 @@ impl Default for StorageConfig {
             busy_timeout_ms: 5_000,
             readers: 4,
             max_batch: 256,
+            mmap_mb: 1024,
         }
     }
 }

@@ -37,10 +37,20 @@ pub struct Read<T> {
     pub generation: u64,
 }
 
+/// How each read-only connection is opened (`[storage]`).
+#[derive(Debug, Clone, Copy)]
+pub struct Tuning {
+    /// `busy_timeout_ms`.
+    pub busy_timeout_ms: u64,
+    /// `mmap_mb`: how much of the file is mapped into memory.
+    pub mmap_mb: u64,
+}
+
 /// The part of the pool the writer thread shares.
 pub struct Pool {
     path: PathBuf,
     busy_timeout: Duration,
+    mmap_bytes: i64,
     idle: Mutex<Vec<Connection>>,
     gate: RwLock<()>,
 }
@@ -79,6 +89,10 @@ impl Pool {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(self.busy_timeout)?;
+        // Pages read through the mapping are shared with the page cache
+        // (Linux's unified buffer cache keeps them coherent with other
+        // processes' writes); SQLite maps a file that grows afresh.
+        conn.pragma_update(None, "mmap_size", self.mmap_bytes)?;
         super::stable_plans(&conn)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
@@ -112,14 +126,16 @@ impl Readers {
     pub fn new(
         path: PathBuf,
         size: usize,
-        busy_timeout_ms: u64,
+        tuning: Tuning,
         stats: Arc<Stats>,
         generations: Arc<Generations>,
     ) -> Readers {
         Readers {
             pool: Arc::new(Pool {
                 path,
-                busy_timeout: Duration::from_millis(busy_timeout_ms),
+                busy_timeout: Duration::from_millis(tuning.busy_timeout_ms),
+                mmap_bytes: i64::try_from(tuning.mmap_mb.saturating_mul(1 << 20))
+                    .unwrap_or(i64::MAX),
                 idle: Mutex::new(Vec::with_capacity(size)),
                 gate: RwLock::new(()),
             }),
@@ -224,4 +240,40 @@ fn run_in_tx<T>(
         let _ = conn.execute_batch("ROLLBACK");
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each reader maps as much of the file as `[storage] mmap_mb` says,
+    /// and none with 0.
+    #[tokio::test]
+    async fn readers_map_what_the_setting_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.db");
+        let mut conn = Connection::open(&path).unwrap();
+        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        drop(conn);
+        for (mb, bytes) in [(8u64, 8i64 << 20), (0, 0)] {
+            let readers = Readers::new(
+                path.clone(),
+                2,
+                Tuning {
+                    busy_timeout_ms: 100,
+                    mmap_mb: mb,
+                },
+                Arc::default(),
+                Arc::default(),
+            );
+            let mapped = readers
+                .read(ReadKind::Internal, |c| {
+                    Ok(c.pragma_query_value(None, "mmap_size", |r| r.get::<_, i64>(0))?)
+                })
+                .await
+                .unwrap()
+                .value;
+            assert_eq!(mapped, bytes, "mmap_mb = {mb}");
+        }
+    }
 }

@@ -158,6 +158,25 @@ pub fn count(text: &str) -> usize {
     matched_and_count(&[], text).1
 }
 
+/// A byte's class in [`matched_and_count`]'s scan: an ASCII letter or
+/// digit, any other ASCII byte, or a byte of a longer UTF-8 character.
+const WORD: u8 = 0;
+const GAP: u8 = 1;
+const WIDE: u8 = 2;
+const CLASS: [u8; 256] = {
+    let mut t = [WIDE; 256];
+    let mut b = 0;
+    while b < 128 {
+        t[b] = if (b as u8).is_ascii_alphanumeric() {
+            WORD
+        } else {
+            GAP
+        };
+        b += 1;
+    }
+    t
+};
+
 /// In one pass over `text`: how many of `query_words` (lower case) it
 /// holds (a word counts when a token of the text [`same_word`]s it), and how
 /// many words it has — what [`tokens`] would give, without a string per
@@ -167,7 +186,6 @@ pub fn matched_and_count(query_words: &[String], text: &str) -> (usize, usize) {
     let mut left = query_words.len();
     let mut n = 0;
     let mut token = String::new();
-    let mut start = None;
     // The ASCII first letters of the query words not found yet: an ASCII
     // word of the text starting otherwise matches none of them.
     let firsts_of = |found: &[bool]| -> u128 {
@@ -179,28 +197,63 @@ pub fn matched_and_count(query_words: &[String], text: &str) -> (usize, usize) {
             .fold(0u128, |m, b| m | 1 << b)
     };
     let mut firsts = firsts_of(&found);
-    let mut check = |word: &str| {
+    let bytes = text.as_bytes();
+    let len = bytes.len();
+    let mut at = 0;
+    while at < len {
+        // Bytes between words, most of them spaces and punctuation.
+        while at < len && CLASS[bytes[at] as usize] == GAP {
+            at += 1;
+        }
+        if at >= len {
+            break;
+        }
+        // A word starts here: its ASCII letters and digits in a tight
+        // loop (most of a long text), other characters decoded.
+        let start = at;
+        let mut ascii = true;
+        loop {
+            while at < len && CLASS[bytes[at] as usize] == WORD {
+                at += 1;
+            }
+            if at >= len || CLASS[bytes[at] as usize] == GAP {
+                break;
+            }
+            let c = text[at..].chars().next().unwrap_or(' ');
+            if !c.is_alphanumeric() {
+                break;
+            }
+            ascii = false;
+            at += c.len_utf8();
+        }
+        if at == start {
+            // A character that is not a word character: skip it.
+            at += text[at..].chars().next().map_or(1, char::len_utf8);
+            continue;
+        }
+        n += 1;
         if left == 0 {
-            return;
+            continue;
         }
-        let first = word.as_bytes()[0];
+        let first = bytes[start];
         if first.is_ascii() && firsts & (1u128 << first.to_ascii_lowercase()) == 0 {
-            return;
+            continue;
         }
-        if word.is_ascii() {
-            // Most words of a long text: compared byte by byte, ignoring
-            // ASCII case (what lower-casing an ASCII word does), no copy.
+        if ascii {
+            // Compared byte by byte, ignoring ASCII case (what lower-casing
+            // an ASCII word does), no copy.
+            let word = &bytes[start..at];
             for (i, w) in query_words.iter().enumerate() {
-                if !found[i] && same_word_ascii(w, word.as_bytes()) {
+                if !found[i] && same_word_ascii(w, word) {
                     found[i] = true;
                     left -= 1;
                     firsts = firsts_of(&found);
                 }
             }
-            return;
+            continue;
         }
         token.clear();
-        for c in word.chars() {
+        for c in text[start..at].chars() {
             token.extend(c.to_lowercase());
         }
         for (i, w) in query_words.iter().enumerate() {
@@ -209,29 +262,6 @@ pub fn matched_and_count(query_words: &[String], text: &str) -> (usize, usize) {
                 left -= 1;
             }
         }
-    };
-    // Byte by byte: an ASCII byte is a character of its own (most of a
-    // long text); other characters are decoded.
-    let bytes = text.as_bytes();
-    let mut at = 0;
-    while at < bytes.len() {
-        let (word_char, len) = if bytes[at].is_ascii() {
-            (bytes[at].is_ascii_alphanumeric(), 1)
-        } else {
-            let c = text[at..].chars().next().unwrap_or(' ');
-            (c.is_alphanumeric(), c.len_utf8())
-        };
-        if word_char {
-            start.get_or_insert(at);
-        } else if let Some(s) = start.take() {
-            n += 1;
-            check(&text[s..at]);
-        }
-        at += len;
-    }
-    if let Some(s) = start {
-        n += 1;
-        check(&text[s..]);
     }
     (query_words.len() - left, n)
 }
@@ -409,6 +439,11 @@ mod tests {
             "ÉCOLE deploy-script painting x",
             "DEPLOY Painters paint CAFÉS deplo depl",
             "naïve naive NAÏVETÉ ÜBER über-cool xx X",
+            "—deploy… 日本語テスト deploy2 «x» 🚀painting🚀 ü",
+            "—",
+            "é",
+            "abcé",
+            "éabc deployé",
         ] {
             let tokens = tokens(text);
             let matched = q
@@ -421,6 +456,33 @@ mod tests {
                 "{text:?}"
             );
         }
+    }
+
+    /// The same, on texts built from pieces that start, end, repeat and
+    /// cut words, in ASCII and beyond.
+    #[test]
+    fn one_pass_agrees_with_tokens_on_any_text() {
+        use proptest::prelude::*;
+        const PIECES: [&str; 24] = [
+            "dep", "deploy", "DEPLOYS", "loy", "ment", " ", "-", ".", "x", "X", "js", "paint",
+            "PAINTING", "ed", "é", "Ü", "café", "42", "—", "\n", "日本", "🚀", "proj", "ab",
+        ];
+        const WORDS: [&str; 10] = [
+            "deploy", "painting", "x", "js", "café", "deployé", "42", "ab", "proj", "é",
+        ];
+        let text = prop::collection::vec(prop::sample::select(&PIECES[..]), 0..12)
+            .prop_map(|p| p.concat());
+        let query = prop::collection::vec(prop::sample::select(&WORDS[..]), 0..4).prop_map(|w| {
+            let mut q: Vec<String> = w.iter().map(ToString::to_string).collect();
+            q.sort();
+            q.dedup();
+            q
+        });
+        proptest!(ProptestConfig::with_cases(2000), |(q in query, text in text)| {
+            let tokens = tokens(&text);
+            let matched = q.iter().filter(|w| tokens.iter().any(|t| same_word(w, t))).count();
+            prop_assert_eq!(matched_and_count(&q, &text), (matched, tokens.len()), "{:?} in {:?}", q, text);
+        });
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub fn run_child(data_dir: PathBuf, config: Option<PathBuf>) -> anyhow::Result<(
 /// A running daemon on a temp dir.
 pub struct BenchDaemon {
     pub dir: tempfile::TempDir,
+    /// The data dir when it is not `dir/data`.
+    data: Option<PathBuf>,
     child: Option<Child>,
     notify: UnixDatagram,
     config: Option<PathBuf>,
@@ -37,6 +39,12 @@ pub struct BenchDaemon {
 impl BenchDaemon {
     /// Starts a daemon with an optional config file text.
     pub fn start(config: Option<&str>) -> anyhow::Result<BenchDaemon> {
+        BenchDaemon::start_in(None, config)
+    }
+
+    /// Starts a daemon on `data` (a data dir kept from an earlier run), or
+    /// on a new one in a temporary directory.
+    pub fn start_in(data: Option<PathBuf>, config: Option<&str>) -> anyhow::Result<BenchDaemon> {
         let dir = tempfile::Builder::new().prefix("memd-bench").tempdir()?;
         let notify = UnixDatagram::bind(dir.path().join("notify.sock"))?;
         let config = match config {
@@ -49,6 +57,7 @@ impl BenchDaemon {
         };
         let mut d = BenchDaemon {
             dir,
+            data,
             child: None,
             notify,
             config,
@@ -59,7 +68,9 @@ impl BenchDaemon {
 
     /// The data dir.
     pub fn data_dir(&self) -> PathBuf {
-        self.dir.path().join("data")
+        self.data
+            .clone()
+            .unwrap_or_else(|| self.dir.path().join("data"))
     }
 
     /// The socket.

@@ -92,6 +92,13 @@ pub struct EvalArgs {
     /// namespace then holds duplicates, so recall says little: latency)
     #[arg(long, default_value_t = 1)]
     pub per_namespace: usize,
+    /// Run the daemon on DIR instead of a new temporary data dir. When DIR
+    /// already holds as many memories as this run loads (an earlier run
+    /// with the same --data, --copies and --per-namespace, kept with
+    /// MEMD_BENCH_KEEP=1), they are not loaded again: repeated latency runs
+    /// on one large database. One data set only
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
     /// Write each question's ranking to FILE as JSON lines: `qid`, `ids`
     /// (the data set's own turn ids, best first)
     #[arg(long, value_name = "FILE")]
@@ -342,9 +349,10 @@ async fn load(
     turns: &[Turn],
     copies: usize,
     per_namespace: usize,
+    data_dir: Option<&Path>,
     config: &str,
 ) -> anyhow::Result<Setup> {
-    let daemon = BenchDaemon::start(Some(config))?;
+    let daemon = BenchDaemon::start_in(data_dir.map(Path::to_path_buf), Some(config))?;
     let mut setup = Setup {
         daemon,
         memories: 0,
@@ -373,6 +381,20 @@ async fn load(
         }
     }
     setup.memories = by_conv.values().map(Vec::len).sum();
+    let held = setup.connect("default").await?.status().await?["counts"]["memories"].as_u64();
+    if held == Some(setup.memories as u64) {
+        // Loaded by an earlier run on this data dir.
+        setup.embedder = setup.embedded().await?;
+        return Ok(setup);
+    }
+    if held.is_some_and(|n| n > 0) {
+        bail!(
+            "{} holds {} memories, not the {} this run loads",
+            setup.daemon.data_dir().display(),
+            held.unwrap_or(0),
+            setup.memories
+        );
+    }
     let started = Instant::now();
     let mut loads = Vec::new();
     for ((conv, _), turns) in by_conv {
@@ -521,6 +543,9 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
         .iter()
         .map(|d| DataSet::read(d))
         .collect::<anyhow::Result<_>>()?;
+    if args.data_dir.is_some() && sets.len() > 1 {
+        bail!("--data-dir takes one --data");
+    }
     let mut config = EVAL_CONFIG.to_string();
     if args.no_embedder {
         config.push_str("[embed]\nprovider = \"none\"\n");
@@ -562,6 +587,7 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
             &set.turns,
             args.copies,
             args.per_namespace,
+            args.data_dir.as_deref(),
             &with_fusion(&variants[0])?,
         )
         .await?;
@@ -960,7 +986,14 @@ async fn loco(
     let mut loaded = Vec::with_capacity(sets.len());
     for set in sets {
         let baseline = bm25_baseline(&set.turns, &set.questions, args.limit)?;
-        let setup = load(&set.turns, args.copies, args.per_namespace, base_config).await?;
+        let setup = load(
+            &set.turns,
+            args.copies,
+            args.per_namespace,
+            args.data_dir.as_deref(),
+            base_config,
+        )
+        .await?;
         loaded.push(Loaded {
             set,
             setup,

@@ -354,3 +354,58 @@ fn a_chunk_above_the_limit_still_sweeps_every_row() {
         "600"
     );
 }
+
+/// A sweep merges the search index into one segment (each write adds one,
+/// and FTS5 merges them only a few at a time); search finds the same rows
+/// after it. Segments are counted by the `sqlite3` shell from the index's
+/// row ids (FTS5's file format: the segment id above bit 37).
+#[test]
+fn a_sweep_merges_the_search_index() {
+    let d = Daemon::start();
+    let topics = [
+        "kernel",
+        "postgres",
+        "flask",
+        "nginx",
+        "grafana",
+        "terraform",
+        "redis",
+        "kafka",
+        "docker",
+        "rustup",
+        "systemd",
+        "vault",
+    ];
+    for t in topics {
+        let (v, code) = d.json(&["add", &format!("the {t} deploy note: {t} ships on friday")]);
+        assert_eq!(code, 0, "{v}");
+    }
+    let segments = || {
+        col(
+            &d,
+            "SELECT count(DISTINCT id >> 37) FROM memories_fts_data WHERE id >> 37 > 0",
+        )
+        .parse::<u32>()
+        .unwrap()
+    };
+    let found = || {
+        ids(
+            &d.json(&["search", "deploy note", "--limit", "50"]).0,
+            "hits",
+        )
+    };
+    let before = found();
+    assert_eq!(before.len(), 12);
+    assert!(segments() > 1, "one write, one segment");
+    let g = d.status()["generation"].as_u64().unwrap();
+    sweep(&d, &[]);
+    assert_eq!(segments(), 1);
+    assert_eq!(found(), before);
+    // The daemon's own maintenance: no generation move, no drift.
+    assert_eq!(d.status()["generation"].as_u64().unwrap(), g);
+    assert_eq!(d.status()["drift"]["external_epoch"], Value::Null);
+    // A dry run changes nothing, and a second sweep has nothing to merge.
+    sweep(&d, &["--dry-run"]);
+    sweep(&d, &[]);
+    assert_eq!(segments(), 1);
+}

@@ -28,6 +28,15 @@ use rules::{Facts, LifecycleConfig, Move};
 /// Sweeps kept in the log (`memory_sweeps`).
 const SWEEP_LOG_KEPT: i64 = 1_000;
 
+/// Pages of the search index one merge step writes (FTS5's `merge`
+/// command): about 400 KiB; at 38K long memories a step took p50 9.5 ms,
+/// p95 20 ms of the writer's time (500 pages: p50 44 ms).
+const MERGE_PAGES: i64 = 100;
+
+/// Most merge steps one sweep runs (about 4 GiB of index; the next sweep
+/// goes on).
+const MERGE_STEPS_MAX: usize = 10_000;
+
 /// Records that a session which wrote session-scope memories ended (its
 /// rows are archived `[lifecycle] session_rows_days` later). A failure is
 /// logged: the sweep then goes by the rows' own times.
@@ -500,7 +509,48 @@ async fn run_steps(
         Vec::new(),
     )
     .await?;
+
+    // 6. The search index merged into one b-tree.
+    if !dry_run {
+        let steps = merge_search_index(store).await?;
+        tracing::debug!(steps, "search index merged");
+    }
     Ok(counts)
+}
+
+/// Merges the FTS index's segments into one, [`MERGE_PAGES`] at a time, one
+/// write transaction per step (a client's write waits behind one step at
+/// most). Each write adds a small segment and FTS5 merges them only a few
+/// at a time, so a busy index holds several; a search walks the query's
+/// words in each (at 38K long memories, nine segments made searches 6.6%
+/// slower than one). Returns the steps that did work: 0 when the index was
+/// one segment already. The daemon's own writes: no generation move.
+///
+/// # Errors
+/// SQLite errors.
+pub async fn merge_search_index(store: &Store) -> Result<usize, StoreError> {
+    let mut steps = 0;
+    while steps < MERGE_STEPS_MAX {
+        let worked = store
+            .writer
+            .call(Author::Daemon, |ctx| {
+                // A negative page count merges whenever there are two
+                // segments or more; FTS5 says a step did work when it
+                // changed at least two rows besides the command's own.
+                let before = ctx.conn.total_changes();
+                ctx.conn.execute(
+                    "INSERT INTO memories_fts (memories_fts, rank) VALUES ('merge', ?1)",
+                    [-MERGE_PAGES],
+                )?;
+                Ok(ctx.conn.total_changes() - before >= 2)
+            })
+            .await?;
+        if !worked {
+            break;
+        }
+        steps += 1;
+    }
+    Ok(steps)
 }
 
 /// Sketches every row that has no near-duplicate sketch and computes every

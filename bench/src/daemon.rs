@@ -146,11 +146,23 @@ impl BenchDaemon {
 
     /// Resident set size of the daemon in MiB (Linux `/proc`).
     pub fn rss_mb(&self) -> Option<f64> {
+        self.status_mb("VmRSS:")
+    }
+
+    /// The part of [`rss_mb`](Self::rss_mb) that is file pages: the
+    /// database the readers map (the page cache's, shared, dropped under
+    /// memory pressure), the binary.
+    pub fn rss_file_mb(&self) -> Option<f64> {
+        self.status_mb("RssFile:")
+    }
+
+    /// A `/proc/PID/status` line's kB in MiB.
+    fn status_mb(&self, key: &str) -> Option<f64> {
         let pid = self.pid()?;
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
         status
             .lines()
-            .find(|l| l.starts_with("VmRSS:"))
+            .find(|l| l.starts_with(key))
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|kb| kb.parse::<f64>().ok())
             .map(|kb| kb / 1024.0)

@@ -657,6 +657,7 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
     let rss_after_queries = daemon.rss_mb();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let rss_idle = daemon.rss_mb();
+    let rss_file_idle = daemon.rss_file_mb();
     let db_mb = file_mb(&db) + file_mb(&daemon.data_dir().join("memory.db-wal"));
     drop(client);
     drop(writer);
@@ -724,6 +725,7 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         "memories": total,
         "results": rows.iter().map(Row::json).collect::<Vec<_>>(),
         "rss_mb": rss_idle,
+        "rss_file_mb": rss_file_idle,
         "read_set": read_set_kib,
         "rss_after_load_mb": rss_after_load,
         "rss_after_queries_mb": rss_after_queries,
@@ -764,10 +766,12 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
     }
     println!();
     println!(
-        "daemon RSS: {:.1} MiB after load, {:.1} MiB after the run, {:.1} MiB idle; database {:.1} MiB {}",
+        "daemon RSS: {:.1} MiB after load, {:.1} MiB after the run, {:.1} MiB idle \
+         ({:.1} MiB of it file pages: the mapped database, the binary); database {:.1} MiB {}",
         rss_after_load.unwrap_or(0.0),
         rss_after_queries.unwrap_or(0.0),
         rss_idle.unwrap_or(0.0),
+        rss_file_idle.unwrap_or(0.0),
         db_mb,
         size
     );

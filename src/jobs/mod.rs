@@ -8,6 +8,7 @@
 //! - [`vocab`]: the in-memory FTS vocabulary for fuzzy search;
 //! - [`sidecar`]: the MEMORY.md files;
 //! - [`backfill`]: near-duplicate sketches for rows without one;
+//! - [`merge`]: the search index merged after a bulk load;
 //! - [`team`]: the team pull (team memory only).
 //!
 //! [`Jobs`] starts them all and owns them: the daemon stops every one at
@@ -16,6 +17,7 @@
 pub mod access;
 pub mod backfill;
 pub mod embed;
+pub mod merge;
 pub mod namespaces;
 pub mod sessions;
 pub mod sidecar;
@@ -53,6 +55,7 @@ impl Jobs {
                 spawn("sessions", sessions::run(shared.clone())),
                 spawn("embed", embed::run(shared.clone(), existing)),
                 spawn("backfill", backfill::run(shared.clone())),
+                spawn("merge", merge::run(shared.clone())),
                 spawn("team", team::run(shared.clone())),
             ],
         }

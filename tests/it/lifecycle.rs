@@ -409,3 +409,49 @@ fn a_sweep_merges_the_search_index() {
     sweep(&d, &[]);
     assert_eq!(segments(), 1);
 }
+
+/// After a burst of writes grows the search index, the daemon merges it
+/// once writes pause (10 s), without a sweep.
+#[test]
+fn the_search_index_is_merged_once_writes_pause() {
+    let d = Daemon::start();
+    let topics = [
+        "kernel",
+        "postgres",
+        "flask",
+        "nginx",
+        "grafana",
+        "terraform",
+        "redis",
+        "kafka",
+    ];
+    for t in topics {
+        let (v, code) = d.json(&["add", &format!("the {t} runbook: {t} restarts at noon")]);
+        assert_eq!(code, 0, "{v}");
+    }
+    let segments = || {
+        col(
+            &d,
+            "SELECT count(DISTINCT id >> 37) FROM memories_fts_data WHERE id >> 37 > 0",
+        )
+        .parse::<u32>()
+        .unwrap()
+    };
+    assert!(segments() > 1);
+    let g = d.status()["generation"].as_u64().unwrap();
+    let started = std::time::Instant::now();
+    while segments() > 1 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no merge within a minute of the last write"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(5),
+        "merged while writes had barely paused"
+    );
+    assert_eq!(d.status()["generation"].as_u64().unwrap(), g);
+    let (found, _) = d.json(&["search", "runbook", "--limit", "20"]);
+    assert_eq!(ids(&found, "hits").len(), topics.len());
+}

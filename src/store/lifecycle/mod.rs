@@ -514,6 +514,20 @@ async fn run_steps(
     Ok(counts)
 }
 
+/// The search index's size in pages (rows of FTS5's data table).
+///
+/// # Errors
+/// SQLite errors.
+pub async fn search_index_pages(store: &Store) -> Result<i64, StoreError> {
+    Ok(store
+        .readers
+        .read(super::readers::ReadKind::Internal, |c| {
+            Ok(c.query_row("SELECT count(*) FROM memories_fts_data", [], |r| r.get(0))?)
+        })
+        .await?
+        .value)
+}
+
 /// Merges the FTS index's segments into one, [`MERGE_PAGES`] at a time, one
 /// write transaction per step (a client's write waits behind one step at
 /// most). Each write adds a small segment and FTS5 merges them only a few
@@ -529,13 +543,7 @@ async fn run_steps(
 /// # Errors
 /// SQLite errors.
 pub async fn merge_search_index(store: &Store) -> Result<usize, StoreError> {
-    let pages: i64 = store
-        .readers
-        .read(super::readers::ReadKind::Internal, |c| {
-            Ok(c.query_row("SELECT count(*) FROM memories_fts_data", [], |r| r.get(0))?)
-        })
-        .await?
-        .value;
+    let pages = search_index_pages(store).await?;
     let most = usize::try_from(pages / MERGE_PAGES + 2).unwrap_or(usize::MAX);
     let mut steps = 0;
     while steps < most {

@@ -355,39 +355,49 @@ fn a_chunk_above_the_limit_still_sweeps_every_row() {
     );
 }
 
-/// A sweep merges the search index into one segment (each write adds one,
-/// and FTS5 merges them only a few at a time); search finds the same rows
-/// after it. Segments are counted by the `sqlite3` shell from the index's
-/// row ids (FTS5's file format: the segment id above bit 37).
-#[test]
-fn a_sweep_merges_the_search_index() {
-    let d = Daemon::start();
-    let topics = [
-        "kernel",
-        "postgres",
-        "flask",
-        "nginx",
-        "grafana",
-        "terraform",
-        "redis",
-        "kafka",
-        "docker",
-        "rustup",
-        "systemd",
-        "vault",
-    ];
+/// Topics of the memories the index-merge tests add, one write each.
+const TOPICS: [&str; 12] = [
+    "kernel",
+    "postgres",
+    "flask",
+    "nginx",
+    "grafana",
+    "terraform",
+    "redis",
+    "kafka",
+    "docker",
+    "rustup",
+    "systemd",
+    "vault",
+];
+
+/// Adds one memory per topic, each its own write (so its own segment).
+fn add_one_per_topic(d: &Daemon, topics: &[&str]) {
     for t in topics {
         let (v, code) = d.json(&["add", &format!("the {t} deploy note: {t} ships on friday")]);
         assert_eq!(code, 0, "{v}");
     }
-    let segments = || {
-        col(
-            &d,
-            "SELECT count(DISTINCT id >> 37) FROM memories_fts_data WHERE id >> 37 > 0",
-        )
-        .parse::<u32>()
-        .unwrap()
-    };
+}
+
+/// The search index's segments, counted by the `sqlite3` shell from the
+/// index's row ids (FTS5's file format: the segment id above bit 37).
+fn segments(d: &Daemon) -> u32 {
+    col(
+        d,
+        "SELECT count(DISTINCT id >> 37) FROM memories_fts_data WHERE id >> 37 > 0",
+    )
+    .parse()
+    .unwrap()
+}
+
+/// A sweep merges the search index into one segment (each write adds one,
+/// and FTS5 merges them only a few at a time); search finds the same rows
+/// after it.
+#[test]
+fn a_sweep_merges_the_search_index() {
+    let d = Daemon::start();
+    add_one_per_topic(&d, &TOPICS);
+    let segments = || segments(&d);
     let found = || {
         ids(
             &d.json(&["search", "deploy note", "--limit", "50"]).0,
@@ -415,28 +425,9 @@ fn a_sweep_merges_the_search_index() {
 #[test]
 fn the_search_index_is_merged_once_writes_pause() {
     let d = Daemon::start();
-    let topics = [
-        "kernel",
-        "postgres",
-        "flask",
-        "nginx",
-        "grafana",
-        "terraform",
-        "redis",
-        "kafka",
-    ];
-    for t in topics {
-        let (v, code) = d.json(&["add", &format!("the {t} runbook: {t} restarts at noon")]);
-        assert_eq!(code, 0, "{v}");
-    }
-    let segments = || {
-        col(
-            &d,
-            "SELECT count(DISTINCT id >> 37) FROM memories_fts_data WHERE id >> 37 > 0",
-        )
-        .parse::<u32>()
-        .unwrap()
-    };
+    let topics = &TOPICS[..8];
+    add_one_per_topic(&d, topics);
+    let segments = || segments(&d);
     assert!(segments() > 1);
     let g = d.status()["generation"].as_u64().unwrap();
     let started = std::time::Instant::now();
@@ -452,6 +443,6 @@ fn the_search_index_is_merged_once_writes_pause() {
         "merged while writes had barely paused"
     );
     assert_eq!(d.status()["generation"].as_u64().unwrap(), g);
-    let (found, _) = d.json(&["search", "runbook", "--limit", "20"]);
+    let (found, _) = d.json(&["search", "deploy note", "--limit", "20"]);
     assert_eq!(ids(&found, "hits").len(), topics.len());
 }

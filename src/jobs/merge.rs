@@ -58,13 +58,12 @@ pub async fn run(shared: Arc<Shared>) {
         if (pages as f64) < (base as f64) * (1.0 + GROWTH) || pages < 2 {
             continue;
         }
-        match lifecycle::merge_search_index(&shared.store).await {
+        match lifecycle::merge_search_index(&shared.store, pages).await {
             Ok(steps) => tracing::info!(steps, pages, "search index merged after writes paused"),
             Err(e) => tracing::warn!(error = %e, "cannot merge the search index"),
         }
-        base = lifecycle::search_index_pages(&shared.store)
-            .await
-            .unwrap_or(pages);
+        // Growth is counted from here (a merge leaves about as many pages).
+        base = pages;
         // The merge's own commits are not writes to wait for.
         seen = commits();
         looked = seen;

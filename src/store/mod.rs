@@ -159,11 +159,7 @@ impl Store {
         let stats = Arc::new(Stats::default());
         let readers = Readers::new(
             path.to_path_buf(),
-            storage.readers,
-            readers::Tuning {
-                busy_timeout_ms: storage.busy_timeout_ms,
-                mmap_mb: storage.mmap_mb,
-            },
+            storage,
             stats.clone(),
             generations.clone(),
         );

@@ -16,7 +16,7 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags};
 use tokio::sync::Semaphore;
 
-use super::{Cause, Generations, Stats, StoreError, read_generation};
+use super::{Cause, Generations, Stats, StorageConfig, StoreError, read_generation};
 
 /// Whether a read counts in `stats.db_reads` (client requests) or not
 /// (`status`, background work).
@@ -35,15 +35,6 @@ pub struct Read<T> {
     pub value: T,
     /// Generation of the read transaction.
     pub generation: u64,
-}
-
-/// How each read-only connection is opened (`[storage]`).
-#[derive(Debug, Clone, Copy)]
-pub struct Tuning {
-    /// `busy_timeout_ms`.
-    pub busy_timeout_ms: u64,
-    /// `mmap_mb`: how much of the file is mapped into memory.
-    pub mmap_mb: u64,
 }
 
 /// The part of the pool the writer thread shares.
@@ -122,24 +113,24 @@ pub struct Readers {
 }
 
 impl Readers {
-    /// A pool of at most `size` connections to `path`, opened lazily.
+    /// A pool of at most `storage.readers` connections to `path`, opened
+    /// lazily with `storage`'s busy timeout and mapping.
     pub fn new(
         path: PathBuf,
-        size: usize,
-        tuning: Tuning,
+        storage: &StorageConfig,
         stats: Arc<Stats>,
         generations: Arc<Generations>,
     ) -> Readers {
         Readers {
             pool: Arc::new(Pool {
                 path,
-                busy_timeout: Duration::from_millis(tuning.busy_timeout_ms),
-                mmap_bytes: i64::try_from(tuning.mmap_mb.saturating_mul(1 << 20))
+                busy_timeout: Duration::from_millis(storage.busy_timeout_ms),
+                mmap_bytes: i64::try_from(storage.mmap_mb.saturating_mul(1 << 20))
                     .unwrap_or(i64::MAX),
-                idle: Mutex::new(Vec::with_capacity(size)),
+                idle: Mutex::new(Vec::with_capacity(storage.readers)),
                 gate: RwLock::new(()),
             }),
-            permits: Semaphore::new(size),
+            permits: Semaphore::new(storage.readers),
             stats,
             generations,
         }
@@ -258,10 +249,10 @@ mod tests {
         for (mb, bytes) in [(8u64, 8i64 << 20), (0, 0)] {
             let readers = Readers::new(
                 path.clone(),
-                2,
-                Tuning {
-                    busy_timeout_ms: 100,
+                &StorageConfig {
+                    readers: 2,
                     mmap_mb: mb,
+                    ..StorageConfig::default()
                 },
                 Arc::default(),
                 Arc::default(),

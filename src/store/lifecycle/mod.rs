@@ -508,7 +508,8 @@ async fn run_steps(
 
     // 6. The search index merged into one b-tree.
     if !dry_run {
-        let steps = merge_search_index(store).await?;
+        let pages = search_index_pages(store).await?;
+        let steps = merge_search_index(store, pages).await?;
         tracing::debug!(steps, "search index merged");
     }
     Ok(counts)
@@ -540,10 +541,12 @@ pub async fn search_index_pages(store: &Store) -> Result<i64, StoreError> {
 /// 1.1 s). Returns the steps that did work: 0 when the index was one
 /// segment already. The daemon's own writes: no generation move.
 ///
+/// `pages` is the index's size as [`search_index_pages`] read it just
+/// before.
+///
 /// # Errors
 /// SQLite errors.
-pub async fn merge_search_index(store: &Store) -> Result<usize, StoreError> {
-    let pages = search_index_pages(store).await?;
+pub async fn merge_search_index(store: &Store, pages: i64) -> Result<usize, StoreError> {
     let most = usize::try_from(pages / MERGE_PAGES + 2).unwrap_or(usize::MAX);
     let mut steps = 0;
     while steps < most {

@@ -237,8 +237,11 @@ impl Floor {
     fn search(&self, queries: &[String], mode: SearchMode) -> anyhow::Result<Summary> {
         let view = Self::view();
         let rank = RankConfig::default();
-        // The daemon's vocabulary cache, as warm as the daemon's.
+        // The daemon's vocabulary cache, as warm as the daemon's, and its
+        // cache of the words' document frequencies.
         let terms = search::vocab::load(&self.conn)?;
+        let frequencies = search::fts5::Frequencies::default();
+        let generation = memd::store::read_generation(&self.conn)?;
         timed_sync(queries.len(), |i| {
             search::run(
                 &self.conn,
@@ -254,6 +257,7 @@ impl Floor {
                     rank: &rank,
                     semantic: None,
                     vocab: Some(&terms),
+                    frequencies: Some((&frequencies, generation)),
                 },
             )?;
             Ok(())

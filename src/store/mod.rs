@@ -127,6 +127,9 @@ pub struct Store {
     pub stats: Arc<Stats>,
     /// The FTS vocabulary in memory, for fuzzy search.
     pub vocab: Arc<search::vocab::Cache>,
+    /// Query words' document frequencies at the current generation, for
+    /// lexical ranking.
+    pub frequencies: Arc<search::fts5::Frequencies>,
     /// The database file.
     pub path: PathBuf,
     /// Team memory, when `[team]` shares namespaces.
@@ -180,6 +183,7 @@ impl Store {
             generations,
             stats,
             vocab: Default::default(),
+            frequencies: Default::default(),
             path: path.to_path_buf(),
             team: team.map(Arc::new),
         })
@@ -303,25 +307,27 @@ pub fn open_write_connection(
          PRAGMA recursive_triggers = OFF;
          PRAGMA temp_store = MEMORY;"
     ))?;
-    stable_plans(&conn)?;
+    configure_connection(&conn)?;
     conn.set_prepared_statement_cache_capacity(64);
     Ok(conn)
 }
 
-/// One query plan per statement, whatever the bound values. The bundled
-/// SQLite has STAT4, which otherwise re-prepares a cached statement each time
-/// a bound value that could change the plan changes — and "now", bound in
-/// every visibility filter, always does: that re-parse cost a fifth of an
-/// add's CPU in the near-duplicate search.
+/// What every connection of the store gets:
+/// - one query plan per statement, whatever the bound values. The bundled
+///   SQLite has STAT4, which otherwise re-prepares a cached statement each
+///   time a bound value that could change the plan changes — and "now",
+///   bound in every visibility filter, always does: that re-parse cost a
+///   fifth of an add's CPU in the near-duplicate search;
+/// - the lexical ranking function `memd_rank` ([`search::fts5`]).
 ///
 /// # Errors
 /// SQLite errors.
-pub fn stable_plans(conn: &Connection) -> Result<(), StoreError> {
+pub fn configure_connection(conn: &Connection) -> Result<(), StoreError> {
     conn.set_db_config(
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
         true,
     )?;
-    Ok(())
+    search::fts5::register(conn)
 }
 
 /// Makes the database file owner-only (its `-wal`/`-shm` inherit the mode).

@@ -84,7 +84,7 @@ impl Pool {
         // (Linux's unified buffer cache keeps them coherent with other
         // processes' writes); SQLite maps a file that grows afresh.
         conn.pragma_update(None, "mmap_size", self.mmap_bytes)?;
-        super::stable_plans(&conn)?;
+        super::configure_connection(&conn)?;
         conn.set_prepared_statement_cache_capacity(64);
         Ok(conn)
     }

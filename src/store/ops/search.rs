@@ -71,12 +71,12 @@ impl Store {
             j.req.mode == SearchMode::Fuzzy
                 || (j.req.mode == SearchMode::Auto && j.vector.is_none())
         });
+        let frequencies = self.frequencies.clone();
         self.readers
             .read(ReadKind::Client, move |conn| {
+                let generation = read_generation(conn)?;
                 let vocab = match &vocab {
-                    Some(t) if may_fuzzy && t.generation == read_generation(conn)? => {
-                        Some(t.as_ref())
-                    }
+                    Some(t) if may_fuzzy && t.generation == generation => Some(t.as_ref()),
                     _ => None,
                 };
                 let mut results = Vec::with_capacity(jobs.len());
@@ -103,6 +103,7 @@ impl Store {
                             rank: &rank,
                             semantic,
                             vocab,
+                            frequencies: Some((&frequencies, generation)),
                         },
                     )?;
                     results.push((hits, mode));

@@ -401,7 +401,13 @@ pub fn candidates(
         .join(" OR ");
     // Stems as query terms: FTS stems them again, which leaves stems alone
     // in all but rare cases.
-    let mut rows = super::lexical::candidates(conn, &fts, view, fetch, weights)?;
+    let mut rows = super::lexical::candidates(
+        conn,
+        &fts,
+        view,
+        fetch,
+        &super::lexical::Scoring::bm25(weights),
+    )?;
     let best_bm25 = rows.iter().map(|c| c.raw).fold(0.0, f64::max);
     for c in &mut rows {
         let rel = if best_bm25 > 0.0 {
@@ -491,6 +497,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
         crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        crate::store::configure_connection(&conn).unwrap();
         for text in [
             "Docker networking between containers uses the bridge driver",
             "Kubernetes clusters are created with minikube",

@@ -96,18 +96,78 @@ impl Weights {
     }
 }
 
+/// How [`candidates`] scores a row: FTS5's BM25 with the column weights,
+/// times memd's coverage and length factors ([`super::fts5`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scoring {
+    /// Column weights.
+    pub weights: Weights,
+    /// The length rule ([`super::rank::length_factor`]; 0: off).
+    pub long_words: usize,
+    /// The length rule's exponent.
+    pub long_exponent: f64,
+    /// How much the share of the query's phrases found in a memory's
+    /// content counts (0: not at all).
+    pub coverage: f64,
+    /// The document frequency of each phrase of the query, in order, when
+    /// known (the others are counted by FTS5).
+    pub frequencies: Vec<i64>,
+}
+
+impl Scoring {
+    /// Plain BM25 with these weights: no coverage, no length rule, every
+    /// phrase counted by FTS5.
+    pub fn bm25(weights: &Weights) -> Scoring {
+        Scoring {
+            weights: *weights,
+            long_words: 0,
+            long_exponent: 0.0,
+            coverage: 0.0,
+            frequencies: Vec::new(),
+        }
+    }
+
+    /// The `memd_rank()` call for a query whose first `skipped` phrases
+    /// are no query words, and its parameters from `?first` on.
+    fn call(&self, skipped: usize, first: usize) -> (String, Vec<Value>) {
+        let mut params = vec![
+            Value::Integer(i64::try_from(self.long_words).unwrap_or(i64::MAX)),
+            Value::Real(self.long_exponent),
+            Value::Real(self.coverage),
+        ];
+        params.extend(std::iter::repeat_n(Value::Integer(-1), skipped));
+        params.extend(self.frequencies.iter().map(|&n| Value::Integer(n)));
+        let mut sql = format!("{}(memories_fts", super::fts5::NAME);
+        for (i, _) in params.iter().enumerate().take(3) {
+            sql.push_str(&format!(", ?{}", first + i));
+        }
+        // Column weights (content, subject, context, date, namespace),
+        // formatted with all their digits: they change only with the
+        // config.
+        sql.push_str(&format!(
+            ", 1.0, 2.0, {:?}, {:?}, 0.0",
+            self.weights.context, self.weights.date
+        ));
+        for i in 3..params.len() {
+            sql.push_str(&format!(", ?{}", first + i));
+        }
+        sql.push(')');
+        (sql, params)
+    }
+}
+
 /// Up to `fetch` rows matching an FTS5 query under the view's filters, best
-/// BM25 first, with their BM25 (higher is better). Only what ranking needs
-/// is read; full rows are loaded for the hits that make the cut. The query
-/// is limited to the view's namespaces inside the index
+/// first by `scoring` (higher is better), with that score as `raw`. Only
+/// what ranking needs is read; full rows are loaded for the hits that make
+/// the cut. The query is limited to the view's namespaces inside the index
 /// ([`in_namespaces`]).
 ///
-/// The best matches are ranked inside the FTS index first (its own BM25,
-/// no table row read), and only those are joined with `memories` and
-/// checked against the view: joining every match before the sort made a
-/// search read a row per match (3× slower at 100K memories). When the view
-/// leaves fewer than `fetch` of them, the window grows until it does or
-/// every match was seen.
+/// The best matches are ranked inside the FTS index first (its own
+/// statistics, no table row read), and only those are joined with
+/// `memories` and checked against the view: joining every match before the
+/// sort made a search read a row per match (3× slower at 100K memories).
+/// When the view leaves fewer than `fetch` of them, the window grows until
+/// it does or every match was seen.
 ///
 /// # Errors
 /// [`StoreError::InvalidInput`] when FTS5 refuses the query (only possible
@@ -117,11 +177,12 @@ pub fn candidates(
     fts_query: &str,
     view: &View,
     fetch: u32,
-    weights: &Weights,
+    scoring: &Scoring,
 ) -> Result<Vec<Candidate>, StoreError> {
-    let fts_query = &match &view.namespaces {
-        Namespaces::Only(list) if holds_only(conn, list)? => fts_query.to_string(),
-        _ => in_namespaces(fts_query, view),
+    let (fts_query, skipped) = &match &view.namespaces {
+        Namespaces::Only(list) if holds_only(conn, list)? => (fts_query.to_string(), 0),
+        Namespaces::Only(list) if !list.is_empty() => (in_namespaces(fts_query, view), list.len()),
+        _ => (fts_query.to_string(), 0),
     };
     // A quarter more than asked for: the view rarely hides many of the
     // best matches, and each row of the window is read (at 100K memories,
@@ -130,7 +191,8 @@ pub fn candidates(
     let fetch_rows = i64::from(fetch.max(1));
     let mut window = fetch_rows + (fetch_rows / 4).max(8);
     loop {
-        let (rows, matched) = window_candidates(conn, fts_query, view, fetch, window, weights)?;
+        let (rows, matched) =
+            window_candidates(conn, fts_query, *skipped, view, fetch, window, scoring)?;
         if rows.len() >= fetch as usize || matched < window {
             return Ok(rows);
         }
@@ -171,38 +233,39 @@ pub fn scores_in_range(
         })
 }
 
-/// One round of [`candidates`]: the `window` best matches by BM25, those
+/// One round of [`candidates`]: the `window` best matches by score, those
 /// the view keeps (at most `fetch`), and how many matches the window held.
 fn window_candidates(
     conn: &Connection,
     fts_query: &str,
+    skipped: usize,
     view: &View,
     fetch: u32,
     window: i64,
-    weights: &Weights,
+    scoring: &Scoring,
 ) -> Result<(Vec<Candidate>, i64), StoreError> {
     let mut params = vec![Value::Text(fts_query.to_string()), Value::Integer(window)];
+    let (rank, rank_params) = scoring.call(skipped, params.len() + 1);
+    params.extend(rank_params);
     // CROSS JOIN keeps the window the outer loop: a plain JOIN lets the
     // planner walk the whole namespace and look each row up.
     let mut sql = format!(
         "WITH top AS MATERIALIZED (\
-           SELECT rowid AS id, {} AS score FROM memories_fts \
-           WHERE memories_fts MATCH ?1 ORDER BY score, rowid DESC LIMIT ?2) \
+           SELECT rowid AS id, {rank} AS score FROM memories_fts \
+           WHERE memories_fts MATCH ?1 ORDER BY score DESC, rowid DESC LIMIT ?2) \
          SELECT m.id, m.content, m.subject, m.category, m.pinned, m.updated_at, top.score, \
            (SELECT count(*) FROM top) \
-         FROM top CROSS JOIN memories m ON m.id = top.id WHERE 1",
-        weights.bm25()
+         FROM top CROSS JOIN memories m ON m.id = top.id WHERE 1"
     );
     view.push_conditions(&mut sql, &mut params);
     params.push(Value::Integer(i64::from(fetch)));
     sql.push_str(&format!(
-        " ORDER BY top.score, m.id DESC LIMIT ?{}",
+        " ORDER BY top.score DESC, m.id DESC LIMIT ?{}",
         params.len()
     ));
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut matched = 0;
     let rows = stmt.query_map(params_from_iter(params), |row| {
-        let rank: f64 = row.get(6)?;
         matched = row.get(7)?;
         Ok(Candidate {
             id: row.get(0)?,
@@ -211,8 +274,7 @@ fn window_candidates(
             category: row.get(3)?,
             pinned: row.get::<_, i64>(4)? != 0,
             updated_at: row.get(5)?,
-            // bm25() is lower-is-better and negative; report higher-is-better.
-            raw: -rank,
+            raw: row.get(6)?,
         })
     });
     let hits = rows.and_then(|r| r.collect::<Result<Vec<_>, _>>());
@@ -227,7 +289,11 @@ fn window_candidates(
                 "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?1 \
                  LIMIT ?2)",
             )?
-            .query_row((fts_query, window), |r| r.get(0))?;
+            .query_row((fts_query, window), |r| r.get(0))
+            .map_err(|e| match fts_error(&e) {
+                Some(msg) => StoreError::InvalidInput(format!("invalid FTS query: {msg}")),
+                None => StoreError::from(e),
+            })?;
     }
     Ok((hits, matched))
 }
@@ -251,6 +317,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
         crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        super::super::fts5::register(&conn).unwrap();
         (dir, conn)
     }
 
@@ -340,7 +407,7 @@ mod tests {
         let found = |names: &[&str]| {
             let mut view = View::namespace("b", "a", "s");
             view.namespaces = Namespaces::Only(list(names));
-            let mut ids: Vec<i64> = candidates(&conn, "\"deploy\"", &view, 10, &w)
+            let mut ids: Vec<i64> = candidates(&conn, "\"deploy\"", &view, 10, &Scoring::bm25(&w))
                 .unwrap()
                 .iter()
                 .map(|c| c.id)
@@ -373,7 +440,7 @@ mod tests {
             date: 2.0,
         };
         let ids = |q: &str| -> Vec<i64> {
-            let mut v: Vec<i64> = candidates(&conn, q, &view, 10, &w)
+            let mut v: Vec<i64> = candidates(&conn, q, &view, 10, &Scoring::bm25(&w))
                 .unwrap()
                 .iter()
                 .map(|c| c.id)

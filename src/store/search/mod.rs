@@ -18,6 +18,7 @@
 //! Every hit says how it matched.
 
 pub mod feedback;
+pub mod fts5;
 pub mod fusion;
 pub mod fuzzy;
 pub mod lexical;
@@ -66,6 +67,9 @@ pub struct Query<'a> {
     /// The FTS vocabulary at this read's generation, when cached (fuzzy
     /// search reads `fts5vocab` without it).
     pub vocab: Option<&'a vocab::Terms>,
+    /// The query words' document frequencies, kept per generation, and
+    /// this read's generation (without them FTS5 counts them each time).
+    pub frequencies: Option<(&'a fts5::Frequencies, u64)>,
 }
 
 /// How much the share of query words a memory contains counts next to its
@@ -90,16 +94,6 @@ pub struct Candidate {
     pub pinned: bool,
     /// Last meaningful change.
     pub updated_at: String,
-}
-
-/// Share of the query's words found in `text` (a word matches a token that
-/// equals it or shares its stem-like start), and the text's word count.
-fn coverage(query_words: &[String], text: &str) -> (f64, usize) {
-    let (hit, words) = words::matched_and_count(query_words, text);
-    if query_words.is_empty() {
-        return (0.0, words);
-    }
-    (hit as f64 / query_words.len() as f64, words)
 }
 
 /// Pseudo-relevance feedback on first-pass rows: the words of the best
@@ -215,26 +209,26 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
         let words = words::query_words(q.text);
         let weights = q.rank.weights();
         let fetch = fetch(q.limit.saturating_add(q.offset));
-        // Twice the rows are read: the length rule and coverage re-order
-        // them, and a short memory BM25 put just below the cut may belong
-        // above it.
-        let mut rows = lexical::candidates(conn, &fts, q.view, fetch.saturating_mul(2), &weights)?;
         let plain = q.syntax == QuerySyntax::Plain;
+        // FTS5 ranks by memd's lexical score itself: BM25 × coverage (plain
+        // syntax: the share of the query's words in the content) × the
+        // length rule ([`fts5`]); with plain syntax each phrase is a query
+        // word, whose document frequency memd may know.
+        let scoring = lexical::Scoring {
+            weights,
+            long_words: q.rank.long_words,
+            long_exponent: q.rank.long_exponent,
+            coverage: if plain { COVERAGE_WEIGHT } else { 0.0 },
+            frequencies: match q.frequencies {
+                Some((known, generation)) if plain => known.of(conn, generation, &words)?,
+                _ => Vec::new(),
+            },
+        };
+        let mut rows = lexical::candidates(conn, &fts, q.view, fetch, &scoring)?;
         if plain {
             with_feedback(conn, q, &words, &mut rows, &weights)?;
+            rows.sort_by(|a, b| b.raw.total_cmp(&a.raw).then_with(|| b.id.cmp(&a.id)));
         }
-        for c in &mut rows {
-            // Coverage (plain syntax) and the length rule, in one pass.
-            let (cov, n) = if plain {
-                coverage(&words, &c.content)
-            } else {
-                (1.0, words::count(&c.content))
-            };
-            c.raw *= (1.0 - COVERAGE_WEIGHT + COVERAGE_WEIGHT * cov)
-                * rank::length_factor(n, q.rank.long_words, q.rank.long_exponent);
-        }
-        rows.sort_by(|a, b| b.raw.total_cmp(&a.raw).then_with(|| b.id.cmp(&a.id)));
-        rows.truncate(fetch as usize);
         Ok(rows)
     };
     let lexical = || -> Result<Vec<Scored>, StoreError> {
@@ -338,6 +332,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
         crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        crate::store::configure_connection(&conn).unwrap();
         let long = format!(
             "Assistant: {}",
             "To configure the flask login session you set the secret key and the login \
@@ -369,6 +364,7 @@ mod tests {
                     rank,
                     semantic: None,
                     vocab: None,
+                    frequencies: None,
                 },
             )
             .unwrap();

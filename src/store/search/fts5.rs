@@ -1,0 +1,643 @@
+//! `memd_rank`: memd's lexical score computed inside FTS5, as an auxiliary
+//! function registered on every connection that searches.
+//!
+//! It is FTS5's own `bm25()` (k1 1.2, b 0.75, a weight per column, the
+//! row's length over all columns), times two factors of memd's ranking
+//! ([`super::rank`]), so that FTS5 orders the rows by the score the search
+//! ranks them by and only the best need to be read:
+//!
+//! - **coverage**: `1 − c + c × (share of the query's words found in the
+//!   content column)`, `c` = `coverage` (0: off, as for FTS syntax);
+//! - **the length rule**: `(long_words / tokens) ^ long_exponent` for a
+//!   content column of more than `long_words` tokens.
+//!
+//! And it takes each phrase's document frequency as an argument when the
+//! caller knows it: `bm25()` counts every phrase's rows for each query,
+//! walking the phrase's whole doclist (a quarter of a search's time at 38K
+//! long memories); memd keeps the counts of the current generation
+//! ([`Frequencies`]).
+//!
+//! ```sql
+//! memd_rank(memories_fts, long_words, long_exponent, coverage,
+//!           w_col0, …, w_col(C−1), df_phrase0, df_phrase1, …)
+//! ```
+//!
+//! One weight per column of the table. Per phrase, in the order the MATCH
+//! expression names them: its document frequency; NULL (or no argument)
+//! to count it here as `bm25()` does; a negative number for a phrase that
+//! is no query word (the namespace token): it adds nothing and does not
+//! count for coverage.
+//!
+//! The only `unsafe` code of the store: FTS5's C API for auxiliary
+//! functions, which rusqlite does not wrap. Every pointer comes from SQLite
+//! for the duration of one call; nothing here panics across the boundary
+//! (a panic becomes an SQLite error).
+#![allow(unsafe_code)]
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+use std::ptr;
+use std::sync::Mutex;
+
+use rusqlite::{Connection, ffi};
+
+use super::super::StoreError;
+
+/// The function's name in SQL.
+pub const NAME: &str = "memd_rank";
+
+/// BM25's term-frequency saturation (FTS5's `bm25()` value).
+const K1: f64 = 1.2;
+/// BM25's length normalisation (FTS5's `bm25()` value).
+const B: f64 = 0.75;
+
+/// Registers `memd_rank` on `conn`.
+///
+/// # Errors
+/// [`StoreError::Sqlite`] when the connection has no FTS5 or refuses the
+/// function.
+pub fn register(conn: &Connection) -> Result<(), StoreError> {
+    let failed = |what: &str, rc: c_int| {
+        StoreError::from(rusqlite::Error::SqliteFailure(
+            ffi::Error::new(rc),
+            Some(format!("cannot register {NAME}: {what}")),
+        ))
+    };
+    // SAFETY: the handle is the live connection `conn` borrows; the
+    // statement is prepared, stepped and finalized on it here, and the
+    // pointer bound to it is a local that outlives the step. `fts5(?1)` with
+    // an `fts5_api_ptr` pointer is FTS5's documented way to hand out its
+    // API; the API object lives as long as the connection.
+    unsafe {
+        let db = conn.handle();
+        let mut stmt: *mut ffi::sqlite3_stmt = ptr::null_mut();
+        let rc = ffi::sqlite3_prepare_v2(
+            db,
+            c"SELECT fts5(?1)".as_ptr(),
+            -1,
+            &raw mut stmt,
+            ptr::null_mut(),
+        );
+        if rc != ffi::SQLITE_OK {
+            return Err(failed("no FTS5", rc));
+        }
+        let mut api: *mut ffi::fts5_api = ptr::null_mut();
+        ffi::sqlite3_bind_pointer(
+            stmt,
+            1,
+            (&raw mut api).cast::<c_void>(),
+            c"fts5_api_ptr".as_ptr(),
+            None,
+        );
+        ffi::sqlite3_step(stmt);
+        ffi::sqlite3_finalize(stmt);
+        if api.is_null() || (*api).iVersion < 2 {
+            return Err(failed("FTS5 gave no API", ffi::SQLITE_ERROR));
+        }
+        let Some(create) = (*api).xCreateFunction else {
+            return Err(failed("FTS5 gave no xCreateFunction", ffi::SQLITE_ERROR));
+        };
+        let rc = create(
+            api,
+            c"memd_rank".as_ptr(),
+            ptr::null_mut(),
+            Some(rank),
+            None,
+        );
+        if rc != ffi::SQLITE_OK {
+            return Err(failed("xCreateFunction failed", rc));
+        }
+    }
+    Ok(())
+}
+
+/// What one query computes once (FTS5's per-query auxiliary data).
+struct Prepared {
+    long_words: f64,
+    long_exponent: f64,
+    coverage: f64,
+    /// Weight per column.
+    weights: Vec<f64>,
+    /// Per phrase: its IDF, or `None` when it is not a query word.
+    idf: Vec<Option<f64>>,
+    /// Query words (phrases with an IDF).
+    words: usize,
+    /// Average row length in tokens, over all columns.
+    avgdl: f64,
+}
+
+/// An SQLite result code as an error.
+struct Rc(c_int);
+
+/// Checks an API call's result code.
+fn ok(rc: c_int) -> Result<(), Rc> {
+    if rc == ffi::SQLITE_OK {
+        Ok(())
+    } else {
+        Err(Rc(rc))
+    }
+}
+
+/// The value of argument `i` as a float (`None`: missing or NULL).
+///
+/// # Safety
+/// `args` holds `n` valid values.
+unsafe fn real_arg(args: *mut *mut ffi::sqlite3_value, n: c_int, i: c_int) -> Option<f64> {
+    if i >= n {
+        return None;
+    }
+    // SAFETY: `i < n` and the caller vouches for `n` values.
+    unsafe {
+        let v = *args.add(i as usize);
+        if ffi::sqlite3_value_type(v) == ffi::SQLITE_NULL {
+            None
+        } else {
+            Some(ffi::sqlite3_value_double(v))
+        }
+    }
+}
+
+/// Counts the rows of a phrase (the callback of `xQueryPhrase`).
+unsafe extern "C" fn count_row(
+    _api: *const ffi::Fts5ExtensionApi,
+    _fts: *mut ffi::Fts5Context,
+    user: *mut c_void,
+) -> c_int {
+    // SAFETY: `user` is the `i64` counter `prepare` passes.
+    unsafe {
+        *user.cast::<i64>() += 1;
+    }
+    ffi::SQLITE_OK
+}
+
+unsafe extern "C" fn drop_prepared(p: *mut c_void) {
+    // SAFETY: `p` is the box `prepared` leaked, handed back once by FTS5.
+    drop(unsafe { Box::from_raw(p.cast::<Prepared>()) });
+}
+
+/// The query's [`Prepared`], computed on the first row.
+///
+/// # Safety
+/// The arguments are those FTS5 passed to [`rank`].
+unsafe fn prepared<'a>(
+    api: &ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    n: c_int,
+    args: *mut *mut ffi::sqlite3_value,
+) -> Result<&'a Prepared, Rc> {
+    let (Some(get), Some(set)) = (api.xGetAuxdata, api.xSetAuxdata) else {
+        return Err(Rc(ffi::SQLITE_ERROR));
+    };
+    // SAFETY: FTS5's own calls on its own context; the auxiliary data is
+    // the `Prepared` leaked below, alive until FTS5 drops it with the query.
+    unsafe {
+        let p = get(fts, 0);
+        if !p.is_null() {
+            return Ok(&*p.cast::<Prepared>());
+        }
+        let columns = api.xColumnCount.map_or(0, |f| f(fts));
+        let phrases = api.xPhraseCount.map_or(0, |f| f(fts));
+        let mut rows: i64 = 0;
+        ok(api
+            .xRowCount
+            .map_or(ffi::SQLITE_ERROR, |f| f(fts, &raw mut rows)))?;
+        let mut tokens: i64 = 0;
+        ok(api
+            .xColumnTotalSize
+            .map_or(ffi::SQLITE_ERROR, |f| f(fts, -1, &raw mut tokens)))?;
+        let weights = (0..columns)
+            .map(|c| real_arg(args, n, 3 + c).unwrap_or(1.0))
+            .collect();
+        let mut idf = Vec::with_capacity(phrases as usize);
+        for p in 0..phrases {
+            let df = match real_arg(args, n, 3 + columns + p) {
+                Some(d) if d < 0.0 => {
+                    idf.push(None);
+                    continue;
+                }
+                Some(d) => d,
+                None => {
+                    let mut hits: i64 = 0;
+                    let query = api.xQueryPhrase.ok_or(Rc(ffi::SQLITE_ERROR))?;
+                    ok(query(
+                        fts,
+                        p,
+                        (&raw mut hits).cast::<c_void>(),
+                        Some(count_row),
+                    ))?;
+                    hits as f64
+                }
+            };
+            idf.push(Some(idf_of(rows as f64, df)));
+        }
+        let prepared = Box::new(Prepared {
+            long_words: real_arg(args, n, 0).unwrap_or(0.0),
+            long_exponent: real_arg(args, n, 1).unwrap_or(0.0),
+            coverage: real_arg(args, n, 2).unwrap_or(0.0).clamp(0.0, 1.0),
+            weights,
+            words: idf.iter().filter(|i| i.is_some()).count(),
+            idf,
+            avgdl: if rows > 0 {
+                tokens as f64 / rows as f64
+            } else {
+                1.0
+            },
+        });
+        let raw = Box::into_raw(prepared);
+        // On failure FTS5 calls the destructor itself.
+        ok(set(fts, raw.cast::<c_void>(), Some(drop_prepared)))?;
+        Ok(&*raw)
+    }
+}
+
+/// BM25's IDF as FTS5 computes it: `ln((N − n + 0.5) / (n + 0.5))`, at
+/// least 1e-6 (a phrase in more than half the rows would otherwise count
+/// against a row).
+pub fn idf_of(rows: f64, df: f64) -> f64 {
+    let idf = ((rows - df + 0.5) / (df + 0.5)).ln();
+    if idf > 0.0 { idf } else { 1e-6 }
+}
+
+/// The score of the current row.
+///
+/// # Safety
+/// As [`prepared`].
+unsafe fn score(
+    api: &ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    n: c_int,
+    args: *mut *mut ffi::sqlite3_value,
+) -> Result<f64, Rc> {
+    // SAFETY: FTS5's calls on its context, for the row it is on.
+    unsafe {
+        let q = prepared(api, fts, n, args)?;
+        let size = api.xColumnSize.ok_or(Rc(ffi::SQLITE_ERROR))?;
+        let (first, next) = match (api.xPhraseFirst, api.xPhraseNext) {
+            (Some(f), Some(n)) => (f, n),
+            _ => return Err(Rc(ffi::SQLITE_ERROR)),
+        };
+        let mut all: c_int = 0;
+        ok(size(fts, -1, &raw mut all))?;
+        let mut content: c_int = 0;
+        ok(size(fts, 0, &raw mut content))?;
+        let norm = K1 * (1.0 - B + B * f64::from(all) / q.avgdl);
+        let mut bm25 = 0.0;
+        let mut covered = 0usize;
+        for (p, idf) in q.idf.iter().enumerate() {
+            let Some(idf) = idf else { continue };
+            let mut it = ffi::Fts5PhraseIter {
+                a: ptr::null(),
+                b: ptr::null(),
+            };
+            let (mut col, mut off): (c_int, c_int) = (-1, -1);
+            ok(first(
+                fts,
+                p as c_int,
+                &raw mut it,
+                &raw mut col,
+                &raw mut off,
+            ))?;
+            let mut freq = 0.0;
+            let mut in_content = false;
+            while col >= 0 {
+                freq += q.weights.get(col as usize).copied().unwrap_or(1.0);
+                in_content |= col == 0;
+                next(fts, &raw mut it, &raw mut col, &raw mut off);
+            }
+            if freq > 0.0 {
+                bm25 += idf * (freq * (K1 + 1.0)) / (freq + norm);
+            }
+            covered += usize::from(in_content);
+        }
+        let share = if q.words == 0 {
+            1.0
+        } else {
+            covered as f64 / q.words as f64
+        };
+        let coverage = 1.0 - q.coverage + q.coverage * share;
+        let length = super::rank::length_factor(
+            usize::try_from(content).unwrap_or(0),
+            q.long_words as usize,
+            q.long_exponent,
+        );
+        Ok(bm25 * coverage * length)
+    }
+}
+
+/// The function FTS5 calls for each row.
+unsafe extern "C" fn rank(
+    api: *const ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    ctx: *mut ffi::sqlite3_context,
+    n: c_int,
+    args: *mut *mut ffi::sqlite3_value,
+) {
+    let result = std::panic::catch_unwind(|| {
+        // SAFETY: FTS5 passes its live API, context and `n` arguments.
+        unsafe {
+            match api.as_ref() {
+                Some(api) => score(api, fts, n, args),
+                None => Err(Rc(ffi::SQLITE_ERROR)),
+            }
+        }
+    });
+    // SAFETY: `ctx` is this call's result context.
+    unsafe {
+        match result {
+            Ok(Ok(s)) => ffi::sqlite3_result_double(ctx, s),
+            Ok(Err(Rc(rc))) => ffi::sqlite3_result_error_code(ctx, rc),
+            Err(_) => ffi::sqlite3_result_error_code(ctx, ffi::SQLITE_INTERNAL),
+        }
+    }
+}
+
+/// Document frequencies of query words in the search index at one
+/// generation, shared by the readers. Exact: a read at another generation
+/// neither uses nor fills them (every change of the index's text moves the
+/// generation), and a newer generation starts them afresh.
+#[derive(Debug, Default)]
+pub struct Frequencies {
+    at: Mutex<(u64, HashMap<String, i64>)>,
+}
+
+/// At most this many words are kept (a new generation clears them anyway).
+const MOST_WORDS: usize = 100_000;
+
+impl Frequencies {
+    /// The document frequency of each word (a quoted FTS5 phrase) at
+    /// `generation`, the generation of `conn`'s read transaction: known
+    /// ones from memory, the others counted in the index.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn of(
+        &self,
+        conn: &Connection,
+        generation: u64,
+        words: &[String],
+    ) -> Result<Vec<i64>, StoreError> {
+        let mut out: Vec<Option<i64>> = {
+            let at = self
+                .at
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if at.0 == generation {
+                words.iter().map(|w| at.1.get(w).copied()).collect()
+            } else {
+                vec![None; words.len()]
+            }
+        };
+        let mut counted = Vec::new();
+        for (w, df) in words.iter().zip(&mut out) {
+            if df.is_none() {
+                let n = count(conn, w)?;
+                *df = Some(n);
+                counted.push((w.clone(), n));
+            }
+        }
+        if !counted.is_empty() {
+            let mut at = self
+                .at
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if generation > at.0 || at.1.len() >= MOST_WORDS {
+                *at = (generation, HashMap::new());
+            }
+            if at.0 == generation {
+                at.1.extend(counted);
+            }
+        }
+        Ok(out.into_iter().map(|d| d.unwrap_or(0)).collect())
+    }
+}
+
+/// Rows of the index holding `word` (as FTS5 tokenizes it) in any column.
+fn count(conn: &Connection, word: &str) -> Result<i64, StoreError> {
+    let phrase = format!("\"{}\"", word.replace('"', "\"\""));
+    Ok(conn
+        .prepare_cached("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1")?
+        .query_row([phrase], |r| r.get(0))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database with memd's schema and `memd_rank`.
+    fn db() -> (tempfile::TempDir, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        crate::store::configure_connection(&conn).unwrap();
+        (dir, conn)
+    }
+
+    fn add(
+        conn: &Connection,
+        ns: &str,
+        content: &str,
+        subject: Option<&str>,
+        thread: Option<(&str, i64)>,
+    ) {
+        conn.execute(
+            "INSERT INTO memories (namespace, content, subject, thread, thread_pos) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            (
+                ns,
+                content,
+                subject,
+                thread.map(|t| t.0),
+                thread.map(|t| t.1),
+            ),
+        )
+        .unwrap();
+    }
+
+    /// Every matching row's score under `rank` (an SQL expression over
+    /// `memories_fts`), by rowid.
+    fn scores(conn: &Connection, rank: &str, query: &str) -> Vec<(i64, f64)> {
+        conn.prepare(&format!(
+            "SELECT rowid, {rank} FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rowid"
+        ))
+        .unwrap()
+        .query_map([query], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    }
+
+    fn corpus(conn: &Connection) {
+        add(
+            conn,
+            "a",
+            "User: the deploy script lives in ops",
+            Some("deploy"),
+            Some(("t", 1)),
+        );
+        add(
+            conn,
+            "a",
+            "Assistant: run the script with the staging flag",
+            None,
+            Some(("t", 2)),
+        );
+        add(
+            conn,
+            "a",
+            "User: deploy again after the staging deploy failed",
+            None,
+            Some(("t", 3)),
+        );
+        add(conn, "b", "the lunch order is at noon", None, None);
+        add(
+            conn,
+            "b",
+            "a deploy on friday is a bad idea for the script",
+            None,
+            None,
+        );
+    }
+
+    /// Without coverage, length rule or known frequencies it is FTS5's own
+    /// `bm25()` with the same column weights, for every row, also with a
+    /// phrase left out (the namespace token: weight 0 in `bm25()`).
+    #[test]
+    fn it_is_bm25_when_nothing_else_is_asked() {
+        let (_dir, conn) = db();
+        corpus(&conn);
+        let ns = super::super::lexical::namespace_token("a");
+        for query in [
+            "\"deploy\" OR \"script\" OR \"staging\"".to_string(),
+            "\"deploy\" \"script\"".to_string(),
+            format!("ns : (\"{ns}\") AND (\"deploy\" OR \"script\")"),
+        ] {
+            let bm25 = scores(
+                &conn,
+                "-bm25(memories_fts, 1.0, 2.0, 0.7, 2.0, 0.0)",
+                &query,
+            );
+            let skip = if query.starts_with("ns") { ", -1" } else { "" };
+            let ours = scores(
+                &conn,
+                &format!("memd_rank(memories_fts, 0, 0.0, 0.0, 1.0, 2.0, 0.7, 2.0, 0.0{skip})"),
+                &query,
+            );
+            assert!(!bm25.is_empty(), "{query}");
+            assert_eq!(bm25.len(), ours.len(), "{query}");
+            for ((id, a), (id2, b)) in bm25.iter().zip(&ours) {
+                assert_eq!(id, id2);
+                assert!(
+                    (a - b).abs() < 1e-9,
+                    "{query}: row {id}: bm25 {a}, memd_rank {b}"
+                );
+                assert!(*b > 0.0);
+            }
+        }
+    }
+
+    /// Frequencies given as arguments give the same scores as frequencies
+    /// FTS5 counts; kept ones are those of the read's generation only.
+    #[test]
+    fn known_frequencies_score_like_counted_ones() {
+        let (_dir, conn) = db();
+        corpus(&conn);
+        let generation = crate::store::read_generation(&conn).unwrap();
+        let known = Frequencies::default();
+        let words = [
+            "deploy".to_string(),
+            "script".to_string(),
+            "nowhere".to_string(),
+        ];
+        // Any column counts: "script" is in row 3's context (its neighbour's
+        // text).
+        assert_eq!(known.of(&conn, generation, &words).unwrap(), [4, 4, 0]);
+        let query = "\"deploy\" OR \"script\" OR \"nowhere\"";
+        let counted = scores(
+            &conn,
+            "memd_rank(memories_fts, 0, 0.0, 0.0, 1.0, 2.0, 0.7, 2.0, 0.0)",
+            query,
+        );
+        let given = scores(
+            &conn,
+            "memd_rank(memories_fts, 0, 0.0, 0.0, 1.0, 2.0, 0.7, 2.0, 0.0, 4, 4, 0)",
+            query,
+        );
+        assert_eq!(counted, given);
+        // A wrong frequency changes the score: the argument is what counts.
+        let wrong = scores(
+            &conn,
+            "memd_rank(memories_fts, 0, 0.0, 0.0, 1.0, 2.0, 0.7, 2.0, 0.0, 1, 4, 0)",
+            query,
+        );
+        assert_ne!(counted, wrong);
+        // A new row moves the generation: counted again.
+        add(&conn, "b", "deploy", None, None);
+        let now = crate::store::read_generation(&conn).unwrap();
+        assert!(now > generation);
+        assert_eq!(known.of(&conn, now, &words).unwrap(), [5, 4, 0]);
+        // A read at the older generation is not served the newer counts
+        // (here the file holds the newer rows, so it counts them), and does
+        // not replace them.
+        assert_eq!(known.of(&conn, generation, &words[..1]).unwrap(), [5]);
+        conn.execute("DELETE FROM memories WHERE content = 'deploy'", [])
+            .unwrap();
+        assert_eq!(
+            known.of(&conn, now, &words[..1]).unwrap(),
+            [5],
+            "kept for its generation"
+        );
+    }
+
+    /// Coverage counts the query's words found in the content column (not
+    /// the subject, the context or another phrase), and the length rule
+    /// counts the content's tokens.
+    #[test]
+    fn coverage_and_length_scale_the_score() {
+        let (_dir, conn) = db();
+        // Row 1 says both words; row 2 says "deploy" in its content and
+        // "script" in its subject only; row 3 is long.
+        add(&conn, "a", "the deploy script", None, None);
+        add(&conn, "a", "deploy it", Some("script"), None);
+        let long = format!("deploy {}", "word ".repeat(399));
+        add(&conn, "a", &long, None, None);
+        let query = "\"deploy\" OR \"script\"";
+        let base = scores(
+            &conn,
+            "memd_rank(memories_fts, 0, 0.0, 0.0, 1.0, 2.0, 0.7, 2.0, 0.0)",
+            query,
+        );
+        let ranked = scores(
+            &conn,
+            "memd_rank(memories_fts, 100, 0.5, 0.5, 1.0, 2.0, 0.7, 2.0, 0.0)",
+            query,
+        );
+        let factor: Vec<f64> = base.iter().zip(&ranked).map(|(a, b)| b.1 / a.1).collect();
+        assert!((factor[0] - 1.0).abs() < 1e-12, "both words in the content");
+        assert!(
+            (factor[1] - 0.75).abs() < 1e-12,
+            "one of two: 1 − 0.5 + 0.5 × 0.5"
+        );
+        // 400 tokens: (100 / 400)^0.5, and one word of two.
+        assert!((factor[2] - 0.5 * 0.75).abs() < 1e-12, "{}", factor[2]);
+        // A phrase marked as no query word does not count for coverage.
+        let one_word = scores(
+            &conn,
+            "memd_rank(memories_fts, 0, 0.0, 0.5, 1.0, 2.0, 0.7, 2.0, 0.0, NULL, -1)",
+            query,
+        );
+        let deploy_only = scores(
+            &conn,
+            "memd_rank(memories_fts, 0, 0.0, 0.0, 1.0, 2.0, 0.7, 2.0, 0.0)",
+            "\"deploy\"",
+        );
+        for (a, b) in one_word.iter().zip(&deploy_only) {
+            assert!((a.1 - b.1).abs() < 1e-9, "row {}: {} vs {}", a.0, a.1, b.1);
+        }
+    }
+
+    #[test]
+    fn the_idf_is_fts5s() {
+        assert!((idf_of(100.0, 10.0) - (90.5f64 / 10.5).ln()).abs() < 1e-12);
+        assert_eq!(idf_of(100.0, 60.0), 1e-6);
+    }
+}

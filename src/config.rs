@@ -563,6 +563,8 @@ impl Config {
                 "search.hybrid.semantic_full",
                 self.search.hybrid.semantic_full,
             ),
+            ("search.hybrid.thread_near", self.search.hybrid.thread_near),
+            ("search.hybrid.thread_far", self.search.hybrid.thread_far),
         ] {
             if !value.is_finite() || !(0.0..=100.0).contains(&value) {
                 return Err((key, format!("{key} must be between 0 and 100")));

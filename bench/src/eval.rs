@@ -76,8 +76,9 @@ pub struct EvalArgs {
     /// conversations of every data set, score each on the one left out
     #[arg(long)]
     pub loco: bool,
-    /// The `--loco` grid: `lexical` (the lexical settings) or `hybrid`
-    /// (the fusion's lexical weight and the length rule; needs an
+    /// The `--loco` grid: `lexical` (the lexical settings), `hybrid` (the
+    /// fusion's lexical weight and the length rule; needs an embedder) or
+    /// `threads` (thread vectors with the fusion's weights; needs an
     /// embedder) [default: hybrid with a ready embedder and mode auto or
     /// hybrid, else lexical]
     #[arg(long)]
@@ -770,6 +771,9 @@ struct Setting {
 ///   semantic ranking counts (always, or from `semantic_from` to
 ///   `semantic_full` standard deviations) × the length rule (100 or 50
 ///   words at exponent 0.5).
+/// - `threads`: thread vectors (off, or neighbours' weights and the length
+///   up to which a memory borrows fully) × the lexical weight (0.6, 0.7) ×
+///   the semantic confidence (2.5–3.5, 2–3).
 fn grid(kind: &str) -> anyhow::Result<Vec<Setting>> {
     let d = memd::store::search::rank::RankConfig::default();
     let same = |a: f64, b: f64| (a - b).abs() < 1e-9;
@@ -847,7 +851,49 @@ fn grid(kind: &str) -> anyhow::Result<Vec<Setting>> {
                 }
             }
         }
-        other => bail!("unknown grid {other}: expected lexical or hybrid"),
+        "threads" => {
+            let h = &d.hybrid;
+            for (near, far, short) in [
+                (0.0, 0.0, 0usize),
+                (0.25, 0.1, 100),
+                (0.25, 0.1, 200),
+                (0.25, 0.1, 0),
+                (0.5, 0.25, 200),
+            ] {
+                for (from, full) in [(2.5, 3.5), (2.0, 3.0)] {
+                    for w in [0.6, 0.7] {
+                        let threads = if near > 0.0 {
+                            let upto = if short > 0 {
+                                format!(" up to {short} bytes")
+                            } else {
+                                String::new()
+                            };
+                            format!("thread vectors {near}/{far}{upto}")
+                        } else {
+                            "own vectors".to_string()
+                        };
+                        out.push(Setting {
+                            name: format!(
+                                "{threads}, lexical weight {w}, semantic confidence {from}-{full}"
+                            ),
+                            config: format!(
+                                "[search.hybrid]\nlexical_weight = {w:?}\n\
+                                 semantic_from = {from:?}\nsemantic_full = {full:?}\n\
+                                 thread_near = {near:?}\nthread_far = {far:?}\n\
+                                 thread_short = {short}\n"
+                            ),
+                            default: same(near, h.thread_near)
+                                && same(far, h.thread_far)
+                                && (near == 0.0 || short == h.thread_short)
+                                && same(w, h.lexical_weight)
+                                && same(from, h.semantic_from)
+                                && same(full, h.semantic_full),
+                        });
+                    }
+                }
+            }
+        }
+        other => bail!("unknown grid {other}: expected lexical, hybrid or threads"),
     }
     out.sort_by_key(|s| !s.default);
     Ok(out)
@@ -1012,8 +1058,8 @@ async fn loco(
             "lexical".into()
         }
     });
-    if kind == "hybrid" && !embedder_ready {
-        bail!("the hybrid grid needs an embedder, and none is ready");
+    if kind != "lexical" && !embedder_ready {
+        bail!("the {kind} grid needs an embedder, and none is ready");
     }
     let settings = grid(&kind)?;
     // Every setting answers every question of every set.

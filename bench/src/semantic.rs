@@ -139,7 +139,7 @@ async fn run_async(args: SemanticArgs) -> anyhow::Result<()> {
     let int8_overlap = {
         let mut index = Index::new(e.dim());
         for (i, v) in distinct.iter().enumerate() {
-            index.upsert(i as i64, "default", v);
+            index.upsert(i as i64, "default", v, None);
         }
         let probes: Vec<&String> = queries.iter().take(100).collect();
         let mut overlap = 0usize;
@@ -288,7 +288,7 @@ pub(crate) async fn scale(
                 }
                 memd::embed::normalize(&mut v);
                 stmt.execute((id, to_blob(&v)))?;
-                index.upsert(*id, "default", &v);
+                index.upsert(*id, "default", &v, None);
             }
         }
         tx.execute(

@@ -19,7 +19,7 @@
 //! row to the older one ([`rules::findings`]): only an older row is
 //! superseded (by a newer one), and `similar_to` names the older row.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ use memd_proto::{DriftEvent, SimilarEvent};
 
 use crate::embed::rules::{self, Embedded, Finding, LockCheck, ModelLock, Thresholds};
 use crate::embed::service::State;
-use crate::embed::vectors::{Index, Probe};
+use crate::embed::vectors::{Index, Place, Probe};
 use crate::embed::{EmbedError, Embedder, Provider, build};
 use crate::state::Shared;
 use crate::store::ops::vectors::Loaded;
@@ -222,7 +222,7 @@ impl Worker {
                 .pending_vectors(limit)
                 .await?
                 .into_iter()
-                .filter(|(id, _, _)| !skip.contains(id))
+                .filter(|r| !skip.contains(&r.id))
                 .take(batch)
                 .collect();
             if rows.is_empty() {
@@ -234,8 +234,8 @@ impl Worker {
                     .index
                     .write()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
-                for (id, _, _) in &rows {
-                    index.remove(*id);
+                for r in &rows {
+                    index.remove(r.id);
                 }
             }
             let vectors = self.embed(&rows).await?;
@@ -256,7 +256,7 @@ impl Worker {
     /// retried one row at a time, and the rows it refuses alone are skipped.
     async fn embed(&mut self, rows: &[Row]) -> Result<Vec<Option<Vec<f32>>>, StoreError> {
         let e = self.embedder.clone();
-        let texts: Vec<String> = rows.iter().map(|(_, _, t)| t.clone()).collect();
+        let texts: Vec<String> = rows.iter().map(|r| r.text.clone()).collect();
         let out: Result<Vec<Option<Vec<f32>>>, EmbedError> = tokio::task::spawn_blocking(move || {
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             match e.embed(&refs) {
@@ -276,21 +276,21 @@ impl Worker {
         .map_err(|e| StoreError::Io(Cause::context("the embedding task failed", e)))?;
         match out {
             Ok(v) => {
-                for ((id, _, _), vec) in rows.iter().zip(&v) {
+                for (r, vec) in rows.iter().zip(&v) {
                     if vec.is_none() {
                         tracing::warn!(
-                            id,
+                            id = r.id,
                             "the embedder refused this memory; it stays without a vector"
                         );
-                        self.failed.insert(*id);
+                        self.failed.insert(r.id);
                     }
                 }
                 Ok(v)
             }
             Err(EmbedError::Unreachable(m)) => Err(StoreError::Io(Cause::msg(m))),
             Err(e) if rows.len() == 1 => {
-                tracing::warn!(id = rows[0].0, error = %e, "the embedder refused this memory");
-                self.failed.insert(rows[0].0);
+                tracing::warn!(id = rows[0].id, error = %e, "the embedder refused this memory");
+                self.failed.insert(rows[0].id);
                 Ok(vec![None])
             }
             Err(e) => Err(StoreError::Io(Cause::of(e))),
@@ -308,10 +308,18 @@ impl Worker {
             model: self.embedder.model_id().to_string(),
             dim: self.embedder.dim(),
         };
+        // Where each row sits in its thread, for the index.
+        let places: HashMap<i64, (String, i64, usize)> = rows
+            .iter()
+            .filter_map(|r| {
+                let (thread, pos) = r.thread.clone()?;
+                Some((r.id, (thread, pos, r.text.len())))
+            })
+            .collect();
         let items: Vec<(i64, String, String, Vec<f32>)> = rows
             .into_iter()
             .zip(vectors)
-            .filter_map(|((id, ns, text), v)| v.map(|v| (id, ns, text, v)))
+            .filter_map(|(r, v)| v.map(|v| (r.id, r.namespace, r.text, v)))
             .collect();
         let svc = &self.shared.embed;
         let result = self.shared.store.store_vectors(lock.clone(), items).await;
@@ -329,7 +337,12 @@ impl Worker {
                     *index = Index::new(self.embedder.dim());
                 }
                 for (id, ns, v) in &written {
-                    index.upsert(*id, ns, v);
+                    let place = places.get(id).map(|(thread, pos, bytes)| Place {
+                        thread,
+                        pos: *pos,
+                        bytes: *bytes,
+                    });
+                    index.upsert(*id, ns, v, place);
                 }
                 Ok(written)
             }

@@ -8,10 +8,25 @@ use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
 use super::StoreError;
 use crate::embed::rules::{ModelLock, Neighbor};
-use crate::embed::vectors::{Index, from_blob, to_blob};
+use crate::embed::vectors::{Index, Place, from_blob, to_blob};
 
-/// A row to embed: id, namespace and the text as read.
-pub type Pending = (i64, String, String);
+/// A row to embed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pending {
+    /// Its id.
+    pub id: i64,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its text as read.
+    pub text: String,
+    /// Its thread and position in it, if it has them.
+    pub thread: Option<(String, i64)>,
+}
+
+/// A thread and position, when a row has both.
+fn thread_of(thread: Option<String>, pos: Option<i64>) -> Option<(String, i64)> {
+    thread.zip(pos)
+}
 
 /// Reads the model lock from `memory_meta`.
 ///
@@ -75,17 +90,25 @@ pub fn load_index(
 ) -> Result<Index, StoreError> {
     let mut index = Index::new(dim);
     if lock.is_none_or(|l| l.dim == dim) {
+        // `octet_length` reads a text's size from its record, not the text.
         let mut stmt = conn.prepare(
-            "SELECT v.memory_id, m.namespace, v.vector FROM memory_vectors v \
-             JOIN memories m ON m.id = v.memory_id",
+            "SELECT v.memory_id, m.namespace, v.vector, m.thread, m.thread_pos, \
+             octet_length(m.content) FROM memory_vectors v JOIN memories m ON m.id = v.memory_id",
         )?;
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
             let id: i64 = r.get(0)?;
             let ns: String = r.get(1)?;
             let blob: Vec<u8> = r.get(2)?;
+            let thread = thread_of(r.get(3)?, r.get(4)?);
+            let bytes: Option<i64> = r.get(5)?;
             if let Some(v) = from_blob(&blob, dim) {
-                index.upsert(id, &ns, &v);
+                let place = thread.as_ref().map(|(t, pos)| Place {
+                    thread: t,
+                    pos: *pos,
+                    bytes: usize::try_from(bytes.unwrap_or(0)).unwrap_or(0),
+                });
+                index.upsert(id, &ns, &v, place);
             }
         }
     }
@@ -172,16 +195,18 @@ pub fn record_similar(
 /// SQLite errors.
 pub fn pending(conn: &Connection, limit: i64) -> Result<Vec<Pending>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT m.id, m.namespace, CAST(m.content AS TEXT) FROM memories m WHERE NOT EXISTS \
+        "SELECT m.id, m.namespace, CAST(m.content AS TEXT), m.thread, m.thread_pos \
+         FROM memories m WHERE NOT EXISTS \
          (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id) ORDER BY m.id LIMIT ?1",
     )?;
     let rows = stmt
         .query_map([limit], |r| {
-            Ok((
-                r.get(0)?,
-                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
-                r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-            ))
+            Ok(Pending {
+                id: r.get(0)?,
+                namespace: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+                text: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                thread: thread_of(r.get(3)?, r.get(4)?),
+            })
         })?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rows)

@@ -627,3 +627,50 @@ fn the_providers_key_is_sent_but_never_logged() {
     assert!(log.contains("embed"), "{log}");
     assert!(!log.contains(key) && !log.contains("4f9a8c2e"), "{log}");
 }
+
+/// A memory of a thread is searched with its neighbours: a short reply
+/// that shares no word with the question is found through the turn before
+/// it (after that turn, before an unrelated memory); with `thread_near` and
+/// `thread_far` at 0 it has only its own words again.
+#[test]
+fn a_turn_of_a_thread_is_found_through_its_neighbours() {
+    let p = Provider::start();
+    for (extra, borrows) in [
+        ("", true),
+        (
+            "[search.hybrid]\nthread_near = 0.0\nthread_far = 0.0\n",
+            false,
+        ),
+    ] {
+        let d = daemon_with(&ollama(&p, "bag-256", extra));
+        let ask = add(
+            &d,
+            "planning a kayak trip on the fjord",
+            &["--thread", "chat", "--position", "1"],
+        );
+        let reply = add(
+            &d,
+            "sounds wonderful, when",
+            &["--thread", "chat", "--position", "2"],
+        );
+        let other = add(&d, "quarterly budget review notes", &[]);
+        wait_embedded(&d, 3);
+        let (v, code) = d.json(&["search", "kayak fjord", "--mode", "semantic"]);
+        assert_eq!(code, 0, "{v}");
+        let hits = v["hits"].as_array().unwrap();
+        let score = |id: i64| {
+            hits.iter()
+                .find(|h| h["id"] == id)
+                .map_or(0.0, |h| h["score"].as_f64().unwrap())
+        };
+        assert_eq!(hit_ids(&v)[0], ask, "{v}");
+        assert_eq!(score(other), 0.0, "{v}");
+        if borrows {
+            assert!(score(reply) > 0.0, "{v}");
+            assert!(score(reply) < score(ask), "{v}");
+            assert_eq!(hit_ids(&v)[1], reply, "{v}");
+        } else {
+            assert_eq!(score(reply), 0.0, "{v}");
+        }
+    }
+}

@@ -84,6 +84,7 @@ impl Store {
                     let semantic = job.vector.as_deref().map(|v| Semantic {
                         vector: v,
                         index: &index,
+                        mix: rank.hybrid.thread_mix(),
                     });
                     let mode = match (job.req.mode, &semantic) {
                         (SearchMode::Auto, Some(_)) => SearchMode::Hybrid,

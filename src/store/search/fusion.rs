@@ -24,6 +24,7 @@ use memd_proto::MatchKind;
 use serde::Deserialize;
 
 use super::Candidate;
+use crate::embed::vectors::Mix;
 
 /// How hybrid merges the rankings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize, Default)]
@@ -58,6 +59,13 @@ pub struct HybridConfig {
     /// … fully from this many (in between, in proportion). See
     /// [`confidence`].
     pub semantic_full: f64,
+    /// A memory of a thread is found by its vector mixed with its
+    /// neighbours' ([`Mix`]): the weight of each of the two nearest …
+    pub thread_near: f64,
+    /// … and of each of the two after those …
+    pub thread_far: f64,
+    /// … fully for memories up to this many bytes, in proportion beyond.
+    pub thread_short: usize,
 }
 
 impl Default for HybridConfig {
@@ -66,8 +74,22 @@ impl Default for HybridConfig {
             fusion: Fusion::Minmax,
             lexical_weight: 0.6,
             rrf_k: 60.0,
-            semantic_from: 2.5,
-            semantic_full: 3.5,
+            semantic_from: 2.0,
+            semantic_full: 3.0,
+            thread_near: 0.25,
+            thread_far: 0.1,
+            thread_short: 100,
+        }
+    }
+}
+
+impl HybridConfig {
+    /// How a threaded memory's neighbours count in semantic search.
+    pub fn thread_mix(&self) -> Mix {
+        Mix {
+            near: self.thread_near.max(0.0) as f32,
+            far: self.thread_far.max(0.0) as f32,
+            short: self.thread_short,
         }
     }
 }
@@ -255,11 +277,11 @@ mod tests {
     #[test]
     fn confidence_grows_from_semantic_from_to_semantic_full() {
         let cfg = HybridConfig::default();
-        assert_eq!((cfg.semantic_from, cfg.semantic_full), (2.5, 3.5));
+        assert_eq!((cfg.semantic_from, cfg.semantic_full), (2.0, 3.0));
         assert_eq!(confidence(&cfg, Some(1.0)), 0.0);
-        assert_eq!(confidence(&cfg, Some(2.5)), 0.0);
-        assert!((confidence(&cfg, Some(3.0)) - 0.5).abs() < 1e-12);
-        assert_eq!(confidence(&cfg, Some(3.5)), 1.0);
+        assert_eq!(confidence(&cfg, Some(2.0)), 0.0);
+        assert!((confidence(&cfg, Some(2.5)) - 0.5).abs() < 1e-12);
+        assert_eq!(confidence(&cfg, Some(3.0)), 1.0);
         assert_eq!(confidence(&cfg, Some(9.0)), 1.0);
         // Too few memories to tell: the semantic ranking counts.
         assert_eq!(confidence(&cfg, None), 1.0);

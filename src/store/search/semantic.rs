@@ -17,7 +17,7 @@ use rusqlite::{Connection, params_from_iter};
 
 use super::super::StoreError;
 use super::Candidate;
-use crate::embed::vectors::{Index, Probe, Spread};
+use crate::embed::vectors::{Index, Mix, Probe, Spread};
 use crate::gate::{Namespaces, View};
 
 /// What semantic search needs: the query's vector and the index.
@@ -27,6 +27,8 @@ pub struct Semantic<'a> {
     pub vector: &'a [f32],
     /// Every current vector.
     pub index: &'a RwLock<Index>,
+    /// How a threaded memory's neighbours count with it.
+    pub mix: Mix,
 }
 
 /// Ids of the rows the view may see.
@@ -94,7 +96,7 @@ fn best_visible(
                 .index
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            index.top_with_spread(&probe, namespaces, round)
+            index.top_with_spread(&probe, namespaces, round, s.mix)
         };
         let spread = *spread.get_or_insert(scanned);
         let exhausted = top.len() < round;
@@ -113,7 +115,7 @@ fn best_visible(
                 .index
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            return Ok((index.top_among(&probe, &ids, k), spread));
+            return Ok((index.top_among(&probe, &ids, k, s.mix), spread));
         }
         round *= 8;
     }
@@ -146,7 +148,7 @@ pub fn cosine(s: &Semantic<'_>, probe: &Probe, id: i64) -> Option<f64> {
         .index
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    index.score(probe, id).map(|c| f64::from(c.max(0.0)))
+    index.score(probe, id, s.mix).map(|c| f64::from(c.max(0.0)))
 }
 
 /// What ranking needs of these rows.
@@ -216,7 +218,7 @@ mod tests {
                 (i as i64 + 1, ns),
             )
             .unwrap();
-            index.upsert(i as i64 + 1, ns, &unit(i, dim));
+            index.upsert(i as i64 + 1, ns, &unit(i, dim), None);
         }
         for id in [5_001, 5_501, 5_991] {
             tx.execute(
@@ -231,6 +233,7 @@ mod tests {
         let s = Semantic {
             vector: &q,
             index: &index,
+            mix: Mix::default(),
         };
         let mut view = View::namespace("default", "a", "s");
         // (Neighbors a hundredth of a degree apart may swap under int8.)

@@ -232,6 +232,38 @@ impl Index {
                 self.ids.len() - 1
             }
         };
+        self.put_in_thread(p, id, ns, place);
+    }
+
+    /// Whether `id` is where `place` says in its thread (or in none).
+    pub fn is_placed(&self, id: i64, place: Option<(&str, i64)>) -> bool {
+        let Some(&p) = self.pos.get(&id) else {
+            return true;
+        };
+        let l = &self.links[p];
+        match place {
+            None => l.thread == NONE,
+            Some((thread, at)) => {
+                l.thread != NONE
+                    && l.pos == at
+                    && self.thread_names.get(&(self.ns[p], thread.to_string())) == Some(&l.thread)
+            }
+        }
+    }
+
+    /// Moves `id` (keeping its vector) to another place in a thread, or
+    /// out of any.
+    pub fn set_place(&mut self, id: i64, place: Option<Place<'_>>) {
+        let Some(&p) = self.pos.get(&id) else {
+            return;
+        };
+        self.put_in_thread(p, id, self.ns[p], place);
+    }
+
+    /// Puts entry `p` at `place` in a thread of namespace `ns`, leaving the
+    /// place it had, and relinks the entries around it (its vector is in
+    /// its neighbours' sums).
+    fn put_in_thread(&mut self, p: usize, id: i64, ns: u32, place: Option<Place<'_>>) {
         let place = place.map(|pl| {
             let next = self.thread_names.len() as u32;
             let t = *self
@@ -258,7 +290,6 @@ impl Index {
         }
         let l = self.links[p];
         if l.thread != NONE {
-            // Its vector is in its neighbours' sums: they change too.
             self.relink_around(l.thread, l.pos);
         }
     }

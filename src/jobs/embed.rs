@@ -174,7 +174,8 @@ impl Worker {
     }
 
     /// Drops index entries whose stored vector is gone (deleted or changed
-    /// by another tool).
+    /// by another tool), and moves those whose row another tool put
+    /// elsewhere in a thread.
     async fn reconcile(&mut self) -> Result<(), StoreError> {
         let (lock, ids) = self.shared.store.vector_ids().await?;
         let svc = &self.shared.embed;
@@ -187,10 +188,21 @@ impl Worker {
             .ids()
             .iter()
             .copied()
-            .filter(|id| !ids.contains(id))
+            .filter(|id| !ids.contains_key(id))
             .collect();
         for id in gone {
             index.remove(id);
+        }
+        for (id, threaded) in &ids {
+            let at = threaded.as_ref().map(|(t, pos, _)| (t.as_str(), *pos));
+            if !index.is_placed(*id, at) {
+                let place = threaded.as_ref().map(|(thread, pos, bytes)| Place {
+                    thread,
+                    pos: *pos,
+                    bytes: *bytes,
+                });
+                index.set_place(*id, place);
+            }
         }
         Ok(())
     }

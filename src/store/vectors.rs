@@ -2,7 +2,7 @@
 //! lock in `memory_meta`, as the embedding worker and the handlers read and
 //! write them.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
@@ -115,17 +115,36 @@ pub fn load_index(
     Ok(index)
 }
 
-/// The ids of the rows that have a stored vector.
+/// The rows that have a stored vector, with their place in a thread.
 ///
 /// # Errors
 /// SQLite errors.
-pub fn stored_ids(conn: &Connection) -> Result<HashSet<i64>, StoreError> {
-    let mut stmt = conn.prepare("SELECT memory_id FROM memory_vectors")?;
+pub fn stored_ids(conn: &Connection) -> Result<HashMap<i64, Threaded>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT v.memory_id, m.thread, m.thread_pos, octet_length(m.content) \
+         FROM memory_vectors v JOIN memories m ON m.id = v.memory_id",
+    )?;
     let ids = stmt
-        .query_map([], |r| r.get::<_, i64>(0))?
-        .collect::<Result<HashSet<i64>, _>>()?;
+        .query_map([], |r| {
+            let bytes: Option<i64> = r.get(3)?;
+            Ok((
+                r.get::<_, i64>(0)?,
+                thread_of(r.get(1)?, r.get(2)?).map(|(thread, pos)| {
+                    (
+                        thread,
+                        pos,
+                        usize::try_from(bytes.unwrap_or(0)).unwrap_or(0),
+                    )
+                }),
+            ))
+        })?
+        .collect::<Result<HashMap<i64, Threaded>, _>>()?;
     Ok(ids)
 }
+
+/// A row's thread, position in it and text length in bytes, if it is in
+/// a thread.
+pub type Threaded = Option<(String, i64, usize)>;
 
 /// Stores each vector whose row still holds the embedded text in the same
 /// namespace; returns the ones stored.

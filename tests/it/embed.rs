@@ -671,6 +671,32 @@ fn a_turn_of_a_thread_is_found_through_its_neighbours() {
             assert_eq!(hit_ids(&v)[1], reply, "{v}");
         } else {
             assert_eq!(score(reply), 0.0, "{v}");
+            continue;
+        }
+        // Another tool moves the reply to another thread (its text, and so
+        // its vector, stay): once the daemon has seen the change, the
+        // reply has only its own words.
+        sqlite3(
+            &d.db(),
+            &format!("UPDATE memories SET thread = 'elsewhere' WHERE id = {reply}"),
+        );
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (v, _) = d.json(&["search", "kayak fjord", "--mode", "semantic"]);
+            let moved = v["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|h| h["id"] == reply)
+                .is_some_and(|h| h["score"].as_f64() == Some(0.0));
+            if moved {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still mixed with its old neighbour: {v}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 }

@@ -2,7 +2,7 @@
 //! the stored vectors, the rows still without one, near-duplicate records.
 //! Writes here are the daemon's own (never a session's drift).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use crate::embed::rules::{self, LockCheck, ModelLock};
 use crate::embed::vectors::Index;
@@ -48,7 +48,9 @@ impl Store {
     ///
     /// # Errors
     /// SQLite errors.
-    pub async fn vector_ids(&self) -> Result<(Option<ModelLock>, HashSet<i64>), StoreError> {
+    pub async fn vector_ids(
+        &self,
+    ) -> Result<(Option<ModelLock>, HashMap<i64, vectors::Threaded>), StoreError> {
         let read = self
             .readers
             .read(ReadKind::Internal, |conn| {

@@ -1073,10 +1073,7 @@ mod tests {
     use super::*;
 
     fn db() -> (tempfile::TempDir, Connection) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
-        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
-        (dir, conn)
+        crate::store::test_db()
     }
 
     fn memory(content: &str, sketch: Vec<i64>) -> NewMemory {

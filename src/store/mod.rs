@@ -330,6 +330,17 @@ pub fn configure_connection(conn: &Connection) -> Result<(), StoreError> {
     search::fts5::register(conn)
 }
 
+/// A database with memd's schema on a connection configured as the
+/// daemon's are, in a directory removed when the first value drops.
+#[cfg(test)]
+pub(crate) fn test_db() -> (tempfile::TempDir, Connection) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut conn = Connection::open(dir.path().join("m.db")).expect("open");
+    schema::migrate(&mut conn, dir.path()).expect("migrate");
+    configure_connection(&conn).expect("configure");
+    (dir, conn)
+}
+
 /// Makes the database file owner-only (its `-wal`/`-shm` inherit the mode).
 /// `chmod` by path: the file is never opened outside SQLite.
 fn restrict_mode(path: &Path) {

@@ -425,11 +425,7 @@ mod tests {
 
     /// A database with memd's schema and `memd_rank`.
     fn db() -> (tempfile::TempDir, Connection) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
-        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
-        crate::store::configure_connection(&conn).unwrap();
-        (dir, conn)
+        crate::store::test_db()
     }
 
     fn add(

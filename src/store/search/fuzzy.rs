@@ -494,10 +494,7 @@ mod tests {
     /// typos, swapped first letters, prefixes and the substring fallback.
     #[test]
     fn the_cached_vocabulary_expands_like_fts5vocab() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
-        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
-        crate::store::configure_connection(&conn).unwrap();
+        let (_dir, conn) = crate::store::test_db();
         for text in [
             "Docker networking between containers uses the bridge driver",
             "Kubernetes clusters are created with minikube",

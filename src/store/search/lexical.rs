@@ -314,11 +314,7 @@ mod tests {
     use super::*;
 
     fn db() -> (tempfile::TempDir, Connection) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
-        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
-        super::super::fts5::register(&conn).unwrap();
-        (dir, conn)
+        crate::store::test_db()
     }
 
     /// The token this code searches for is the one SQLite writes into the

@@ -329,10 +329,7 @@ mod tests {
     /// words many times gives way to a short one that says them once.
     #[test]
     fn a_long_memory_gives_way_to_a_short_one_that_says_the_words() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
-        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
-        crate::store::configure_connection(&conn).unwrap();
+        let (_dir, conn) = crate::store::test_db();
         let long = format!(
             "Assistant: {}",
             "To configure the flask login session you set the secret key and the login \

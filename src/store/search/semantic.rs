@@ -205,9 +205,7 @@ mod tests {
     /// back.
     #[test]
     fn selective_filters_fall_back_to_the_visible_ids() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
-        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        let (_dir, mut conn) = crate::store::test_db();
         let dim = 8;
         let mut index = Index::new(dim);
         let tx = conn.transaction().unwrap();

@@ -236,17 +236,20 @@ impl Index {
     }
 
     /// Whether `id` is where `place` says in its thread (or in none).
-    pub fn is_placed(&self, id: i64, place: Option<(&str, i64)>) -> bool {
+    pub fn is_placed(&self, id: i64, place: Option<Place<'_>>) -> bool {
         let Some(&p) = self.pos.get(&id) else {
             return true;
         };
         let l = &self.links[p];
         match place {
             None => l.thread == NONE,
-            Some((thread, at)) => {
+            Some(place) => {
                 l.thread != NONE
-                    && l.pos == at
-                    && self.thread_names.get(&(self.ns[p], thread.to_string())) == Some(&l.thread)
+                    && l.pos == place.pos
+                    && self
+                        .thread_names
+                        .get(&(self.ns[p], place.thread.to_string()))
+                        == Some(&l.thread)
             }
         }
     }
@@ -767,7 +770,7 @@ mod tests {
         let mut out = HashMap::new();
         for e in entries {
             let mut v = e.v.clone();
-            if let (Some((t, pos)), true) = (e.thread, mix.on()) {
+            if let (Some((t, _)), true) = (e.thread, mix.on()) {
                 let mut same: Vec<&Entry> = entries
                     .iter()
                     .filter(|o| o.ns == e.ns && o.thread.is_some_and(|(ot, _)| ot == t))
@@ -779,7 +782,6 @@ mod tests {
                 } else {
                     mix.short as f32 / e.bytes as f32
                 };
-                let _ = pos;
                 for (d, w) in [(1usize, mix.near), (2, mix.far)] {
                     let below = at.checked_sub(d).map(|i| same[i]);
                     let above = same.get(at + d).copied();

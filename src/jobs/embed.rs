@@ -27,11 +27,11 @@ use memd_proto::{DriftEvent, SimilarEvent};
 
 use crate::embed::rules::{self, Embedded, Finding, LockCheck, ModelLock, Thresholds};
 use crate::embed::service::State;
-use crate::embed::vectors::{Index, Place, Probe};
+use crate::embed::vectors::{Index, Probe};
 use crate::embed::{EmbedError, Embedder, Provider, build};
 use crate::state::Shared;
 use crate::store::ops::vectors::Loaded;
-use crate::store::vectors::Pending as Row;
+use crate::store::vectors::{Pending as Row, Threaded};
 use crate::store::{Cause, StoreError};
 
 /// How often the worker looks at the generation while idle.
@@ -194,13 +194,8 @@ impl Worker {
             index.remove(id);
         }
         for (id, threaded) in &ids {
-            let at = threaded.as_ref().map(|(t, pos, _)| (t.as_str(), *pos));
-            if !index.is_placed(*id, at) {
-                let place = threaded.as_ref().map(|(thread, pos, bytes)| Place {
-                    thread,
-                    pos: *pos,
-                    bytes: *bytes,
-                });
+            let place = threaded.as_ref().map(Threaded::place);
+            if !index.is_placed(*id, place) {
                 index.set_place(*id, place);
             }
         }
@@ -321,12 +316,9 @@ impl Worker {
             dim: self.embedder.dim(),
         };
         // Where each row sits in its thread, for the index.
-        let places: HashMap<i64, (String, i64, usize)> = rows
+        let places: HashMap<i64, Threaded> = rows
             .iter()
-            .filter_map(|r| {
-                let (thread, pos) = r.thread.clone()?;
-                Some((r.id, (thread, pos, r.text.len())))
-            })
+            .filter_map(|r| Some((r.id, r.thread.clone()?)))
             .collect();
         let items: Vec<(i64, String, String, Vec<f32>)> = rows
             .into_iter()
@@ -349,12 +341,7 @@ impl Worker {
                     *index = Index::new(self.embedder.dim());
                 }
                 for (id, ns, v) in &written {
-                    let place = places.get(id).map(|(thread, pos, bytes)| Place {
-                        thread,
-                        pos: *pos,
-                        bytes: *bytes,
-                    });
-                    index.upsert(*id, ns, v, place);
+                    index.upsert(*id, ns, v, places.get(id).map(Threaded::place));
                 }
                 Ok(written)
             }

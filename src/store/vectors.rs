@@ -19,13 +19,41 @@ pub struct Pending {
     pub namespace: String,
     /// Its text as read.
     pub text: String,
-    /// Its thread and position in it, if it has them.
-    pub thread: Option<(String, i64)>,
+    /// Its place in a thread, if it has one.
+    pub thread: Option<Threaded>,
 }
 
-/// A thread and position, when a row has both.
-fn thread_of(thread: Option<String>, pos: Option<i64>) -> Option<(String, i64)> {
-    thread.zip(pos)
+/// A row's place in its thread, as read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Threaded {
+    /// The thread id.
+    pub thread: String,
+    /// The position in it.
+    pub pos: i64,
+    /// The row's text length in bytes.
+    pub bytes: usize,
+}
+
+impl Threaded {
+    /// From a row's `thread`, `thread_pos` and `octet_length(content)`:
+    /// a place when it has both a thread and a position.
+    fn read(thread: Option<String>, pos: Option<i64>, bytes: Option<i64>) -> Option<Threaded> {
+        let (thread, pos) = thread.zip(pos)?;
+        Some(Threaded {
+            thread,
+            pos,
+            bytes: usize::try_from(bytes.unwrap_or(0)).unwrap_or(0),
+        })
+    }
+
+    /// As the vector index takes it.
+    pub fn place(&self) -> Place<'_> {
+        Place {
+            thread: &self.thread,
+            pos: self.pos,
+            bytes: self.bytes,
+        }
+    }
 }
 
 /// Reads the model lock from `memory_meta`.
@@ -100,15 +128,9 @@ pub fn load_index(
             let id: i64 = r.get(0)?;
             let ns: String = r.get(1)?;
             let blob: Vec<u8> = r.get(2)?;
-            let thread = thread_of(r.get(3)?, r.get(4)?);
-            let bytes: Option<i64> = r.get(5)?;
+            let thread = Threaded::read(r.get(3)?, r.get(4)?, r.get(5)?);
             if let Some(v) = from_blob(&blob, dim) {
-                let place = thread.as_ref().map(|(t, pos)| Place {
-                    thread: t,
-                    pos: *pos,
-                    bytes: usize::try_from(bytes.unwrap_or(0)).unwrap_or(0),
-                });
-                index.upsert(id, &ns, &v, place);
+                index.upsert(id, &ns, &v, thread.as_ref().map(Threaded::place));
             }
         }
     }
@@ -119,32 +141,18 @@ pub fn load_index(
 ///
 /// # Errors
 /// SQLite errors.
-pub fn stored_ids(conn: &Connection) -> Result<HashMap<i64, Threaded>, StoreError> {
+pub fn stored_ids(conn: &Connection) -> Result<HashMap<i64, Option<Threaded>>, StoreError> {
     let mut stmt = conn.prepare(
         "SELECT v.memory_id, m.thread, m.thread_pos, octet_length(m.content) \
          FROM memory_vectors v JOIN memories m ON m.id = v.memory_id",
     )?;
     let ids = stmt
         .query_map([], |r| {
-            let bytes: Option<i64> = r.get(3)?;
-            Ok((
-                r.get::<_, i64>(0)?,
-                thread_of(r.get(1)?, r.get(2)?).map(|(thread, pos)| {
-                    (
-                        thread,
-                        pos,
-                        usize::try_from(bytes.unwrap_or(0)).unwrap_or(0),
-                    )
-                }),
-            ))
+            Ok((r.get(0)?, Threaded::read(r.get(1)?, r.get(2)?, r.get(3)?)))
         })?
-        .collect::<Result<HashMap<i64, Threaded>, _>>()?;
+        .collect::<Result<_, _>>()?;
     Ok(ids)
 }
-
-/// A row's thread, position in it and text length in bytes, if it is in
-/// a thread.
-pub type Threaded = Option<(String, i64, usize)>;
 
 /// Stores each vector whose row still holds the embedded text in the same
 /// namespace; returns the ones stored.
@@ -214,8 +222,8 @@ pub fn record_similar(
 /// SQLite errors.
 pub fn pending(conn: &Connection, limit: i64) -> Result<Vec<Pending>, StoreError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT m.id, m.namespace, CAST(m.content AS TEXT), m.thread, m.thread_pos \
-         FROM memories m WHERE NOT EXISTS \
+        "SELECT m.id, m.namespace, CAST(m.content AS TEXT), m.thread, m.thread_pos, \
+         octet_length(m.content) FROM memories m WHERE NOT EXISTS \
          (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.id) ORDER BY m.id LIMIT ?1",
     )?;
     let rows = stmt
@@ -224,7 +232,7 @@ pub fn pending(conn: &Connection, limit: i64) -> Result<Vec<Pending>, StoreError
                 id: r.get(0)?,
                 namespace: r.get::<_, Option<String>>(1)?.unwrap_or_default(),
                 text: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                thread: thread_of(r.get(3)?, r.get(4)?),
+                thread: Threaded::read(r.get(3)?, r.get(4)?, r.get(5)?),
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;

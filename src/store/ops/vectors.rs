@@ -50,7 +50,7 @@ impl Store {
     /// SQLite errors.
     pub async fn vector_ids(
         &self,
-    ) -> Result<(Option<ModelLock>, HashMap<i64, vectors::Threaded>), StoreError> {
+    ) -> Result<(Option<ModelLock>, HashMap<i64, Option<vectors::Threaded>>), StoreError> {
         let read = self
             .readers
             .read(ReadKind::Internal, |conn| {

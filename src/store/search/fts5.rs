@@ -413,10 +413,9 @@ impl Frequencies {
 
 /// Rows of the index holding `word` (as FTS5 tokenizes it) in any column.
 fn count(conn: &Connection, word: &str) -> Result<i64, StoreError> {
-    let phrase = format!("\"{}\"", word.replace('"', "\"\""));
     Ok(conn
         .prepare_cached("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1")?
-        .query_row([phrase], |r| r.get(0))?)
+        .query_row([super::words::phrase(word)], |r| r.get(0))?)
 }
 
 #[cfg(test)]

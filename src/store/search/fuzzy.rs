@@ -396,7 +396,7 @@ pub fn candidates(
     }
     let fts = terms
         .iter()
-        .map(|(t, _)| format!("\"{t}\""))
+        .map(|(t, _)| super::words::phrase(t))
         .collect::<Vec<_>>()
         .join(" OR ");
     // Stems as query terms: FTS stems them again, which leaves stems alone

@@ -32,7 +32,7 @@ pub fn in_namespaces(fts_query: &str, view: &View) -> String {
         Namespaces::Only(list) if !list.is_empty() => {
             let tokens: Vec<String> = list
                 .iter()
-                .map(|n| format!("\"{}\"", namespace_token(n)))
+                .map(|n| super::words::phrase(&namespace_token(n)))
                 .collect();
             format!("ns : ({}) AND ({fts_query})", tokens.join(" OR "))
         }
@@ -85,14 +85,17 @@ pub struct Weights {
 }
 
 impl Weights {
+    /// The weight of each column (content, subject, context, date,
+    /// namespace) as SQL arguments. Formatted with all their digits: a
+    /// statement is cached per text, and the weights change only with the
+    /// config.
+    fn columns(&self) -> String {
+        format!("1.0, 2.0, {:?}, {:?}, 0.0", self.context, self.date)
+    }
+
     /// The `bm25()` call with these weights.
     fn bm25(&self) -> String {
-        // Formatted with all their digits: the statement is cached per
-        // text, and the weights change only with the config.
-        format!(
-            "bm25(memories_fts, 1.0, 2.0, {:?}, {:?}, 0.0)",
-            self.context, self.date
-        )
+        format!("bm25(memories_fts, {})", self.columns())
     }
 }
 
@@ -137,21 +140,11 @@ impl Scoring {
         ];
         params.extend(std::iter::repeat_n(Value::Integer(-1), skipped));
         params.extend(self.frequencies.iter().map(|&n| Value::Integer(n)));
-        let mut sql = format!("{}(memories_fts", super::fts5::NAME);
-        for (i, _) in params.iter().enumerate().take(3) {
-            sql.push_str(&format!(", ?{}", first + i));
-        }
-        // Column weights (content, subject, context, date, namespace),
-        // formatted with all their digits: they change only with the
-        // config.
-        sql.push_str(&format!(
-            ", 1.0, 2.0, {:?}, {:?}, 0.0",
-            self.weights.context, self.weights.date
-        ));
-        for i in 3..params.len() {
-            sql.push_str(&format!(", ?{}", first + i));
-        }
-        sql.push(')');
+        let arg = |i: usize| format!("?{}", first + i);
+        let mut args: Vec<String> = (0..3).map(arg).collect();
+        args.push(self.weights.columns());
+        args.extend((3..params.len()).map(arg));
+        let sql = format!("{}(memories_fts, {})", super::fts5::NAME, args.join(", "));
         (sql, params)
     }
 }
@@ -179,9 +172,12 @@ pub fn candidates(
     fetch: u32,
     scoring: &Scoring,
 ) -> Result<Vec<Candidate>, StoreError> {
+    // The namespace tokens come first in the query: phrases no ranking
+    // counts.
     let (fts_query, skipped) = &match &view.namespaces {
-        Namespaces::Only(list) if holds_only(conn, list)? => (fts_query.to_string(), 0),
-        Namespaces::Only(list) if !list.is_empty() => (in_namespaces(fts_query, view), list.len()),
+        Namespaces::Only(list) if !holds_only(conn, list)? => {
+            (in_namespaces(fts_query, view), list.len())
+        }
         _ => (fts_query.to_string(), 0),
     };
     // A quarter more than asked for: the view rarely hides many of the
@@ -227,10 +223,7 @@ pub fn scores_in_range(
         Ok((r.get(0)?, -r.get::<_, f64>(1)?))
     });
     rows.and_then(|r| r.collect::<Result<Vec<_>, _>>())
-        .map_err(|e| match fts_error(&e) {
-            Some(msg) => StoreError::InvalidInput(format!("invalid FTS query: {msg}")),
-            None => StoreError::from(e),
-        })
+        .map_err(query_error)
 }
 
 /// One round of [`candidates`]: the `window` best matches by score, those
@@ -278,10 +271,7 @@ fn window_candidates(
         })
     });
     let hits = rows.and_then(|r| r.collect::<Result<Vec<_>, _>>());
-    let hits = hits.map_err(|e| match fts_error(&e) {
-        Some(msg) => StoreError::InvalidInput(format!("invalid FTS query: {msg}")),
-        None => StoreError::from(e),
-    })?;
+    let hits = hits.map_err(query_error)?;
     if hits.is_empty() {
         // No row passed the view: was the window full?
         matched = conn
@@ -290,23 +280,22 @@ fn window_candidates(
                  LIMIT ?2)",
             )?
             .query_row((fts_query, window), |r| r.get(0))
-            .map_err(|e| match fts_error(&e) {
-                Some(msg) => StoreError::InvalidInput(format!("invalid FTS query: {msg}")),
-                None => StoreError::from(e),
-            })?;
+            .map_err(query_error)?;
     }
     Ok((hits, matched))
 }
 
-/// The message of an error raised by FTS5 for a bad query: a plain
-/// `SQLITE_ERROR` while running the MATCH (syntax errors, unterminated
-/// strings, unknown columns). I/O and corruption errors have their own codes
-/// and stay internal errors.
-fn fts_error(e: &rusqlite::Error) -> Option<String> {
-    let rusqlite::Error::SqliteFailure(f, Some(msg)) = e else {
-        return None;
-    };
-    (f.code == rusqlite::ErrorCode::Unknown).then(|| msg.clone())
+/// An error of running an FTS5 query: invalid input when FTS5 refused the
+/// query — a plain `SQLITE_ERROR` while running the MATCH (syntax errors,
+/// unterminated strings, unknown columns). I/O and corruption errors have
+/// their own codes and stay internal errors.
+fn query_error(e: rusqlite::Error) -> StoreError {
+    match &e {
+        rusqlite::Error::SqliteFailure(f, Some(msg)) if f.code == rusqlite::ErrorCode::Unknown => {
+            StoreError::InvalidInput(format!("invalid FTS query: {msg}"))
+        }
+        _ => StoreError::from(e),
+    }
 }
 
 #[cfg(test)]

@@ -100,9 +100,9 @@ pub struct Candidate {
 /// hits ([`feedback::expansion`]) re-score the rows, each gaining
 /// `weight × BM25` of each added word it matches (FTS5's BM25 of an OR
 /// query is the sum of its words' scores, so this is the BM25 of a
-/// weighted query). Only rows that match the query join: a row that shares
-/// words with the best hits but none with the question is not a lexical
-/// hit.
+/// weighted query), and are sorted again. Only rows that match the query
+/// join: a row that shares words with the best hits but none with the
+/// question is not a lexical hit.
 fn with_feedback(
     conn: &Connection,
     q: &Query<'_>,
@@ -133,13 +133,13 @@ fn with_feedback(
     let lo = rows.iter().map(|c| c.id).min().unwrap_or(0);
     let hi = rows.iter().map(|c| c.id).max().unwrap_or(0);
     for (word, weight) in added {
-        let fts = format!("\"{word}\"");
-        for (id, score) in lexical::scores_in_range(conn, &fts, lo, hi, weights)? {
+        for (id, score) in lexical::scores_in_range(conn, &words::phrase(&word), lo, hi, weights)? {
             if let Some(i) = at.get(&id) {
                 rows[*i].raw += weight * score;
             }
         }
     }
+    rows.sort_by(|a, b| b.raw.total_cmp(&a.raw).then_with(|| b.id.cmp(&a.id)));
     Ok(())
 }
 
@@ -227,7 +227,6 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
         let mut rows = lexical::candidates(conn, &fts, q.view, fetch, &scoring)?;
         if plain {
             with_feedback(conn, q, &words, &mut rows, &weights)?;
-            rows.sort_by(|a, b| b.raw.total_cmp(&a.raw).then_with(|| b.id.cmp(&a.id)));
         }
         Ok(rows)
     };

@@ -178,6 +178,12 @@ pub fn query_words(text: &str) -> Vec<String> {
     kept
 }
 
+/// A word as an FTS5 phrase: quoted, a quote inside doubled, so no
+/// character of it is ever an operator.
+pub fn phrase(word: &str) -> String {
+    format!("\"{}\"", word.replace('"', "\"\""))
+}
+
 /// The FTS5 query for plain text: each word quoted (so no character is ever
 /// an operator), OR-ed. `None` when there is no word at all.
 pub fn plain_query(text: &str) -> Option<String> {
@@ -188,7 +194,7 @@ pub fn plain_query(text: &str) -> Option<String> {
         Some(
             words
                 .iter()
-                .map(|w| format!("\"{w}\""))
+                .map(|w| phrase(w))
                 .collect::<Vec<_>>()
                 .join(" OR "),
         )

@@ -82,12 +82,9 @@ impl TeamConfig {
             return Err("team.timeout_ms must be above 0".into());
         }
         if let Some(url) = &self.url
-            && Target::parse(url).is_err()
+            && let Err(e) = Target::parse(url)
         {
-            return Err(format!(
-                "team.url is not a PostgreSQL URL: {}",
-                Target::parse(url).err().unwrap_or_default()
-            ));
+            return Err(format!("team.url: {e}"));
         }
         Ok(())
     }
@@ -165,6 +162,17 @@ pub enum SslMode {
 }
 
 impl SslMode {
+    /// The mode's name in a URL.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SslMode::Disable => "disable",
+            SslMode::Prefer => "prefer",
+            SslMode::Require => "require",
+            SslMode::VerifyCa => "verify-ca",
+            SslMode::VerifyFull => "verify-full",
+        }
+    }
+
     fn parse(s: &str) -> Result<SslMode, String> {
         Ok(match s {
             "disable" => SslMode::Disable,
@@ -252,6 +260,32 @@ impl Target {
         if pg.get_user().is_none() {
             pg.user(std::env::var("PGUSER").unwrap_or_else(|_| os_user()));
         }
+        // libpq never uses TLS over a Unix socket: `disable`, `allow` and
+        // `prefer` are plain there, and a mode that demands TLS cannot be
+        // met.
+        let hosts = pg.get_hosts();
+        let on_socket = hosts
+            .iter()
+            .any(|h| matches!(h, tokio_postgres::config::Host::Unix(_)));
+        let on_tcp = hosts
+            .iter()
+            .any(|h| matches!(h, tokio_postgres::config::Host::Tcp(_)));
+        if on_socket && ssl != SslMode::Disable && ssl != SslMode::Prefer {
+            return Err(format!(
+                "sslmode={} asks for TLS, which is not possible over a Unix socket (the host is a \
+                 socket directory): use sslmode=disable or prefer there, or a TCP host name for TLS",
+                ssl.as_str()
+            ));
+        }
+        if on_socket && on_tcp && ssl == SslMode::Prefer {
+            return Err(
+                "the URL lists both Unix-socket directories and TCP hosts with sslmode=prefer: \
+                 memd cannot use TLS on some hosts and not others; give sslmode=disable, or one \
+                 kind of host"
+                    .into(),
+            );
+        }
+        let ssl = if on_socket { SslMode::Disable } else { ssl };
         pg.ssl_mode(match ssl {
             SslMode::Disable => tokio_postgres::config::SslMode::Disable,
             SslMode::Prefer => tokio_postgres::config::SslMode::Prefer,
@@ -624,6 +658,27 @@ mod tests {
         assert_eq!(kv.ssl, SslMode::Disable);
         assert_eq!(kv.host(), "/tmp/pg");
         assert!(Target::parse("postgresql://u:secret@h/d").is_err());
+        // A Unix socket is plain whatever `prefer` or `allow` says; a mode
+        // that demands TLS there is refused with the reason.
+        for url in [
+            "postgresql://u@/d?host=/var/run/postgresql",
+            "postgresql://u@/d?host=/var/run/postgresql&sslmode=prefer",
+            "postgresql://u@/d?host=/var/run/postgresql&sslmode=allow",
+            "host=/tmp/pg user=u dbname=d",
+        ] {
+            assert_eq!(Target::parse(url).unwrap().ssl, SslMode::Disable, "{url}");
+        }
+        for mode in ["require", "verify-ca", "verify-full"] {
+            let e = Target::parse(&format!(
+                "postgresql://u@/d?host=/var/run/postgresql&sslmode={mode}"
+            ))
+            .unwrap_err();
+            assert!(e.contains("not possible over a Unix socket"), "{e}");
+        }
+        assert_eq!(
+            Target::parse("postgresql://u@db.example/d").unwrap().ssl,
+            SslMode::Prefer
+        );
         assert!(Target::parse("postgresql://u@h/d?sslmode=sometimes").is_err());
     }
 

@@ -152,8 +152,14 @@ impl Error {
             Error::InvalidInput(_) => 2,
             // A mode that needs an embedder the daemon does not have ready.
             Error::Daemon(b) if b.code == ErrorCode::NotConfigured => 2,
-            // The team's PostgreSQL is unreachable: like an unreachable daemon.
-            Error::Daemon(b) if b.code == ErrorCode::TeamUnavailable => 5,
+            // The team's PostgreSQL is unreachable, or stopped answering
+            // after a shared write was sent: like an unreachable daemon.
+            Error::Daemon(b)
+                if b.code == ErrorCode::TeamUnavailable
+                    || b.code == ErrorCode::TeamOutcomeUnknown =>
+            {
+                5
+            }
             Error::NotFound(_) | Error::Daemon(_) => 1,
             Error::Protocol(_) | Error::Frame(_) | Error::Closed | Error::Io(_) => 5,
         }

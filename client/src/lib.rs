@@ -741,6 +741,22 @@ impl Client {
         }
     }
 
+    /// Wakes the daemon's team pull and waits until it reconnected and
+    /// caught up, or failed to (`memd team init` asks it of the local
+    /// daemon).
+    ///
+    /// # Errors
+    /// Connection errors.
+    pub async fn team_sync(&mut self) -> Result<memd_proto::TeamSyncReport> {
+        match self
+            .call(Request::TeamSync(memd_proto::TeamSyncRequest {}))
+            .await?
+        {
+            Response::TeamSynced(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Ends a named session of this namespace.
     ///
     /// # Errors

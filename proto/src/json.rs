@@ -79,6 +79,9 @@ pub fn error(e: &ErrorBody) -> Value {
     if let Some(rev) = e.current_rev {
         obj.insert("current_rev".into(), json!(rev));
     }
+    if let Some(op) = &e.operation_id {
+        obj.insert("operation_id".into(), json!(op));
+    }
     if let Some(d) = &e.drift {
         obj.insert("rule".into(), json!(d.rule.as_str()));
         let backup = (!d.drift_backup.is_empty()).then_some(&d.drift_backup);

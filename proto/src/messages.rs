@@ -87,6 +87,9 @@ pub enum Request {
     /// Share a local namespace with the team: upload its memories
     /// (idempotent by uid).
     TeamPush(TeamPushRequest),
+    /// Wake the team pull now (after `memd team init`, a server back): it
+    /// reconnects and catches up; answered once it did or failed.
+    TeamSync(TeamSyncRequest),
 }
 
 impl Request {
@@ -124,6 +127,7 @@ impl Request {
         "session_list",
         "session_end",
         "team_push",
+        "team_sync",
     ];
 
     /// The request's kind: a stable snake_case name, for logs and for
@@ -161,6 +165,7 @@ impl Request {
             Request::SessionList(_) => "session_list",
             Request::SessionEnd(_) => "session_end",
             Request::TeamPush(_) => "team_push",
+            Request::TeamSync(_) => "team_sync",
         }
     }
 }
@@ -275,6 +280,8 @@ pub enum Response {
     SessionEnded(SessionEnded),
     /// Answer to [`Request::TeamPush`].
     TeamPushed(TeamPushReport),
+    /// Answer to [`Request::TeamSync`].
+    TeamSynced(TeamSyncReport),
 }
 
 /// Run a sweep.
@@ -682,6 +689,22 @@ pub struct TeamPushReport {
     /// Memories PostgreSQL held as another row with the same text (by
     /// dedup key): this machine takes that row instead.
     pub merged: u64,
+}
+
+/// Wake the team pull and wait until it reconnected and caught up (or
+/// failed to).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct TeamSyncRequest {}
+
+/// What a wake of the team pull found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamSyncReport {
+    /// Whether the daemon has team memory configured at all.
+    pub configured: bool,
+    /// Whether every shared namespace is pulled: shared writes may go.
+    pub synced: bool,
+    /// The last error of the connection, when not synced.
+    pub last_error: Option<String>,
 }
 
 /// Pushes from the daemon. Append only.
@@ -1287,6 +1310,9 @@ pub enum ErrorCode {
     /// A write to a namespace that became shared while it holds memories
     /// never pushed to the team (`memd team push NAMESPACE`).
     TeamUnpushed,
+    /// A shared write whose outcome could not be learned: PostgreSQL may
+    /// have committed it (the error's `operation_id` names it).
+    TeamOutcomeUnknown,
 }
 
 impl ErrorCode {
@@ -1312,6 +1338,7 @@ impl ErrorCode {
             ErrorCode::Busy => "busy",
             ErrorCode::TeamUnavailable => "team_unavailable",
             ErrorCode::TeamUnpushed => "team_unpushed",
+            ErrorCode::TeamOutcomeUnknown => "team_outcome_unknown",
         }
     }
 }
@@ -1426,6 +1453,9 @@ pub struct ErrorBody {
     pub current_rev: Option<i64>,
     /// Details of a drift refusal.
     pub drift: Option<DriftDetails>,
+    /// The operation id of a shared write whose outcome is unknown
+    /// (`team_outcome_unknown`): what to look for in `memd.ops`.
+    pub operation_id: Option<String>,
 }
 
 impl ErrorBody {
@@ -1449,6 +1479,7 @@ impl ErrorBody {
             reason: None,
             current_rev: None,
             drift: None,
+            operation_id: None,
         }
     }
 }

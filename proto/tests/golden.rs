@@ -237,6 +237,7 @@ fn requests() -> Vec<(&'static str, Request)> {
                 namespace: "github.com/acme/api".into(),
             }),
         ),
+        ("req_team_sync", Request::TeamSync(TeamSyncRequest {})),
     ]
 }
 
@@ -323,6 +324,14 @@ fn responses() -> Vec<(&'static str, Response)> {
                     rule: DriftRule::External,
                     row: None,
                 }),
+                operation_id: None,
+            }),
+        ),
+        (
+            "resp_error_outcome_unknown",
+            Response::Error(ErrorBody {
+                operation_id: Some("4f1c2a9e".into()),
+                ..ErrorBody::new(ErrorCode::TeamOutcomeUnknown, "may have been applied")
             }),
         ),
         ("resp_subscribed", Response::Subscribed),
@@ -476,6 +485,7 @@ fn responses() -> Vec<(&'static str, Response)> {
                         rev_now: 3,
                     })),
                 }),
+                operation_id: None,
             }),
         ),
         (
@@ -556,6 +566,14 @@ fn responses() -> Vec<(&'static str, Response)> {
                 merged: 1,
             }),
         ),
+        (
+            "resp_team_synced",
+            Response::TeamSynced(TeamSyncReport {
+                configured: true,
+                synced: false,
+                last_error: Some("connection refused".into()),
+            }),
+        ),
     ]
 }
 
@@ -630,9 +648,10 @@ fn request_kind(r: &Request) -> usize {
         Request::SessionList(_) => 28,
         Request::SessionEnd(_) => 29,
         Request::TeamPush(_) => 30,
+        Request::TeamSync(_) => 31,
     }
 }
-const REQUEST_KINDS: usize = 31;
+const REQUEST_KINDS: usize = 32;
 
 #[test]
 fn request_kinds_are_listed_in_tag_order() {
@@ -705,9 +724,10 @@ fn response_kind(r: &Response) -> usize {
         Response::Sessions(_) => 26,
         Response::SessionEnded(_) => 27,
         Response::TeamPushed(_) => 28,
+        Response::TeamSynced(_) => 29,
     }
 }
-const RESPONSE_KINDS: usize = 29;
+const RESPONSE_KINDS: usize = 30;
 
 #[test]
 fn golden_bytes_cover_every_message_kind() {

@@ -198,6 +198,7 @@ fn response() -> impl Strategy<Value = Response> {
             reason,
             current_rev: Some(-1),
             drift: None,
+            operation_id: None,
         })),
     ]
 }

@@ -34,6 +34,12 @@ pub fn init(g: &Global) -> Result<Output, CommandError> {
         let mut link = pg::connect(&target, config.team.timeout(), false).await?;
         schema::init(&mut link.client).await
     });
+    // A daemon already running here retries every 2 s: woken, it connects
+    // and catches up now, so the next shared write need not wait.
+    let local = done
+        .is_ok()
+        .then(|| runtime.block_on(wake_local_daemon(g)))
+        .flatten();
     let done = done.map_err(|e| match e {
         crate::store::team::TeamError::Unavailable(m) => CommandError::TeamUnavailable(format!(
             "cannot reach the team's PostgreSQL at {}: {m}",
@@ -61,8 +67,32 @@ pub fn init(g: &Global) -> Result<Output, CommandError> {
             done.to
         )
     };
+    let human = match &local {
+        Some(r) if r.synced => format!("{human}\nthe memd daemon here has caught up with it"),
+        Some(r) if r.configured => format!(
+            "{human}\nthe memd daemon here has not caught up with it yet: {}",
+            r.last_error.as_deref().unwrap_or("still connecting")
+        ),
+        _ => human,
+    };
+    let daemon = local.map(
+        |r| json!({"configured": r.configured, "synced": r.synced, "last_error": r.last_error}),
+    );
     Ok(Output {
-        json: json!({"success": true, "url": target.display(), "from": done.from, "to": done.to}),
+        json: json!({
+            "success": true,
+            "url": target.display(),
+            "from": done.from,
+            "to": done.to,
+            "daemon": daemon,
+        }),
         human,
     })
+}
+
+/// Wakes the daemon of this data dir, when one runs (none is started):
+/// its team pull connects and catches up at once.
+async fn wake_local_daemon(g: &Global) -> Option<memd_client::proto::TeamSyncReport> {
+    let mut client = crate::commands::connect(g, false).await.ok()?;
+    client.team_sync().await.ok()
 }

@@ -41,6 +41,7 @@ mod support;
 mod sweep;
 mod task;
 mod team_push;
+mod team_sync;
 mod update;
 mod upload;
 
@@ -196,6 +197,7 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::SessionList(r) => session_list::handle(r, session, &cx).await,
         Request::SessionEnd(r) => session_end::handle(r, session, &cx).await,
         Request::TeamPush(r) => team_push::handle(r, session, &cx).await,
+        Request::TeamSync(r) => team_sync::handle(r, session, &cx).await,
     };
     let resp = match result {
         Ok(resp) => resp,
@@ -231,6 +233,7 @@ pub fn error_body(e: &StoreError) -> ErrorBody {
         StoreError::ReadOnly(_) => ErrorCode::ReadOnly,
         StoreError::Busy(_) => ErrorCode::Busy,
         StoreError::TeamUnavailable(_) => ErrorCode::TeamUnavailable,
+        StoreError::TeamOutcomeUnknown { .. } => ErrorCode::TeamOutcomeUnknown,
         StoreError::TeamUnpushed(_) => ErrorCode::TeamUnpushed,
         StoreError::Closed => ErrorCode::ShuttingDown,
         StoreError::Drift(_) => ErrorCode::Drift,
@@ -244,6 +247,9 @@ pub fn error_body(e: &StoreError) -> ErrorBody {
         StoreError::Rejected { reason, .. } => body.reason = Some((*reason).to_string()),
         StoreError::Conflict { current_rev, .. } => body.current_rev = *current_rev,
         StoreError::Drift(r) => body.drift = Some(r.details()),
+        StoreError::TeamOutcomeUnknown { operation_id, .. } => {
+            body.operation_id = Some(operation_id.clone());
+        }
         _ => {}
     }
     body

@@ -29,20 +29,26 @@ pub async fn run(shared: Arc<Shared>) {
         return;
     };
     loop {
+        team.attempt_started();
         match follow(&shared, &team).await {
             Ok(()) => {}
             Err(Failure::Team(e)) => {
                 tracing::warn!(error = %e, "team memory: PostgreSQL is not usable; retrying in 2 s");
-                team.note_error(&e);
+                team.attempt_failed(&e);
             }
             Err(Failure::Local(e)) => {
                 tracing::warn!(error = %e, "team memory: cannot apply the team's changes here; retrying in 2 s");
-                team.note_error(&TeamError::Unavailable(format!(
+                team.attempt_failed(&TeamError::Unavailable(format!(
                     "cannot apply the team's changes here: {e}"
                 )));
             }
         }
-        tokio::time::sleep(RETRY).await;
+        // A shared write that finds this machine not synced, or `memd team
+        // init` run here, does not wait for the pause.
+        tokio::select! {
+            () = tokio::time::sleep(RETRY) => {}
+            () = team.kick.notified() => {}
+        }
     }
 }
 

@@ -64,7 +64,10 @@ const INSTRUCTIONS: &str = "memd is a persistent memory shared by every session 
     may have settled; store (memory_store) durable facts, decisions and preferences you learn, \
     one statement each. If a write is refused with code `drift`, the memory changed since this \
     session last read it (another session or agent, memd itself, or another tool): read it \
-    again (memory_get), then retry; a retry without reading is refused again.";
+    again (memory_get), then retry; a retry without reading is refused again. In a namespace \
+    shared with a team, `team_unavailable` means nothing was written (retry later), and \
+    `team_outcome_unknown` means it may have been written: search for it before storing it \
+    again.";
 
 /// What changed, for resource-updated notifications.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

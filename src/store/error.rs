@@ -123,6 +123,21 @@ pub enum StoreError {
          status` shows the connection)"
     )]
     TeamUnavailable(String),
+    /// A shared write whose COMMIT was sent and whose outcome could not be
+    /// learned since (PostgreSQL stopped answering): it may have been
+    /// applied.
+    #[error(
+        "the outcome of this shared write is unknown ({message}): PostgreSQL may have committed \
+         it as operation {operation_id}. If it did, memd applies it here once PostgreSQL answers \
+         again; look for it (get, search, or `SELECT * FROM memd.ops WHERE op_id = \
+         '{operation_id}'`) before writing it again"
+    )]
+    TeamOutcomeUnknown {
+        /// The operation id carried in the write (`memd.ops.op_id`).
+        operation_id: String,
+        /// What failed.
+        message: String,
+    },
     /// A write to a shared namespace that holds rows never pushed.
     #[error(
         "namespace `{0}` is shared with the team but holds memories that were never pushed; \

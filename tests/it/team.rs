@@ -693,9 +693,14 @@ fn strict_refuses_after_another_machines_commit_in_the_namespace_until_read() {
 fn a_daemon_started_before_team_init_serves_and_catches_up_once_it_ran() {
     let Some(pg) = Pg::start() else { return };
     let a = machine(&pg, "a");
+    let b = machine(&pg, "b");
     let (v, code) = a.json(&["--namespace", "team-web", "add", "too early"]);
     assert_eq!(code, 5, "{v}");
     assert_eq!(v["code"], "team_unavailable");
+    assert!(
+        v["error"].as_str().unwrap().contains("memd team init"),
+        "the refusal says what to do: {v}"
+    );
     let (v, _) = a.json(&["team", "status"]);
     assert!(
         v["team"]["last_error"]
@@ -705,8 +710,85 @@ fn a_daemon_started_before_team_init_serves_and_catches_up_once_it_ran() {
         "{v}"
     );
     add(&a, "local", "local namespaces work meanwhile");
+    // `team init` run on machine a wakes a's daemon: it has caught up
+    // before init returns, and the next shared write passes at once.
+    let out = crate::common::memd_command(a.dir.path())
+        .args(["--data-dir"])
+        .arg(a.data_dir())
+        .args(["team", "init", "--json"])
+        .env("MEMD_TEAM_URL", pg.url())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["daemon"]["synced"], true, "{v}");
+    let (v, code) = a.json(&["--namespace", "team-web", "add", "right after init"]);
+    assert_eq!(code, 0, "{v}");
+    // Machine b was not woken (init ran elsewhere) and sits in its 2 s
+    // pause: its first shared write makes its own reconnect and catch-up
+    // instead of refusing.
+    let (v, code) = b.json(&["--namespace", "team-web", "add", "b right after init"]);
+    assert_eq!(code, 0, "{v}");
+    wait_contents(&b, "team-web", &["b right after init", "right after init"]);
+}
+
+#[test]
+fn a_unix_socket_url_connects_without_tls_unless_tls_is_demanded() {
+    let Some(pg) = Pg::start() else { return };
     let _boot = started(&pg);
-    Pg::wait_for(Duration::from_secs(15), "a shared write to pass", || {
-        a.json(&["--namespace", "team-web", "add", "after init"]).1 == 0
-    });
+    // The URL form of a local server's socket, as libpq users write it:
+    // no sslmode (libpq's default, prefer), prefer, allow, disable.
+    for (name, mode) in [
+        ("m0", ""),
+        ("m1", "&sslmode=prefer"),
+        ("m2", "&sslmode=allow"),
+        ("m3", "&sslmode=disable"),
+    ] {
+        let url = format!("{}{mode}", pg.socket_url());
+        let d = Daemon::with_config(&format!(
+            "[team]\nurl = \"{url}\"\nnamespaces = [\"team-*\"]\nmachine = \"{name}\"\n"
+        ));
+        let (v, code) = d.json(&[
+            "--namespace",
+            "team-web",
+            "add",
+            &format!("over the socket, {name}"),
+        ]);
+        assert_eq!(code, 0, "{url}: {v}");
+    }
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE content LIKE 'over the socket, %'"),
+        "4"
+    );
+    // A mode that demands TLS cannot be met over a socket: a clear error,
+    // from `team init` and from the daemon's config check.
+    let url = format!("{}&sslmode=require", pg.socket_url());
+    let boot = Daemon::prepare(tempfile::tempdir().unwrap());
+    let out = crate::common::memd_command(boot.dir.path())
+        .args(["team", "init"])
+        .env("MEMD_TEAM_URL", &url)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not possible over a Unix socket"), "{err}");
+    let config = boot.dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!("[team]\nurl = \"{url}\"\nnamespaces = [\"team-*\"]\n"),
+    )
+    .unwrap();
+    let out = crate::common::memd_command(boot.dir.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["config", "show"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("not possible over a Unix socket"), "{err}");
 }

@@ -87,7 +87,9 @@ impl Store {
                 .await;
         };
         let f = std::sync::Arc::new(f);
-        for attempt in 0..2 {
+        let mut moved_once = false;
+        let mut synced_once = false;
+        loop {
             let (job_guard, job_f, job_team) = (guard.clone(), f.clone(), team.clone());
             let step = self
                 .writer
@@ -96,12 +98,16 @@ impl Store {
                     let notice = ctx.guard(job_guard)?;
                     let value = job_f(ctx, notice)?;
                     match team_plan(ctx, &job_team)? {
-                        None => Ok(Step::Done(Written {
+                        Route::Local => Ok(Step::Done(Written {
                             value,
                             rows: ctx.written_revs()?,
                             generation: ctx.generation()?,
                         })),
-                        Some(plan) => {
+                        Route::NotSynced => {
+                            ctx.discard();
+                            Ok(Step::NotSynced)
+                        }
+                        Route::Shared(plan) => {
                             ctx.discard();
                             Ok(Step::Deferred(value, plan))
                         }
@@ -110,20 +116,32 @@ impl Store {
                 .await?;
             let (value, plan) = match step {
                 Step::Done(written) => return Ok(written),
+                Step::NotSynced if !synced_once => {
+                    // The pull has not caught up since memd started (or
+                    // since PostgreSQL came back): one reconnect and
+                    // catch-up now, then the write is decided again.
+                    synced_once = true;
+                    team.sync_now().await;
+                    continue;
+                }
+                Step::NotSynced => {
+                    return Err(StoreError::TeamUnavailable(format!(
+                        "this machine has not pulled the team's memories yet, and connecting \
+                         now failed: {}",
+                        team.last_error()
+                            .unwrap_or_else(|| "the catch-up did not finish in time".into())
+                    )));
+                }
                 Step::Deferred(value, plan) => (value, plan),
             };
             match team.write_through(&plan).await {
                 Ok(committed) => {
-                    let uids = plan
-                        .changes
-                        .iter()
-                        .filter_map(|c| c.after.as_ref().map(|a| (c.id, a.uid.clone())))
-                        .collect();
-                    return self.apply_committed(author, value, uids, committed).await;
+                    return self.apply_committed(author, value, &plan, committed).await;
                 }
-                Err(team::write::Refusal::Moved(rows)) if attempt == 0 => {
+                Err(team::write::Refusal::Moved(rows)) if !moved_once => {
                     // This machine's copy was behind: take PostgreSQL's rows
                     // and decide again.
+                    moved_once = true;
                     let lost = self.apply_team_rows_anew(rows, false).await?;
                     if !lost.is_empty() {
                         tracing::warn!(
@@ -144,11 +162,12 @@ impl Store {
                     return Err(StoreError::TeamUnavailable(e.to_string()));
                 }
                 Err(team::write::Refusal::Unknown(e)) => {
-                    return Err(StoreError::TeamUnavailable(format!(
-                        "{e}; the write was sent and PostgreSQL's answer was lost, so it may have \
-                         been applied: memd applies it here when PostgreSQL is back if it was \
-                         (check with get or search before writing it again)"
-                    )));
+                    // Whatever PostgreSQL did, the pull brings it here.
+                    team.wake.notify_one();
+                    return Err(StoreError::TeamOutcomeUnknown {
+                        operation_id: plan.op_id,
+                        message: e.to_string(),
+                    });
                 }
                 Err(team::write::Refusal::Invalid(m)) => {
                     return Err(StoreError::InvalidInput(format!(
@@ -171,66 +190,86 @@ impl Store {
                 }
             }
         }
-        unreachable!("the loop returns on its second attempt")
     }
 
     /// Applies what PostgreSQL committed for a session's write, as that
     /// session's write here; the job's answer is translated to the rows as
-    /// they are now. A local apply that fails is not the write's failure
-    /// (PostgreSQL has it; the pull applies it): the answer is the job's.
+    /// they are now (the local ids of the rows PostgreSQL committed: a row
+    /// the job created had an id only in the rolled-back job). A local
+    /// apply that fails is not the write's failure (PostgreSQL has it; the
+    /// pull applies it): it is tried once more, and if it fails again the
+    /// answer keeps the ids of rows that were here before and names no id
+    /// for a row the job created ([`Remap::unapplied`]).
     async fn apply_committed<T: Remap + Send + 'static>(
         &self,
         author: Author,
         value: T,
-        uids: HashMap<i64, String>,
+        plan: &team::write::Plan,
         committed: team::write::Committed,
     ) -> Result<Written<T>, StoreError> {
-        let fallback = value.clone();
-        let applied = self
-            .writer
-            .call(author, move |ctx| {
-                let mut t = Translation::default();
-                for (old, row) in &committed.rows {
-                    let outcome = team::apply::apply(ctx.conn, row, false)?;
-                    if let Some(id) = outcome.id() {
-                        ctx.wrote(id);
-                        if let Some(old) = old {
-                            t.ids.insert(*old, id);
+        let uids: HashMap<i64, String> = plan
+            .changes
+            .iter()
+            .filter_map(|c| c.after.as_ref().map(|a| (c.id, a.uid.clone())))
+            .collect();
+        let created: HashSet<i64> = plan
+            .changes
+            .iter()
+            .filter(|c| c.before.is_none())
+            .map(|c| c.id)
+            .collect();
+        let committed = std::sync::Arc::new(committed);
+        let uids = std::sync::Arc::new(uids);
+        let mut failure = None;
+        for _ in 0..2 {
+            let (value, committed, uids) = (value.clone(), committed.clone(), uids.clone());
+            let applied = self
+                .writer
+                .call(author.clone(), move |ctx| {
+                    let mut t = Translation::default();
+                    for (old, row) in &committed.rows {
+                        let outcome = team::apply::apply(ctx.conn, row, false)?;
+                        if let Some(id) = outcome.id() {
+                            ctx.wrote(id);
+                            if let Some(old) = old {
+                                t.ids.insert(*old, id);
+                            }
+                        }
+                        if let Some(old) = old
+                            && uids.get(old).is_some_and(|uid| uid != &row.uid)
+                        {
+                            // PostgreSQL merged the new row into one it had.
+                            t.merged.insert(*old);
                         }
                     }
-                    if let Some(old) = old
-                        && uids.get(old).is_some_and(|uid| uid != &row.uid)
-                    {
-                        // PostgreSQL merged the new row into one it had.
-                        t.merged.insert(*old);
+                    for (_, row) in &committed.rows {
+                        team::apply::link(ctx.conn, row)?;
                     }
-                }
-                for (_, row) in &committed.rows {
-                    team::apply::link(ctx.conn, row)?;
-                }
-                let generation = ctx.generation()?;
-                let value = value.remap(ctx.conn, &t, generation)?;
-                Ok(Written {
-                    value,
-                    rows: ctx.written_revs()?,
-                    generation,
+                    let generation = ctx.generation()?;
+                    let value = value.remap(ctx.conn, &t, generation)?;
+                    Ok(Written {
+                        value,
+                        rows: ctx.written_revs()?,
+                        generation,
+                    })
                 })
-            })
-            .await;
-        match applied {
-            Ok(w) => Ok(w),
-            Err(e) => {
-                tracing::warn!(error = %e, "a write PostgreSQL committed could not be applied here; the pull applies it");
-                if let Some(team) = &self.team {
-                    team.wake.notify_one();
-                }
-                Ok(Written {
-                    value: fallback,
-                    rows: Vec::new(),
-                    generation: self.generations.current(),
-                })
+                .await;
+            match applied {
+                Ok(w) => return Ok(w),
+                Err(e) => failure = Some(e),
             }
         }
+        if let Some(e) = failure {
+            tracing::warn!(error = %e, op_id = %plan.op_id, "a write PostgreSQL committed could not be applied here; the pull applies it");
+        }
+        if let Some(team) = &self.team {
+            team.wake.notify_one();
+        }
+        Ok(Written {
+            value: value.unapplied(&created),
+            rows: Vec::new(),
+            generation: self.generations.current(),
+        })
     }
 
     /// Applies rows PostgreSQL holds, as a pull would, without moving the
@@ -269,10 +308,22 @@ impl Store {
     }
 }
 
-/// What a job left for the caller: done here, or to be written through.
+/// What a job left for the caller: done here, to be written through, or
+/// waiting for this machine to catch up with the team.
 enum Step<T> {
     Done(Written<T>),
+    NotSynced,
     Deferred(T, team::write::Plan),
+}
+
+/// Where a job's changes go.
+enum Route {
+    /// Only local rows: committed as they are.
+    Local,
+    /// Shared rows, but this machine has not caught up with the team.
+    NotSynced,
+    /// Shared rows: this plan, written through.
+    Shared(team::write::Plan),
 }
 
 /// How a write's local ids became the ids of the rows PostgreSQL
@@ -294,7 +345,7 @@ impl Translation {
 
 /// An operation's answer, made true of the rows as PostgreSQL committed
 /// them and as they were applied here.
-pub trait Remap: Sized + Clone {
+pub trait Remap: Sized + Clone + Send + Sync {
     /// The answer for the applied rows.
     ///
     /// # Errors
@@ -305,6 +356,13 @@ pub trait Remap: Sized + Clone {
         t: &Translation,
         generation: u64,
     ) -> Result<Self, StoreError>;
+
+    /// The answer when PostgreSQL committed the write but it could not be
+    /// applied here: no id of a row the job created (`created`), which only
+    /// the rolled-back job had.
+    fn unapplied(self, _created: &HashSet<i64>) -> Self {
+        self
+    }
 }
 
 impl Remap for () {
@@ -354,11 +412,19 @@ impl Remap for memd_proto::AddResult {
         self.generation = generation;
         Ok(self)
     }
+
+    fn unapplied(mut self, created: &HashSet<i64>) -> Self {
+        if self.id.is_some_and(|id| created.contains(&id)) {
+            self.id = None;
+            self.reason = Some("committed; not yet applied here".into());
+        }
+        self
+    }
 }
 
-/// The shared rows a job changed, as a plan to write through; `None` when
+/// The shared rows a job changed, as a plan to write through; `Local` when
 /// it changed none (a local write, committed as it is).
-fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Option<team::write::Plan>, StoreError> {
+fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Route, StoreError> {
     let changes = ctx.changes()?;
     let shared = |c: &team::write::Change| {
         c.after
@@ -370,7 +436,7 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Option<team::write::
     };
     let n_shared = changes.iter().filter(|c| shared(c)).count();
     if n_shared == 0 {
-        return Ok(None);
+        return Ok(Route::Local);
     }
     if n_shared < changes.len() {
         return Err(StoreError::InvalidInput(
@@ -379,11 +445,7 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Option<team::write::
         ));
     }
     if !team.is_synced() {
-        return Err(StoreError::TeamUnavailable(
-            "this machine has not pulled the team's memories yet (PostgreSQL has not been \
-             reachable since memd started)"
-                .into(),
-        ));
+        return Ok(Route::NotSynced);
     }
     let mut namespaces: Vec<&str> = changes
         .iter()
@@ -407,7 +469,7 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Option<team::write::
         Some((namespace, seen)) => Some((namespace, team::apply::seq_at(ctx.conn, seen)?)),
         None => None,
     };
-    Ok(Some(team::write::Plan {
+    Ok(Route::Shared(team::write::Plan {
         op_id: crate::session::new_session_id(),
         agent,
         session,

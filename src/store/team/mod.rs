@@ -83,8 +83,22 @@ pub struct Team {
     synced: AtomicBool,
     /// Namespaces checked to hold no row that was never pushed.
     clean: Mutex<HashSet<String>>,
-    /// The pull tried once (caught up, or failed): the daemon serves then.
-    attempted: tokio::sync::watch::Sender<bool>,
+    /// The pull's attempts to connect and catch up: how many started, how
+    /// many failed, and whether one succeeded (the daemon serves once one
+    /// concluded; a shared write waits for the one it asked for).
+    attempts: tokio::sync::watch::Sender<Attempts>,
+    /// Wakes the pull's retry at once (a shared write while not synced,
+    /// `memd team init` on this machine).
+    pub kick: Notify,
+}
+
+/// The pull's connection attempts, as a shared write waiting for one sees
+/// them.
+#[derive(Debug, Clone, Copy, Default)]
+struct Attempts {
+    started: u64,
+    failed: u64,
+    synced: bool,
 }
 
 impl Team {
@@ -109,7 +123,8 @@ impl Team {
             wake: Notify::new(),
             synced: AtomicBool::new(false),
             clean: Mutex::default(),
-            attempted: tokio::sync::watch::channel(false).0,
+            attempts: tokio::sync::watch::channel(Attempts::default()).0,
+            kick: Notify::new(),
         }))
     }
 
@@ -141,14 +156,40 @@ impl Team {
 
     pub(crate) fn set_synced(&self, synced: bool) {
         self.synced.store(synced, Ordering::Release);
-        self.attempted.send_replace(true);
+        self.attempts.send_modify(|a| a.synced = synced);
+    }
+
+    /// The pull begins an attempt to connect and catch up.
+    pub(crate) fn attempt_started(&self) {
+        self.attempts.send_modify(|a| a.started += 1);
     }
 
     /// Waits until the pull caught up once or failed once (a machine is
     /// backfilled before it serves, when PostgreSQL can be reached).
     pub async fn first_attempt(&self) {
-        let mut rx = self.attempted.subscribe();
-        let _ = rx.wait_for(|done| *done).await;
+        let mut rx = self.attempts.subscribe();
+        let _ = rx.wait_for(|a| a.synced || a.failed > 0).await;
+    }
+
+    /// Makes the pull connect and catch up now when it is not synced, and
+    /// waits for that attempt (bounded by twice `timeout_ms`, a connection
+    /// and the catch-up); whether shared writes may go.
+    pub async fn sync_now(&self) -> bool {
+        if self.is_synced() {
+            return true;
+        }
+        let mut rx = self.attempts.subscribe();
+        // An attempt under way may be one that began before whatever made
+        // the caller ask (`team init`): only the next one counts.
+        let after = rx.borrow().started;
+        self.kick.notify_one();
+        let limit = self.config.timeout() * 2;
+        let _ = tokio::time::timeout(
+            limit,
+            rx.wait_for(|a| a.synced || (a.started > after && a.failed >= a.started)),
+        )
+        .await;
+        self.is_synced()
     }
 
     pub(crate) fn is_clean(&self, namespace: &str) -> bool {
@@ -171,12 +212,21 @@ impl Team {
     }
 
     pub(crate) fn note_error(&self, e: &TeamError) {
-        {
-            let mut h = lock(&self.health);
-            h.connected = false;
-            h.last_error = Some(e.to_string());
-        }
-        self.attempted.send_replace(true);
+        let mut h = lock(&self.health);
+        h.connected = false;
+        h.last_error = Some(e.to_string());
+    }
+
+    /// The pull's attempt failed (it retries after a pause, or at once
+    /// when kicked).
+    pub(crate) fn attempt_failed(&self, e: &TeamError) {
+        self.note_error(e);
+        self.attempts.send_modify(|a| a.failed = a.started);
+    }
+
+    /// The last connection error, if any.
+    pub fn last_error(&self) -> Option<String> {
+        lock(&self.health).last_error.clone()
     }
 
     pub(crate) fn note_pull(&self, applied: i64, head: i64) {

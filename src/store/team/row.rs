@@ -24,7 +24,7 @@ impl RemoteAuthor {
 }
 
 /// Every shared column of a row, its rev, tombstone, number and author.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct TeamRow {
     /// Identity across machines.
     pub uid: String,

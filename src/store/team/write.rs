@@ -8,7 +8,7 @@
 use tokio_postgres::types::ToSql;
 
 use super::apply::Before;
-use super::pg::describe;
+use super::pg::{Backend, describe};
 use super::row::{COLUMNS, INSERT, Insert, TeamRow};
 use super::{Team, TeamError};
 
@@ -103,10 +103,13 @@ impl Team {
         let target = self.target().display();
         // Set once the COMMIT is sent: a failure before it rolled the
         // transaction back (nothing written, for sure); after it, the
-        // outcome is unknown until the operation id says.
+        // outcome is unknown until the transaction is concluded and the
+        // operation id looked up.
         let commit_sent = std::sync::atomic::AtomicBool::new(false);
+        let mut backend = None;
         let attempt = self
             .with_writer(async |link| {
+                backend = Some(link.backend.clone());
                 let mut tries = 0;
                 loop {
                     tries += 1;
@@ -128,13 +131,9 @@ impl Team {
                         ))),
                         Ok(Ok(step)) => Ok(Ok(step)),
                         // Two writers locked each other: one of them retries.
-                        Ok(Err(Wrapped(TxError::Db(m))))
-                            if tries < 4 && (m.contains("(40P01)") || m.contains("(40001)")) =>
-                        {
-                            continue;
-                        }
-                        Ok(Err(Wrapped(TxError::Db(m)))) => Ok(Err(Refusal::Invalid(m))),
-                        Ok(Err(Wrapped(TxError::Lost(e)))) => Err(e),
+                        Ok(Err(TxError::Db(e))) if tries < 4 && e.retryable() => continue,
+                        Ok(Err(TxError::Db(e))) => Ok(Err(Refusal::Invalid(e.message))),
+                        Ok(Err(TxError::Lost(e))) => Err(e),
                     };
                 }
             })
@@ -148,71 +147,170 @@ impl Team {
                 Err(Refusal::Unavailable(e))
             }
             Err(e) => {
-                // The connection failed after the COMMIT was sent: maybe
-                // PostgreSQL committed. The operation id says.
-                match self.resolve(&plan.op_id).await {
+                // The COMMIT was sent and its answer did not come: the
+                // server may still be committing (a slow disk, a
+                // synchronous standby), so the lookup waits until that
+                // transaction is over — its server process ended — and
+                // only then asks the operation id.
+                let Some(backend) = backend else {
+                    return Err(Refusal::Unknown(e));
+                };
+                match self.conclude(&backend, plan).await {
                     Ok(Some(c)) => Ok(c),
                     Ok(None) => Err(Refusal::Unavailable(e)),
-                    Err(again) => Err(Refusal::Unknown(again)),
+                    Err(again) => Err(Refusal::Unknown(TeamError::Unavailable(format!(
+                        "{e}; then, asking whether it committed: {again}"
+                    )))),
                 }
             }
         }
     }
 
-    /// Whether operation `op_id` committed; the rows it wrote when it did.
-    async fn resolve(&self, op_id: &str) -> Result<Option<Committed>, TeamError> {
-        let op_id = op_id.to_string();
+    /// Concludes the transaction `backend` was running — its server
+    /// process is terminated and waited for, so the transaction either
+    /// committed or never will — and looks operation `plan.op_id` up:
+    /// the rows it wrote when it committed, `None` when it did not.
+    ///
+    /// # Errors
+    /// [`TeamError`] when PostgreSQL cannot be asked, or the process does
+    /// not end within the bound: the outcome stays unknown.
+    async fn conclude(
+        &self,
+        backend: &Backend,
+        plan: &Plan,
+    ) -> Result<Option<Committed>, TeamError> {
+        let limit = self.config().timeout();
         self.with_writer(async |link| {
-            self.bounded(async {
-                let found = link
-                    .client
-                    .query_opt(
-                        "SELECT changed_seq, uids FROM memd.ops WHERE op_id = $1",
-                        &[&op_id],
+            let db = |e: tokio_postgres::Error| TeamError::Unavailable(describe(&e));
+            let gone = async {
+                // A role may end its own backends; ending a superuser's
+                // needs superuser (an error here leaves the outcome
+                // unknown).
+                link.client
+                    .execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                         WHERE pid = $1 AND backend_start::text = $2",
+                        &[&backend.pid, &backend.started],
                     )
                     .await
-                    .map_err(|e| TeamError::Unavailable(describe(&e)))?;
-                let Some(found) = found else {
-                    return Ok(None);
-                };
-                let seq: i64 = found.get(0);
-                let uids: Vec<String> = found.get(1);
-                let sql = format!("SELECT {COLUMNS} FROM memd.memories WHERE uid = ANY($1)");
-                let rows = link
-                    .client
-                    .query(&sql, &[&uids])
-                    .await
-                    .map_err(|e| TeamError::Unavailable(describe(&e)))?
-                    .iter()
-                    .map(TeamRow::from_pg)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| TeamError::Unavailable(describe(&e)))?;
-                Ok(Some(Committed {
-                    seq,
-                    rows: rows.into_iter().map(|r| (None, r)).collect(),
-                }))
-            })
-            .await
+                    .map_err(db)?;
+                loop {
+                    let alive: i64 = link
+                        .client
+                        .query_one(
+                            "SELECT count(*) FROM pg_stat_activity \
+                             WHERE pid = $1 AND backend_start::text = $2",
+                            &[&backend.pid, &backend.started],
+                        )
+                        .await
+                        .map_err(db)?
+                        .get(0);
+                    if alive == 0 {
+                        return Ok::<(), TeamError>(());
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            };
+            tokio::time::timeout(limit, gone).await.map_err(|_| {
+                TeamError::Unavailable(format!(
+                    "the server process of the abandoned transaction did not end within {} ms",
+                    limit.as_millis()
+                ))
+            })??;
+            self.bounded(lookup(&link.client, plan)).await
         })
         .await
     }
 }
 
+/// Operation `plan.op_id` as PostgreSQL committed it: its number and each
+/// row it wrote as it is now, paired with the local id the job gave it
+/// (`memd.ops.uids` lists the rows in the order of the plan's changes; a
+/// delete of a row PostgreSQL never held is not in it).
+async fn lookup(
+    client: &tokio_postgres::Client,
+    plan: &Plan,
+) -> Result<Option<Committed>, TeamError> {
+    let db = |e: tokio_postgres::Error| TeamError::Unavailable(describe(&e));
+    let found = client
+        .query_opt(
+            "SELECT changed_seq, uids FROM memd.ops WHERE op_id = $1",
+            &[&plan.op_id],
+        )
+        .await
+        .map_err(db)?;
+    let Some(found) = found else {
+        return Ok(None);
+    };
+    let seq: i64 = found.get(0);
+    let uids: Vec<String> = found.get(1);
+    let sql = format!("SELECT {COLUMNS} FROM memd.memories WHERE uid = ANY($1)");
+    let mut rows: std::collections::HashMap<String, TeamRow> = client
+        .query(&sql, &[&uids])
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| TeamRow::from_pg(r).map(|row| (row.uid.clone(), row)))
+        .collect::<Result<_, _>>()
+        .map_err(db)?;
+    let rows = pair(&plan.changes, &uids)
+        .into_iter()
+        .filter_map(|(id, uid)| rows.remove(uid).map(|row| (id, row)))
+        .collect();
+    Ok(Some(Committed { seq, rows }))
+}
+
+/// Pairs the uids an operation recorded with the local ids of the plan's
+/// changes, as the transaction wrote them: one uid per change, in order,
+/// but for a delete of a row PostgreSQL did not hold (no uid recorded).
+fn pair<'a>(changes: &[Change], uids: &'a [String]) -> Vec<(Option<i64>, &'a String)> {
+    let mut out = Vec::with_capacity(uids.len());
+    let mut next = uids.iter().peekable();
+    for change in changes {
+        let Some(uid) = next.peek() else { break };
+        match (&change.before, &change.after) {
+            (Some(before), None) if &before.uid != *uid => continue,
+            (None, None) => continue,
+            _ => {}
+        }
+        out.push((Some(change.id), *uid));
+        next.next();
+    }
+    out.extend(next.map(|uid| (None, uid)));
+    out
+}
+
 enum TxError {
     /// PostgreSQL refused a statement (the transaction is rolled back).
-    Db(String),
+    Db(DbRefusal),
     /// The connection failed.
     Lost(TeamError),
 }
 
-struct Wrapped(TxError);
+/// A statement PostgreSQL refused: its message and SQLSTATE.
+struct DbRefusal {
+    message: String,
+    code: tokio_postgres::error::SqlState,
+}
 
-impl From<tokio_postgres::Error> for Wrapped {
+impl DbRefusal {
+    /// A deadlock or a serialization failure: the same transaction again
+    /// may pass.
+    fn retryable(&self) -> bool {
+        use tokio_postgres::error::SqlState;
+        self.code == SqlState::T_R_DEADLOCK_DETECTED
+            || self.code == SqlState::T_R_SERIALIZATION_FAILURE
+    }
+}
+
+impl From<tokio_postgres::Error> for TxError {
     fn from(e: tokio_postgres::Error) -> Self {
-        if e.as_db_error().is_some() {
-            Wrapped(TxError::Db(describe(&e)))
-        } else {
-            Wrapped(TxError::Lost(TeamError::Unavailable(describe(&e))))
+        match e.code() {
+            Some(code) => TxError::Db(DbRefusal {
+                message: describe(&e),
+                code: code.clone(),
+            }),
+            None => TxError::Lost(TeamError::Unavailable(describe(&e))),
         }
     }
 }
@@ -223,7 +321,7 @@ async fn transaction(
     author: &str,
     machine: &str,
     commit_sent: &std::sync::atomic::AtomicBool,
-) -> Result<Step, Wrapped> {
+) -> Result<Step, TxError> {
     let tx = client.transaction().await?;
     tx.execute("SELECT set_config('memd.author', $1, true)", &[&author])
         .await?;
@@ -349,7 +447,7 @@ async fn transaction(
 /// Inserts a row the job created; two machines adding the same memory at
 /// once merge into one row (the dedup index): the existing row's counts
 /// and tags take the new one's.
-async fn insert(tx: &tokio_postgres::Transaction<'_>, a: &TeamRow) -> Result<TeamRow, Wrapped> {
+async fn insert(tx: &tokio_postgres::Transaction<'_>, a: &TeamRow) -> Result<TeamRow, TxError> {
     let sql = format!(
         "{INSERT} ON CONFLICT (namespace, scope, coalesce(scope_owner, ''), dedupe_key) \
          WHERE NOT deleted AND superseded_by_uid IS NULL AND dedupe_key IS NOT NULL \
@@ -371,7 +469,7 @@ async fn update(
     tx: &tokio_postgres::Transaction<'_>,
     before: &Before,
     a: &TeamRow,
-) -> Result<TeamRow, Wrapped> {
+) -> Result<TeamRow, TxError> {
     let sql = format!(
         "UPDATE memd.memories SET namespace = $2, scope = $3, scope_owner = $4, content = $5, \
          subject = $6, category = $7, tier = $8, importance = $9, confidence = $10, \
@@ -415,8 +513,66 @@ async fn update(
     Ok(TeamRow::from_pg(&tx.query_one(&sql, &params).await?)?)
 }
 
-impl From<Wrapped> for TxError {
-    fn from(w: Wrapped) -> Self {
-        w.0
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn before(uid: &str) -> Option<Before> {
+        Some(Before {
+            uid: uid.into(),
+            namespace: "team".into(),
+            team_rev: Some(1),
+            rev: 1,
+            observation_count: 1,
+            confirmed_count: 0,
+        })
+    }
+
+    fn after(uid: &str) -> Option<TeamRow> {
+        Some(TeamRow {
+            uid: uid.into(),
+            ..TeamRow::default()
+        })
+    }
+
+    #[test]
+    fn an_operations_uids_pair_with_the_local_ids_the_job_gave() {
+        let changes = vec![
+            // Created, and merged by PostgreSQL into another uid.
+            Change {
+                id: 7,
+                before: None,
+                after: after("new"),
+            },
+            // A delete of a row PostgreSQL never held: no uid recorded.
+            Change {
+                id: 3,
+                before: before("local-only"),
+                after: None,
+            },
+            // An update and a delete it held.
+            Change {
+                id: 4,
+                before: before("u"),
+                after: after("u"),
+            },
+            Change {
+                id: 5,
+                before: before("d"),
+                after: None,
+            },
+        ];
+        let uids: Vec<String> = ["merged", "u", "d"].map(String::from).to_vec();
+        let paired: Vec<(Option<i64>, &str)> = pair(&changes, &uids)
+            .into_iter()
+            .map(|(id, uid)| (id, uid.as_str()))
+            .collect();
+        assert_eq!(
+            paired,
+            [(Some(7), "merged"), (Some(4), "u"), (Some(5), "d")]
+        );
+        // Every uid has a place, even past what the plan explains.
+        let extra: Vec<String> = ["merged", "u", "d", "x"].map(String::from).to_vec();
+        assert_eq!(pair(&changes, &extra).last().map(|(id, _)| *id), Some(None));
     }
 }

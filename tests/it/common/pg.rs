@@ -215,6 +215,16 @@ impl Pg {
         )
     }
 
+    /// The same server as a URL over its Unix socket, without `sslmode`
+    /// (append `&sslmode=…`).
+    pub fn socket_url(&self) -> String {
+        format!(
+            "postgresql://postgres@/postgres?host={}&port={}",
+            self.dir.display(),
+            self.sock_port()
+        )
+    }
+
     /// The port the Unix socket is named after.
     fn sock_port(&self) -> u16 {
         self.tcp.unwrap_or(self.port)

@@ -19,6 +19,16 @@ pub fn format(t: OffsetDateTime) -> String {
         .unwrap_or_else(|_| "1970-01-01T00:00:00.000Z".to_string())
 }
 
+/// A Unix time in seconds, in the stored format (the epoch when out of
+/// range).
+pub fn format_unix(secs: u64) -> String {
+    let t = i64::try_from(secs)
+        .ok()
+        .and_then(|s| OffsetDateTime::from_unix_timestamp(s).ok())
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    format(t)
+}
+
 /// Now, in the stored format.
 pub fn now() -> String {
     format(OffsetDateTime::now_utc())

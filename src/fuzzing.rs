@@ -109,6 +109,7 @@ pub fn gate(data: &[u8]) {
         namespace: "default".into(),
         agent: "fuzz".into(),
         session: "fuzz".into(),
+        reach: crate::session::ident::Reach::default(),
     };
     let req = memd_proto::AddRequest {
         content: text.into_owned(),

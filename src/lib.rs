@@ -20,6 +20,7 @@ pub mod embed;
 pub mod fuzzing;
 pub mod gate;
 pub(crate) mod handler;
+pub(crate) mod http;
 pub(crate) mod jobs;
 pub mod mcp;
 pub mod session;

@@ -715,7 +715,9 @@ impl Client {
     /// The daemon's errors.
     pub async fn session_list(&mut self) -> Result<memd_proto::SessionList> {
         match self
-            .call(Request::SessionList(memd_proto::SessionListRequest {}))
+            .call(Request::SessionList(
+                memd_proto::SessionListRequest::default(),
+            ))
             .await?
         {
             Response::Sessions(r) => Ok(r),

@@ -2,7 +2,10 @@
 //!
 //! A connection starts with an 8-byte preamble in each direction: the 4 bytes
 //! `MEMD` and the sender's [`PROTOCOL_VERSION`] as a big-endian `u32`, so a
-//! version mismatch is detected before any message is decoded. After that,
+//! version mismatch is detected before any message is decoded. The client
+//! speaks first (since version 11): the daemon reads a connection's first
+//! bytes before it writes anything, because the same socket also serves
+//! HTTP, whose first bytes are a request line. After that,
 //! every message is a frame: a big-endian `u32` length, then that many bytes
 //! of a bincode-encoded [`Frame`]. [`MAX_FRAME_LEN`] is enforced on every
 //! frame, in both directions.
@@ -19,7 +22,7 @@ use crate::{Frame, Request};
 
 /// Version of the wire protocol. Bumped on any incompatible change of the
 /// frame layout or of a message's fields.
-pub const PROTOCOL_VERSION: u32 = 10;
+pub const PROTOCOL_VERSION: u32 = 11;
 
 /// The first four bytes of every connection, in both directions.
 pub const MAGIC: [u8; 4] = *b"MEMD";

@@ -90,6 +90,8 @@ pub enum Request {
     /// Wake the team pull now (after `memd team init`, a server back): it
     /// reconnects and catches up; answered once it did or failed.
     TeamSync(TeamSyncRequest),
+    /// What a named session was told (its block and the memories in it).
+    SessionShow(SessionShowRequest),
 }
 
 impl Request {
@@ -128,6 +130,7 @@ impl Request {
         "session_end",
         "team_push",
         "team_sync",
+        "session_show",
     ];
 
     /// The request's kind: a stable snake_case name, for logs and for
@@ -166,6 +169,7 @@ impl Request {
             Request::SessionEnd(_) => "session_end",
             Request::TeamPush(_) => "team_push",
             Request::TeamSync(_) => "team_sync",
+            Request::SessionShow(_) => "session_show",
         }
     }
 }
@@ -282,6 +286,8 @@ pub enum Response {
     TeamPushed(TeamPushReport),
     /// Answer to [`Request::TeamSync`].
     TeamSynced(TeamSyncReport),
+    /// Answer to [`Request::SessionShow`].
+    SessionShown(Box<SessionDetail>),
 }
 
 /// Run a sweep.
@@ -647,6 +653,8 @@ pub struct SessionList {
 /// One named session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamedSessionInfo {
+    /// Its namespace.
+    pub namespace: String,
     /// Its name (`<host>:<id>` for agent runtimes).
     pub name: String,
     /// The agent id that opened it.
@@ -659,6 +667,36 @@ pub struct NamedSessionInfo {
     pub seen_generation: u64,
     /// Whether its memory block is frozen.
     pub has_block: bool,
+}
+
+/// Show what a named session was told: its frozen block and the
+/// memories in it (read only: nothing is built, the session is not joined).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SessionShowRequest {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
+/// A named session and the block it was given.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionDetail {
+    /// What the list shows of it.
+    pub info: NamedSessionInfo,
+    /// Its drift policy.
+    pub policy: DriftPolicy,
+    /// Its block serves a hook-driven host (changes only at compaction,
+    /// clear or refresh).
+    pub hold_block: bool,
+    /// Its frozen block, byte for byte, once built.
+    pub block: Option<Injection>,
+    /// When the block was built (RFC 3339), when known.
+    pub built_at: Option<String>,
+    /// The memories in the block, in its order: (id, rev).
+    pub block_rows: Vec<(i64, i64)>,
+    /// Rows in its read set.
+    pub read_set_rows: u64,
 }
 
 /// A named session that ended.
@@ -747,7 +785,11 @@ pub struct SearchBatchRequest {
 
 /// List the named sessions of the namespace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct SessionListRequest {}
+pub struct SessionListRequest {
+    /// Every namespace's named sessions, not only the session's own
+    /// namespace's.
+    pub all_namespaces: bool,
+}
 
 /// End a named session: its snapshot and read set are dropped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -1040,6 +1082,12 @@ pub struct Filter {
     pub include_archived: bool,
     /// Only this status.
     pub status: Option<String>,
+    /// Only memories this agent created (`created_by`).
+    pub created_by: Option<String>,
+    /// Only this tier (1..3).
+    pub tier: Option<i64>,
+    /// Only this source (`agent`, `user`, `system`, `import`, `external`…).
+    pub source: Option<String>,
 }
 
 /// Read one memory.

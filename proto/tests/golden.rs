@@ -62,6 +62,9 @@ fn filter() -> Filter {
         include_superseded: true,
         include_archived: false,
         status: None,
+        created_by: Some("claude-code".into()),
+        tier: Some(1),
+        source: None,
     }
 }
 
@@ -177,7 +180,7 @@ fn requests() -> Vec<(&'static str, Request)> {
         ),
         (
             "req_session_list",
-            Request::SessionList(SessionListRequest {}),
+            Request::SessionList(SessionListRequest::default()),
         ),
         (
             "req_session_end",
@@ -238,6 +241,13 @@ fn requests() -> Vec<(&'static str, Request)> {
             }),
         ),
         ("req_team_sync", Request::TeamSync(TeamSyncRequest {})),
+        (
+            "req_session_show",
+            Request::SessionShow(SessionShowRequest {
+                namespace: "github.com/acme/api".into(),
+                name: "claude-code:4f1c".into(),
+            }),
+        ),
     ]
 }
 
@@ -541,6 +551,7 @@ fn responses() -> Vec<(&'static str, Response)> {
             "resp_sessions",
             Response::Sessions(SessionList {
                 sessions: vec![NamedSessionInfo {
+                    namespace: "default".into(),
                     name: "claude-code:4f1c".into(),
                     agent: "claude-code".into(),
                     connections: 2,
@@ -565,6 +576,37 @@ fn responses() -> Vec<(&'static str, Response)> {
                 already: 2,
                 merged: 1,
             }),
+        ),
+        (
+            "resp_session_shown",
+            Response::SessionShown(Box::new(SessionDetail {
+                info: NamedSessionInfo {
+                    namespace: "default".into(),
+                    name: "claude-code:4f1c".into(),
+                    agent: "claude-code".into(),
+                    connections: 1,
+                    idle_secs: 30,
+                    seen_generation: 12,
+                    has_block: true,
+                },
+                policy: DriftPolicy::Standard,
+                hold_block: true,
+                block: Some(Injection {
+                    block: "## Memory\n".into(),
+                    hash: "0123456789abcdef".into(),
+                    built_at_generation: 11,
+                    stats: InjectStats {
+                        included: 0,
+                        eligible: 0,
+                        chars: 10,
+                        budget: 4000,
+                        cached: true,
+                    },
+                }),
+                built_at: Some("2026-06-07T18:00:00.000Z".into()),
+                block_rows: vec![(3, 2)],
+                read_set_rows: 4,
+            })),
         ),
         (
             "resp_team_synced",
@@ -649,9 +691,10 @@ fn request_kind(r: &Request) -> usize {
         Request::SessionEnd(_) => 29,
         Request::TeamPush(_) => 30,
         Request::TeamSync(_) => 31,
+        Request::SessionShow(_) => 32,
     }
 }
-const REQUEST_KINDS: usize = 32;
+const REQUEST_KINDS: usize = 33;
 
 #[test]
 fn request_kinds_are_listed_in_tag_order() {
@@ -725,9 +768,10 @@ fn response_kind(r: &Response) -> usize {
         Response::SessionEnded(_) => 27,
         Response::TeamPushed(_) => 28,
         Response::TeamSynced(_) => 29,
+        Response::SessionShown(_) => 30,
     }
 }
-const RESPONSE_KINDS: usize = 30;
+const RESPONSE_KINDS: usize = 31;
 
 #[test]
 fn golden_bytes_cover_every_message_kind() {

@@ -64,6 +64,7 @@ pub fn run(cli: args::Cli) -> i32 {
             | Command::Config(_)
             | Command::Team(args::TeamCommand::Init)
             | Command::Model(_)
+            | Command::Socket
     );
     if !sessionless {
         resolve_namespace(&mut g, !matches!(cli.command, Command::Hook(_)));
@@ -109,6 +110,10 @@ pub fn run(cli: args::Cli) -> i32 {
             )
         }
         Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
+        Command::Socket => emit(
+            g.json,
+            Ok(crate::commands::output::socket(&client_paths(&g).socket)),
+        ),
         Command::Team(args::TeamCommand::Init) => emit(g.json, team::init(&g)),
         Command::Service(s) => emit(g.json, service::run(&g, s)),
         Command::Model(args::ModelCommand::Fetch(a)) => emit(g.json, model::fetch(&g, &a)),

@@ -124,6 +124,9 @@ pub enum Command {
     Restore(RestoreArgs),
     /// Stop the daemon gracefully (never starts a daemon)
     Stop,
+    /// Print the daemon's socket path (the binary protocol and the HTTP API:
+    /// curl --unix-socket "$(memd socket)" http://memd/v1/status)
+    Socket,
     /// Run commands from stdin over one session
     Shell,
     /// Run the daemon in the foreground

@@ -109,6 +109,7 @@ fn filter(f: &FilterArgs) -> Filter {
         include_superseded: f.include_superseded,
         include_archived: f.include_archived,
         status: f.status.clone(),
+        ..Filter::default()
     }
 }
 
@@ -372,6 +373,7 @@ pub async fn execute(
             }
             Ok(output::stopped())
         }
+        Command::Socket => Ok(output::socket(&paths.socket)),
         Command::Shell
         | Command::Daemon
         | Command::Mcp

@@ -773,3 +773,11 @@ pub fn stopped() -> Output {
         human: "memd stopped".into(),
     }
 }
+
+/// `socket`: the daemon's socket path.
+pub fn socket(path: &std::path::Path) -> Output {
+    Output {
+        json: success([("socket".to_string(), json!(path))].into_iter().collect()),
+        human: path.display().to_string(),
+    }
+}

@@ -1,5 +1,7 @@
-//! One connection: preamble, handshake, then frames ↔ requests until the
-//! client leaves or the daemon shuts down. A connection is one session.
+//! One connection: the client speaks first, and its first bytes say the
+//! protocol — HTTP (handed to [`crate::http`]) or memd's binary protocol:
+//! preamble, handshake, then frames ↔ requests until the client leaves or
+//! the daemon shuts down. A binary connection is one session.
 //!
 //! Bad input closes only this connection: a wrong preamble, a frame over
 //! [`MAX_FRAME_LEN`], a frame that does not decode (garbage, invalid UTF-8,
@@ -14,7 +16,6 @@
 //! survives a push.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use memd_proto::{
@@ -204,25 +205,108 @@ impl Out {
     }
 }
 
-/// Serves one accepted connection to its end.
-pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
-    let (rd, wr) = stream.into_split();
+/// What a connection's first bytes say it speaks: the client speaks first,
+/// so the daemon writes nothing before it knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Speaks {
+    /// memd's binary protocol (`MEMD` and a version), or something that is
+    /// neither: the binary handshake refuses it with a reason.
+    Binary,
+    /// HTTP/1.1 (a request line's method).
+    Http,
+}
+
+/// The request methods the HTTP API answers (a request line starts with
+/// one of them).
+const HTTP_METHODS: [&[u8]; 6] = [b"GET ", b"HEAD ", b"POST ", b"PUT ", b"PATCH ", b"DELETE "];
+
+/// Which protocol `first` (the connection's first bytes) starts: `None`
+/// while too few bytes have arrived to tell.
+fn speaks(first: &[u8]) -> Option<Speaks> {
+    if first.starts_with(&memd_proto::MAGIC) {
+        return Some(Speaks::Binary);
+    }
+    let mut undecided = false;
+    for method in HTTP_METHODS {
+        let n = first.len().min(method.len());
+        if first[..n] == method[..n] {
+            if n == method.len() {
+                return Some(Speaks::Http);
+            }
+            undecided = true;
+        }
+    }
+    if undecided || (first.len() < memd_proto::MAGIC.len() && memd_proto::MAGIC.starts_with(first))
+    {
+        None
+    } else {
+        Some(Speaks::Binary)
+    }
+}
+
+/// Reads the connection's first bytes until they tell its protocol, within
+/// `limit`; `None` when the peer left or said nothing in time.
+async fn sniff(stream: &mut UnixStream, limit: Duration) -> Option<(Speaks, Vec<u8>)> {
+    let mut first = Vec::with_capacity(64);
+    let read = async {
+        loop {
+            if let Some(kind) = speaks(&first) {
+                return Some(kind);
+            }
+            match stream.read_buf(&mut first).await {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    };
+    match timeout(limit, read).await {
+        Ok(Some(kind)) => Some((kind, first)),
+        Ok(None) => {
+            tracing::debug!("connection closed before it said anything");
+            None
+        }
+        Err(_) => {
+            tracing::debug!("no first bytes in time; closing");
+            None
+        }
+    }
+}
+
+/// Serves one accepted connection to its end: the binary protocol, or HTTP.
+pub async fn serve(mut stream: UnixStream, shared: Arc<Shared>) {
     let timeouts = Timeouts::from(&shared.config().limits);
+    let Some((kind, first)) = sniff(&mut stream, timeouts.handshake).await else {
+        return;
+    };
+    if kind == Speaks::Http {
+        crate::http::serve(stream, first, shared, crate::http::Door::Socket).await;
+        return;
+    }
+    let (rd, wr) = stream.into_split();
     let mut out = Out {
         wr,
         write_timeout: timeouts.write,
         dead: false,
     };
-    if out.write(&memd_proto::preamble()).await {
-        let reader = FrameReader::new(rd, timeouts.frame);
-        run(reader, &mut out, &shared, timeouts.handshake).await;
-    }
+    let mut reader = FrameReader::new(rd, timeouts.frame);
+    reader.buf.extend(&first);
+    run(reader, &mut out, &shared, timeouts.handshake).await;
     out.close().await;
 }
 
-/// Sends the preamble and one error frame, then closes: used for refused
-/// peers (other uid, too many connections) before any session exists.
+/// Refuses a peer (other uid, too many connections) before any session
+/// exists, in the protocol it speaks: an HTTP peer gets a problem-JSON
+/// answer, a binary one the preamble and one error frame.
 pub async fn refuse(mut stream: UnixStream, code: ErrorCode, message: String) {
+    match sniff(&mut stream, Duration::from_secs(2)).await {
+        Some((Speaks::Http, first)) => {
+            crate::http::refuse(stream, first, code, message).await;
+        }
+        _ => refuse_binary(stream, code, message).await,
+    }
+}
+
+async fn refuse_binary(mut stream: UnixStream, code: ErrorCode, message: String) {
     let frame = Frame {
         id: memd_proto::PUSH_ID,
         body: Response::Error(ErrorBody::new(code, message)),
@@ -258,32 +342,12 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
     };
     // Counted before the client hears its Welcome: a client that has been
     // welcomed finds itself in `status`.
-    shared.sessions.fetch_add(1, Ordering::Relaxed);
-    shared
-        .live
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(session.id().to_string());
+    handler::began(shared, &session);
     tracing::debug!(session = %session.id(), agent = %session.agent(), namespace = %session.namespace(), "session opened");
     if out.send(hello_id, Response::Welcome(welcome)).await {
         serve_requests(&mut reader, out, &mut session, shared).await;
     }
-    shared.sessions.fetch_sub(1, Ordering::Relaxed);
-    match &session.named {
-        // A named session outlives its connections: it ends on `session
-        // end` or when idle (see `end_named`).
-        Some(named) => crate::jobs::sessions::leave(shared, named).await,
-        None => {
-            shared
-                .live
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(session.id());
-            if session.owns_session_rows {
-                crate::store::lifecycle::record_session_end(&shared.store, session.id()).await;
-            }
-        }
-    }
+    handler::ended(shared, &session).await;
     tracing::debug!(session = %session.id(), "session closed");
 }
 
@@ -421,6 +485,11 @@ async fn handshake(
             return None;
         }
     };
+    // The client spoke first; now the daemon's preamble, so that even a
+    // refusal below reaches a client that reads it.
+    if !out.write(&memd_proto::preamble()).await {
+        return None;
+    }
     let theirs = match memd_proto::parse_preamble(&preamble) {
         Ok(v) => v,
         Err(e) => {
@@ -435,9 +504,9 @@ async fn handshake(
         }
     };
     if let Err(e) = memd_proto::check_version(theirs) {
-        // Our preamble is already on its way: the client reports the
-        // mismatch with both versions. Frames of another version cannot be
-        // assumed to decode, so none is sent.
+        // Our preamble is on its way: the client reports the mismatch with
+        // both versions. Frames of another version cannot be assumed to
+        // decode, so none is sent.
         tracing::warn!(error = %e, "client speaks another protocol version; closing");
         return None;
     }

@@ -168,6 +168,7 @@ mod tests {
             namespace: namespace.into(),
             agent: "agent".into(),
             session: id.into(),
+            reach: crate::session::ident::Reach::default(),
         }))
     }
 

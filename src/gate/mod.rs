@@ -689,7 +689,8 @@ pub fn check_update(
 pub fn view(filter: &Filter, who: &Who, now: OffsetDateTime) -> Result<View, GateError> {
     let mut v = View::namespace(&who.namespace, &who.agent, &who.session);
     v.now = clock::format(now);
-    if filter.all_namespaces {
+    v.every_owner = who.reach.every_owner;
+    if filter.all_namespaces || (who.reach.every_namespace && filter.namespaces.is_empty()) {
         v.namespaces = Namespaces::All;
     } else if !filter.namespaces.is_empty() {
         if filter.namespaces.iter().any(|n| n.trim().is_empty()) {
@@ -753,6 +754,18 @@ pub fn view(filter: &Filter, who: &Who, now: OffsetDateTime) -> Result<View, Gat
     v.include_superseded = filter.include_superseded;
     v.include_archived = filter.include_archived;
     v.status = filter.status.as_deref().map(status).transpose()?;
+    v.created_by = filter
+        .created_by
+        .as_deref()
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_string);
+    v.tier = filter.tier.map(|t| tier(Some(t))).transpose()?;
+    v.source = filter
+        .source
+        .as_deref()
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty());
     Ok(v)
 }
 
@@ -766,6 +779,7 @@ mod tests {
             namespace: "ns".into(),
             agent: "a1".into(),
             session: "s1".into(),
+            reach: crate::session::ident::Reach::default(),
         }
     }
 

@@ -103,6 +103,9 @@ pub struct View {
     pub agent: String,
     /// The session key (owner of session-scope rows it sees).
     pub session: String,
+    /// Every agent's and session's rows, not only this session's own
+    /// (a person's view through the HTTP API).
+    pub every_owner: bool,
     /// Only this scope.
     pub scope: Option<String>,
     /// Only this category.
@@ -125,6 +128,12 @@ pub struct View {
     pub updated_until: Option<String>,
     /// Include superseded rows.
     pub include_superseded: bool,
+    /// Only rows this agent created.
+    pub created_by: Option<String>,
+    /// Only this tier.
+    pub tier: Option<i64>,
+    /// Only this source.
+    pub source: Option<String>,
     /// Include archived rows.
     pub include_archived: bool,
     /// Only this status.
@@ -149,6 +158,10 @@ impl View {
             namespaces: Namespaces::Only(vec![namespace.to_string()]),
             agent: agent.to_string(),
             session: session.to_string(),
+            every_owner: false,
+            created_by: None,
+            tier: None,
+            source: None,
             scope: None,
             category: None,
             subject: None,

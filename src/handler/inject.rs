@@ -53,8 +53,8 @@ pub(super) async fn handle(
             cached: false,
         },
     };
-    session.shown(read.generation, rendered.rows);
-    session.set_snapshot(injection.clone());
+    session.shown(read.generation, rendered.rows.iter().copied());
+    session.set_snapshot(injection.clone(), rendered.rows);
     Ok(Response::Injected(injection))
 }
 

@@ -33,6 +33,7 @@ mod search;
 mod search_batch;
 mod session_end;
 mod session_list;
+mod session_show;
 mod status;
 mod stop;
 mod subscribe;
@@ -198,6 +199,7 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::SessionEnd(r) => session_end::handle(r, session, &cx).await,
         Request::TeamPush(r) => team_push::handle(r, session, &cx).await,
         Request::TeamSync(r) => team_sync::handle(r, session, &cx).await,
+        Request::SessionShow(r) => session_show::handle(r, session, &cx).await,
     };
     let resp = match result {
         Ok(resp) => resp,
@@ -219,6 +221,41 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
     // reply that shows it).
     crate::jobs::sessions::after_request(shared, session).await;
     resp
+}
+
+/// A session begins to serve (a binary connection once welcomed, an HTTP
+/// request): it counts in `status`, and its session-scope rows are live.
+pub fn began(shared: &Shared, session: &Session) {
+    shared
+        .sessions
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared
+        .live
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(session.id().to_string());
+}
+
+/// A session stops serving. A named session outlives its connections (it
+/// ends on `session end` or when idle); an unnamed one ends here, and its
+/// session-scope rows with it.
+pub async fn ended(shared: &Shared, session: &Session) {
+    shared
+        .sessions
+        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    match &session.named {
+        Some(named) => crate::jobs::sessions::leave(shared, named).await,
+        None => {
+            shared
+                .live
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(session.id());
+            if session.owns_session_rows {
+                crate::store::lifecycle::record_session_end(&shared.store, session.id()).await;
+            }
+        }
+    }
 }
 
 /// Maps a store error to the wire: the one place where codes are chosen.

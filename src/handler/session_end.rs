@@ -44,7 +44,7 @@ mod tests {
             panic!()
         };
         assert_eq!(e.ended, "work");
-        assert!(kit.shared.named.list("default").is_empty());
+        assert!(kit.shared.named.list(Some("default")).is_empty());
         kit.err(&mut s, end("work"), ErrorCode::InvalidInput).await;
     }
 }

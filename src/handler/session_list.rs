@@ -6,17 +6,19 @@ use super::Ctx;
 use crate::session::Session;
 use crate::store::StoreError;
 
-/// The named sessions of the session's namespace.
+/// The named sessions of the session's namespace (or of every one).
 pub(super) async fn handle(
-    _req: SessionListRequest,
+    req: SessionListRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
 ) -> Result<Response, StoreError> {
+    let every = req.all_namespaces || session.who.reach.every_namespace;
     let sessions = cx
         .named()
-        .list(session.namespace())
+        .list((!every).then(|| session.namespace()))
         .into_iter()
         .map(|s| NamedSessionInfo {
+            namespace: s.namespace,
             name: s.name,
             agent: s.agent,
             connections: s.connections as u64,
@@ -40,7 +42,10 @@ mod tests {
         let mut plain = kit.session("a");
         let _named = kit.session_with("claude-code", DriftPolicy::Standard, Some("work"));
         let Response::Sessions(l) = kit
-            .ok(&mut plain, Request::SessionList(SessionListRequest {}))
+            .ok(
+                &mut plain,
+                Request::SessionList(SessionListRequest::default()),
+            )
             .await
         else {
             panic!()

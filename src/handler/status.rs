@@ -63,6 +63,29 @@ pub(super) async fn handle(
             "external_epoch": (external_epoch > 0).then_some(external_epoch),
             "last_drift_at": last_drift_at,
             "backups_kept": backups_kept,
+            "backups": crate::drift::backup::list(&paths.data_dir)
+                .iter()
+                .rev()
+                .map(|b| json!({
+                    "file": b.path.file_name().map(|n| n.to_string_lossy().into_owned()),
+                    "path": b.path,
+                    "at": crate::clock::format_unix(b.stamp),
+                    "bytes": b.size,
+                }))
+                .collect::<Vec<_>>(),
+            "recent": g
+                .recent
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .rev()
+                .map(|e| json!({
+                    "generation": e.generation,
+                    "external_epoch": e.external_epoch,
+                    "at": e.at,
+                    "reason": e.reason,
+                }))
+                .collect::<Vec<_>>(),
         },
         "sessions": daemon.sessions,
         "counts": { "memories": total, "by_status": by_status },

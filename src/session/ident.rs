@@ -13,6 +13,22 @@ pub struct Who {
     pub agent: String,
     /// Session key.
     pub session: String,
+    /// How far its reads reach beyond its namespace and its own rows.
+    pub reach: Reach,
+}
+
+/// How far a session's reads reach. A session of an agent sees its
+/// namespace, and of the agent- and session-scope rows only its own; a
+/// person looking through the HTTP API (a request that names no namespace,
+/// or no agent) sees further. Never set from the binary protocol's
+/// handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Reach {
+    /// Reads cover every namespace (a change by id acts on its memory
+    /// wherever it lives).
+    pub every_namespace: bool,
+    /// Reads show every agent's and session's rows.
+    pub every_owner: bool,
 }
 
 /// Who makes a write: it decides what counts as drift for whom, and it is

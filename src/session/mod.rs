@@ -67,6 +67,18 @@ pub struct View {
     pub seen: u64,
     /// The frozen memory block, once built.
     pub snapshot: Option<Injection>,
+    /// What the block holds and when it was built (what the session was
+    /// told, as the HTTP API and the viewer show it).
+    pub built: Option<Built>,
+}
+
+/// What a frozen block holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Built {
+    /// The memories in it: (id, rev), in the block's order.
+    pub rows: Vec<(i64, i64)>,
+    /// When it was built (stored time format).
+    pub at: String,
 }
 
 impl View {
@@ -75,6 +87,7 @@ impl View {
         View {
             seen,
             snapshot: None,
+            built: None,
         }
     }
 }
@@ -192,6 +205,7 @@ impl Session {
                         namespace: hello.namespace.clone(),
                         agent: hello.agent_id.clone(),
                         session: name.clone(),
+                        reach: crate::session::ident::Reach::default(),
                     },
                     policy,
                     budget,
@@ -218,6 +232,7 @@ impl Session {
                 namespace: hello.namespace.clone(),
                 agent: hello.agent_id.clone(),
                 session: new_session_id(),
+                reach: crate::session::ident::Reach::default(),
             }),
             policy,
             budget,
@@ -242,10 +257,22 @@ impl Session {
         self.view().snapshot.clone()
     }
 
-    /// Freezes a newly built block.
-    pub fn set_snapshot(&mut self, block: Injection) {
-        self.view().snapshot = Some(block);
+    /// Freezes a newly built block holding `rows` (id, rev).
+    pub fn set_snapshot(&mut self, block: Injection, rows: Vec<(i64, i64)>) {
+        {
+            let mut view = self.view();
+            view.snapshot = Some(block);
+            view.built = Some(Built {
+                rows,
+                at: crate::clock::now(),
+            });
+        }
         self.changed(named::changed::BLOCK);
+    }
+
+    /// What the frozen block holds, once built.
+    pub fn built(&self) -> Option<Built> {
+        self.view().built.clone()
     }
 
     /// A named session's state changed: it is kept on disk again.
@@ -324,7 +351,11 @@ impl Session {
     /// own writes, `compacted` and `refresh` — never after other sessions'
     /// writes or external edits).
     pub fn invalidate(&mut self) {
-        self.view().snapshot = None;
+        {
+            let mut view = self.view();
+            view.snapshot = None;
+            view.built = None;
+        }
         self.changed(named::changed::BLOCK);
     }
 

@@ -165,6 +165,8 @@ impl Named {
 /// A named session as `session list` shows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
+    /// Its namespace.
+    pub namespace: String,
     /// Its name.
     pub name: String,
     /// Agent id of the connection that created it.
@@ -249,21 +251,33 @@ impl Registry {
             .len()
     }
 
-    /// The named sessions of a namespace, by name.
-    pub fn list(&self, namespace: &str) -> Vec<Summary> {
+    /// The named session `name` of `namespace`, if it exists (it is not
+    /// joined).
+    pub fn find(&self, namespace: &str, name: &str) -> Option<Arc<Named>> {
+        self.map
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&(namespace.to_string(), name.to_string()))
+            .cloned()
+    }
+
+    /// The named sessions of a namespace (of every namespace with `None`),
+    /// by namespace and name.
+    pub fn list(&self, namespace: Option<&str>) -> Vec<Summary> {
         let map = self
             .map
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut out: Vec<Summary> = map
             .iter()
-            .filter(|((ns, _), _)| ns == namespace)
-            .map(|((_, name), n)| {
+            .filter(|((ns, _), _)| namespace.is_none_or(|want| ns == want))
+            .map(|((ns, name), n)| {
                 let view = n
                     .view
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 Summary {
+                    namespace: ns.clone(),
                     name: name.clone(),
                     agent: n.who.agent.clone(),
                     connections: n.connections(),
@@ -273,7 +287,7 @@ impl Registry {
                 }
             })
             .collect();
-        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         out
     }
 
@@ -303,6 +317,7 @@ mod tests {
                 namespace: ns.into(),
                 agent: "a".into(),
                 session: name.into(),
+                reach: crate::session::ident::Reach::default(),
             },
             DriftPolicy::Standard,
             4000,
@@ -321,13 +336,13 @@ mod tests {
         assert_eq!(a.connections(), 2);
         let other = r.join("q", "s", || make("q", "s"));
         assert!(!Arc::ptr_eq(&a, &other), "namespaces do not share");
-        assert_eq!(r.list("p").len(), 1);
+        assert_eq!(r.list(Some("p")).len(), 1);
         r.leave(&a);
         r.leave(&b);
-        assert_eq!(r.list("p")[0].connections, 0);
+        assert_eq!(r.list(Some("p"))[0].connections, 0);
         assert!(r.end("p", "s").is_some());
         assert!(r.end("p", "s").is_none());
-        assert!(r.list("p").is_empty());
+        assert!(r.list(Some("p")).is_empty());
     }
 
     #[test]

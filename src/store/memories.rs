@@ -467,12 +467,14 @@ impl View {
                 sql.push_str(&format!(" AND {column} IN ({})", marks.join(", ")));
             }
         }
-        let agent = p(Value::Text(self.agent.clone()), params);
-        let session = p(Value::Text(self.session.clone()), params);
-        sql.push_str(&format!(
-            " AND (m.scope = 'project' OR (m.scope = 'agent' AND m.scope_owner = {agent}) \
-             OR (m.scope = 'session' AND m.scope_owner = {session}))"
-        ));
+        if !self.every_owner {
+            let agent = p(Value::Text(self.agent.clone()), params);
+            let session = p(Value::Text(self.session.clone()), params);
+            sql.push_str(&format!(
+                " AND (m.scope = 'project' OR (m.scope = 'agent' AND m.scope_owner = {agent}) \
+                 OR (m.scope = 'session' AND m.scope_owner = {session}))"
+            ));
+        }
         if let Some(scope) = &self.scope {
             let mark = p(Value::Text(scope.clone()), params);
             sql.push_str(&format!(" AND m.scope = {mark}"));
@@ -480,6 +482,18 @@ impl View {
         if let Some(category) = &self.category {
             let mark = p(Value::Text(category.clone()), params);
             sql.push_str(&format!(" AND m.category = {mark}"));
+        }
+        if let Some(agent) = &self.created_by {
+            let mark = p(Value::Text(agent.clone()), params);
+            sql.push_str(&format!(" AND m.created_by = {mark}"));
+        }
+        if let Some(tier) = self.tier {
+            let mark = p(Value::Integer(tier), params);
+            sql.push_str(&format!(" AND m.tier = {mark}"));
+        }
+        if let Some(source) = &self.source {
+            let mark = p(Value::Text(source.clone()), params);
+            sql.push_str(&format!(" AND m.source = {mark}"));
         }
         if let Some(subject) = &self.subject {
             let mark = p(Value::Text(subject.clone()), params);

@@ -73,7 +73,15 @@ pub struct Generations {
     pub last_drift_at: std::sync::Mutex<Option<String>>,
     /// Drift events for subscribed sessions.
     pub events: tokio::sync::broadcast::Sender<memd_proto::DriftEvent>,
+    /// The last drift events, newest last (`status`'s `drift.recent`).
+    pub recent: std::sync::Mutex<std::collections::VecDeque<memd_proto::DriftEvent>>,
+    /// The newest generation, for those who follow every change (the HTTP
+    /// API's event stream): it moves with [`Generations::observe`].
+    pub changes: tokio::sync::watch::Sender<u64>,
 }
+
+/// How many drift events `status` keeps.
+pub const RECENT_DRIFT: usize = 20;
 
 impl Default for Generations {
     fn default() -> Self {
@@ -84,6 +92,8 @@ impl Default for Generations {
             external_epoch: AtomicU64::new(0),
             last_drift_at: std::sync::Mutex::new(None),
             events: tokio::sync::broadcast::channel(64).0,
+            recent: std::sync::Mutex::default(),
+            changes: tokio::sync::watch::channel(0).0,
         }
     }
 }
@@ -96,7 +106,29 @@ impl Generations {
 
     /// Records a generation read from the database (never goes back).
     pub fn observe(&self, g: u64) {
-        self.current.fetch_max(g, Ordering::AcqRel);
+        if self.current.fetch_max(g, Ordering::AcqRel) < g {
+            self.changes.send_if_modified(|now| {
+                let newer = *now < g;
+                *now = (*now).max(g);
+                newer
+            });
+        }
+    }
+
+    /// Announces a drift event to subscribed sessions and keeps it among
+    /// the recent ones.
+    pub fn drifted(&self, event: memd_proto::DriftEvent) {
+        {
+            let mut recent = self
+                .recent
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            recent.push_back(event.clone());
+            while recent.len() > RECENT_DRIFT {
+                recent.pop_front();
+            }
+        }
+        let _ = self.events.send(event);
     }
 }
 

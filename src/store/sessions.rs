@@ -30,7 +30,7 @@ use crate::session::readset::ReadSet;
 use crate::session::snapshot;
 
 /// The file's format version (`PRAGMA user_version`).
-const VERSION: i64 = 1;
+const VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS named_sessions (
@@ -48,6 +48,8 @@ CREATE TABLE IF NOT EXISTS named_sessions (
     block_eligible INTEGER,
     block_chars    INTEGER,
     block_budget   INTEGER,
+    block_rows     BLOB,
+    block_time     TEXT,
     read_floor     INTEGER NOT NULL,
     read_evicted   INTEGER NOT NULL,
     reads          BLOB NOT NULL,
@@ -76,6 +78,8 @@ pub struct Record {
     pub seen: u64,
     /// Its frozen block, once built.
     pub block: Option<Injection>,
+    /// What the block holds and when it was built.
+    pub built: Option<crate::session::Built>,
     /// The read set's floor.
     pub read_floor: u64,
     /// Whether the read set ever evicted a row.
@@ -95,9 +99,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Record {
     /// The state of `named` now.
     pub fn of(named: &Named) -> Record {
-        let (seen, block) = {
+        let (seen, block, built) = {
             let view = lock(&named.view);
-            (view.seen, view.snapshot.clone())
+            (view.seen, view.snapshot.clone(), view.built.clone())
         };
         let (read_floor, read_evicted, reads) = lock(&named.reads).export();
         Record {
@@ -109,6 +113,7 @@ impl Record {
             hold_block: named.hold_block,
             seen,
             block,
+            built,
             read_floor,
             read_evicted,
             reads,
@@ -120,9 +125,11 @@ impl Record {
     /// The named session it keeps, its read set holding at most
     /// `read_set_rows` rows.
     pub fn into_named(self, read_set_rows: usize) -> Named {
+        let built = self.block.as_ref().and(self.built);
         let view = View {
             seen: self.seen,
             snapshot: self.block,
+            built,
         };
         let reads = ReadSet::restore(
             self.read_floor,
@@ -135,6 +142,7 @@ impl Record {
                 namespace: self.namespace,
                 agent: self.agent,
                 session: self.name,
+                reach: crate::session::ident::Reach::default(),
             },
             self.policy,
             self.budget,
@@ -210,6 +218,14 @@ fn open_file(path: &Path) -> Result<Connection, StoreError> {
             path.display()
         )));
     }
+    if version == 1 {
+        // Format 2 keeps what each block holds and when it was built.
+        conn.execute_batch(
+            "BEGIN; ALTER TABLE named_sessions ADD COLUMN block_rows BLOB; \
+             ALTER TABLE named_sessions ADD COLUMN block_time TEXT; COMMIT;",
+        )
+        .map_err(|e| sqlite("cannot upgrade the sessions file", e))?;
+    }
     conn.execute_batch(SCHEMA)
         .map_err(|e| sqlite("cannot create the sessions table", e))?;
     conn.pragma_update(None, "user_version", VERSION)
@@ -225,7 +241,8 @@ fn load(conn: &Connection) -> Result<Vec<Record>, StoreError> {
         .prepare(
             "SELECT namespace, name, agent, policy, budget, hold_block, seen, block, \
              block_hash, block_built_at, block_included, block_eligible, block_chars, \
-             block_budget, read_floor, read_evicted, reads, created_ms, last_used_ms \
+             block_budget, read_floor, read_evicted, reads, created_ms, last_used_ms, \
+             block_rows, block_time \
              FROM named_sessions ORDER BY namespace, name",
         )
         .map_err(|e| sqlite("cannot read the sessions file", e))?;
@@ -260,8 +277,16 @@ fn load(conn: &Connection) -> Result<Vec<Record>, StoreError> {
                 tracing::warn!(session = %name, "a kept read set cannot be read; the session starts a new one");
                 Vec::new()
             });
+            let built = match (r.get::<_, Option<Vec<u8>>>(19)?, r.get::<_, Option<String>>(20)?) {
+                (Some(rows), Some(at)) => unpack(&rows).map(|rows| crate::session::Built {
+                    rows: rows.into_iter().map(|(id, rev, _)| (id, rev)).collect(),
+                    at,
+                }),
+                _ => None,
+            };
             Ok(Record {
                 namespace: r.get(0)?,
+                built,
                 name,
                 agent: r.get(2)?,
                 policy: DriftPolicy::parse(&r.get::<_, String>(3)?)
@@ -288,9 +313,10 @@ fn put(conn: &Connection, r: &Record) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT OR REPLACE INTO named_sessions (namespace, name, agent, policy, budget, \
          hold_block, seen, block, block_hash, block_built_at, block_included, block_eligible, \
-         block_chars, block_budget, read_floor, read_evicted, reads, created_ms, last_used_ms) \
+         block_chars, block_budget, read_floor, read_evicted, reads, created_ms, last_used_ms, \
+         block_rows, block_time) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
-         ?18, ?19)",
+         ?18, ?19, ?20, ?21)",
     )?
     .execute(params![
         r.namespace,
@@ -312,6 +338,13 @@ fn put(conn: &Connection, r: &Record) -> rusqlite::Result<()> {
         pack(&r.reads),
         millis(r.created),
         millis(r.last_used),
+        r.built.as_ref().map(|b| pack(
+            &b.rows
+                .iter()
+                .map(|(id, rev)| (*id, *rev, 0))
+                .collect::<Vec<_>>()
+        )),
+        r.built.as_ref().map(|b| b.at.as_str()),
     ])?;
     Ok(())
 }
@@ -478,6 +511,10 @@ mod tests {
                     cached: true,
                 },
             }),
+            built: Some(crate::session::Built {
+                rows: vec![(3, 2), (9, 1)],
+                at: "2026-06-07T18:00:00.000Z".into(),
+            }),
             read_floor: 3,
             read_evicted: true,
             reads: vec![(1, 2, 10), (7, 1, 12)],
@@ -540,6 +577,42 @@ mod tests {
             .collect();
         assert_eq!(aside.len(), 1);
         file.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_format_1_file_is_upgraded_and_keeps_its_sessions() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        {
+            // Format 1: no block_rows, no block_time.
+            let conn = Connection::open(&path).unwrap();
+            let v1 = SCHEMA
+                .replace("    block_rows     BLOB,\n", "")
+                .replace("    block_time     TEXT,\n", "");
+            conn.execute_batch(&v1).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            conn.execute(
+                "INSERT INTO named_sessions (namespace, name, agent, policy, budget, hold_block, \
+                 seen, read_floor, read_evicted, reads, created_ms, last_used_ms) \
+                 VALUES ('shop', 'old', 'claude-code', 'standard', 4000, 1, 5, 5, 0, x'', 1, 2)",
+                [],
+            )
+            .unwrap();
+        }
+        let (file, back) = SessionFile::open(&path).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].name, "old");
+        assert_eq!(back[0].built, None);
+        file.put(record("new"));
+        file.close().await;
+        let (file, back) = SessionFile::open(&path).unwrap();
+        assert_eq!(back[0], record("new"), "the new columns are kept");
+        file.close().await;
+        let conn = Connection::open(&path).unwrap();
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, VERSION);
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod external_load;
 mod first_run;
 mod fuzz_corpus;
 mod gate;
+mod http;
 mod import_md;
 mod inject;
 mod isolation;

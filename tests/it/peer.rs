@@ -51,6 +51,38 @@ fn as_nobody(bin: &Path, socket: &Path, groups: &[u32]) -> CliOut {
     }
 }
 
+/// `GET /v1/status` over the socket as nobody (a plain Perl client — Perl
+/// is part of every Debian system — with no code of memd's); the answer's
+/// head and body.
+fn http_as_nobody(socket: &Path) -> (String, String) {
+    let script = r#"use IO::Socket::UNIX;
+        my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "connect: $!";
+        print $s "GET /v1/status HTTP/1.1\r\nHost: memd\r\nConnection: close\r\n\r\n";
+        binmode STDOUT; print while <$s>;"#;
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "--",
+            "perl",
+            "-e",
+        ])
+        .arg(script)
+        .arg(socket)
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    (head.to_string(), body.to_string())
+}
+
 fn config(path: &Path, socket_section: &str) {
     std::fs::write(path, format!("[socket]\nmode = \"0666\"\n{socket_section}")).unwrap();
 }
@@ -105,12 +137,26 @@ fn another_user_is_refused_until_the_allow_list_admits_it() {
         d.log()
     );
 
+    // Over HTTP on the same socket: a problem-JSON 403, never a binary
+    // frame.
+    let (head, body) = http_as_nobody(&socket);
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    assert!(
+        head.to_lowercase()
+            .contains("content-type: application/problem+json"),
+        "{head}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["code"], "permission_denied", "{v}");
+
     // Admitted by uid after a reload.
     config(&cfg, &format!("allow_uids = [{nobody}]\n"));
     d.reload();
     let out = as_nobody(&bin, &socket, &[]);
     assert_eq!(out.code, 0, "{out:?}\n{}", d.log());
     assert_eq!(out.json()["success"], true);
+    let (head, _) = http_as_nobody(&socket);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
 
     // Admitted by gid only.
     config(&cfg, &format!("allow_gids = [{nogroup}]\n"));

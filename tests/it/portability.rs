@@ -276,7 +276,24 @@ async fn backup_under_write_load_is_consistent() {
             n
         }));
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The backup starts once writes are committing.
+    let mut reader = d.client().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while reader
+        .list(memd_client::proto::ListRequest {
+            filter: memd_client::proto::Filter::default(),
+            limit: 1,
+            offset: 0,
+        })
+        .await
+        .unwrap()
+        .memories
+        .is_empty()
+    {
+        assert!(std::time::Instant::now() < deadline, "no write committed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
     let path = d.dir.path().join("backup.db");
     let out = tokio::task::spawn_blocking({
         let path = path.clone();

@@ -232,6 +232,13 @@ fn socket_activation_serves_through_the_inherited_socket_and_leaves_it() {
     assert_eq!(out.json()["accepted"], true);
     let status = cli(&["status"]).json();
     assert_eq!(status["socket_inherited"], true, "{status}");
+    // HTTP on the inherited socket, too.
+    let r = crate::common::http::get(&socket, "/v1/memories", &[]);
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.json()["memories"][0]["content"],
+        "served through an inherited socket"
+    );
     assert_eq!(
         status["pid"],
         activator.id(),

@@ -220,6 +220,37 @@ fn top_level_modules_import_only_lower_layers() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The HTTP API is a second codec, not a second implementation: it
+/// reaches the rules only through `handler::dispatch`, so it imports none of
+/// the modules that hold them.
+#[test]
+fn http_routes_onto_the_handlers_and_holds_no_rule() {
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src.join("http"), &mut files);
+    assert!(!files.is_empty(), "src/http/ holds the HTTP API");
+    let rules = ["store", "gate", "drift", "embed", "jobs"];
+    let mut problems = Vec::new();
+    let mut dispatches = false;
+    for f in &files {
+        let (code, _) = split(&std::fs::read_to_string(f).unwrap());
+        dispatches |= code.contains("handler::dispatch");
+        for target in crate_imports(&code) {
+            if rules.contains(&target.as_str()) {
+                problems.push(format!(
+                    "{}: the HTTP API imports `{target}`: route onto the request handlers instead",
+                    f.strip_prefix(root()).unwrap().display()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        dispatches,
+        "the HTTP API runs requests through handler::dispatch"
+    );
+}
+
 /// Words that start an SQL statement, as memd writes them (upper case).
 const SQL: &[&str] = &[
     "SELECT ",

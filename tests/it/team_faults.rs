@@ -316,6 +316,15 @@ fn slow_commits(pg: &Pg, p: f64, secs: f64) {
     ));
 }
 
+/// Waits until a COMMIT is inside the slow trigger (its backend sleeps).
+fn commit_in_flight(pg: &Pg) {
+    Pg::wait_for(
+        Duration::from_secs(20),
+        "a COMMIT in the slow trigger",
+        || pg.psql("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'") != "0",
+    );
+}
+
 fn fast_commits(pg: &Pg) {
     pg.psql("DROP TRIGGER IF EXISTS slow_commit ON memd.ops");
 }
@@ -685,7 +694,7 @@ fn a_write_whose_outcome_cannot_be_learned_says_so_with_its_operation_id() {
     // The COMMIT goes out and sleeps; meanwhile the server freezes (a
     // partition), so memd can neither end that transaction nor ask about
     // it: the one honest answer is that it may have been applied.
-    slow_commits(&pg, 1.0, 1.5);
+    slow_commits(&pg, 1.0, 3.0);
     let out = std::thread::scope(|s| {
         let shell = s.spawn(|| {
             a.cli_stdin(
@@ -693,7 +702,7 @@ fn a_write_whose_outcome_cannot_be_learned_says_so_with_its_operation_id() {
                 Some(b"add \"a write lost in a partition\"\n"),
             )
         });
-        std::thread::sleep(Duration::from_millis(500));
+        commit_in_flight(&pg);
         pg.freeze();
         let out = shell.join().unwrap();
         pg.thaw();
@@ -722,10 +731,10 @@ fn a_write_whose_outcome_cannot_be_learned_says_so_with_its_operation_id() {
     fast_commits(&pg);
     converge(&pg, &[&a]);
     // The CLI exits 5 for it, like an unreachable team.
-    slow_commits(&pg, 1.0, 1.5);
+    slow_commits(&pg, 1.0, 3.0);
     let cli = std::thread::scope(|s| {
         let cli = s.spawn(|| add(&a, "another write lost in a partition"));
-        std::thread::sleep(Duration::from_millis(500));
+        commit_in_flight(&pg);
         pg.freeze();
         let out = cli.join().unwrap();
         pg.thaw();

@@ -18,10 +18,10 @@ async fn bad_frames_close_only_their_connection() {
     let mut witness = d.client().await;
     witness_works(&mut witness, 0).await;
 
-    // Garbage instead of a preamble: not memd, closed.
+    // Garbage instead of a preamble (neither memd nor HTTP): closed.
     let mut s = UnixStream::connect(d.socket()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    s.write_all(b"HELO memd\r\n\r\n").unwrap();
     let mut pre = [0u8; proto::PREAMBLE_LEN];
     s.read_exact(&mut pre).unwrap();
     expect_error_then_close(&mut s, ErrorCode::MalformedFrame);

@@ -246,6 +246,7 @@ impl WriteCtx<'_> {
                 namespace,
                 agent: recorded.agent,
                 session: recorded.session,
+                reach: crate::session::ident::Reach::default(),
             }))));
         }
         Ok(self.log.author_of(g))

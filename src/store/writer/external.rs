@@ -171,7 +171,7 @@ impl Thread {
         self.generations.observe(epoch);
         self.generations.own_last.store(epoch, Ordering::Release);
         self.highwater.record(epoch);
-        let _ = self.generations.events.send(DriftEvent {
+        self.generations.drifted(DriftEvent {
             generation: epoch,
             external_epoch: epoch,
             at,

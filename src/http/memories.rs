@@ -1,0 +1,424 @@
+//! `/v1/memories`: list (newest first, the CLI's filters) and search
+//! (`q=`, `mode=`), create, read with its `ETag`, change and forget with
+//! `If-Match`, history. Each runs the request handler the binary protocol
+//! runs; a memory is the object of the CLI's `--json`.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response as HttpResponse};
+use memd_proto::json as wire_json;
+use memd_proto::{
+    AddRequest, Filter, ForgetRequest, GetRequest, HistoryRequest, ListRequest, QuerySyntax,
+    Request, Response, SearchMode, SearchRequest, UpdateRequest,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::App;
+use super::caller::Caller;
+use super::params::{self, Params};
+use super::problem::Problem;
+
+/// The query parameters of `GET /v1/memories`.
+const LIST_PARAMS: &[&str] = &[
+    "namespace",
+    "q",
+    "mode",
+    "syntax",
+    "limit",
+    "offset",
+    "category",
+    "subject",
+    "tag",
+    "any_tag",
+    "scope",
+    "meta",
+    "since",
+    "until",
+    "updated_since",
+    "updated_until",
+    "include_superseded",
+    "include_archived",
+    "status",
+    "agent",
+    "tier",
+    "source",
+];
+
+fn filter(p: &Params) -> Result<Filter, Problem> {
+    let meta = p
+        .all("meta")
+        .into_iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .ok_or_else(|| Problem::bad(format!("meta=`{kv}`: expected key=value")))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Filter {
+        category: p.one("category")?,
+        subject: p.one("subject")?,
+        tags: p.all("tag"),
+        tags_any: p.flag("any_tag")?,
+        scope: p.one("scope")?,
+        meta,
+        since: p.one("since")?,
+        until: p.one("until")?,
+        updated_since: p.one("updated_since")?,
+        updated_until: p.one("updated_until")?,
+        include_superseded: p.flag("include_superseded")?,
+        include_archived: p.flag("include_archived")?,
+        status: p.one("status")?,
+        created_by: p.one("agent")?,
+        tier: p.number("tier")?,
+        source: p.one("source")?,
+        ..Filter::default()
+    })
+}
+
+/// `GET /v1/memories`: a page of memories, newest first, or (with `q=`)
+/// the hits of a search.
+pub async fn list(
+    State(app): State<App>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Value>, Problem> {
+    let p = Params::parse(query.as_deref(), LIST_PARAMS)?;
+    let caller = Caller::from(&headers, p.one("namespace")?)?;
+    let filter = filter(&p)?;
+    let limit = p.number::<u32>("limit")?.unwrap_or(0);
+    let offset = p.number::<u32>("offset")?.unwrap_or(0);
+    let Some(q) = p.one("q")?.filter(|q| !q.trim().is_empty()) else {
+        if p.one("mode")?.is_some() {
+            return Err(Problem::bad("mode= needs q= (a search)"));
+        }
+        let req = Request::List(ListRequest {
+            filter,
+            limit,
+            offset,
+        });
+        let Response::Memories(l) = caller.run(&app, req, None).await? else {
+            return Err(unexpected());
+        };
+        return Ok(Json(json!({
+            "memories": l.memories.iter().map(wire_json::memory).collect::<Vec<_>>(),
+            "count": l.memories.len(),
+            "offset": offset,
+            "generation": l.generation,
+        })));
+    };
+    let mode = match p.one("mode")? {
+        None => SearchMode::Auto,
+        Some(m) => SearchMode::parse(&m).ok_or_else(|| {
+            Problem::bad(format!(
+                "unknown mode `{m}` (auto, lexical, fuzzy, semantic, hybrid)"
+            ))
+        })?,
+    };
+    let syntax = match p.one("syntax")?.as_deref() {
+        None | Some("plain") => QuerySyntax::Plain,
+        Some("fts") => QuerySyntax::Fts,
+        Some(other) => {
+            return Err(Problem::bad(format!(
+                "unknown syntax `{other}` (plain, fts)"
+            )));
+        }
+    };
+    let req = Request::Search(SearchRequest {
+        query: q,
+        filter,
+        limit,
+        mode,
+        syntax,
+        explain: false,
+        offset,
+    });
+    let Response::Hits(r) = caller.run(&app, req, None).await? else {
+        return Err(unexpected());
+    };
+    Ok(Json(json!({
+        "hits": r.hits.iter().map(wire_json::hit).collect::<Vec<_>>(),
+        "count": r.hits.len(),
+        "mode": r.mode.as_str(),
+        "offset": offset,
+        "generation": r.generation,
+    })))
+}
+
+/// The body of `POST /v1/memories`: the fields of `memd add`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewMemory {
+    content: String,
+    category: Option<String>,
+    subject: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    scope: Option<String>,
+    tier: Option<i64>,
+    #[serde(default)]
+    pinned: bool,
+    importance: Option<String>,
+    status: Option<String>,
+    confidence: Option<f64>,
+    expires: Option<String>,
+    supersedes: Option<i64>,
+    metadata: Option<serde_json::Map<String, Value>>,
+    thread: Option<String>,
+    position: Option<i64>,
+    occurred_at: Option<String>,
+}
+
+/// `POST /v1/memories`: stores a memory through the write gate, in the
+/// namespace the request names (a create without one is refused).
+pub async fn create(
+    State(app): State<App>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<HttpResponse, Problem> {
+    let p = Params::parse(query.as_deref(), &["namespace"])?;
+    let caller = Caller::from(&headers, p.one("namespace")?)?;
+    if caller.namespace.is_none() {
+        return Err(Problem::bad(
+            "a new memory needs a namespace: give Memd-Namespace (or namespace=)",
+        ));
+    }
+    let m: NewMemory = params::json(&headers, body)?;
+    let req = Request::Add(AddRequest {
+        content: m.content,
+        category: m.category,
+        subject: m.subject,
+        tags: m.tags,
+        scope: m.scope,
+        tier: m.tier,
+        pinned: m.pinned,
+        importance: m.importance,
+        status: m.status,
+        confidence: m.confidence,
+        expires: m.expires,
+        supersedes: m.supersedes,
+        metadata: m.metadata.map(|o| Value::Object(o).to_string()),
+        thread: m.thread,
+        position: m.position,
+        occurred_at: m.occurred_at,
+    });
+    let Response::Added(r) = caller.run(&app, req, None).await? else {
+        return Err(unexpected());
+    };
+    let mut fields = wire_json::add_result(&r);
+    fields.insert("generation".into(), json!(r.generation));
+    let created = r.accepted && !r.deduped && r.merged_into.is_none();
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let mut resp = (status, Json(Value::Object(fields))).into_response();
+    if let Some(id) = r.id
+        && let Ok(v) = HeaderValue::from_str(&format!("/v1/memories/{id}"))
+    {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(resp)
+}
+
+/// A memory and the generation it was read at, with its rev as `ETag`.
+fn memory_reply(memory: &memd_proto::Memory, generation: u64) -> HttpResponse {
+    let mut resp = Json(json!({
+        "memory": wire_json::memory(memory),
+        "generation": generation,
+    }))
+    .into_response();
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{}\"", memory.rev)) {
+        resp.headers_mut().insert(header::ETAG, v);
+    }
+    resp
+}
+
+/// `GET /v1/memories/{id}`: the memory (wherever it lives, unless the
+/// request names a namespace), `ETag: "<rev>"`.
+pub async fn read(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<HttpResponse, Problem> {
+    let p = Params::parse(query.as_deref(), &["namespace", "include_inactive"])?;
+    let caller = Caller::from(&headers, p.one("namespace")?)?;
+    let req = Request::Get(GetRequest {
+        id: params::id(&id)?,
+        include_inactive: p.flag("include_inactive")?,
+    });
+    let Response::Memory(r) = caller.run(&app, req, None).await? else {
+        return Err(unexpected());
+    };
+    Ok(memory_reply(&r.memory, r.generation))
+}
+
+/// `If-Match: "<rev>"`: the request's read of the row (`*`: any version).
+fn if_match(headers: &HeaderMap) -> Result<Option<Option<i64>>, Problem> {
+    let Some(v) = headers.get(header::IF_MATCH) else {
+        return Ok(None);
+    };
+    let text = v
+        .to_str()
+        .map_err(|_| Problem::bad("If-Match is not ASCII"))?
+        .trim();
+    if text == "*" {
+        return Ok(Some(None));
+    }
+    let tag = text.strip_prefix("W/").unwrap_or(text);
+    tag.strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .and_then(|t| t.parse::<i64>().ok())
+        .map(|rev| Some(Some(rev)))
+        .ok_or_else(|| {
+            Problem::bad(format!(
+                "If-Match `{text}` is not one rev as an ETag gives it (\"3\")"
+            ))
+        })
+}
+
+/// The caller of a change by id, in the memory's namespace (a change by id
+/// acts on the memory wherever it lives), and the request's read of the row:
+/// refused with 428 when the request has neither a session nor `If-Match`.
+async fn acting(
+    app: &App,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    id: i64,
+) -> Result<(Caller, Option<(i64, i64)>), Problem> {
+    let p = Params::parse(query, &["namespace"])?;
+    let caller = Caller::from(headers, p.one("namespace")?)?;
+    let read = if_match(headers)?;
+    if read.is_none() && caller.session.is_none() {
+        return Err(Problem::new(
+            StatusCode::PRECONDITION_REQUIRED,
+            "precondition_required",
+            "a change needs If-Match: \"<rev>\" (the rev your read showed, as its ETag) or a \
+             Memd-Session whose reads protect it",
+        ));
+    }
+    let read = read.flatten().map(|rev| (id, rev));
+    if caller.namespace.is_some() {
+        return Ok((caller, read));
+    }
+    // Find where the memory lives, in a session of its own: this look must
+    // not count as the request's read of the row.
+    let look = Request::Get(GetRequest {
+        id,
+        include_inactive: true,
+    });
+    let Response::Memory(r) = caller.run(app, look, None).await? else {
+        return Err(unexpected());
+    };
+    Ok((caller.in_namespace(&r.memory.namespace), read))
+}
+
+/// The body of `PATCH /v1/memories/{id}`: the fields of `memd update`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Changes {
+    content: Option<String>,
+    category: Option<String>,
+    subject: Option<String>,
+    tags: Option<Vec<String>>,
+    scope: Option<String>,
+    tier: Option<i64>,
+    pinned: Option<bool>,
+    importance: Option<String>,
+    status: Option<String>,
+    confidence: Option<f64>,
+    expires: Option<String>,
+    metadata: Option<serde_json::Map<String, Value>>,
+}
+
+/// `PATCH /v1/memories/{id}`: changes fields through the drift guard
+/// (`If-Match` is the request's read of the row; a stale one is refused
+/// with 412, the row as it is now and who changed it).
+pub async fn change(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<HttpResponse, Problem> {
+    let id = params::id(&id)?;
+    let c: Changes = params::json(&headers, body)?;
+    let (caller, read) = acting(&app, &headers, query.as_deref(), id).await?;
+    let req = Request::Update(UpdateRequest {
+        id,
+        content: c.content,
+        category: c.category,
+        subject: c.subject,
+        tags: c.tags,
+        scope: c.scope,
+        tier: c.tier,
+        pinned: c.pinned,
+        importance: c.importance,
+        status: c.status,
+        confidence: c.confidence,
+        expires: c.expires,
+        metadata: c.metadata.map(|o| Value::Object(o).to_string()),
+        expect_rev: None,
+    });
+    let Response::Memory(r) = caller.run(&app, req, read).await? else {
+        return Err(unexpected());
+    };
+    Ok(memory_reply(&r.memory, r.generation))
+}
+
+/// `DELETE /v1/memories/{id}`: forgets the memory through the drift guard.
+pub async fn forget(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Value>, Problem> {
+    let id = params::id(&id)?;
+    let (caller, read) = acting(&app, &headers, query.as_deref(), id).await?;
+    let req = Request::Forget(ForgetRequest {
+        id,
+        expect_rev: None,
+    });
+    let Response::Forgotten(r) = caller.run(&app, req, read).await? else {
+        return Err(unexpected());
+    };
+    Ok(Json(json!({"forgotten": r.id, "generation": r.generation})))
+}
+
+/// `GET /v1/memories/{id}/history`: its supersession chain and every
+/// earlier version.
+pub async fn history(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Value>, Problem> {
+    let p = Params::parse(query.as_deref(), &["namespace"])?;
+    let caller = Caller::from(&headers, p.one("namespace")?)?;
+    let req = Request::History(HistoryRequest {
+        id: params::id(&id)?,
+    });
+    let Response::History(h) = caller.run(&app, req, None).await? else {
+        return Err(unexpected());
+    };
+    Ok(Json(json!({
+        "chain": h.chain.iter().map(wire_json::memory).collect::<Vec<_>>(),
+        "revisions": h.revisions,
+        "generation": h.generation,
+    })))
+}
+
+/// A reply of another kind than the request's: a bug, said as one.
+pub fn unexpected() -> Problem {
+    Problem::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "the daemon answered with an unexpected reply",
+    )
+}

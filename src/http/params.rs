@@ -1,0 +1,137 @@
+//! Query strings and JSON bodies, read strictly: an unknown parameter or
+//! field, a repeated one that may appear once, a number that is not one, a
+//! body that is not JSON or not `application/json` — each is a clear 4xx,
+//! never silently ignored.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode, header};
+use serde::de::DeserializeOwned;
+
+use super::problem::Problem;
+
+/// A query string's pairs, in order.
+#[derive(Debug, Default)]
+pub struct Params(Vec<(String, String)>);
+
+impl Params {
+    /// Parses `query` and checks every name is in `known`.
+    ///
+    /// # Errors
+    /// 400 naming an unknown parameter.
+    pub fn parse(query: Option<&str>, known: &[&str]) -> Result<Params, Problem> {
+        let pairs: Vec<(String, String)> = form_urlencoded::parse(query.unwrap_or("").as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        if let Some((k, _)) = pairs.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+            return Err(Problem::bad(format!(
+                "unknown query parameter `{k}` (known: {})",
+                known.join(", ")
+            )));
+        }
+        Ok(Params(pairs))
+    }
+
+    /// The value of `name`, given at most once.
+    ///
+    /// # Errors
+    /// 400 when it is given twice.
+    pub fn one(&self, name: &str) -> Result<Option<String>, Problem> {
+        let mut found = self.0.iter().filter(|(k, _)| k == name);
+        let first = found.next().map(|(_, v)| v.clone());
+        if found.next().is_some() {
+            return Err(Problem::bad(format!(
+                "query parameter `{name}` is given more than once"
+            )));
+        }
+        Ok(first)
+    }
+
+    /// Every value of `name`.
+    pub fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// `name` as a number.
+    ///
+    /// # Errors
+    /// 400 when it is not one.
+    pub fn number<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>, Problem> {
+        self.one(name)?
+            .map(|v| {
+                v.trim()
+                    .parse()
+                    .map_err(|_| Problem::bad(format!("`{name}` must be a number, not `{v}`")))
+            })
+            .transpose()
+    }
+
+    /// `name` as a boolean (`true`/`false`/`1`/`0`; present without a value
+    /// is true).
+    ///
+    /// # Errors
+    /// 400 for another value.
+    pub fn flag(&self, name: &str) -> Result<bool, Problem> {
+        match self.one(name)?.as_deref() {
+            None | Some("false" | "0") => Ok(false),
+            Some("" | "true" | "1") => Ok(true),
+            Some(other) => Err(Problem::bad(format!(
+                "`{name}` must be true or false, not `{other}`"
+            ))),
+        }
+    }
+}
+
+/// A JSON body of type `T` (its type denies unknown fields).
+///
+/// # Errors
+/// 415 for another content type, 413 for a body over the limit, 400 for a
+/// body that is not JSON or not `T`.
+pub fn json<T: DeserializeOwned>(
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, Problem> {
+    let kind = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let essence = kind.split(';').next().unwrap_or("").trim();
+    if !essence.eq_ignore_ascii_case("application/json") {
+        return Err(Problem::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "invalid_input",
+            format!(
+                "the body must be application/json, not `{}`",
+                if kind.is_empty() { "(none)" } else { kind }
+            ),
+        ));
+    }
+    let bytes = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Problem::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "frame_too_large",
+                format!(
+                    "the body is over the {}-byte limit",
+                    memd_proto::MAX_FRAME_LEN
+                ),
+            )
+        } else {
+            Problem::bad(format!("cannot read the body: {e}"))
+        }
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| Problem::bad(format!("the body: {e}")))
+}
+
+/// A path's id.
+///
+/// # Errors
+/// 400 when it is not a number.
+pub fn id(text: &str) -> Result<i64, Problem> {
+    text.parse()
+        .map_err(|_| Problem::bad(format!("`{text}` is not a memory id (a number)")))
+}

@@ -35,6 +35,7 @@ mod named_sessions;
 mod peer;
 mod portability;
 mod project_namespace;
+mod python;
 mod search;
 mod service;
 mod sessions;

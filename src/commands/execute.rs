@@ -384,8 +384,8 @@ pub async fn execute(
         | Command::Help(_)
         | Command::Completions(_)
         | Command::Man => Err(CommandError::Usage(
-            "shell, daemon, mcp, hook, setup, config, model, service, help, completions and man \
-             cannot run inside a session"
+            "shell, daemon, mcp, hook, setup, config, model, service, completions and man cannot \
+             run inside a session"
                 .into(),
         )),
     }

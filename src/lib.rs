@@ -2,7 +2,7 @@
 //!
 //! One process owns one SQLite database; many agent sessions talk to it over
 //! a Unix socket. ARCHITECTURE.md describes the layers below (each imports
-//! only lower ones; `tests/it/structure.rs` checks it) and the README the use.
+//! only lower ones; `tests/it/structure.rs` checks it) and docs/ the use.
 //!
 //! The top-level modules are layered: ARCHITECTURE.md's "Layers" table is
 //! the one statement of their order (and of what each holds), which

@@ -3,12 +3,17 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
+use memd::cli::help;
 use memd::commands::EXIT_USAGE;
 use memd::commands::args::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // The derived definition plus the grouped `--help` (`memd::cli::help`).
+    let parsed = help::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map_err(|e| e.format(&mut help::command())));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };

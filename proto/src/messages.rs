@@ -1303,7 +1303,7 @@ pub struct SearchResult {
 pub struct StatusRequest {}
 
 /// The daemon's status as a JSON object text (its keys grow with features;
-/// see the README for them).
+/// docs/commands.md "Output" lists them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatusReply {
     /// JSON object text.

@@ -11,7 +11,10 @@
 //! - [`settings`]: `memd config show`.
 //! - [`service`]: `memd service install|uninstall|status`.
 //! - [`team`]: `memd team init` (the other team commands go to the daemon).
+//! - [`help`]: `memd --help` grouped, `memd help`, `memd completions`,
+//!   `memd man`.
 
+pub mod help;
 pub mod hook;
 pub mod model;
 pub mod service;
@@ -65,6 +68,9 @@ pub fn run(cli: args::Cli) -> i32 {
             | Command::Team(args::TeamCommand::Init)
             | Command::Model(_)
             | Command::Socket
+            | Command::Help(_)
+            | Command::Completions(_)
+            | Command::Man
     );
     if !sessionless {
         resolve_namespace(&mut g, !matches!(cli.command, Command::Hook(_)));
@@ -117,6 +123,9 @@ pub fn run(cli: args::Cli) -> i32 {
         Command::Team(args::TeamCommand::Init) => emit(g.json, team::init(&g)),
         Command::Service(s) => emit(g.json, service::run(&g, s)),
         Command::Model(args::ModelCommand::Fetch(a)) => emit(g.json, model::fetch(&g, &a)),
+        Command::Help(a) => emit(g.json, help::help(help::command(), &a.topic)),
+        Command::Completions(a) => emit(g.json, Ok(help::completions(a.shell))),
+        Command::Man => emit(g.json, help::man()),
         command => {
             let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()

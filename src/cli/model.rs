@@ -1,5 +1,5 @@
 //! `memd model fetch`: the local embedding model's files for someone who
-//! has only the binary (README "Embeddings"). Runs in this process; no
+//! has only the binary (docs/search.md "Embeddings"). Runs in this process; no
 //! daemon needed. The daemon loads the model at its next start.
 
 use serde_json::json;

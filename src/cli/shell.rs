@@ -14,7 +14,7 @@ use clap::Parser;
 use serde_json::Value;
 
 use super::emit;
-use crate::commands::args::{Global, ShellLine};
+use crate::commands::args::{Command, Global, ShellLine};
 use crate::commands::{CommandError, Output, client_paths, connect, execute};
 
 /// Runs the shell; returns the exit code.
@@ -64,6 +64,15 @@ pub fn run(g: &Global) -> i32 {
             }
             let mut json = g.json;
             let result = match parse_line(line) {
+                Ok((
+                    ShellLine {
+                        command: Command::Help(a),
+                    },
+                    line_json,
+                )) => {
+                    json |= line_json;
+                    super::help::help(super::help::shell_command(), &a.topic)
+                }
                 Ok((ShellLine { command }, line_json)) => {
                     json |= line_json;
                     execute(command, &mut client, &paths, false).await
@@ -269,6 +278,15 @@ mod tests {
             Err(LineError::Usage(_))
         ));
         assert!(matches!(parse_line("frobnicate"), Err(LineError::Usage(_))));
-        assert!(matches!(parse_line("help"), Err(LineError::Help(_))));
+        assert!(matches!(parse_line("--help"), Err(LineError::Help(_))));
+        assert!(matches!(
+            parse_line("help add"),
+            Ok((
+                ShellLine {
+                    command: crate::commands::args::Command::Help(_)
+                },
+                false
+            ))
+        ));
     }
 }

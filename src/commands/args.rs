@@ -6,8 +6,17 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 /// memd: shared, persistent memory for AI agents.
+// `memd --help` lists the commands grouped by what a person does:
+// `cli::help::command` adds the groups and each command's docs page to this
+// definition; `memd help` is the command `Command::Help`.
 #[derive(Debug, Parser)]
-#[command(name = "memd", version, about, propagate_version = true)]
+#[command(
+    name = "memd",
+    version,
+    about,
+    propagate_version = true,
+    disable_help_subcommand = true
+)]
 pub struct Cli {
     /// Global flags.
     #[command(flatten)]
@@ -20,7 +29,7 @@ pub struct Cli {
 /// Flags accepted before or after any subcommand.
 #[derive(Debug, Clone, Args)]
 pub struct Global {
-    /// Socket of the daemon [default: see README "Files"]
+    /// Socket of the daemon [default: see docs/configuration.md "Files"]
     #[arg(long, global = true, env = "MEMD_SOCKET", value_name = "PATH")]
     pub socket: Option<PathBuf>,
     /// Data directory [default: $XDG_DATA_HOME/memd]
@@ -156,6 +165,28 @@ pub enum Command {
     /// The local embedding model: fetch its files
     #[command(subcommand)]
     Model(ModelCommand),
+    /// Help on a command, or which docs page explains a topic (drift, team, …)
+    Help(HelpArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    Completions(CompletionsArgs),
+    /// Print the man page (roff)
+    Man,
+}
+
+/// `help`.
+#[derive(Debug, Clone, Args)]
+pub struct HelpArgs {
+    /// A command (`task add`) or a docs topic (`memd help topics` lists them)
+    #[arg(value_name = "COMMAND|TOPIC")]
+    pub topic: Vec<String>,
+}
+
+/// `completions`.
+#[derive(Debug, Clone, Args)]
+pub struct CompletionsArgs {
+    /// The shell
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// `model …`.
@@ -657,7 +688,8 @@ fn parse_kv(s: &str) -> Result<(String, String), String> {
 #[command(
     name = "memd shell",
     no_binary_name = true,
-    disable_version_flag = true
+    disable_version_flag = true,
+    disable_help_subcommand = true
 )]
 pub struct ShellLine {
     /// The command.

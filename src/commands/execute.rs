@@ -382,9 +382,12 @@ pub async fn execute(
         | Command::Config(_)
         | Command::Team(args::TeamCommand::Init)
         | Command::Model(_)
-        | Command::Service(_) => Err(CommandError::Usage(
-            "shell, daemon, mcp, hook, setup, config, model and service cannot run inside a \
-             session"
+        | Command::Service(_)
+        | Command::Help(_)
+        | Command::Completions(_)
+        | Command::Man => Err(CommandError::Usage(
+            "shell, daemon, mcp, hook, setup, config, model, service, completions and man cannot \
+             run inside a session"
                 .into(),
         )),
     }

@@ -734,3 +734,73 @@ fn shell_flushes_each_answer_before_the_next_line() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+/// The CLI helps itself without a daemon: completion scripts, the man page,
+/// `--help` grouped by what a person does, `memd help TOPIC` naming the
+/// docs page.
+#[test]
+fn completions_man_page_and_help_topics_come_from_the_clap_definitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = memd_command(dir.path())
+            .arg("--no-autostart")
+            .args(args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        (stdout, out.status.code())
+    };
+    for shell in ["bash", "zsh", "fish"] {
+        let (script, code) = run(&["completions", shell]);
+        assert_eq!(code, Some(0), "{shell}");
+        assert!(!script.trim().is_empty(), "{shell}: empty script");
+        for sub in ["search", "import-md", "completions"] {
+            assert!(script.contains(sub), "{shell}: no {sub} in\n{script}");
+        }
+    }
+    let (_, code) = run(&["completions", "tcsh"]);
+    assert_eq!(code, Some(2), "an unknown shell is a usage error");
+
+    let (page, code) = run(&["man"]);
+    assert_eq!(code, Some(0));
+    let first_macro = page
+        .lines()
+        .find(|l| l.starts_with('.') && !l.starts_with(".ie") && !l.starts_with(".el"))
+        .unwrap();
+    assert!(first_macro.starts_with(".TH memd 1"), "{page}");
+    assert!(
+        page.contains(".SH SUBCOMMANDS") && page.contains("import\\-md"),
+        "{page}"
+    );
+
+    let (help, code) = run(&["--help"]);
+    assert_eq!(code, Some(0));
+    let at = |s: &str| {
+        help.find(s)
+            .unwrap_or_else(|| panic!("no {s:?} in\n{help}"))
+    };
+    for group in [
+        "Memories:",
+        "Sessions:",
+        "Hosts:",
+        "Team:",
+        "Service:",
+        "Maintenance:",
+    ] {
+        at(group);
+    }
+    assert!(at("Memories:") < at("  add ") && at("  add ") < at("Sessions:"));
+    assert!(at("Hosts:") < at("  setup ") && at("  setup ") < at("Team:"));
+
+    let (text, code) = run(&["help", "drift"]);
+    assert_eq!(code, Some(0));
+    assert!(text.contains("docs/drift.md"), "{text}");
+    let (text, code) = run(&["help", "task", "add"]);
+    assert_eq!(code, Some(0));
+    assert!(text.contains("Usage: memd task add"), "{text}");
+    let (text, code) = run(&["team", "--help"]);
+    assert_eq!(code, Some(0));
+    assert!(text.contains("docs/team.md"), "{text}");
+    let (_, code) = run(&["help", "no-such-thing"]);
+    assert_eq!(code, Some(2));
+}

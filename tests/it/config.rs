@@ -1,6 +1,7 @@
 //! The config file: an invalid one stops the daemon with its line and
 //! column; `config show` reports every setting and where it came from, and
-//! every setting is documented in the README; SIGHUP applies live settings,
+//! every setting is documented, with its default, in
+//! docs/configuration.md; SIGHUP applies live settings,
 //! logs what needs a restart, and keeps the running settings when the new
 //! file is invalid.
 
@@ -108,56 +109,97 @@ fn config_show_reports_values_and_sources() {
     );
 }
 
-/// The `## Config` example of the README, section → keys mentioned.
-fn readme_config_keys() -> BTreeMap<String, Vec<String>> {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let section = readme
-        .split("\n## Config\n")
-        .nth(1)
-        .expect("README has a Config section");
-    let block = section
-        .split("```toml\n")
-        .nth(1)
-        .and_then(|b| b.split("\n```").next())
-        .expect("the Config section has a toml block");
-    let mut keys: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut current = String::new();
-    for line in block.lines() {
-        let line = line.trim_start_matches('#').trim();
-        if let Some(header) = line.strip_prefix('[') {
-            current = header.split(']').next().unwrap().to_string();
-        } else if let Some((key, _)) = line.split_once('=') {
-            keys.entry(current.clone())
-                .or_default()
-                .push(key.trim().to_string());
+/// The key tables of docs/configuration.md: `section.key` → its default
+/// as written there (a TOML value), `None` where it says "unset".
+fn documented_settings() -> BTreeMap<String, Option<toml::Value>> {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/configuration.md"
+    ))
+    .unwrap();
+    let mut settings = BTreeMap::new();
+    let mut section: Option<String> = None;
+    for line in page.lines() {
+        if let Some(rest) = line.strip_prefix("### `[") {
+            section = rest.split(']').next().map(str::to_string);
+            continue;
         }
+        if line.starts_with("## ") {
+            section = None;
+        }
+        let Some(section) = &section else { continue };
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() < 4 || !cells[1].starts_with('`') {
+            continue;
+        }
+        let key = cells[1].trim_matches('`');
+        let default = match cells[2] {
+            "unset" => None,
+            d => {
+                let text = format!("v = {}", d.trim_matches('`'));
+                let table: toml::Table = toml::from_str(&text)
+                    .unwrap_or_else(|e| panic!("{section}.{key}: default {d}: {e}"));
+                Some(table["v"].clone())
+            }
+        };
+        settings.insert(format!("{section}.{key}"), default);
     }
-    keys
+    settings
+}
+
+/// The same value, numbers compared as numbers (`30` and `30.0`).
+fn same(doc: &serde_json::Value, shown: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (doc, shown) {
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same(a, b))
+        }
+        (a, b) => a == b,
+    }
 }
 
 #[test]
-fn every_setting_is_documented_in_the_readme() {
+fn every_setting_is_documented_with_its_default() {
     let dir = tempfile::tempdir().unwrap();
     let out = memd_command(dir.path())
         .args(["--json", "config", "show"])
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let documented = readme_config_keys();
-    let mut missing = Vec::new();
-    for key in v["settings"].as_object().unwrap().keys() {
-        let (section, leaf) = key.rsplit_once('.').unwrap();
-        if !documented
-            .get(section)
-            .is_some_and(|k| k.iter().any(|k| k == leaf))
-        {
-            missing.push(key.clone());
+    let documented = documented_settings();
+    let mut wrong = Vec::new();
+    let shown = v["settings"].as_object().unwrap();
+    for (key, setting) in shown {
+        let value = &setting["value"];
+        match documented.get(key) {
+            None => wrong.push(format!("{key}: not in docs/configuration.md")),
+            Some(None) if !value.is_null() => {
+                wrong.push(format!("{key}: documented unset, the default is {value}"));
+            }
+            Some(Some(doc)) => {
+                let doc = serde_json::to_value(doc).unwrap();
+                if !same(&doc, value) {
+                    wrong.push(format!("{key}: documented {doc}, the default is {value}"));
+                }
+            }
+            Some(None) => {}
+        }
+    }
+    for (key, default) in &documented {
+        let empty_table = default
+            .as_ref()
+            .is_some_and(|d| d.as_table().is_some_and(toml::Table::is_empty));
+        if !shown.contains_key(key) && !empty_table {
+            wrong.push(format!(
+                "{key}: documented, but config show has no such key"
+            ));
         }
     }
     assert!(
-        missing.is_empty(),
-        "settings missing from README ## Config: {missing:?}"
+        wrong.is_empty(),
+        "docs/configuration.md:\n{}",
+        wrong.join("\n")
     );
 }
 

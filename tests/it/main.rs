@@ -13,6 +13,7 @@ mod concurrency;
 mod config;
 mod crash;
 mod daemon;
+mod docs;
 mod drift;
 mod embed;
 mod embed_http;

@@ -12,7 +12,7 @@
 //!
 //! In the two sums a lexical hit outside the semantic top counts with its
 //! own cosine. `minmax` is the default because it scored best on the
-//! retrieval evaluation (README, "Retrieval quality").
+//! retrieval evaluation (bench/RESULTS.md, "Retrieval quality").
 //!
 //! In every fusion the semantic ranking's weight is scaled by its
 //! [`confidence`] in the search at hand: how far its best cosine stands out

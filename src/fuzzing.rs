@@ -122,3 +122,35 @@ pub fn gate(data: &[u8]) {
         time::OffsetDateTime::UNIX_EPOCH,
     );
 }
+
+/// The HTTP API's own parsing: a request as a client could send it — its
+/// head parsed as hyper parses it, then memd's readers of the query string,
+/// the `Memd-*` headers, `If-Match`, a path's id and a JSON body. Nothing
+/// panics, and every refusal is a problem with a 4xx status, a `code` and
+/// a `detail`.
+pub fn http(data: &[u8]) {
+    let split = data
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map_or((data, &[][..]), |at| (&data[..at + 4], &data[at + 4..]));
+    let (head, body) = split;
+    let mut slots = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut slots);
+    let Ok(httparse::Status::Complete(_)) = req.parse(head) else {
+        return;
+    };
+    let mut headers = axum::http::HeaderMap::new();
+    for h in req.headers.iter() {
+        if let (Ok(name), Ok(value)) = (
+            axum::http::HeaderName::from_bytes(h.name.as_bytes()),
+            axum::http::HeaderValue::from_bytes(h.value),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    let path = req.path.unwrap_or("/");
+    let (path, query) = path
+        .split_once('?')
+        .map_or((path, None), |(p, q)| (p, Some(q)));
+    crate::http::fuzz_one(&headers, path, query, body);
+}

@@ -23,7 +23,7 @@ use super::params::{self, Params};
 use super::problem::Problem;
 
 /// The query parameters of `GET /v1/memories`.
-const LIST_PARAMS: &[&str] = &[
+pub const LIST_PARAMS: &[&str] = &[
     "namespace",
     "q",
     "mode",
@@ -48,7 +48,11 @@ const LIST_PARAMS: &[&str] = &[
     "source",
 ];
 
-fn filter(p: &Params) -> Result<Filter, Problem> {
+/// The filters of a list or search.
+///
+/// # Errors
+/// 400 for a malformed filter.
+pub fn filter(p: &Params) -> Result<Filter, Problem> {
     let meta = p
         .all("meta")
         .into_iter()
@@ -260,7 +264,10 @@ pub async fn read(
 }
 
 /// `If-Match: "<rev>"`: the request's read of the row (`*`: any version).
-fn if_match(headers: &HeaderMap) -> Result<Option<Option<i64>>, Problem> {
+///
+/// # Errors
+/// 400 for a value that is not one ETag.
+pub fn if_match(headers: &HeaderMap) -> Result<Option<Option<i64>>, Problem> {
     let Some(v) = headers.get(header::IF_MATCH) else {
         return Ok(None);
     };

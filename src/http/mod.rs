@@ -179,3 +179,38 @@ where
         .serve_connection(TokioIo::new(io), service);
     let _ = tokio::time::timeout(Duration::from_secs(5), conn).await;
 }
+
+/// memd's own readers of one request's parts (for the fuzz target): the
+/// query string, who asks, `If-Match`, the path's id and a JSON body. Every
+/// refusal must be a problem with a 4xx status, a `code` and a `detail`.
+pub fn fuzz_one(headers: &axum::http::HeaderMap, path: &str, query: Option<&str>, body: &[u8]) {
+    fn check<T>(r: Result<T, Problem>) {
+        if let Err(p) = r {
+            let b = p.body();
+            let status = b["status"].as_u64().unwrap_or(0);
+            assert!((400..500).contains(&status), "{b:?}");
+            assert!(b["code"].is_string() && b["detail"].is_string(), "{b:?}");
+        }
+    }
+    let params = params::Params::parse(query, memories::LIST_PARAMS);
+    if let Ok(p) = &params {
+        check(memories::filter(p));
+        check(p.number::<u32>("limit"));
+        check(p.flag("include_superseded"));
+        check(
+            p.one("namespace")
+                .and_then(|ns| caller::Caller::from(headers, ns)),
+        );
+    }
+    check(params);
+    check(memories::if_match(headers));
+    if let Some(id) = path.strip_prefix("/v1/memories/") {
+        check(params::id(id.trim_end_matches("/history")));
+    }
+    let bytes = axum::body::Bytes::copy_from_slice(body);
+    check(params::json::<memories::NewMemory>(
+        headers,
+        Ok(bytes.clone()),
+    ));
+    check(params::json::<memories::Changes>(headers, Ok(bytes)));
+}

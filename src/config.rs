@@ -93,6 +93,12 @@ impl Paths {
         self.data_dir.join("sessions.db")
     }
 
+    /// The viewer's token (0600): what a browser presents on the loopback
+    /// listener.
+    pub fn ui_token(&self) -> PathBuf {
+        self.data_dir.join("ui.token")
+    }
+
     /// The lock file held by the running daemon.
     pub fn lock(&self) -> PathBuf {
         self.data_dir.join("memd.lock")
@@ -221,6 +227,40 @@ impl Default for InjectConfig {
         InjectConfig {
             budget_chars: 4_000,
         }
+    }
+}
+
+/// `[http]`: the loopback listener browsers use (the viewer, `memd ui`).
+/// The API is always served on the daemon's socket; this adds a TCP port.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// A loopback address and port (`127.0.0.1:7420`, `[::1]:7420`) the
+    /// daemon listens on from its start; empty: none until `memd ui` asks
+    /// for one (then on a free port).
+    pub listen: String,
+}
+
+impl HttpConfig {
+    /// The address to listen on from the start, if any.
+    ///
+    /// # Errors
+    /// A message when it is not a loopback address and port.
+    pub fn address(&self) -> Result<Option<std::net::SocketAddr>, String> {
+        let text = self.listen.trim();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let addr: std::net::SocketAddr = text.parse().map_err(|_| {
+            format!("http.listen `{text}` is not an address and port (e.g. 127.0.0.1:7420)")
+        })?;
+        if !addr.ip().is_loopback() {
+            return Err(format!(
+                "http.listen `{text}` is not a loopback address: the viewer listens on 127.0.0.1 \
+                 or ::1 only (every local user can reach it; its token keeps them out)"
+            ));
+        }
+        Ok(Some(addr))
     }
 }
 
@@ -363,6 +403,8 @@ pub struct Config {
     pub embed: crate::embed::EmbedConfig,
     /// `[team]`: shared namespaces on the team's PostgreSQL.
     pub team: crate::store::team::config::TeamConfig,
+    /// `[http]`: the loopback listener of the viewer.
+    pub http: HttpConfig,
 }
 
 /// A config file that could not be used.
@@ -480,6 +522,9 @@ impl Config {
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if let Err(message) = self.team.check() {
             return Err(("team", message));
+        }
+        if let Err(message) = self.http.address() {
+            return Err(("http.listen", message));
         }
         if self.memory.categories.is_empty() {
             return Err((

@@ -4,6 +4,7 @@
 //! - `drift`: external-change detection latency, the guard's cost.
 //! - `eval`: retrieval quality (recall@k, MRR) on a conversation benchmark.
 //! - `hook`: wall time of `memd hook claude-code` per event process.
+//! - `http`: the HTTP API against the binary protocol, SSE event delay.
 //! - `semantic`: embedding throughput, semantic and hybrid query latency at
 //!   10K and 100K memories, the vector index's memory.
 //! - `team`: team memory against a real PostgreSQL.
@@ -17,6 +18,7 @@ mod daemon;
 mod drift;
 mod eval;
 mod hook;
+mod http;
 mod perf;
 mod semantic;
 mod stats;
@@ -41,6 +43,9 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Wall time of `memd hook claude-code` (a process per event)
     Hook(hook::HookArgs),
+    /// The HTTP API against the binary protocol: search and add latency,
+    /// an event's delay on the SSE stream
+    Http(http::HttpArgs),
     /// Embedding throughput, semantic query latency at scale, index memory
     Semantic(semantic::SemanticArgs),
     /// Team memory on a real PostgreSQL: shared and local adds, propagation,
@@ -70,6 +75,7 @@ fn main() -> anyhow::Result<()> {
         Command::Eval(args) => eval::run(args),
         Command::Semantic(args) => semantic::run(args),
         Command::Hook(args) => hook::run(args),
+        Command::Http(args) => http::run(args),
         Command::Team(args) => team::run(args),
         Command::Daemon { data_dir, config } => daemon::run_child(data_dir, config),
         Command::Echo { socket } => perf::echo(&socket),

@@ -759,6 +759,21 @@ impl Client {
         }
     }
 
+    /// Opens the viewer's loopback listener when it is not open (with
+    /// `new_token`, after making a new token); its address and token.
+    ///
+    /// # Errors
+    /// The daemon's error (the listener could not start).
+    pub async fn ui(&mut self, new_token: bool) -> Result<memd_proto::UiReport> {
+        match self
+            .call(Request::Ui(memd_proto::UiRequest { new_token }))
+            .await?
+        {
+            Response::UiOpened(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Ends a named session of this namespace.
     ///
     /// # Errors

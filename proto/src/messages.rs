@@ -92,6 +92,9 @@ pub enum Request {
     TeamSync(TeamSyncRequest),
     /// What a named session was told (its block and the memories in it).
     SessionShow(SessionShowRequest),
+    /// Open the viewer's loopback listener (when it is not open) and name
+    /// its address and token.
+    Ui(UiRequest),
 }
 
 impl Request {
@@ -131,6 +134,7 @@ impl Request {
         "team_push",
         "team_sync",
         "session_show",
+        "ui",
     ];
 
     /// The request's kind: a stable snake_case name, for logs and for
@@ -170,6 +174,7 @@ impl Request {
             Request::TeamPush(_) => "team_push",
             Request::TeamSync(_) => "team_sync",
             Request::SessionShow(_) => "session_show",
+            Request::Ui(_) => "ui",
         }
     }
 }
@@ -288,6 +293,8 @@ pub enum Response {
     TeamSynced(TeamSyncReport),
     /// Answer to [`Request::SessionShow`].
     SessionShown(Box<SessionDetail>),
+    /// Answer to [`Request::Ui`].
+    UiOpened(UiReport),
 }
 
 /// Run a sweep.
@@ -697,6 +704,22 @@ pub struct SessionDetail {
     pub block_rows: Vec<(i64, i64)>,
     /// Rows in its read set.
     pub read_set_rows: u64,
+}
+
+/// Open the viewer's listener.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct UiRequest {
+    /// Make a new token first (every browser must open the new link).
+    pub new_token: bool,
+}
+
+/// Where the viewer listens and the token that opens it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UiReport {
+    /// `127.0.0.1:PORT` (or `[::1]:PORT`).
+    pub address: String,
+    /// The token (`?token=` of the first URL).
+    pub token: String,
 }
 
 /// A named session that ended.

@@ -241,6 +241,7 @@ fn requests() -> Vec<(&'static str, Request)> {
             }),
         ),
         ("req_team_sync", Request::TeamSync(TeamSyncRequest {})),
+        ("req_ui", Request::Ui(UiRequest { new_token: true })),
         (
             "req_session_show",
             Request::SessionShow(SessionShowRequest {
@@ -609,6 +610,13 @@ fn responses() -> Vec<(&'static str, Response)> {
             })),
         ),
         (
+            "resp_ui_opened",
+            Response::UiOpened(UiReport {
+                address: "127.0.0.1:7420".into(),
+                token: "0123456789abcdef".into(),
+            }),
+        ),
+        (
             "resp_team_synced",
             Response::TeamSynced(TeamSyncReport {
                 configured: true,
@@ -692,9 +700,10 @@ fn request_kind(r: &Request) -> usize {
         Request::TeamPush(_) => 30,
         Request::TeamSync(_) => 31,
         Request::SessionShow(_) => 32,
+        Request::Ui(_) => 33,
     }
 }
-const REQUEST_KINDS: usize = 33;
+const REQUEST_KINDS: usize = 34;
 
 #[test]
 fn request_kinds_are_listed_in_tag_order() {
@@ -769,9 +778,10 @@ fn response_kind(r: &Response) -> usize {
         Response::TeamPushed(_) => 28,
         Response::TeamSynced(_) => 29,
         Response::SessionShown(_) => 30,
+        Response::UiOpened(_) => 31,
     }
 }
-const RESPONSE_KINDS: usize = 31;
+const RESPONSE_KINDS: usize = 32;
 
 #[test]
 fn golden_bytes_cover_every_message_kind() {

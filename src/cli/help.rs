@@ -28,6 +28,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
             "task",
             "ingest",
             "import-md",
+            "ui",
         ],
     ),
     (
@@ -104,6 +105,11 @@ pub const TOPICS: &[Topic] = &[
         about: "the HTTP API on the socket (curl), the Python client, memd as an agent's tools",
     },
     Topic {
+        name: "viewer",
+        page: "docs/viewer.md",
+        about: "the web viewer: memd ui, the loopback listener, what its token protects",
+    },
+    Topic {
         name: "team",
         page: "docs/team.md",
         about: "team memory: shared namespaces on PostgreSQL",
@@ -168,6 +174,7 @@ const COMMAND_TOPICS: &[(&str, &str)] = &[
     ("team", "team"),
     ("model", "search"),
     ("socket", "http"),
+    ("ui", "viewer"),
 ];
 
 /// Where a page is read: in the source tree and on the web.

@@ -133,6 +133,9 @@ pub enum Command {
     Restore(RestoreArgs),
     /// Stop the daemon gracefully (never starts a daemon)
     Stop,
+    /// Open the web viewer: start the daemon and its loopback listener when
+    /// needed, print the link (with its token) and open a browser
+    Ui(UiArgs),
     /// Print the daemon's socket path (the binary protocol and the HTTP API:
     /// curl --unix-socket "$(memd socket)" http://memd/v1/status)
     Socket,
@@ -187,6 +190,17 @@ pub struct CompletionsArgs {
     /// The shell
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+/// Options of `ui`.
+#[derive(Debug, Clone, Args)]
+pub struct UiArgs {
+    /// Print the link only; do not open a browser
+    #[arg(long)]
+    pub no_open: bool,
+    /// Make a new token first: links and cookies given before stop working
+    #[arg(long)]
+    pub new_token: bool,
 }
 
 /// `model …`.

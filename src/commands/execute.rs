@@ -374,6 +374,14 @@ pub async fn execute(
             Ok(output::stopped())
         }
         Command::Socket => Ok(output::socket(&paths.socket)),
+        Command::Ui(a) => {
+            let r = client.ui(a.new_token).await?;
+            let url = format!("http://{}/?token={}", r.address, r.token);
+            if !a.no_open {
+                open_browser(&url);
+            }
+            Ok(output::ui(&url, &r.address, a.new_token))
+        }
         Command::Shell
         | Command::Daemon
         | Command::Mcp
@@ -518,4 +526,21 @@ async fn wait_gone(socket: &Path) {
     while Instant::now() < deadline && socket.exists() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// Opens `url` in the desktop's browser (`xdg-open`, `open` on macOS), in
+/// the background; a machine without one is no error (the link is
+/// printed).
+fn open_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let _ = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
 }

@@ -781,3 +781,23 @@ pub fn socket(path: &std::path::Path) -> Output {
         human: path.display().to_string(),
     }
 }
+
+/// `ui`: the viewer's link.
+pub fn ui(url: &str, address: &str, rotated: bool) -> Output {
+    let mut human = format!("memd's viewer: {url}");
+    if rotated {
+        human.push_str("\n(a new token: earlier links and browser cookies no longer open it)");
+    }
+    Output {
+        json: success(
+            [
+                ("url".to_string(), json!(url)),
+                ("address".to_string(), json!(address)),
+                ("new_token".to_string(), json!(rotated)),
+            ]
+            .into_iter()
+            .collect(),
+        ),
+        human,
+    }
+}

@@ -14,7 +14,8 @@
 //! - [`connection`]: one connection's loop (preamble, handshake, frames);
 //! - [`socket`], [`activation`], [`lock`], [`peer`], [`notify`],
 //!   [`reload`]: binding, socket activation, the data dir's lock, peer
-//!   credentials, systemd notifications, SIGHUP.
+//!   credentials, systemd notifications, SIGHUP;
+//! - [`web`]: the viewer's loopback listener (`[http] listen`, `memd ui`).
 
 pub mod activation;
 pub mod connection;
@@ -24,6 +25,7 @@ pub mod notify;
 pub mod peer;
 pub mod reload;
 pub mod socket;
+pub mod web;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -188,6 +190,7 @@ async fn serve(
         .inspect_err(|e| tracing::warn!(error = %e, "cannot read the newest memory"))
         .ok();
     let jobs = Jobs::start(&shared, existing);
+    let web = tokio::spawn(web::run(shared.clone()));
     if let Some(team) = shared.store.team() {
         // A machine serves once it pulled the team's memories, or once
         // PostgreSQL proved unreachable (it serves local data then, and
@@ -207,6 +210,7 @@ async fn serve(
     listener.run().await;
     notify::notify("STOPPING=1");
     listener.drain(DRAIN_DEADLINE).await;
+    let _ = web.await;
     jobs.stop().await;
     signals.abort();
     if let Err(e) = shared.access.flush(&shared.store).await {

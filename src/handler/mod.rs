@@ -43,6 +43,7 @@ mod sweep;
 mod task;
 mod team_push;
 mod team_sync;
+mod ui;
 mod update;
 mod upload;
 
@@ -140,6 +141,11 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The viewer listener's shared state.
+    pub fn web(&self) -> &'a crate::state::web::Web {
+        &self.shared.web
+    }
+
     /// Asks the daemon to stop (it finishes in-flight requests first).
     pub fn stop(&self) {
         self.shared.shutdown.trigger();
@@ -200,6 +206,7 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::TeamPush(r) => team_push::handle(r, session, &cx).await,
         Request::TeamSync(r) => team_sync::handle(r, session, &cx).await,
         Request::SessionShow(r) => session_show::handle(r, session, &cx).await,
+        Request::Ui(r) => ui::handle(r, session, &cx).await,
     };
     let resp = match result {
         Ok(resp) => resp,

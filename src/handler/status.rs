@@ -88,7 +88,15 @@ pub(super) async fn handle(
                 .collect::<Vec<_>>(),
         },
         "sessions": daemon.sessions,
-        "counts": { "memories": total, "by_status": by_status },
+        "counts": {
+            "memories": total,
+            "by_status": by_status,
+            "by_namespace": facts
+                .by_namespace
+                .iter()
+                .map(|(ns, n)| json!({"namespace": ns, "memories": n}))
+                .collect::<Vec<_>>(),
+        },
         "embedder": embed.status(embedded, pending),
         "stats": {
             "snapshot_builds": stats.snapshot_builds.load(Ordering::Relaxed),

@@ -16,10 +16,14 @@
 //!   `Memd-Session`, `Memd-Agent`) and the session it runs in;
 //! - [`params`]: query strings and JSON bodies, strictly;
 //! - [`memories`], [`sessions`], [`events`], [`meta`]: the resources;
-//! - [`openapi`]: the OpenAPI document, held against [`router`] by a test.
+//! - [`openapi`]: the OpenAPI document, held against [`router`] by a test;
+//! - [`ui`]: the web viewer's pages and assets;
+//! - [`guard`]: the browser rules of the viewer's loopback listener (token,
+//!   cookie, Host, Origin, security headers).
 
 pub mod caller;
 pub mod events;
+pub mod guard;
 pub mod io;
 pub mod memories;
 pub mod meta;
@@ -27,6 +31,7 @@ pub mod openapi;
 pub mod params;
 pub mod problem;
 pub mod sessions;
+pub mod ui;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,6 +52,12 @@ use problem::Problem;
 pub enum Door {
     /// The daemon's Unix socket (peer credentials checked).
     Socket,
+    /// The viewer's loopback listener on this port: the browser rules of
+    /// [`guard`] apply.
+    Loopback {
+        /// The listener's port (the cookie is named after it).
+        port: u16,
+    },
 }
 
 /// What every route sees.
@@ -54,6 +65,8 @@ pub enum Door {
 pub struct App {
     /// The daemon's shared state.
     pub shared: Arc<Shared>,
+    /// Where the connection came in.
+    pub door: Door,
 }
 
 /// The largest request head (request line and headers) read, in bytes: a
@@ -94,10 +107,22 @@ pub fn router(app: App) -> Router {
         .route("/v1/drift", get(meta::drift))
         .route("/v1/team", get(meta::team))
         .route("/v1/openapi.json", get(openapi::document))
+        .route("/", get(ui::index))
+        .route("/m/{id}", get(ui::memory))
+        .route("/sessions", get(ui::sessions))
+        .route("/sessions/{namespace}/{name}", get(ui::session))
+        .route("/drift", get(ui::drift))
+        .route("/team", get(ui::team))
+        .route("/assets/app.css", get(ui::css))
+        .route("/assets/app.js", get(ui::js))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::extract::DefaultBodyLimit::max(
             memd_proto::MAX_FRAME_LEN,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            guard::check,
         ))
         .with_state(app)
 }
@@ -133,12 +158,16 @@ where
         Duration::from_millis(limits.write_timeout_ms),
     );
     tracing::debug!(?door, "HTTP connection");
-    let service = TowerToHyperService::new(router(App { shared }));
+    let service = TowerToHyperService::new(router(App { shared, door }));
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(Duration::from_millis(limits.handshake_timeout_ms))
-        .max_buf_size(MAX_HEAD_BYTES.max(8192));
+        .max_buf_size(MAX_HEAD_BYTES.max(8192))
+        // Head and body in one write: a client that reads the head first
+        // is not woken twice per answer (a search's p50 moved from 1.5x
+        // the binary protocol's to within its noise).
+        .writev(false);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
     tokio::select! {

@@ -5,6 +5,7 @@
 //! `handler::Ctx`.
 
 pub mod shutdown;
+pub mod web;
 
 use std::collections::HashSet;
 use std::sync::atomic::AtomicUsize;
@@ -53,6 +54,8 @@ pub struct Shared {
     pub socket_inherited: bool,
     /// The embedder, the model lock and the vector index.
     pub embed: EmbedService,
+    /// The viewer's loopback listener.
+    pub web: web::Web,
 }
 
 impl Shared {
@@ -91,6 +94,7 @@ impl Shared {
             sweeping: tokio::sync::Mutex::default(),
             socket_inherited,
             embed,
+            web: web::Web::default(),
         }
     }
 

@@ -961,6 +961,23 @@ pub fn count_by_status(conn: &Connection) -> Result<Vec<(String, i64)>, StoreErr
     Ok(rows)
 }
 
+/// Row counts by namespace, the largest first, at most `limit` of them.
+///
+/// # Errors
+/// SQLite errors.
+pub fn count_by_namespace(conn: &Connection, limit: u32) -> Result<Vec<(String, i64)>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT namespace, count(*) AS n FROM memories GROUP BY namespace \
+         ORDER BY n DESC, namespace LIMIT ?1",
+    )?;
+    let rows = stmt
+        .query_map([limit], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
 /// Moves every memory of namespace `from` to `to` (a checkout's memories
 /// follow it to its new namespace); returns how many moved.
 ///

@@ -36,6 +36,8 @@ pub struct BlockFor {
 pub struct StatusFacts {
     /// Rows per status.
     pub by_status: Vec<(String, i64)>,
+    /// Rows per namespace, the largest first (at most 200 namespaces).
+    pub by_namespace: Vec<(String, i64)>,
     /// The generation in the file.
     pub generation: u64,
     /// The database's identity.
@@ -167,6 +169,7 @@ impl Store {
             .read(ReadKind::Internal, move |conn| {
                 Ok(StatusFacts {
                     by_status: memories::count_by_status(conn)?,
+                    by_namespace: memories::count_by_namespace(conn, 200)?,
                     db_uuid: health::db_uuid(conn)?,
                     sweeps: lifecycle::recent(conn, 5)?,
                     vectors: if count_vectors {

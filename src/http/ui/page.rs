@@ -1,0 +1,255 @@
+//! The viewer's HTML: the page frame, escaping, and the pieces pages share.
+//! Pages are rendered here, on the server, so reading works with
+//! JavaScript off; `app.js` only makes them live (search as you type, live
+//! updates, editing).
+
+use std::fmt::Write;
+
+use axum::http::StatusCode;
+use memd_proto::Memory;
+
+/// Escapes text for HTML content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Percent-encodes a path segment or query value.
+pub fn enc(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// Which part of the viewer a page belongs to (its tab is marked).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    /// Memories and search.
+    Memories,
+    /// Named sessions.
+    Sessions,
+    /// Drift events and backups.
+    Drift,
+    /// Team memory.
+    Team,
+    /// None of them.
+    None,
+}
+
+/// A whole page.
+pub fn frame(title: &str, tab: Tab, body: &str) -> String {
+    let mut nav = String::new();
+    for (t, href, label) in [
+        (Tab::Memories, "/", "Memories"),
+        (Tab::Sessions, "/sessions", "Sessions"),
+        (Tab::Drift, "/drift", "Drift"),
+        (Tab::Team, "/team", "Team"),
+    ] {
+        let current = if t == tab {
+            " aria-current=\"page\""
+        } else {
+            ""
+        };
+        let _ = write!(nav, "<a href=\"{href}\"{current}>{label}</a>");
+    }
+    format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"color-scheme\" content=\"light dark\">\n\
+         <title>{title} · memd</title>\n\
+         <link rel=\"stylesheet\" href=\"/assets/app.css\">\n\
+         <script src=\"/assets/app.js\" defer></script>\n</head>\n<body>\n\
+         <a class=\"skip\" href=\"#main\">Skip to content</a>\n\
+         <header class=\"top\"><a class=\"brand\" href=\"/\">memd</a>\
+         <nav aria-label=\"Sections\">{nav}</nav>\
+         <span class=\"live\" id=\"live\" hidden title=\"Live: the page follows every change\">live</span>\
+         </header>\n<main id=\"main\">\n{body}\n</main>\n</body>\n</html>\n",
+        title = esc(title)
+    )
+}
+
+/// A refusal of the loopback listener, as a small page.
+pub fn refusal(status: StatusCode, detail: &str) -> String {
+    frame(
+        status.canonical_reason().unwrap_or("Refused"),
+        Tab::None,
+        &format!(
+            "<section class=\"notice\"><h1>{}</h1><p>{}</p>\
+             <p>Run <code>memd ui</code> on this machine: it prints the link that opens the \
+             viewer.</p></section>",
+            esc(status.canonical_reason().unwrap_or("Refused")),
+            esc(detail)
+        ),
+    )
+}
+
+/// "3 min ago" for a stored time (`2026-06-07T18:00:00.000Z`), or the time
+/// itself when it cannot be read.
+pub fn ago(stored: &str) -> String {
+    let Ok(t) = time::OffsetDateTime::parse(stored, &time::format_description::well_known::Rfc3339)
+    else {
+        return stored.to_string();
+    };
+    let secs = (time::OffsetDateTime::now_utc() - t).whole_seconds();
+    match secs {
+        s if s < 0 => "just now".into(),
+        s if s < 60 => format!("{s} s ago"),
+        s if s < 3_600 => format!("{} min ago", s / 60),
+        s if s < 86_400 => format!("{} h ago", s / 3_600),
+        s if s < 86_400 * 60 => format!("{} d ago", s / 86_400),
+        _ => stored.get(..10).unwrap_or(stored).to_string(),
+    }
+}
+
+/// A `<time>` element: relative, with the exact time as its title.
+pub fn when(stored: &str) -> String {
+    format!(
+        "<time datetime=\"{0}\" title=\"{0}\">{1}</time>",
+        esc(stored),
+        esc(&ago(stored))
+    )
+}
+
+/// One memory in a list: a link to its page, with what tells it apart.
+pub fn memory_item(m: &Memory, score: Option<f64>) -> String {
+    let mut tags = String::new();
+    for t in &m.tags {
+        let _ = write!(tags, "<span class=\"tag\">{}</span>", esc(t));
+    }
+    let subject = m
+        .subject
+        .as_deref()
+        .map(|s| format!("<strong>{}:</strong> ", esc(s)))
+        .unwrap_or_default();
+    let score = score
+        .map(|s| format!("<span class=\"score\" title=\"relevance\">{s:.2}</span>"))
+        .unwrap_or_default();
+    let pin = if m.pinned {
+        "<span class=\"pin\" title=\"pinned\">pinned</span>"
+    } else {
+        ""
+    };
+    let status = if m.status == "promoted" {
+        String::new()
+    } else {
+        format!("<span class=\"status s-{0}\">{0}</span>", esc(&m.status))
+    };
+    format!(
+        "<li><a class=\"memory\" href=\"/m/{id}\" data-id=\"{id}\">\
+         <span class=\"line\"><span class=\"cat c-{cat}\">{cat}</span>{pin}{status}\
+         <span class=\"content\">{subject}{content}</span>{score}</span>\
+         <span class=\"meta\"><span class=\"ns\">{ns}</span> · #{id} · rev {rev} · {by} · {when}{tags}</span>\
+         </a></li>",
+        id = m.id,
+        cat = esc(&m.category),
+        content = esc(&clip(&m.content, 280)),
+        ns = esc(&m.namespace),
+        rev = m.rev,
+        by = esc(m.created_by.as_deref().unwrap_or(&m.source)),
+        when = when(&m.updated_at),
+    )
+}
+
+/// The first `n` characters of `s` (whitespace collapsed), with `…` when
+/// cut.
+pub fn clip(s: &str, n: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= n {
+        return flat;
+    }
+    let mut out: String = flat.chars().take(n).collect();
+    out.push('…');
+    out
+}
+
+/// A word diff of `old` → `new`: unchanged words as text, removed ones in
+/// `<del>`, added ones in `<ins>`. Longer texts than the diff can afford
+/// show as removed whole, then added whole.
+pub fn word_diff(old: &str, new: &str) -> String {
+    let a: Vec<&str> = old.split_inclusive(char::is_whitespace).collect();
+    let b: Vec<&str> = new.split_inclusive(char::is_whitespace).collect();
+    if a.len() * b.len() > 400_000 {
+        return format!("<del>{}</del><ins>{}</ins>", esc(old), esc(new));
+    }
+    // Longest common subsequence, by words.
+    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let (mut i, mut j) = (0, 0);
+    let mut out = String::new();
+    let mut run: (Option<&str>, String) = (None, String::new());
+    let flush = |run: &mut (Option<&str>, String), out: &mut String| {
+        match run.0 {
+            Some("del") => {
+                let _ = write!(out, "<del>{}</del>", esc(&run.1));
+            }
+            Some("ins") => {
+                let _ = write!(out, "<ins>{}</ins>", esc(&run.1));
+            }
+            _ => out.push_str(&esc(&run.1)),
+        }
+        run.1.clear();
+    };
+    let push = |kind: Option<&'static str>,
+                word: &str,
+                run: &mut (Option<&str>, String),
+                out: &mut String| {
+        if run.0 != kind {
+            flush(run, out);
+            run.0 = kind;
+        }
+        run.1.push_str(word);
+    };
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            push(None, a[i], &mut run, &mut out);
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            push(Some("ins"), b[j], &mut run, &mut out);
+            j += 1;
+        } else {
+            push(Some("del"), a[i], &mut run, &mut out);
+            i += 1;
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_everywhere() {
+        assert_eq!(
+            esc("<script>alert('x') & \"y\"</script>"),
+            "&lt;script&gt;alert(&#39;x&#39;) &amp; &quot;y&quot;&lt;/script&gt;"
+        );
+    }
+
+    #[test]
+    fn a_word_diff_marks_what_changed() {
+        assert_eq!(
+            word_diff("the cache runs on port 6379", "the cache runs on port 6380"),
+            "the cache runs on port <del>6379</del><ins>6380</ins>"
+        );
+        assert_eq!(word_diff("a <b>", "a <b>"), "a &lt;b&gt;");
+    }
+}

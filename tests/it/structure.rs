@@ -4,7 +4,8 @@
 //! - SQL appears only under `src/store/`;
 //! - every request kind but `hello` has its handler file,
 //!   `src/handler/<kind>.rs`, exposing one function, and nothing else sits
-//!   beside them but `mod.rs` and `support/`.
+//!   beside them but `mod.rs` and `support/`;
+//! - exit codes are numbers only in `memd_client::exit` (`client/src/exit.rs`).
 //!
 //! A plain reading of the files (comments and string literals told apart),
 //! with no dependency: a failure names the file and what it found.
@@ -382,6 +383,97 @@ fn one_handler_file_per_request() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Whether a function body gives a number as its result: `=> 3,`,
+/// `=> 3 }`, `return 3;` or a lone `3` line.
+fn returns_a_number(body: &str) -> bool {
+    let lines: Vec<&str> = body.lines().map(str::trim).collect();
+    let number = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    lines.iter().any(|l| {
+        l.split("=>")
+            .nth(1)
+            .is_some_and(|r| number(r.trim().trim_end_matches([',', '}']).trim()))
+            || l.strip_prefix("return ")
+                .is_some_and(|r| number(r.trim_end_matches(';')))
+            || number(l)
+    })
+}
+
+/// Exit codes are written as numbers in one file, `client/src/exit.rs`:
+/// every `exit_code` function, and every function of the command line that
+/// returns an exit code, uses its constants, so the library and the CLI
+/// cannot disagree.
+#[test]
+fn exit_codes_are_numbers_only_in_one_place() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    rust_files(&root().join("client/src"), &mut files);
+    let front_end = ["src/cli/", "src/mcp/", "src/commands/", "src/main.rs"];
+    let mut problems = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root()).unwrap();
+        if rel == Path::new("client/src/exit.rs") {
+            continue;
+        }
+        let in_front_end = front_end
+            .iter()
+            .any(|p| rel.to_string_lossy().starts_with(p));
+        let (code, _) = split(&std::fs::read_to_string(f).unwrap());
+        for (head, body) in functions(&code) {
+            let gives_exit_code = head.starts_with("fn exit_code(")
+                || (in_front_end && (head.contains("-> i32") || head.contains("-> ExitCode")));
+            if gives_exit_code && returns_a_number(body) {
+                problems.push(format!(
+                    "{}: `{}` returns a number: use `memd_client::exit`'s constants",
+                    rel.display(),
+                    head.trim()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Each function of the code: its head (from `fn` to its body's brace) and
+/// its body (braces matched).
+fn functions(code: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(n) = code[at..].find("fn ") {
+        let start = at + n;
+        at = start + 3;
+        if code[..start]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        let Some(open) = code[start..].find(['{', ';']).map(|e| start + e) else {
+            break;
+        };
+        if code.as_bytes()[open] == b';' {
+            continue; // a declaration without a body
+        }
+        let mut depth = 0;
+        let mut end = code.len();
+        for (i, c) in code[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push((&code[start..open], &code[open..end]));
+    }
+    out
+}
+
 #[test]
 fn the_checks_see_what_they_look_for() {
     let leaks = |src: &str| {
@@ -413,4 +505,16 @@ fn the_checks_see_what_they_look_for() {
         BTreeSet::from(["drift".to_string(), "store".to_string()])
     );
     assert_eq!(strings, vec!["SELECT 1".to_string(), "a \"b\"".to_string()]);
+
+    assert!(returns_a_number(
+        "match e {\n    A => 3,\n    B => exit::ERROR,\n}"
+    ));
+    assert!(returns_a_number("if x {\n    return 1;\n}\n0"));
+    assert!(!returns_a_number(
+        "match e {\n    A => exit::DRIFT,\n    B => f(2),\n}"
+    ));
+    let fns = functions("fn a() -> i32 {\n    if x { return 1; }\n    0\n}\nfn b();\nfn c() {}");
+    assert_eq!(fns.len(), 2);
+    assert!(fns[0].0.contains("-> i32") && returns_a_number(fns[0].1));
+    assert_eq!(fns[1], ("fn c() ", "{}"));
 }

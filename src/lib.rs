@@ -25,4 +25,5 @@ pub mod mcp;
 pub mod session;
 pub(crate) mod state;
 pub mod store;
+mod sync;
 mod sys;

@@ -31,6 +31,7 @@ use crate::handler;
 use crate::session::Session;
 use crate::state::Shared;
 use crate::state::shutdown::triggered;
+use crate::sync;
 
 /// How long a connection may take for each step: its preamble and `Hello`,
 /// the rest of a frame once its first byte has arrived, and the write of
@@ -259,11 +260,7 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
     // Counted before the client hears its Welcome: a client that has been
     // welcomed finds itself in `status`.
     shared.sessions.fetch_add(1, Ordering::Relaxed);
-    shared
-        .live
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(session.id().to_string());
+    sync::lock(&shared.live).insert(session.id().to_string());
     tracing::debug!(session = %session.id(), agent = %session.agent(), namespace = %session.namespace(), "session opened");
     if out.send(hello_id, Response::Welcome(welcome)).await {
         serve_requests(&mut reader, out, &mut session, shared).await;
@@ -274,11 +271,7 @@ async fn run(mut reader: FrameReader, out: &mut Out, shared: &Shared, handshake_
         // end` or when idle (see `end_named`).
         Some(named) => crate::jobs::sessions::leave(shared, named).await,
         None => {
-            shared
-                .live
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(session.id());
+            sync::lock(&shared.live).remove(session.id());
             if session.owns_session_rows {
                 crate::store::lifecycle::record_session_end(&shared.store, session.id()).await;
             }

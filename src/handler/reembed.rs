@@ -11,6 +11,7 @@ use super::Ctx;
 use crate::embed::rules::ModelLock;
 use crate::session::Session;
 use crate::store::StoreError;
+use crate::sync;
 
 /// `reembed`: drops every stored vector, locks the database to the
 /// configured model and lets the embedding worker start over. A write of
@@ -29,10 +30,7 @@ pub(super) async fn handle(
     let previous = embed.lock();
     let pending = cx.store().reset_vectors(lock.clone()).await?;
     {
-        let mut index = embed
-            .index
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut index = sync::write(&embed.index);
         *index = crate::embed::vectors::Index::new(lock.dim);
     }
     embed.set_lock(Some(lock.clone()));

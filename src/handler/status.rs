@@ -9,6 +9,7 @@ use serde_json::json;
 use super::Ctx;
 use crate::session::Session;
 use crate::store::StoreError;
+use crate::sync;
 
 pub(super) async fn handle(
     _req: StatusRequest,
@@ -34,11 +35,7 @@ pub(super) async fn handle(
     let (embedded, pending) = facts.vectors;
     let g = &store.generations;
     let external_epoch = g.external_epoch.load(Ordering::Acquire);
-    let last_drift_at = g
-        .last_drift_at
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let last_drift_at = sync::lock(&g.last_drift_at).clone();
     let stats = &store.stats;
     let daemon = cx.daemon();
     let paths = daemon.paths;

@@ -48,6 +48,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::drift::highwater::HighWater;
+use crate::sync;
 use serde::{Deserialize, Serialize};
 
 pub use error::{Cause, StoreError};
@@ -261,9 +262,7 @@ fn startup_generations(
             let _ = conn.execute_batch("ROLLBACK");
             return Err(e);
         }
-        *g.last_drift_at
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(crate::clock::now());
+        *sync::lock(&g.last_drift_at) = Some(crate::clock::now());
     }
     g.current.store(generation, Ordering::Release);
     g.own_last.store(generation, Ordering::Release);

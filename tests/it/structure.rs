@@ -5,7 +5,8 @@
 //! - every request kind but `hello` has its handler file,
 //!   `src/handler/<kind>.rs`, exposing one function, and nothing else sits
 //!   beside them but `mod.rs` and `support/`;
-//! - exit codes are numbers only in `memd_client::exit` (`client/src/exit.rs`).
+//! - exit codes are numbers only in `memd_client::exit` (`client/src/exit.rs`);
+//! - a poisoned lock is opened only by the helpers of `src/sync.rs`.
 //!
 //! A plain reading of the files (comments and string literals told apart),
 //! with no dependency: a failure names the file and what it found.
@@ -383,6 +384,39 @@ fn one_handler_file_per_request() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// What a poisoned lock means is decided once: `sync::lock`, `read` and
+/// `write` (`src/sync.rs`) take a lock through its poison; code elsewhere
+/// calls them instead of writing `PoisonError::into_inner` again.
+#[test]
+fn poisoned_locks_are_opened_in_one_place() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let problems: Vec<String> = files
+        .iter()
+        .filter(|f| !f.ends_with("src/sync.rs"))
+        .filter(|f| opens_a_poisoned_lock(&split(&std::fs::read_to_string(f).unwrap()).0))
+        .map(|f| {
+            format!(
+                "{}: opens a poisoned lock itself; call `crate::sync::lock` (or `read`, `write`)",
+                f.strip_prefix(root()).unwrap().display()
+            )
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Whether code takes a lock through its poison: it names `PoisonError`, or
+/// unwraps a lock result with a closure that calls `into_inner`.
+fn opens_a_poisoned_lock(code: &str) -> bool {
+    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    squeezed.contains("PoisonError")
+        || squeezed.match_indices("unwrap_or_else(|").any(|(at, _)| {
+            squeezed[at..]
+                .find("))")
+                .is_some_and(|end| squeezed[at..at + end].contains(".into_inner("))
+        })
+}
+
 /// Whether a function body gives a number as its result: `=> 3,`,
 /// `=> 3 }`, `return 3;` or a lone `3` line.
 fn returns_a_number(body: &str) -> bool {
@@ -513,6 +547,13 @@ fn the_checks_see_what_they_look_for() {
     assert!(!returns_a_number(
         "match e {\n    A => exit::DRIFT,\n    B => f(2),\n}"
     ));
+    assert!(opens_a_poisoned_lock(
+        "m.lock()\n  .unwrap_or_else(std::sync::PoisonError::into_inner)"
+    ));
+    assert!(opens_a_poisoned_lock(
+        "m.lock().unwrap_or_else(|e| e.into_inner())"
+    ));
+    assert!(!opens_a_poisoned_lock("sync::lock(&m); buf.into_inner()"));
     let fns = functions("fn a() -> i32 {\n    if x { return 1; }\n    0\n}\nfn b();\nfn c() {}");
     assert_eq!(fns.len(), 2);
     assert!(fns[0].0.contains("-> i32") && returns_a_number(fns[0].1));

@@ -4,20 +4,19 @@
 use memd_proto::{AddRequest, Response};
 use time::OffsetDateTime;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::drift::policy::WriteKind;
 use crate::gate;
 use crate::gate::View;
 use crate::gate::similar;
 use crate::session::Session;
-use crate::store::StoreError;
 use crate::store::ops::add::AddOp;
 
 pub(super) async fn handle(
     req: AddRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let now = OffsetDateTime::now_utc();
     let config = cx.config();
     let mut new = gate::check_add(&req, &session.who, &config.gate_rules(), now)?;

@@ -2,9 +2,8 @@
 
 use memd_proto::{CompactedRequest, Response};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// The agent compacted its context: the block is rebuilt at the next
 /// inject.
@@ -12,7 +11,7 @@ pub(super) async fn handle(
     _req: CompactedRequest,
     session: &mut Session,
     _cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     session.invalidate();
     Ok(Response::Invalidated)
 }

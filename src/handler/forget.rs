@@ -3,17 +3,16 @@
 use memd_proto::{Filter, ForgetRequest, ForgetResult, Response};
 use time::OffsetDateTime;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::drift::policy::WriteKind;
 use crate::gate;
 use crate::session::Session;
-use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: ForgetRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let filter = Filter {
         include_superseded: true,
         include_archived: true,

@@ -158,13 +158,44 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// What a request can fail with. A store operation's failure (and with
+/// it the gate's and the drift guard's) is [`HandlerError::Store`]; a
+/// handler that never touches the store fails only with the other two.
+/// [`error_body`] turns each into the wire's error.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    /// A store operation failed, or the gate or the drift guard refused.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The request cannot be served as asked (nothing to fetch, an upload
+    /// over the limit, no such named session).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// A file of the session (an upload, a download) could not be read or
+    /// written.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<crate::gate::GateError> for HandlerError {
+    fn from(e: crate::gate::GateError) -> Self {
+        HandlerError::Store(e.into())
+    }
+}
+
+impl From<crate::embed::service::NotReady> for HandlerError {
+    fn from(e: crate::embed::service::NotReady) -> Self {
+        HandlerError::Store(e.into())
+    }
+}
+
 /// Handles one request of an open session; the reply moves the session's
 /// seen generation as the wire's rule says.
 pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> Response {
     let cx = Ctx::new(shared);
     let kind = req.kind();
     let result = match req {
-        Request::Hello(_) => Err(StoreError::InvalidInput(
+        Request::Hello(_) => Err(HandlerError::InvalidInput(
             "the session is already open: Hello is only valid as the first request".into(),
         )),
         Request::Add(r) => add::handle(r, session, &cx).await,
@@ -221,9 +252,17 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
     resp
 }
 
-/// Maps a store error to the wire: the one place where codes are chosen.
-pub fn error_body(e: &StoreError) -> ErrorBody {
-    let code = match e {
+/// Maps a request's failure to the wire: the one place where codes are
+/// chosen.
+pub fn error_body(e: &HandlerError) -> ErrorBody {
+    let store = match e {
+        HandlerError::Store(e) => e,
+        HandlerError::InvalidInput(_) => {
+            return ErrorBody::new(ErrorCode::InvalidInput, e.to_string());
+        }
+        HandlerError::Io(_) => return ErrorBody::new(ErrorCode::Internal, e.to_string()),
+    };
+    let code = match store {
         StoreError::NotFound(_) => ErrorCode::NotFound,
         StoreError::Conflict { .. } => ErrorCode::Conflict,
         StoreError::Rejected { .. } => ErrorCode::Rejected,
@@ -242,8 +281,8 @@ pub fn error_body(e: &StoreError) -> ErrorBody {
         | StoreError::Sqlite(_)
         | StoreError::Io(_) => ErrorCode::Internal,
     };
-    let mut body = ErrorBody::new(code, e.to_string());
-    match e {
+    let mut body = ErrorBody::new(code, store.to_string());
+    match store {
         StoreError::Rejected { reason, .. } => body.reason = Some((*reason).to_string()),
         StoreError::Conflict { current_rev, .. } => body.current_rev = *current_rev,
         StoreError::Drift(r) => body.drift = Some(r.details()),

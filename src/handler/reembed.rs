@@ -7,10 +7,9 @@
 
 use memd_proto::{ReembedReport, ReembedRequest, Response};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::embed::rules::ModelLock;
 use crate::session::Session;
-use crate::store::StoreError;
 use crate::sync;
 
 /// `reembed`: drops every stored vector, locks the database to the
@@ -20,7 +19,7 @@ pub(super) async fn handle(
     _req: ReembedRequest,
     _session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let embed = cx.embed();
     let embedder = embed.embedder()?;
     let lock = ModelLock {

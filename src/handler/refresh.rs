@@ -2,16 +2,15 @@
 
 use memd_proto::{RefreshRequest, Response};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// The session asks for a new block at the next inject.
 pub(super) async fn handle(
     _req: RefreshRequest,
     session: &mut Session,
     _cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     session.invalidate();
     Ok(Response::Invalidated)
 }

@@ -2,16 +2,15 @@
 
 use memd_proto::{NamedSessionInfo, Response, SessionList, SessionListRequest};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// The named sessions of the session's namespace.
 pub(super) async fn handle(
     _req: SessionListRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let sessions = cx
         .named()
         .list(session.namespace())

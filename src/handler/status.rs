@@ -6,16 +6,15 @@ use std::sync::atomic::Ordering;
 use memd_proto::{PROTOCOL_VERSION, Response, StatusReply, StatusRequest};
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 use crate::sync;
 
 pub(super) async fn handle(
     _req: StatusRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let embed = cx.embed();
     // Counting vectors reads every row: only when there is an embedder to
     // report on.

@@ -3,11 +3,10 @@
 use memd_proto::{Filter, MemoryReply, Response, TaskRequest};
 use time::OffsetDateTime;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::drift::policy::WriteKind;
 use crate::gate;
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// `task start|done|cancel`: checks the transition, sets the task's
 /// `status`, keeps `surface = "startup"` only while the task is open.
@@ -15,7 +14,7 @@ pub(super) async fn handle(
     req: TaskRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let view = gate::view(&Filter::default(), &session.who, OffsetDateTime::now_utc())?;
     let TaskRequest {
         id,

@@ -3,17 +3,16 @@
 use memd_proto::{Filter, MemoryReply, Response, UpdateRequest};
 use time::OffsetDateTime;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::drift::policy::WriteKind;
 use crate::gate;
 use crate::session::Session;
-use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: UpdateRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let now = OffsetDateTime::now_utc();
     let changes = gate::check_update(&req, &session.who, &cx.config().gate_rules(), now)?;
     session.owns_session_rows |=

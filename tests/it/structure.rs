@@ -6,7 +6,8 @@
 //!   `src/handler/<kind>.rs`, exposing one function, and nothing else sits
 //!   beside them but `mod.rs` and `support/`;
 //! - exit codes are numbers only in `memd_client::exit` (`client/src/exit.rs`);
-//! - a poisoned lock is opened only by the helpers of `src/sync.rs`.
+//! - a poisoned lock is opened only by the helpers of `src/sync.rs`;
+//! - a handler that never calls the store does not name `StoreError`.
 //!
 //! A plain reading of the files (comments and string literals told apart),
 //! with no dependency: a failure names the file and what it found.
@@ -506,6 +507,37 @@ fn functions(code: &str) -> Vec<(&str, &str)> {
         out.push((&code[start..open], &code[open..end]));
     }
     out
+}
+
+/// A handler fails with `HandlerError`; only one that calls the store
+/// (`cx.store()`, or the sweep through `cx.sweep`) meets a `StoreError`,
+/// which converts into it. The tests of a file are not its handler.
+#[test]
+fn handlers_that_never_call_the_store_do_not_name_its_error() {
+    let dir = root().join("src/handler");
+    let mut problems = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() || path.file_name().is_some_and(|n| n == "mod.rs") {
+            continue;
+        }
+        let (code, _) = split(&std::fs::read_to_string(&path).unwrap());
+        let handler = code.split("#[cfg(test)]").next().unwrap_or_default();
+        let calls_the_store = handler.contains(".store()") || handler.contains(".sweep(");
+        if !handler.contains("-> Result<Response, HandlerError>") {
+            problems.push(format!(
+                "src/handler/{}: `handle` returns `Result<Response, HandlerError>`",
+                path.file_name().unwrap().to_string_lossy()
+            ));
+        }
+        if !calls_the_store && handler.contains("StoreError") {
+            problems.push(format!(
+                "src/handler/{}: never calls the store, yet names `StoreError` (use `HandlerError`)",
+                path.file_name().unwrap().to_string_lossy()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
 #[test]

@@ -47,9 +47,8 @@ pub(super) async fn handle(
         near: (dedup && threshold <= 1.0).then_some((mine, threshold)),
         now: crate::clock::format(now),
     };
-    let guard = super::support::guard(session, kind);
-    let written = cx.store().add(guard, op).await;
-    let written = super::support::settle(cx, session, written).await?;
+    let written =
+        super::support::write(cx, session, kind, |guard| cx.store().add(guard, op)).await?;
     Ok(Response::Added(written.value))
 }
 

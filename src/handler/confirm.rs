@@ -1,6 +1,6 @@
 //! `confirm`: one more confirmation of a memory.
 
-use memd_proto::{ConfirmRequest, Filter, MemoryReply, Response};
+use memd_proto::{ConfirmRequest, Filter, Response};
 use time::OffsetDateTime;
 
 use super::{Ctx, HandlerError};
@@ -16,13 +16,11 @@ pub(super) async fn handle(
     cx: &Ctx<'_>,
 ) -> Result<Response, HandlerError> {
     let view = gate::view(&Filter::default(), &session.who, OffsetDateTime::now_utc())?;
-    let guard = super::support::guard(session, WriteKind::Append);
-    let written = cx.store().confirm(guard, req.id, view).await;
-    let written = super::support::settle(cx, session, written).await?;
-    Ok(Response::Memory(Box::new(MemoryReply {
-        memory: written.value,
-        generation: written.generation,
-    })))
+    let written = super::support::write(cx, session, WriteKind::Append, |guard| {
+        cx.store().confirm(guard, req.id, view)
+    })
+    .await?;
+    Ok(super::support::memory_reply(written))
 }
 
 #[cfg(test)]

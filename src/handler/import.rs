@@ -76,9 +76,10 @@ pub(super) async fn handle(
                 continue;
             }
             let (links, replace) = (links.clone(), req.replace);
-            let guard = super::support::guard(session, kind);
-            let written = cx.store().import_chunk(guard, part, links, replace).await;
-            let written = super::support::settle(cx, session, written).await?;
+            let written = super::support::write(cx, session, kind, |guard| {
+                cx.store().import_chunk(guard, part, links, replace)
+            })
+            .await?;
             for (t, c) in totals.iter_mut().zip(written.value) {
                 *t += c;
             }

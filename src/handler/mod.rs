@@ -4,13 +4,14 @@
 //! which sees the request, the session and a [`Ctx`] — what a request may
 //! touch. It checks the request with the pure rules (`gate`, the drift and
 //! snapshot rules), asks the store for a named operation (a read, or a
-//! write under the session's drift guard: `support::guard` and
-//! `support::settle`), and answers. A reply that shows rows records them
-//! with [`Session::shown`]; [`dispatch`] moves the session's seen
-//! generation by the wire's rule (`Response::seen_generation`). What
-//! several handlers share lives in `support`. [`dispatch`] is an
-//! exhaustive `match` over [`Request`]: a new request kind does not compile
-//! until it is handled here (see ARCHITECTURE.md "The life of a request").
+//! write under the session's drift guard, through the one write tail
+//! `support::write`: guard, operation, settle), and answers. A reply that
+//! shows rows records them with [`Session::shown`]; [`dispatch`] moves the
+//! session's seen generation by the wire's rule
+//! (`Response::seen_generation`). What several handlers share lives in
+//! `support`. [`dispatch`] is an exhaustive `match` over [`Request`]: a new
+//! request kind does not compile until it is handled here (see
+//! ARCHITECTURE.md "The life of a request").
 
 mod add;
 mod backup;

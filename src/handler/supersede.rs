@@ -14,9 +14,10 @@ pub(super) async fn handle(
 ) -> Result<Response, HandlerError> {
     let view = super::support::view::everything(session)?;
     let SupersedeRequest { old, new } = req;
-    let guard = super::support::guard(session, WriteKind::Destructive);
-    let written = cx.store().supersede(guard, old, new, view).await;
-    let written = super::support::settle(cx, session, written).await?;
+    let written = super::support::write(cx, session, WriteKind::Destructive, |guard| {
+        cx.store().supersede(guard, old, new, view)
+    })
+    .await?;
     Ok(Response::Superseded(SupersedeResult {
         old,
         new,

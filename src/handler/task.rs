@@ -1,6 +1,6 @@
 //! `task start|done|cancel`: a task's transitions.
 
-use memd_proto::{Filter, MemoryReply, Response, TaskRequest};
+use memd_proto::{Filter, Response, TaskRequest};
 use time::OffsetDateTime;
 
 use super::{Ctx, HandlerError};
@@ -21,16 +21,11 @@ pub(super) async fn handle(
         status,
         expect_rev,
     } = req;
-    let guard = super::support::guard(session, WriteKind::Destructive);
-    let written = cx
-        .store()
-        .move_task(guard, id, status, expect_rev, view)
-        .await;
-    let written = super::support::settle(cx, session, written).await?;
-    Ok(Response::Memory(Box::new(MemoryReply {
-        memory: written.value,
-        generation: written.generation,
-    })))
+    let written = super::support::write(cx, session, WriteKind::Destructive, |guard| {
+        cx.store().move_task(guard, id, status, expect_rev, view)
+    })
+    .await?;
+    Ok(super::support::memory_reply(written))
 }
 
 #[cfg(test)]

@@ -12,27 +12,5 @@ pub(super) async fn handle(
     session: &mut Session,
     _cx: &Ctx<'_>,
 ) -> Result<Response, HandlerError> {
-    session.invalidate();
-    Ok(Response::Invalidated)
-}
-
-#[cfg(test)]
-mod tests {
-    use memd_proto::{CompactedRequest, InjectRequest, Request, Response};
-
-    use crate::handler::support::testkit::Kit;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn drops_the_block() {
-        let kit = Kit::new();
-        let mut s = kit.session("a");
-        kit.add(&mut s, "the build uses make").await;
-        kit.ok(&mut s, Request::Inject(InjectRequest {})).await;
-        assert!(s.snapshot().is_some());
-        let r = kit
-            .ok(&mut s, Request::Compacted(CompactedRequest {}))
-            .await;
-        assert_eq!(r, Response::Invalidated);
-        assert!(s.snapshot().is_none());
-    }
+    Ok(super::support::new_block_at_next_inject(session))
 }

@@ -58,6 +58,14 @@ pub(crate) fn memory_reply(written: Written<Memory>) -> Response {
     }))
 }
 
+/// `compacted` and `refresh`, one body: the session's block is dropped, so
+/// the next inject builds it anew from the rows as they are then
+/// (`Session::invalidate`).
+pub(crate) fn new_block_at_next_inject(session: &mut Session) -> Response {
+    session.invalidate();
+    Response::Invalidated
+}
+
 /// What a session's write leaves in the session. A write that went
 /// through drops the session's block (its next inject must show the
 /// write; a hook session keeps its block, see
@@ -109,5 +117,39 @@ pub(crate) fn page_limit(asked: u32, cx: &Ctx<'_>) -> u32 {
     match asked {
         0 => 20,
         n => n.min(cx.config().limits.max_results),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use memd_proto::{CompactedRequest, InjectRequest, RefreshRequest, Request, Response};
+
+    use super::testkit::Kit;
+
+    /// `compacted` and `refresh` share their body, and this test: the reply
+    /// says the block is invalidated, the block is gone, and the next
+    /// inject builds a new one that shows what another session wrote since.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn compacted_and_refresh_drop_the_block_for_the_next_inject() {
+        for req in [
+            Request::Compacted(CompactedRequest {}),
+            Request::Refresh(RefreshRequest {}),
+        ] {
+            let kit = Kit::new();
+            let mut a = kit.session("a");
+            let mut b = kit.session("b");
+            kit.add(&mut a, "the build uses make").await;
+            kit.ok(&mut a, Request::Inject(InjectRequest {})).await;
+            assert!(a.snapshot().is_some());
+            kit.add(&mut b, "the tests run with nextest").await;
+            assert_eq!(kit.ok(&mut a, req).await, Response::Invalidated);
+            assert!(a.snapshot().is_none());
+            let Response::Injected(i) = kit.ok(&mut a, Request::Inject(InjectRequest {})).await
+            else {
+                panic!("an inject answers with the block")
+            };
+            assert!(!i.stats.cached);
+            assert!(i.block.contains("nextest"), "{}", i.block);
+        }
     }
 }

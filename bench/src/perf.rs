@@ -201,11 +201,10 @@ impl Floor {
     }
 
     fn new_memory(item: &Item) -> NewMemory {
-        NewMemory {
-            category: item.category.to_string(),
-            tags: item.tags.clone(),
-            ..NewMemory::plain(&item.content)
-        }
+        let mut new = NewMemory::plain(&item.content);
+        new.row.category = item.category.to_string();
+        new.row.tags.clone_from(&item.tags);
+        new
     }
 
     /// One committed insert per item (the add floor).

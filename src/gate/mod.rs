@@ -32,7 +32,7 @@ use time::OffsetDateTime;
 
 use crate::clock;
 pub use settings::{Limits, Rules, SecretPolicy};
-pub use types::{Changes, MetaMatch, Namespaces, NewMemory, View};
+pub use types::{Changes, MetaMatch, Namespaces, NewMemory, View, blank_row};
 
 /// Why the gate refused a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -585,33 +585,36 @@ pub fn check_add(
         None => "candidate".into(),
     };
     Ok(NewMemory {
-        namespace: who.namespace.clone(),
-        scope,
-        scope_owner,
-        thread: thread(req.thread.as_deref())?,
-        thread_pos: thread_pos(req.thread.as_deref(), req.position)?,
-        occurred_at: req
-            .occurred_at
-            .as_deref()
-            .map(|s| {
-                clock::parse_event(s)
-                    .map_err(|m| GateError::InvalidInput(format!("occurred_at: {m}")))
-            })
-            .transpose()?,
-        dedupe_key: dedupe_key(&content),
-        content,
-        subject,
-        category,
-        tier: tier(req.tier)?,
-        importance: importance(req.importance.as_deref())?,
-        confidence: confidence(req.confidence)?,
-        pinned: req.pinned,
-        status,
-        metadata: serde_json::Value::Object(meta).to_string(),
-        tags,
-        source: "agent".into(),
-        created_by: Some(who.agent.clone()),
-        expires_at: expires(req.expires.as_deref(), now)?,
+        row: Memory {
+            namespace: who.namespace.clone(),
+            scope,
+            scope_owner,
+            thread: thread(req.thread.as_deref())?,
+            thread_pos: thread_pos(req.thread.as_deref(), req.position)?,
+            occurred_at: req
+                .occurred_at
+                .as_deref()
+                .map(|s| {
+                    clock::parse_event(s)
+                        .map_err(|m| GateError::InvalidInput(format!("occurred_at: {m}")))
+                })
+                .transpose()?,
+            dedupe_key: Some(dedupe_key(&content)),
+            content,
+            subject,
+            category,
+            tier: tier(req.tier)?,
+            importance: importance(req.importance.as_deref())?,
+            confidence: confidence(req.confidence)?,
+            pinned: req.pinned,
+            status,
+            metadata: serde_json::Value::Object(meta).to_string(),
+            tags,
+            source: "agent".into(),
+            created_by: Some(who.agent.clone()),
+            expires_at: expires(req.expires.as_deref(), now)?,
+            ..blank_row()
+        },
         redacted: redacted_content || redacted_subject || redacted_fields,
         sketch: None,
     })
@@ -789,7 +792,10 @@ mod tests {
         let mut r = add("x");
         r.expires = Some("7d".into());
         let m = check_add(&r, &who(), &c, NOW).unwrap();
-        assert_eq!(m.expires_at.as_deref(), Some("2026-01-08T00:00:00.000Z"));
+        assert_eq!(
+            m.row.expires_at.as_deref(),
+            Some("2026-01-08T00:00:00.000Z")
+        );
         for past in ["2025-12-31T00:00:00Z", "2026-01-01T00:00:00Z"] {
             r.expires = Some(past.into());
             assert!(
@@ -820,8 +826,8 @@ mod tests {
             let mut r = add("x");
             r.scope = given.map(str::to_string);
             let m = check_add(&r, &who(), &c, NOW).unwrap();
-            assert_eq!(m.scope, scope, "{given:?}");
-            assert_eq!(m.scope_owner.as_deref(), owner, "{given:?}");
+            assert_eq!(m.row.scope, scope, "{given:?}");
+            assert_eq!(m.row.scope_owner.as_deref(), owner, "{given:?}");
         }
         let mut r = add("x");
         r.scope = Some("galaxy".into());
@@ -972,7 +978,10 @@ mod tests {
             NOW,
         )
         .unwrap();
-        assert_eq!(m.expires_at.as_deref(), Some("2026-01-03T00:00:00.000Z"));
+        assert_eq!(
+            m.row.expires_at.as_deref(),
+            Some("2026-01-03T00:00:00.000Z")
+        );
     }
 
     fn row(category: &str, metadata: serde_json::Value) -> Memory {
@@ -980,37 +989,14 @@ mod tests {
             id: 7,
             uid: "u7".into(),
             namespace: "ns".into(),
-            scope: "project".into(),
-            scope_owner: None,
             content: "write the release notes".into(),
-            subject: None,
             category: category.into(),
-            tier: 2,
-            importance: "medium".into(),
-            confidence: 1.0,
-            pinned: false,
-            status: "promoted".into(),
             metadata: metadata.to_string(),
-            tags: Vec::new(),
-            superseded_by: None,
-            superseded_at: None,
-            dedupe_key: None,
-            observation_count: 1,
-            confirmed_count: 0,
-            last_confirmed_at: None,
-            use_count: 0,
-            last_used_at: None,
-            access_score: 0.0,
-            source: "agent".into(),
-            created_by: None,
-            expires_at: None,
             created_at: "2026-01-01T00:00:00.000Z".into(),
             updated_at: "2026-01-01T00:00:00.000Z".into(),
             rev: 3,
             changed_generation: 7,
-            thread: None,
-            thread_pos: None,
-            occurred_at: None,
+            ..blank_row()
         }
     }
 

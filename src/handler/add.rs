@@ -20,7 +20,7 @@ pub(super) async fn handle(
     let now = OffsetDateTime::now_utc();
     let config = cx.config();
     let mut new = gate::check_add(&req, &session.who, &config.gate_rules(), now)?;
-    session.owns_session_rows |= new.scope == "session";
+    session.owns_session_rows |= new.row.scope == "session";
     let supersedes = req.supersedes;
     // The memory to supersede is looked up even when superseded or archived,
     // so a double supersession is a conflict, not a "not found".
@@ -33,11 +33,11 @@ pub(super) async fn handle(
     };
     // A memory from a thread is an event at its place in the thread, not a
     // statement: it is never merged into another.
-    let dedup = config.gate.dedup && supersedes.is_none() && new.thread.is_none();
+    let dedup = config.gate.dedup && supersedes.is_none() && new.row.thread.is_none();
     let threshold = config.gate.near_duplicate_threshold;
     // The shingles and the sketch are computed here, off the writer thread:
     // the writer only looks up and compares.
-    let mine = similar::profile(&new.content);
+    let mine = similar::profile(&new.row.content);
     new.sketch = Some(similar::sketch(&mine));
     let op = AddOp {
         new,

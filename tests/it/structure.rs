@@ -7,7 +7,10 @@
 //!   beside them but `mod.rs` and `support/`;
 //! - exit codes are numbers only in `memd_client::exit` (`client/src/exit.rs`);
 //! - a poisoned lock is opened only by the helpers of `src/sync.rs`;
-//! - a handler that never calls the store does not name `StoreError`.
+//! - a handler that never calls the store does not name `StoreError`;
+//! - a memory row is spelled once: no struct outside the team code declares
+//!   the fields of `memd_proto::Memory` again, and a `Memory` is built field
+//!   by field only by `gate::blank_row` and the store's `row_to_memory`.
 //!
 //! A plain reading of the files (comments and string literals told apart),
 //! with no dependency: a failure names the file and what it found.
@@ -535,6 +538,107 @@ fn handlers_that_never_call_the_store_do_not_name_its_error() {
                 "src/handler/{}: never calls the store, yet names `StoreError` (use `HandlerError`)",
                 path.file_name().unwrap().to_string_lossy()
             ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The field names of `memd_proto::Memory`.
+fn memory_fields() -> BTreeSet<String> {
+    let messages = std::fs::read_to_string(root().join("proto/src/messages.rs")).unwrap();
+    let (code, _) = split(&messages);
+    let start = code
+        .find("pub struct Memory {")
+        .expect("memd_proto::Memory");
+    let body = &code[start..start + code[start..].find("\n}").unwrap()];
+    body.lines()
+        .filter_map(|l| l.trim().strip_prefix("pub "))
+        .filter_map(|l| l.split(':').next())
+        .filter(|f| !f.contains(' '))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The blocks of `code` that open with `opener` (its text up to `{`),
+/// braces matched.
+fn blocks<'a>(code: &'a str, opener: &str) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices(opener) {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let mut depth = 0;
+        for (i, c) in code[at..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        out.push(&code[at..=at + i]);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The memory row has one shape, `memd_proto::Memory`: a struct that
+/// declares ten or more of its fields again is a second spelling of the
+/// row (the team's `TeamRow` excepted: it is PostgreSQL's row), and a
+/// `Memory` literal that names every field instead of starting from
+/// another (`..blank_row()`) is one too, but for the one blank row and the
+/// one mapping from SQL.
+#[test]
+fn the_memory_row_is_spelled_once() {
+    let fields = memory_fields();
+    assert!(fields.len() > 30, "read Memory's fields: {fields:?}");
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root()).unwrap();
+        if rel.starts_with("src/store/team") {
+            continue;
+        }
+        let (code, _) = split(&std::fs::read_to_string(f).unwrap());
+        for block in blocks(&code, "struct ") {
+            let declared: Vec<(&str, &str)> = block
+                .lines()
+                .map(|l| l.trim().strip_prefix("pub ").unwrap_or(l.trim()))
+                .filter_map(|l| l.split_once(':'))
+                .map(|(name, ty)| (name.trim(), ty.trim()))
+                .filter(|(name, _)| fields.contains(*name))
+                .collect();
+            // Every field optional: a set of changes (an update's), not a row.
+            let changes = declared.iter().all(|(_, ty)| ty.starts_with("Option<"));
+            if declared.len() >= 10 && !changes {
+                let declared = declared.len();
+                let name = block.lines().next().unwrap_or_default();
+                problems.push(format!(
+                    "{}: `{name}` declares {declared} fields of memd_proto::Memory: use Memory",
+                    rel.display()
+                ));
+            }
+        }
+        for block in blocks(&code, "Memory {") {
+            let at = block.as_ptr() as usize - code.as_ptr() as usize;
+            if code[..at].trim_end().ends_with("->") {
+                continue; // a function's body, not a literal
+            }
+            let whole = !block.contains("..");
+            let allowed =
+                rel == Path::new("src/gate/types.rs") || rel == Path::new("src/store/memories.rs");
+            if whole && !allowed && block.lines().count() > 10 {
+                problems.push(format!(
+                    "{}: a `Memory` built field by field: start from `gate::blank_row()`",
+                    rel.display()
+                ));
+            }
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));

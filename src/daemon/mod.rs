@@ -16,14 +16,14 @@
 //!   [`reload`]: binding, socket activation, the data dir's lock, peer
 //!   credentials, systemd notifications, SIGHUP.
 
-pub mod activation;
-pub mod connection;
-pub mod listener;
-pub mod lock;
-pub mod notify;
-pub mod peer;
-pub mod reload;
-pub mod socket;
+pub(crate) mod activation;
+pub(crate) mod connection;
+pub(crate) mod listener;
+pub(crate) mod lock;
+pub(crate) mod notify;
+pub(crate) mod peer;
+pub(crate) mod reload;
+pub(crate) mod socket;
 
 use std::path::PathBuf;
 use std::sync::Arc;

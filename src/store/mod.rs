@@ -16,6 +16,7 @@
 //!   in from outside the store (no connection, transaction or closure over
 //!   one leaves it).
 //! - `error`: [`StoreError`], and [`Cause`], which keeps the error below.
+//! - `facade` (feature `bench`): what `memd-bench` uses directly.
 //!
 //! No SQLite call runs on a tokio worker thread: writes go to the writer
 //! thread, reads to `spawn_blocking`.
@@ -24,6 +25,8 @@ pub mod access;
 pub mod chains;
 mod error;
 pub mod export;
+#[cfg(feature = "bench")]
+pub mod facade;
 pub mod health;
 pub mod import;
 pub mod inject;

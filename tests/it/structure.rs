@@ -10,7 +10,9 @@
 //! - a handler that never calls the store does not name `StoreError`;
 //! - a memory row is spelled once: no struct outside the team code declares
 //!   the fields of `memd_proto::Memory` again, and a `Memory` is built field
-//!   by field only by `gate::blank_row` and the store's `row_to_memory`.
+//!   by field only by `gate::blank_row` and the store's `row_to_memory`;
+//! - the store is the crate's own: outside it, only the `bench` feature's
+//!   façade (`memd::facade`) reaches it.
 //!
 //! A plain reading of the files (comments and string literals told apart),
 //! with no dependency: a failure names the file and what it found.
@@ -642,6 +644,40 @@ fn the_memory_row_is_spelled_once() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The store is `pub(crate)`, so rustc reports its dead code; the one way
+/// in from outside the crate is the façade the `bench` feature exports.
+#[test]
+fn the_store_is_the_crate_s_own() {
+    let (lib, _) = split(&std::fs::read_to_string(root().join("src/lib.rs")).unwrap());
+    assert!(
+        lib.contains("pub(crate) mod store;"),
+        "src/lib.rs: `pub(crate) mod store;`"
+    );
+    // `split` reads `"bench"` as `""`: the feature's name is checked by
+    // the build of memd-bench, which needs it.
+    assert!(
+        lib.contains("#[cfg(feature = \"\")]\npub use store::facade;"),
+        "src/lib.rs: the façade is exported only with the `bench` feature"
+    );
+    let mut outside = Vec::new();
+    for dir in ["bench/src", "fuzz/fuzz_targets", "tests"] {
+        let mut files = Vec::new();
+        rust_files(&root().join(dir), &mut files);
+        for f in files {
+            if split(&std::fs::read_to_string(&f).unwrap())
+                .0
+                .contains("memd::store")
+            {
+                outside.push(f.strip_prefix(root()).unwrap().display().to_string());
+            }
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "use `memd::facade` (feature `bench`) instead of `memd::store`: {outside:?}"
+    );
 }
 
 #[test]

@@ -772,6 +772,19 @@ mod tests {
         }
     }
 
+    /// The default rules.
+    fn rules() -> Rules<'static> {
+        static MEMORY: std::sync::LazyLock<settings::MemoryConfig> =
+            std::sync::LazyLock::new(Default::default);
+        static GATE: std::sync::LazyLock<settings::GateConfig> =
+            std::sync::LazyLock::new(Default::default);
+        Rules {
+            memory: &MEMORY,
+            gate: &GATE,
+            limits: Limits::default(),
+        }
+    }
+
     fn add(content: &str) -> AddRequest {
         AddRequest {
             content: content.into(),
@@ -783,12 +796,7 @@ mod tests {
 
     #[test]
     fn expiry_must_be_in_the_future() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         let mut r = add("x");
         r.expires = Some("7d".into());
         let m = check_add(&r, &who(), &c, NOW).unwrap();
@@ -810,12 +818,7 @@ mod tests {
 
     #[test]
     fn scope_aliases_and_owner_from_session() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         for (given, scope, owner) in [
             (None, "project", None),
             (Some("user"), "agent", Some("a1")),
@@ -842,12 +845,7 @@ mod tests {
 
     #[test]
     fn gate_reasons() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         let cases: Vec<(AddRequest, &str)> = vec![
             (add("   "), "empty"),
             (add(&"x".repeat(10 * 1024 + 1)), "too_large"),
@@ -885,12 +883,7 @@ mod tests {
 
     #[test]
     fn invalid_fields() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         let bad = [
             AddRequest {
                 tier: Some(4),
@@ -939,12 +932,7 @@ mod tests {
 
     #[test]
     fn tags_are_normalized() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         let t = tags(&["Ops".into(), " ops ".into(), "Déploi".into()], &c).unwrap();
         assert_eq!(t, vec!["déploi".to_string(), "ops".to_string()]);
         let many: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
@@ -962,12 +950,7 @@ mod tests {
 
     #[test]
     fn expiry_is_absolute() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         let m = check_add(
             &AddRequest {
                 expires: Some("2d".into()),

@@ -12,7 +12,10 @@
 //!   the fields of `memd_proto::Memory` again, and a `Memory` is built field
 //!   by field only by `gate::blank_row` and the store's `row_to_memory`;
 //! - the store is the crate's own: outside it, only the `bench` feature's
-//!   façade (`memd::facade`) reaches it.
+//!   façade (`memd::facade`) reaches it;
+//! - no run of more than ten lines of Rust in `src/` stands twice to the
+//!   letter (the `duplicates` tool also finds runs of the same shape:
+//!   ARCHITECTURE.md "Tests").
 //!
 //! A plain reading of the files (comments and string literals told apart),
 //! with no dependency: a failure names the file and what it found.
@@ -680,6 +683,69 @@ fn the_store_is_the_crate_s_own() {
     );
 }
 
+/// The lines of code that count for a repeated run, with their line
+/// numbers: blank lines, comment lines, `use` lines and lines of
+/// punctuation alone are passed over, and white space is folded.
+fn counted_lines(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .map(|(n, l)| (n + 1, l.split_whitespace().collect::<Vec<_>>().join(" ")))
+        .filter(|(_, l)| {
+            !l.is_empty()
+                && !l.starts_with("//")
+                && !l.starts_with("use ")
+                && !l.starts_with("pub use ")
+                && l.chars().any(char::is_alphanumeric)
+        })
+        .collect()
+}
+
+/// Runs of this many counted lines, or more, may not stand twice.
+const REPEATED_RUN: usize = 11;
+
+/// Places that repeat a run of their own, known and kept: the team code's
+/// (`store/team/`) is not held to this rule yet.
+const KNOWN_REPEATS: &[&str] = &["src/store/team/"];
+
+/// No run of more than ten lines of Rust in `src/` stands twice to the
+/// letter. A deliberate copy does not belong in Rust: the fixed migrations
+/// are SQL files.
+#[test]
+fn no_run_of_code_stands_twice() {
+    use std::collections::HashMap;
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut seen: HashMap<Vec<String>, (String, usize)> = HashMap::new();
+    let mut problems = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root()).unwrap().display().to_string();
+        if KNOWN_REPEATS.iter().any(|k| rel.starts_with(k)) {
+            continue;
+        }
+        let lines = counted_lines(&std::fs::read_to_string(f).unwrap());
+        let mut last_reported = 0;
+        for (i, window) in lines.windows(REPEATED_RUN).enumerate() {
+            let key: Vec<String> = window.iter().map(|(_, l)| l.clone()).collect();
+            let line = window[0].0;
+            match seen.get(&key) {
+                // The same place, or a window overlapping the first one.
+                Some((file, at)) if *file == rel && line < *at + REPEATED_RUN => {}
+                Some((file, at)) => {
+                    if i >= last_reported {
+                        problems.push(format!("{rel}:{line} repeats {file}:{at}"));
+                        last_reported = i + REPEATED_RUN;
+                    }
+                }
+                None => {
+                    seen.insert(key, (rel.clone(), line));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 #[test]
 fn the_checks_see_what_they_look_for() {
     let leaks = |src: &str| {
@@ -726,6 +792,13 @@ fn the_checks_see_what_they_look_for() {
         "m.lock().unwrap_or_else(|e| e.into_inner())"
     ));
     assert!(!opens_a_poisoned_lock("sync::lock(&m); buf.into_inner()"));
+    let run: String = (0..REPEATED_RUN)
+        .map(|i| format!("let x{i} = {i};\n"))
+        .collect();
+    assert_eq!(
+        counted_lines(&format!("// c\nuse a;\n}}\n\n{run}")).len(),
+        REPEATED_RUN
+    );
     let fns = functions("fn a() -> i32 {\n    if x { return 1; }\n    0\n}\nfn b();\nfn c() {}");
     assert_eq!(fns.len(), 2);
     assert!(fns[0].0.contains("-> i32") && returns_a_number(fns[0].1));

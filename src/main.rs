@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::FromArgMatches;
 use memd::cli::help;
-use memd::commands::EXIT_USAGE;
 use memd::commands::args::{Cli, Command};
+use memd_client::exit;
 
 fn main() -> ExitCode {
     // The derived definition plus the grouped `--help` (`memd::cli::help`).
@@ -21,7 +21,7 @@ fn main() -> ExitCode {
         Command::Mcp => memd::mcp::run(cli.global),
         _ => memd::cli::run(cli),
     };
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    ExitCode::from(u8::try_from(code).unwrap_or(exit::ERROR as u8))
 }
 
 /// Clap errors: help and version print normally; real usage errors become
@@ -43,8 +43,9 @@ fn usage_error(e: clap::Error) -> ExitCode {
             "{}",
             serde_json::json!({"success": false, "code": "usage", "error": msg.trim_end()})
         );
-        return ExitCode::from(EXIT_USAGE as u8);
+        return ExitCode::from(exit::USAGE as u8);
     }
     let _ = e.print();
-    ExitCode::from(if is_info { 0 } else { EXIT_USAGE as u8 })
+    let code = if is_info { exit::OK } else { exit::USAGE };
+    ExitCode::from(code as u8)
 }

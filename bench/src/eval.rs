@@ -734,7 +734,7 @@ fn bm25_baseline(turns: &[Turn], questions: &[Question], limit: u32) -> anyhow::
     }
     let mut out = Vec::with_capacity(questions.len());
     for q in questions {
-        let words = memd::store::search::words::query_words(&q.question);
+        let words = memd::facade::search::query_words(&q.question);
         let ranked = match per_conv.get(&q.conv) {
             Some(c) if !words.is_empty() => {
                 let fts = words
@@ -775,7 +775,7 @@ struct Setting {
 ///   up to which a memory borrows fully) × the lexical weight (0.6, 0.7) ×
 ///   the semantic confidence (2.5–3.5, 2–3).
 fn grid(kind: &str) -> anyhow::Result<Vec<Setting>> {
-    let d = memd::store::search::rank::RankConfig::default();
+    let d = memd::facade::search::RankConfig::default();
     let same = |a: f64, b: f64| (a - b).abs() < 1e-9;
     let mut out = Vec::new();
     let long = |words: usize, exp: f64| {
@@ -842,7 +842,7 @@ fn grid(kind: &str) -> anyhow::Result<Vec<Setting>> {
                             ),
                             default: words == d.long_words
                                 && same(exp, d.long_exponent)
-                                && d.hybrid.fusion == memd::store::search::fusion::Fusion::Minmax
+                                && d.hybrid.fusion == memd::facade::search::Fusion::Minmax
                                 && same(w, d.hybrid.lexical_weight)
                                 && same(from, d.hybrid.semantic_from)
                                 && same(full, d.hybrid.semantic_full),

@@ -10,9 +10,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use memd::facade::memories;
+use memd::facade::search::{self, RankConfig};
 use memd::gate::{NewMemory, View};
-use memd::store::memories;
-use memd::store::search::{self, rank::RankConfig};
 use memd_client::{
     AddRequest, Client, ConnectOptions, DriftPolicy, Filter, ListRequest, QuerySyntax, SearchMode,
     SearchRequest, UpdateRequest,
@@ -195,17 +195,16 @@ impl Floor {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("floor.db");
         let config = memd::config::Config::default();
-        let mut conn = memd::store::open_write_connection(&path, &config.storage)?;
-        memd::store::schema::migrate(&mut conn, dir.path())?;
+        let mut conn = memd::facade::open_write_connection(&path, &config.storage)?;
+        memd::facade::schema::migrate(&mut conn, dir.path())?;
         Ok(Floor { conn, _dir: dir })
     }
 
     fn new_memory(item: &Item) -> NewMemory {
-        NewMemory {
-            category: item.category.to_string(),
-            tags: item.tags.clone(),
-            ..NewMemory::plain(&item.content)
-        }
+        let mut new = NewMemory::plain(&item.content);
+        new.row.category = item.category.to_string();
+        new.row.tags.clone_from(&item.tags);
+        new
     }
 
     /// One committed insert per item (the add floor).
@@ -239,9 +238,9 @@ impl Floor {
         let rank = RankConfig::default();
         // The daemon's vocabulary cache, as warm as the daemon's, and its
         // cache of the words' document frequencies.
-        let terms = search::vocab::load(&self.conn)?;
-        let frequencies = search::fts5::Frequencies::default();
-        let generation = memd::store::read_generation(&self.conn)?;
+        let terms = search::load_vocab(&self.conn)?;
+        let frequencies = search::Frequencies::default();
+        let generation = memd::facade::read_generation(&self.conn)?;
         timed_sync(queries.len(), |i| {
             search::run(
                 &self.conn,
@@ -563,13 +562,13 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
     let s = summarize(&mut cold, Duration::ZERO);
     let f = timed_sync(20, |_| {
         let now = memd::clock::now();
-        let who = memd::store::inject::For {
+        let who = memd::facade::inject::For {
             namespace: "default",
             agent: "memd-bench",
             session: "floor",
             now: &now,
         };
-        memd::store::inject::build(
+        memd::facade::inject::build(
             &floor.conn,
             &who,
             memd::session::snapshot::Builder::new(4_000),

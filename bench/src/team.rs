@@ -252,10 +252,9 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
     let pg = Pg::start()?;
     {
         let target =
-            memd::store::team::config::Target::parse(&pg.url()).map_err(|e| anyhow::anyhow!(e))?;
-        let mut link =
-            memd::store::team::pg::connect(&target, Duration::from_secs(5), false).await?;
-        memd::store::team::schema::init(&mut link.client).await?;
+            memd::facade::team::Target::parse(&pg.url()).map_err(|e| anyhow::anyhow!(e))?;
+        let mut link = memd::facade::team::connect(&target, Duration::from_secs(5), false).await?;
+        memd::facade::team::init(&mut link.client).await?;
     }
     let a = BenchDaemon::start(Some(&team_config(&pg, "a", "team-*")))?;
     let b = BenchDaemon::start(Some(&team_config(&pg, "b", "team-*")))?;

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use memd_proto::{CodecError, ErrorBody, ErrorCode};
 
+use crate::exit;
+
 /// Everything a client call can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -139,29 +141,25 @@ impl Error {
         }
     }
 
-    /// The CLI's exit code (ARCHITECTURE.md "CLI contract"): 1 error (not found
-    /// included), 2 usage, 3 drift, 4 conflict, 5 unreachable (the daemon, or
-    /// the team's PostgreSQL for a shared write) or protocol mismatch, 6
-    /// rejected by the write gate.
+    /// The CLI's exit code (ARCHITECTURE.md "CLI contract"; the table is
+    /// [`crate::exit`]): a failure the daemon reported has its code's exit
+    /// code; a daemon that cannot be reached, or a connection that breaks,
+    /// [`exit::UNREACHABLE`].
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Drift(_) => 3,
-            Error::Conflict(_) => 4,
-            Error::Unreachable { .. } | Error::ProtocolMismatch { .. } | Error::Autostart(_) => 5,
-            Error::Rejected(_) => 6,
-            Error::InvalidInput(_) => 2,
-            // A mode that needs an embedder the daemon does not have ready.
-            Error::Daemon(b) if b.code == ErrorCode::NotConfigured => 2,
-            // The team's PostgreSQL is unreachable, or stopped answering
-            // after a shared write was sent: like an unreachable daemon.
-            Error::Daemon(b)
-                if b.code == ErrorCode::TeamUnavailable
-                    || b.code == ErrorCode::TeamOutcomeUnknown =>
-            {
-                5
-            }
-            Error::NotFound(_) | Error::Daemon(_) => 1,
-            Error::Protocol(_) | Error::Frame(_) | Error::Closed | Error::Io(_) => 5,
+            Error::NotFound(b)
+            | Error::Conflict(b)
+            | Error::Drift(b)
+            | Error::InvalidInput(b)
+            | Error::Rejected(b)
+            | Error::Daemon(b) => exit::of(b.code),
+            Error::Unreachable { .. }
+            | Error::ProtocolMismatch { .. }
+            | Error::Autostart(_)
+            | Error::Protocol(_)
+            | Error::Frame(_)
+            | Error::Closed
+            | Error::Io(_) => exit::UNREACHABLE,
         }
     }
 }

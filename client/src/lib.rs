@@ -8,6 +8,7 @@
 //! - [`autostart`]: connect, or start a background daemon and connect.
 //! - [`error`]: typed errors ([`Error::NotFound`], [`Error::Conflict`],
 //!   [`Error::Drift`], [`Error::Unreachable`], …) with the CLI's exit codes.
+//! - [`exit`]: the exit codes of the command line, the one table.
 //!
 //! ```no_run
 //! # async fn demo() -> memd_client::Result<()> {
@@ -21,6 +22,7 @@
 pub mod autostart;
 pub mod blocking;
 pub mod error;
+pub mod exit;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;

@@ -27,6 +27,7 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use memd_client::exit;
 use serde_json::{Value, json};
 
 use crate::commands::args::Global;
@@ -113,7 +114,7 @@ pub fn run_hook(g: &Global, host: Host) -> i32 {
         Ok(None) => {}
         Err(why) => eprintln!("memd hook: {why}"),
     }
-    0
+    exit::OK
 }
 
 fn run(g: &Global, host: Host) -> Result<Option<String>, String> {

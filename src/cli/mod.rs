@@ -23,6 +23,8 @@ pub mod setup;
 pub mod shell;
 pub mod team;
 
+use memd_client::exit;
+
 use crate::commands::args::{self, Command, Global};
 use crate::commands::{
     CommandError, Output, client_paths, connect, execute, init_logging, paths, resolve_namespace,
@@ -41,7 +43,7 @@ pub fn emit(json_mode: bool, result: Result<Output, CommandError>) -> i32 {
                 let _ = writeln!(stdout, "{}", out.human);
             }
             let _ = stdout.flush();
-            0
+            exit::OK
         }
         Err(e) => {
             if json_mode {
@@ -154,14 +156,14 @@ fn daemon(g: &Global) -> i32 {
         Ok(c) => c,
         Err(e) => {
             tracing::error!("{e}");
-            return 1;
+            return exit::ERROR;
         }
     };
     match crate::daemon::run(paths, config) {
-        Ok(()) => 0,
+        Ok(()) => exit::OK,
         Err(e) => {
             tracing::error!("{e}");
-            1
+            exit::ERROR
         }
     }
 }

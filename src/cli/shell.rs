@@ -11,6 +11,7 @@
 use std::io::BufRead;
 
 use clap::Parser;
+use memd_client::exit;
 use serde_json::Value;
 
 use super::emit;
@@ -45,7 +46,7 @@ pub fn run(g: &Global) -> i32 {
                         g.json,
                         Err(CommandError::Io(format!("cannot read stdin: {e}"))),
                     );
-                    return 1;
+                    return exit::ERROR;
                 }
             }
             let Ok(line) = std::str::from_utf8(&raw) else {
@@ -85,7 +86,7 @@ pub fn run(g: &Global) -> i32 {
             };
             emit(json, result);
         }
-        0
+        exit::OK
     })
 }
 

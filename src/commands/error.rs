@@ -2,10 +2,9 @@
 //! contract"), its message and its `--json` form. The CLI prints it; the MCP
 //! server returns its JSON as a tool error.
 
+use memd_client::exit;
+use memd_client::proto::ErrorCode;
 use serde_json::{Value, json};
-
-/// Exit code of a usage error.
-pub const EXIT_USAGE: i32 = 2;
 
 /// A failed command.
 #[derive(Debug)]
@@ -34,13 +33,14 @@ impl From<memd_client::Error> for CommandError {
 }
 
 impl CommandError {
-    /// The exit code (ARCHITECTURE.md "CLI contract").
+    /// The exit code (ARCHITECTURE.md "CLI contract"), from the one table,
+    /// [`memd_client::exit`].
     pub fn exit_code(&self) -> i32 {
         match self {
             CommandError::Client(e) => e.exit_code(),
-            CommandError::Usage(_) => EXIT_USAGE,
-            CommandError::Io(_) | CommandError::Check { .. } => 1,
-            CommandError::TeamUnavailable(_) => 5,
+            CommandError::Usage(_) => exit::USAGE,
+            CommandError::Io(_) | CommandError::Check { .. } => exit::ERROR,
+            CommandError::TeamUnavailable(_) => exit::of(ErrorCode::TeamUnavailable),
         }
     }
 

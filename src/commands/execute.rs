@@ -145,21 +145,8 @@ pub async fn execute(
     stdin_allowed: bool,
 ) -> Result<Output, CommandError> {
     match command {
-        Command::Add(a) => {
-            let content =
-                content_from(a.text, a.file.as_deref(), stdin_allowed)?.ok_or_else(|| {
-                    CommandError::Usage("add needs TEXT, `-` (stdin) or --file F".into())
-                })?;
-            let r = client
-                .add(AddRequest {
-                    thread: a.thread,
-                    position: a.position,
-                    occurred_at: a.occurred_at,
-                    ..add_request(content, a.fields, a.supersedes)
-                })
-                .await?;
-            Ok(output::added(&r))
-        }
+        // Memories.
+        Command::Add(a) => add(a, client, stdin_allowed).await,
         Command::Get(a) => {
             let r = client
                 .get_with(GetRequest {
@@ -179,66 +166,8 @@ pub async fn execute(
                 .await?;
             Ok(output::list(&r))
         }
-        Command::Search(a) => {
-            let mode = SearchMode::parse(&a.mode).ok_or_else(|| {
-                CommandError::Usage(format!(
-                    "unknown mode `{}`: expected auto, lexical, fuzzy, semantic or hybrid",
-                    a.mode
-                ))
-            })?;
-            let syntax = match a.syntax.as_str() {
-                "plain" => QuerySyntax::Plain,
-                "fts" => QuerySyntax::Fts,
-                other => {
-                    return Err(CommandError::Usage(format!(
-                        "unknown syntax `{other}`: expected plain or fts"
-                    )));
-                }
-            };
-            let r = client
-                .search(SearchRequest {
-                    query: a.query,
-                    filter: filter(&a.filter),
-                    limit: a.filter.limit,
-                    mode,
-                    syntax,
-                    explain: a.explain,
-                    offset: a.offset,
-                })
-                .await?;
-            Ok(output::hits(&r))
-        }
-        Command::Update(a) => {
-            let content = content_from(a.content, a.file.as_deref(), stdin_allowed)?;
-            let f = a.fields;
-            let pinned = match (f.pin, a.unpin) {
-                (true, _) => Some(true),
-                (_, true) => Some(false),
-                _ => None,
-            };
-            let req = UpdateRequest {
-                id: a.id,
-                content,
-                category: f.category,
-                subject: f.subject,
-                tags: (a.clear_tags || !f.tags.is_empty()).then_some(f.tags),
-                scope: f.scope,
-                tier: f.tier,
-                pinned,
-                importance: f.importance,
-                status: f.status,
-                confidence: f.confidence,
-                expires: f.expires,
-                metadata: metadata_json(&f.meta),
-                expect_rev: a.expect_rev,
-            };
-            let r = client.update(req).await?;
-            Ok(output::memory(
-                &r.memory,
-                Some(r.generation),
-                Some("updated"),
-            ))
-        }
+        Command::Search(a) => search(a, client).await,
+        Command::Update(a) => update(a, client, stdin_allowed).await,
         Command::Forget(a) => {
             let r = client.forget(a.id, a.expect_rev).await?;
             Ok(output::forgotten(&r))
@@ -254,6 +183,7 @@ pub async fn execute(
             &client.prune(a.dry_run, a.all_namespaces).await?,
         )),
         Command::Task(t) => task(t, client, stdin_allowed).await,
+        // The session's memory block.
         Command::Inject => Ok(output::injected(&client.inject().await?)),
         Command::Compacted => {
             client.compacted().await?;
@@ -263,10 +193,12 @@ pub async fn execute(
             client.refresh().await?;
             Ok(output::invalidated())
         }
+        // The daemon and its database.
         Command::Status => Ok(output::status(client.status().await?)),
         Command::Check => output::check(client.check().await?),
         Command::Sweep(a) => Ok(output::swept(&client.sweep(a.dry_run).await?)),
         Command::Reembed => Ok(output::reembedding(&client.reembed().await?)),
+        // Named sessions and the team.
         Command::Session(args::SessionCommand::List) => {
             Ok(output::sessions(&client.session_list().await?))
         }
@@ -277,102 +209,16 @@ pub async fn execute(
         Command::Team(args::TeamCommand::Push { namespace }) => {
             Ok(output::team_pushed(&client.team_push(&namespace).await?))
         }
-        Command::Export(a) => {
-            let req = memd_client::proto::ExportRequest {
-                format: a.format.clone(),
-                namespaces: a.namespaces.clone(),
-                all_namespaces: a.all_namespaces,
-                top: a.top,
-            };
-            match &a.out {
-                Some(path) => {
-                    let (out, file) = OutFile::create(path)?;
-                    let (info, bytes) = client.export(req, file).await?;
-                    out.commit()?;
-                    Ok(output::downloaded(info, bytes, path))
-                }
-                None if a.format == "markdown" => {
-                    // Text: the output itself, and under --json (or in
-                    // `shell --json`) one JSON object that carries it.
-                    let mut text = Vec::new();
-                    let (info, _) = client.export(req, &mut text).await?;
-                    let text = String::from_utf8_lossy(&text).trim_end().to_string();
-                    Ok(output::Output {
-                        json: json!({
-                            "success": true,
-                            "format": "markdown",
-                            "entries": info["entries"],
-                            "markdown": text,
-                        }),
-                        human: text,
-                    })
-                }
-                None => {
-                    // The JSON document itself (one compact line) is the
-                    // output, streamed.
-                    let (_, _) = client.export(req, Stdout).await?;
-                    Ok(output::Output {
-                        json: serde_json::Value::Null,
-                        human: String::new(),
-                    })
-                }
-            }
-        }
-        Command::Import(a) => {
-            let file = std::fs::File::open(&a.file)
-                .map_err(|e| CommandError::Io(format!("cannot open {}: {e}", a.file.display())))?;
-            Ok(output::imported(&client.import(file, a.replace).await?))
-        }
+        // Files read or written here, streamed through the socket.
+        Command::Export(a) => export(a, client).await,
+        Command::Import(a) => Ok(output::imported(
+            &client.import(open(&a.file)?, a.replace).await?,
+        )),
         Command::Ingest(a) => ingest_file(a, client, stdin_allowed).await,
-        Command::ImportMd(a) => {
-            let mut counts = import_md::Counts::default();
-            for file in &a.files {
-                let text = std::fs::read_to_string(file).map_err(|e| {
-                    CommandError::Io(format!("cannot read {}: {e}", file.display()))
-                })?;
-                let source = std::fs::canonicalize(file)
-                    .unwrap_or_else(|_| file.clone())
-                    .display()
-                    .to_string();
-                import_md::send(client, &source, import_md::parse(&text), &mut counts).await?;
-            }
-            Ok(output::imported_md(&counts))
-        }
-        Command::Backup(a) => {
-            if !a.force && std::fs::symlink_metadata(&a.file).is_ok() {
-                return Err(CommandError::Usage(format!(
-                    "{} exists: nothing written; pass --force to replace it",
-                    a.file.display()
-                )));
-            }
-            let (out, file) = OutFile::create(&a.file)?;
-            let (info, bytes) = client.backup(file).await?;
-            out.commit()?;
-            Ok(output::downloaded(info, bytes, &a.file))
-        }
-        Command::Restore(a) => {
-            let file = std::fs::File::open(&a.file)
-                .map_err(|e| CommandError::Io(format!("cannot open {}: {e}", a.file.display())))?;
-            Ok(output::restored(&client.restore(file).await?))
-        }
-        Command::Stop => {
-            // A socket inherited from systemd stays after the daemon exits
-            // (and a connection to it starts the daemon again): wait for
-            // the process instead.
-            let inherited_pid = client
-                .status()
-                .await
-                .ok()
-                .filter(|s| s["socket_inherited"] == true)
-                .and_then(|s| s["pid"].as_u64())
-                .and_then(|pid| u32::try_from(pid).ok());
-            client.stop().await?;
-            match inherited_pid {
-                Some(pid) => wait_exit(pid).await,
-                None => wait_gone(&paths.socket).await,
-            }
-            Ok(output::stopped())
-        }
+        Command::ImportMd(a) => import_markdown(a, client).await,
+        Command::Backup(a) => backup(a, client).await,
+        Command::Restore(a) => Ok(output::restored(&client.restore(open(&a.file)?).await?)),
+        Command::Stop => stop(client, paths).await,
         Command::Socket => Ok(output::socket(&paths.socket)),
         Command::Ui(a) => {
             let r = client.ui(a.new_token).await?;
@@ -382,6 +228,7 @@ pub async fn execute(
             }
             Ok(output::ui(&url, &r.address, a.new_token))
         }
+        // Commands that open no session run elsewhere.
         Command::Shell
         | Command::Daemon
         | Command::Mcp
@@ -399,6 +246,195 @@ pub async fn execute(
                 .into(),
         )),
     }
+}
+
+/// A local file to send.
+fn open(path: &Path) -> Result<std::fs::File, CommandError> {
+    std::fs::File::open(path)
+        .map_err(|e| CommandError::Io(format!("cannot open {}: {e}", path.display())))
+}
+
+/// `add`: the content from TEXT, stdin or a file.
+async fn add(
+    a: args::AddArgs,
+    client: &mut Client,
+    stdin_allowed: bool,
+) -> Result<Output, CommandError> {
+    let content = content_from(a.text, a.file.as_deref(), stdin_allowed)?
+        .ok_or_else(|| CommandError::Usage("add needs TEXT, `-` (stdin) or --file F".into()))?;
+    let r = client
+        .add(AddRequest {
+            thread: a.thread,
+            position: a.position,
+            occurred_at: a.occurred_at,
+            ..add_request(content, a.fields, a.supersedes)
+        })
+        .await?;
+    Ok(output::added(&r))
+}
+
+/// `search`: the mode and syntax named, then one search.
+async fn search(a: args::SearchArgs, client: &mut Client) -> Result<Output, CommandError> {
+    let mode = SearchMode::parse(&a.mode).ok_or_else(|| {
+        CommandError::Usage(format!(
+            "unknown mode `{}`: expected auto, lexical, fuzzy, semantic or hybrid",
+            a.mode
+        ))
+    })?;
+    let syntax = match a.syntax.as_str() {
+        "plain" => QuerySyntax::Plain,
+        "fts" => QuerySyntax::Fts,
+        other => {
+            return Err(CommandError::Usage(format!(
+                "unknown syntax `{other}`: expected plain or fts"
+            )));
+        }
+    };
+    let r = client
+        .search(SearchRequest {
+            query: a.query,
+            filter: filter(&a.filter),
+            limit: a.filter.limit,
+            mode,
+            syntax,
+            explain: a.explain,
+            offset: a.offset,
+        })
+        .await?;
+    Ok(output::hits(&r))
+}
+
+/// `update`: the fields given, the new content from TEXT, stdin or a file.
+async fn update(
+    a: args::UpdateArgs,
+    client: &mut Client,
+    stdin_allowed: bool,
+) -> Result<Output, CommandError> {
+    let content = content_from(a.content, a.file.as_deref(), stdin_allowed)?;
+    let f = a.fields;
+    let pinned = match (f.pin, a.unpin) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
+    let req = UpdateRequest {
+        id: a.id,
+        content,
+        category: f.category,
+        subject: f.subject,
+        tags: (a.clear_tags || !f.tags.is_empty()).then_some(f.tags),
+        scope: f.scope,
+        tier: f.tier,
+        pinned,
+        importance: f.importance,
+        status: f.status,
+        confidence: f.confidence,
+        expires: f.expires,
+        metadata: metadata_json(&f.meta),
+        expect_rev: a.expect_rev,
+    };
+    let r = client.update(req).await?;
+    Ok(output::memory(
+        &r.memory,
+        Some(r.generation),
+        Some("updated"),
+    ))
+}
+
+/// `export`: into a file (written whole or not at all), or to stdout.
+async fn export(a: args::ExportArgs, client: &mut Client) -> Result<Output, CommandError> {
+    let req = memd_client::proto::ExportRequest {
+        format: a.format.clone(),
+        namespaces: a.namespaces.clone(),
+        all_namespaces: a.all_namespaces,
+        top: a.top,
+    };
+    match &a.out {
+        Some(path) => {
+            let (out, file) = OutFile::create(path)?;
+            let (info, bytes) = client.export(req, file).await?;
+            out.commit()?;
+            Ok(output::downloaded(info, bytes, path))
+        }
+        None if a.format == "markdown" => {
+            // Text: the output itself, and under --json (or in
+            // `shell --json`) one JSON object that carries it.
+            let mut text = Vec::new();
+            let (info, _) = client.export(req, &mut text).await?;
+            let text = String::from_utf8_lossy(&text).trim_end().to_string();
+            Ok(output::Output {
+                json: json!({
+                    "success": true,
+                    "format": "markdown",
+                    "entries": info["entries"],
+                    "markdown": text,
+                }),
+                human: text,
+            })
+        }
+        None => {
+            // The JSON document itself (one compact line) is the
+            // output, streamed.
+            let (_, _) = client.export(req, Stdout).await?;
+            Ok(output::Output {
+                json: serde_json::Value::Null,
+                human: String::new(),
+            })
+        }
+    }
+}
+
+/// `import-md`: each Markdown file read here, its entries added.
+async fn import_markdown(
+    a: args::ImportMdArgs,
+    client: &mut Client,
+) -> Result<Output, CommandError> {
+    let mut counts = import_md::Counts::default();
+    for file in &a.files {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| CommandError::Io(format!("cannot read {}: {e}", file.display())))?;
+        let source = std::fs::canonicalize(file)
+            .unwrap_or_else(|_| file.clone())
+            .display()
+            .to_string();
+        import_md::send(client, &source, import_md::parse(&text), &mut counts).await?;
+    }
+    Ok(output::imported_md(&counts))
+}
+
+/// `backup`: a consistent copy of the database, into a file (an existing
+/// one only with --force).
+async fn backup(a: args::BackupArgs, client: &mut Client) -> Result<Output, CommandError> {
+    if !a.force && std::fs::symlink_metadata(&a.file).is_ok() {
+        return Err(CommandError::Usage(format!(
+            "{} exists: nothing written; pass --force to replace it",
+            a.file.display()
+        )));
+    }
+    let (out, file) = OutFile::create(&a.file)?;
+    let (info, bytes) = client.backup(file).await?;
+    out.commit()?;
+    Ok(output::downloaded(info, bytes, &a.file))
+}
+
+/// `stop`: the daemon stops; the command returns once it is gone.
+async fn stop(client: &mut Client, paths: &Paths) -> Result<Output, CommandError> {
+    // A socket inherited from systemd stays after the daemon exits
+    // (and a connection to it starts the daemon again): wait for
+    // the process instead.
+    let inherited_pid = client
+        .status()
+        .await
+        .ok()
+        .filter(|s| s["socket_inherited"] == true)
+        .and_then(|s| s["pid"].as_u64())
+        .and_then(|pid| u32::try_from(pid).ok());
+    client.stop().await?;
+    match inherited_pid {
+        Some(pid) => wait_exit(pid).await,
+        None => wait_gone(&paths.socket).await,
+    }
+    Ok(output::stopped())
 }
 
 async fn task(

@@ -33,7 +33,7 @@ pub use client::{
     NamespaceSource, PROJECT_FILE, Project, apply_project, client_paths, connect, normalize_url,
     paths, project, project_namespace, repository_root, resolve_namespace,
 };
-pub use error::{CommandError, EXIT_USAGE};
+pub use error::CommandError;
 pub use execute::execute;
 pub use output::Output;
 

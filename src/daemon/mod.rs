@@ -17,15 +17,15 @@
 //!   credentials, systemd notifications, SIGHUP;
 //! - [`web`]: the viewer's loopback listener (`[http] listen`, `memd ui`).
 
-pub mod activation;
-pub mod connection;
-pub mod listener;
-pub mod lock;
-pub mod notify;
-pub mod peer;
-pub mod reload;
-pub mod socket;
-pub mod web;
+pub(crate) mod activation;
+pub(crate) mod connection;
+pub(crate) mod listener;
+pub(crate) mod lock;
+pub(crate) mod notify;
+pub(crate) mod peer;
+pub(crate) mod reload;
+pub(crate) mod socket;
+pub(crate) mod web;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -191,6 +191,16 @@ async fn serve(
         .ok();
     let jobs = Jobs::start(&shared, existing);
     let web = tokio::spawn(web::run(shared.clone()));
+    if shared.config().http.address().ok().flatten().is_some() {
+        // A listener the config names is up before the daemon says it is
+        // ready (or its error is logged).
+        let mut bound = shared.web.bound.subscribe();
+        let _ = tokio::time::timeout(
+            Duration::from_secs(5),
+            bound.wait_for(|b| b.address.is_some() || b.error.is_some()),
+        )
+        .await;
+    }
     if let Some(team) = shared.store.team() {
         // A machine serves once it pulled the team's memories, or once
         // PostgreSQL proved unreachable (it serves local data then, and

@@ -16,6 +16,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 use super::{EmbedError, Embedder, missing_model_files, normalize};
+use crate::sync;
 
 /// Longest input in tokens (sentence-transformers' `max_seq_length` for
 /// all-MiniLM-L6-v2); longer texts are cut.
@@ -114,10 +115,7 @@ impl LocalEmbedder {
 
     fn run(&self, texts: &[&str]) -> candle_core::Result<Vec<Vec<f32>>> {
         let encodings = {
-            let tokenizer = self
-                .tokenizer
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let tokenizer = sync::lock(&self.tokenizer);
             tokenizer
                 .encode_batch(texts.to_vec(), true)
                 .map_err(candle_core::Error::wrap)?

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::rules::{LockCheck, ModelLock, check_lock, mismatch_message};
 use super::vectors::Index;
 use super::{EmbedConfig, Embedder, Provider};
+use crate::sync::{read, write};
 
 /// Where the embedder is.
 #[derive(Clone)]
@@ -42,14 +43,6 @@ pub struct EmbedService {
     pub reload: AtomicBool,
     /// Semantic near duplicates, for subscribed sessions.
     pub similar: tokio::sync::broadcast::Sender<memd_proto::SimilarEvent>,
-}
-
-fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    l.read().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    l.write().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl EmbedService {

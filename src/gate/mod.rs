@@ -32,7 +32,7 @@ use time::OffsetDateTime;
 
 use crate::clock;
 pub use settings::{Limits, Rules, SecretPolicy};
-pub use types::{Changes, MetaMatch, Namespaces, NewMemory, View};
+pub use types::{Changes, MetaMatch, Namespaces, NewMemory, View, blank_row};
 
 /// Why the gate refused a request.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -585,33 +585,36 @@ pub fn check_add(
         None => "candidate".into(),
     };
     Ok(NewMemory {
-        namespace: who.namespace.clone(),
-        scope,
-        scope_owner,
-        thread: thread(req.thread.as_deref())?,
-        thread_pos: thread_pos(req.thread.as_deref(), req.position)?,
-        occurred_at: req
-            .occurred_at
-            .as_deref()
-            .map(|s| {
-                clock::parse_event(s)
-                    .map_err(|m| GateError::InvalidInput(format!("occurred_at: {m}")))
-            })
-            .transpose()?,
-        dedupe_key: dedupe_key(&content),
-        content,
-        subject,
-        category,
-        tier: tier(req.tier)?,
-        importance: importance(req.importance.as_deref())?,
-        confidence: confidence(req.confidence)?,
-        pinned: req.pinned,
-        status,
-        metadata: serde_json::Value::Object(meta).to_string(),
-        tags,
-        source: "agent".into(),
-        created_by: Some(who.agent.clone()),
-        expires_at: expires(req.expires.as_deref(), now)?,
+        row: Memory {
+            namespace: who.namespace.clone(),
+            scope,
+            scope_owner,
+            thread: thread(req.thread.as_deref())?,
+            thread_pos: thread_pos(req.thread.as_deref(), req.position)?,
+            occurred_at: req
+                .occurred_at
+                .as_deref()
+                .map(|s| {
+                    clock::parse_event(s)
+                        .map_err(|m| GateError::InvalidInput(format!("occurred_at: {m}")))
+                })
+                .transpose()?,
+            dedupe_key: Some(dedupe_key(&content)),
+            content,
+            subject,
+            category,
+            tier: tier(req.tier)?,
+            importance: importance(req.importance.as_deref())?,
+            confidence: confidence(req.confidence)?,
+            pinned: req.pinned,
+            status,
+            metadata: serde_json::Value::Object(meta).to_string(),
+            tags,
+            source: "agent".into(),
+            created_by: Some(who.agent.clone()),
+            expires_at: expires(req.expires.as_deref(), now)?,
+            ..blank_row()
+        },
         redacted: redacted_content || redacted_subject || redacted_fields,
         sketch: None,
     })
@@ -783,6 +786,19 @@ mod tests {
         }
     }
 
+    /// The default rules.
+    fn rules() -> Rules<'static> {
+        static MEMORY: std::sync::LazyLock<settings::MemoryConfig> =
+            std::sync::LazyLock::new(Default::default);
+        static GATE: std::sync::LazyLock<settings::GateConfig> =
+            std::sync::LazyLock::new(Default::default);
+        Rules {
+            memory: &MEMORY,
+            gate: &GATE,
+            limits: Limits::default(),
+        }
+    }
+
     fn add(content: &str) -> AddRequest {
         AddRequest {
             content: content.into(),
@@ -794,16 +810,14 @@ mod tests {
 
     #[test]
     fn expiry_must_be_in_the_future() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         let mut r = add("x");
         r.expires = Some("7d".into());
         let m = check_add(&r, &who(), &c, NOW).unwrap();
-        assert_eq!(m.expires_at.as_deref(), Some("2026-01-08T00:00:00.000Z"));
+        assert_eq!(
+            m.row.expires_at.as_deref(),
+            Some("2026-01-08T00:00:00.000Z")
+        );
         for past in ["2025-12-31T00:00:00Z", "2026-01-01T00:00:00Z"] {
             r.expires = Some(past.into());
             assert!(
@@ -818,12 +832,7 @@ mod tests {
 
     #[test]
     fn scope_aliases_and_owner_from_session() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         for (given, scope, owner) in [
             (None, "project", None),
             (Some("user"), "agent", Some("a1")),
@@ -834,8 +843,8 @@ mod tests {
             let mut r = add("x");
             r.scope = given.map(str::to_string);
             let m = check_add(&r, &who(), &c, NOW).unwrap();
-            assert_eq!(m.scope, scope, "{given:?}");
-            assert_eq!(m.scope_owner.as_deref(), owner, "{given:?}");
+            assert_eq!(m.row.scope, scope, "{given:?}");
+            assert_eq!(m.row.scope_owner.as_deref(), owner, "{given:?}");
         }
         let mut r = add("x");
         r.scope = Some("galaxy".into());
@@ -850,12 +859,7 @@ mod tests {
 
     #[test]
     fn gate_reasons() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         let cases: Vec<(AddRequest, &str)> = vec![
             (add("   "), "empty"),
             (add(&"x".repeat(10 * 1024 + 1)), "too_large"),
@@ -893,12 +897,7 @@ mod tests {
 
     #[test]
     fn invalid_fields() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         let bad = [
             AddRequest {
                 tier: Some(4),
@@ -947,12 +946,7 @@ mod tests {
 
     #[test]
     fn tags_are_normalized() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         let t = tags(&["Ops".into(), " ops ".into(), "Déploi".into()], &c).unwrap();
         assert_eq!(t, vec!["déploi".to_string(), "ops".to_string()]);
         let many: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
@@ -970,12 +964,7 @@ mod tests {
 
     #[test]
     fn expiry_is_absolute() {
-        let (memory, gate) = (Default::default(), Default::default());
-        let c = Rules {
-            memory: &memory,
-            gate: &gate,
-            limits: Limits::default(),
-        };
+        let c = rules();
         let m = check_add(
             &AddRequest {
                 expires: Some("2d".into()),
@@ -986,7 +975,10 @@ mod tests {
             NOW,
         )
         .unwrap();
-        assert_eq!(m.expires_at.as_deref(), Some("2026-01-03T00:00:00.000Z"));
+        assert_eq!(
+            m.row.expires_at.as_deref(),
+            Some("2026-01-03T00:00:00.000Z")
+        );
     }
 
     fn row(category: &str, metadata: serde_json::Value) -> Memory {
@@ -994,37 +986,14 @@ mod tests {
             id: 7,
             uid: "u7".into(),
             namespace: "ns".into(),
-            scope: "project".into(),
-            scope_owner: None,
             content: "write the release notes".into(),
-            subject: None,
             category: category.into(),
-            tier: 2,
-            importance: "medium".into(),
-            confidence: 1.0,
-            pinned: false,
-            status: "promoted".into(),
             metadata: metadata.to_string(),
-            tags: Vec::new(),
-            superseded_by: None,
-            superseded_at: None,
-            dedupe_key: None,
-            observation_count: 1,
-            confirmed_count: 0,
-            last_confirmed_at: None,
-            use_count: 0,
-            last_used_at: None,
-            access_score: 0.0,
-            source: "agent".into(),
-            created_by: None,
-            expires_at: None,
             created_at: "2026-01-01T00:00:00.000Z".into(),
             updated_at: "2026-01-01T00:00:00.000Z".into(),
             rev: 3,
             changed_generation: 7,
-            thread: None,
-            thread_pos: None,
-            occurred_at: None,
+            ..blank_row()
         }
     }
 

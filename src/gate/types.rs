@@ -3,53 +3,21 @@
 //! what a session may see with one request's filters ([`View`]). The store
 //! takes these as they are; building them is the gate's job.
 
-/// A validated memory ready to insert (built by the write gate).
+use memd_proto::Memory;
+
+/// A validated memory ready to insert (built by the write gate). The row
+/// is a [`Memory`], the one shape of a memory row (the wire's, below every
+/// layer): the gate fills what a writer chooses; what the store assigns to
+/// a new row (id, uid, counts, times, rev, generation) stays as
+/// [`blank_row`] leaves it, and the insert does not read it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewMemory {
-    /// Namespace.
-    pub namespace: String,
-    /// `project`, `agent` or `session`.
-    pub scope: String,
-    /// Owner for agent/session scope.
-    pub scope_owner: Option<String>,
-    /// The thread it comes from.
-    pub thread: Option<String>,
-    /// Its position in the thread (`None`: after the thread's last).
-    pub thread_pos: Option<i64>,
-    /// When what it tells happened (stored time format).
-    pub occurred_at: Option<String>,
-    /// The text.
-    pub content: String,
-    /// Subject.
-    pub subject: Option<String>,
-    /// Category.
-    pub category: String,
-    /// Tier 1..3.
-    pub tier: i64,
-    /// Importance.
-    pub importance: String,
-    /// Confidence.
-    pub confidence: f64,
-    /// Pinned.
-    pub pinned: bool,
-    /// Status.
-    pub status: String,
-    /// Metadata JSON object text.
-    pub metadata: String,
-    /// Tags, normalized and unique.
-    pub tags: Vec<String>,
-    /// Dedup key.
-    pub dedupe_key: String,
-    /// `agent`, `user`, …
-    pub source: String,
-    /// Agent id of the writer.
-    pub created_by: Option<String>,
-    /// Expiry (stored time format).
-    pub expires_at: Option<String>,
+    /// The row to insert.
+    pub row: Memory,
     /// The gate replaced a secret with `[REDACTED]` (not stored).
     pub redacted: bool,
-    /// The near-duplicate sketch of `content` when it was computed already
-    /// (off the writer thread); `insert` computes it otherwise.
+    /// The near-duplicate sketch of the content when it was computed
+    /// already (off the writer thread); `insert` computes it otherwise.
     pub sketch: Option<Vec<i64>>,
 }
 
@@ -59,29 +27,57 @@ impl NewMemory {
     /// from this).
     pub fn plain(content: &str) -> NewMemory {
         NewMemory {
-            namespace: "default".into(),
-            scope: "project".into(),
-            scope_owner: None,
-            thread: None,
-            thread_pos: None,
-            occurred_at: None,
-            content: content.into(),
-            subject: None,
-            category: "note".into(),
-            tier: 2,
-            importance: "medium".into(),
-            confidence: 1.0,
-            pinned: false,
-            status: "promoted".into(),
-            metadata: "{}".into(),
-            tags: Vec::new(),
-            dedupe_key: super::dedupe_key(content),
-            source: "agent".into(),
-            created_by: None,
-            expires_at: None,
+            row: Memory {
+                content: content.into(),
+                dedupe_key: Some(super::dedupe_key(content)),
+                ..blank_row()
+            },
             redacted: false,
             sketch: None,
         }
+    }
+}
+
+/// A memory row with no content, every field a writer chooses at its
+/// default (a promoted project-scope note of tier 2 in `default`, written
+/// by an agent), and what the store assigns empty. The one place a memory
+/// row is built field by field: every other starts from it.
+pub fn blank_row() -> Memory {
+    Memory {
+        id: 0,
+        uid: String::new(),
+        namespace: "default".into(),
+        scope: "project".into(),
+        scope_owner: None,
+        content: String::new(),
+        subject: None,
+        category: "note".into(),
+        tier: 2,
+        importance: "medium".into(),
+        confidence: 1.0,
+        pinned: false,
+        status: "promoted".into(),
+        metadata: "{}".into(),
+        tags: Vec::new(),
+        superseded_by: None,
+        superseded_at: None,
+        dedupe_key: None,
+        observation_count: 1,
+        confirmed_count: 0,
+        last_confirmed_at: None,
+        use_count: 0,
+        last_used_at: None,
+        access_score: 0.0,
+        source: "agent".into(),
+        created_by: None,
+        expires_at: None,
+        created_at: String::new(),
+        updated_at: String::new(),
+        rev: 0,
+        changed_generation: 0,
+        thread: None,
+        thread_pos: None,
+        occurred_at: None,
     }
 }
 

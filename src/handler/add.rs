@@ -4,24 +4,23 @@
 use memd_proto::{AddRequest, Response};
 use time::OffsetDateTime;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::drift::policy::WriteKind;
 use crate::gate;
 use crate::gate::View;
 use crate::gate::similar;
 use crate::session::Session;
-use crate::store::StoreError;
 use crate::store::ops::add::AddOp;
 
 pub(super) async fn handle(
     req: AddRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let now = OffsetDateTime::now_utc();
     let config = cx.config();
     let mut new = gate::check_add(&req, &session.who, &config.gate_rules(), now)?;
-    session.owns_session_rows |= new.scope == "session";
+    session.owns_session_rows |= new.row.scope == "session";
     let supersedes = req.supersedes;
     // The memory to supersede is looked up even when superseded or archived,
     // so a double supersession is a conflict, not a "not found".
@@ -34,11 +33,11 @@ pub(super) async fn handle(
     };
     // A memory from a thread is an event at its place in the thread, not a
     // statement: it is never merged into another.
-    let dedup = config.gate.dedup && supersedes.is_none() && new.thread.is_none();
+    let dedup = config.gate.dedup && supersedes.is_none() && new.row.thread.is_none();
     let threshold = config.gate.near_duplicate_threshold;
     // The shingles and the sketch are computed here, off the writer thread:
     // the writer only looks up and compares.
-    let mine = similar::profile(&new.content);
+    let mine = similar::profile(&new.row.content);
     new.sketch = Some(similar::sketch(&mine));
     let op = AddOp {
         new,
@@ -48,9 +47,8 @@ pub(super) async fn handle(
         near: (dedup && threshold <= 1.0).then_some((mine, threshold)),
         now: crate::clock::format(now),
     };
-    let guard = super::support::guard(session, kind);
-    let written = cx.store().add(guard, op).await;
-    let written = super::support::settle(cx, session, written).await?;
+    let written =
+        super::support::write(cx, session, kind, |guard| cx.store().add(guard, op)).await?;
     Ok(Response::Added(written.value))
 }
 

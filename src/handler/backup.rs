@@ -3,9 +3,8 @@
 use memd_proto::{BackupRequest, Response};
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 fn restrict(path: &std::path::Path) {
     use std::os::unix::fs::PermissionsExt;
@@ -18,7 +17,7 @@ pub(super) async fn handle(
     _req: BackupRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let (path, file) = super::support::download::new_download(cx, session)?;
     drop(file);
     // The backup API, all pages in one step: one consistent read of the

@@ -2,9 +2,8 @@
 
 use memd_proto::{CheckReport, CheckRequest, Response};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// Integrity: SQLite's check, the FTS index's, rows missing from the index
 /// and missing schema objects.
@@ -12,7 +11,7 @@ pub(super) async fn handle(
     _req: CheckRequest,
     _session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let crate::store::health::Integrity {
         integrity,
         memories,

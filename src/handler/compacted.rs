@@ -2,9 +2,8 @@
 
 use memd_proto::{CompactedRequest, Response};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// The agent compacted its context: the block is rebuilt at the next
 /// inject.
@@ -12,28 +11,6 @@ pub(super) async fn handle(
     _req: CompactedRequest,
     session: &mut Session,
     _cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
-    session.invalidate();
-    Ok(Response::Invalidated)
-}
-
-#[cfg(test)]
-mod tests {
-    use memd_proto::{CompactedRequest, InjectRequest, Request, Response};
-
-    use crate::handler::support::testkit::Kit;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn drops_the_block() {
-        let kit = Kit::new();
-        let mut s = kit.session("a");
-        kit.add(&mut s, "the build uses make").await;
-        kit.ok(&mut s, Request::Inject(InjectRequest {})).await;
-        assert!(s.snapshot().is_some());
-        let r = kit
-            .ok(&mut s, Request::Compacted(CompactedRequest {}))
-            .await;
-        assert_eq!(r, Response::Invalidated);
-        assert!(s.snapshot().is_none());
-    }
+) -> Result<Response, HandlerError> {
+    Ok(super::support::new_block_at_next_inject(session))
 }

@@ -1,13 +1,12 @@
 //! `confirm`: one more confirmation of a memory.
 
-use memd_proto::{ConfirmRequest, Filter, MemoryReply, Response};
+use memd_proto::{ConfirmRequest, Filter, Response};
 use time::OffsetDateTime;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::drift::policy::WriteKind;
 use crate::gate;
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// `confirm`: `confirmed_count + 1`, `last_confirmed_at`. Not an edit: the
 /// generation and `rev` do not move.
@@ -15,15 +14,13 @@ pub(super) async fn handle(
     req: ConfirmRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let view = gate::view(&Filter::default(), &session.who, OffsetDateTime::now_utc())?;
-    let guard = super::support::guard(session, WriteKind::Append);
-    let written = cx.store().confirm(guard, req.id, view).await;
-    let written = super::support::settle(cx, session, written).await?;
-    Ok(Response::Memory(Box::new(MemoryReply {
-        memory: written.value,
-        generation: written.generation,
-    })))
+    let written = super::support::write(cx, session, WriteKind::Append, |guard| {
+        cx.store().confirm(guard, req.id, view)
+    })
+    .await?;
+    Ok(super::support::memory_reply(written))
 }
 
 #[cfg(test)]

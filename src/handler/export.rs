@@ -3,9 +3,8 @@
 use memd_proto::{ExportRequest, Response};
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 use crate::store::ops::read::ExportFormat;
 
 /// An export (JSON or Markdown) of the session's namespace, the ones named,
@@ -14,7 +13,7 @@ pub(super) async fn handle(
     req: ExportRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let namespaces: Option<Vec<String>> = if req.all_namespaces {
         None
     } else if req.namespaces.is_empty() {
@@ -27,7 +26,7 @@ pub(super) async fn handle(
         "" | "json" => ExportFormat::Json,
         "markdown" | "md" => ExportFormat::Markdown { top },
         other => {
-            return Err(StoreError::InvalidInput(format!(
+            return Err(HandlerError::InvalidInput(format!(
                 "unknown export format `{other}`: expected json or markdown"
             )));
         }

@@ -4,9 +4,8 @@ use std::os::unix::fs::FileExt;
 
 use memd_proto::{Chunk, FetchRequest, Response};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// Largest chunk a fetch returns.
 const FETCH_MAX: u32 = 1024 * 1024;
@@ -15,9 +14,9 @@ pub(super) async fn handle(
     req: FetchRequest,
     session: &mut Session,
     _cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let d = session.download.as_ref().ok_or_else(|| {
-        StoreError::InvalidInput("nothing to fetch: ask for an export or a backup first".into())
+        HandlerError::InvalidInput("nothing to fetch: ask for an export or a backup first".into())
     })?;
     let len = u64::from(req.len.clamp(1, FETCH_MAX));
     let want = len.min(d.size.saturating_sub(req.offset));

@@ -1,28 +1,21 @@
 //! `forget`: delete a memory (its old values stay in `memory_revisions`).
 
-use memd_proto::{Filter, ForgetRequest, ForgetResult, Response};
-use time::OffsetDateTime;
+use memd_proto::{ForgetRequest, ForgetResult, Response};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::drift::policy::WriteKind;
-use crate::gate;
 use crate::session::Session;
-use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: ForgetRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
-    let filter = Filter {
-        include_superseded: true,
-        include_archived: true,
-        ..Filter::default()
-    };
-    let view = gate::view(&filter, &session.who, OffsetDateTime::now_utc())?;
-    let guard = super::support::guard(session, WriteKind::Destructive);
-    let written = cx.store().forget(guard, req.id, req.expect_rev, view).await;
-    let written = super::support::settle(cx, session, written).await?;
+) -> Result<Response, HandlerError> {
+    let view = super::support::view::everything(session)?;
+    let written = super::support::write(cx, session, WriteKind::Destructive, |guard| {
+        cx.store().forget(guard, req.id, req.expect_rev, view)
+    })
+    .await?;
     Ok(Response::Forgotten(ForgetResult {
         id: req.id,
         generation: written.generation,

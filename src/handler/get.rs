@@ -3,7 +3,7 @@
 use memd_proto::{Filter, GetRequest, MemoryReply, Response};
 use time::OffsetDateTime;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::gate;
 use crate::session::Session;
 use crate::store::StoreError;
@@ -12,7 +12,7 @@ pub(super) async fn handle(
     req: GetRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let filter = Filter {
         include_superseded: req.include_inactive,
         include_archived: req.include_inactive,

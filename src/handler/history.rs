@@ -2,15 +2,14 @@
 
 use memd_proto::{History, HistoryRequest, Response};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: HistoryRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let view = super::support::view::everything(session)?;
     let read = cx.store().history(req.id, view).await?;
     let (chain, revisions) = read.value;

@@ -3,10 +3,10 @@
 use memd_proto::{ImportReport, ImportRequest, Response};
 use serde_json::Value;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
-use crate::store::{Cause, StoreError};
+use crate::store::StoreError;
 
 /// Entries imported per transaction. Small on purpose: inside a job's
 /// savepoint every statement's own savepoint is released by truncating the
@@ -19,11 +19,11 @@ pub(super) async fn handle(
     req: ImportRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let upload = session
         .upload
         .take()
-        .ok_or_else(|| StoreError::InvalidInput("nothing was uploaded to import".into()))?;
+        .ok_or_else(|| HandlerError::InvalidInput("nothing was uploaded to import".into()))?;
     let path = upload.path.clone();
     let (doc, layout) = tokio::task::spawn_blocking(move || {
         let doc = std::fs::read_to_string(&path)
@@ -32,7 +32,7 @@ pub(super) async fn handle(
         Ok::<_, StoreError>((doc, layout))
     })
     .await
-    .map_err(|e| StoreError::Io(Cause::of(e)))??;
+    .map_err(|e| HandlerError::Io(std::io::Error::other(e)))??;
     drop(upload);
     let kind = if req.replace {
         WriteKind::Destructive
@@ -76,9 +76,10 @@ pub(super) async fn handle(
                 continue;
             }
             let (links, replace) = (links.clone(), req.replace);
-            let guard = super::support::guard(session, kind);
-            let written = cx.store().import_chunk(guard, part, links, replace).await;
-            let written = super::support::settle(cx, session, written).await?;
+            let written = super::support::write(cx, session, kind, |guard| {
+                cx.store().import_chunk(guard, part, links, replace)
+            })
+            .await?;
             for (t, c) in totals.iter_mut().zip(written.value) {
                 *t += c;
             }

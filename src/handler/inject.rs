@@ -8,10 +8,9 @@ use std::sync::atomic::Ordering;
 
 use memd_proto::{InjectRequest, InjectStats, Injection, Response};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
 use crate::session::snapshot::{self, Builder};
-use crate::store::StoreError;
 use crate::store::ops::read::BlockFor;
 use crate::store::readers::ReadKind;
 
@@ -19,7 +18,7 @@ pub(super) async fn handle(
     _req: InjectRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let stats = &cx.store().stats;
     if let Some(snap) = session.snapshot() {
         stats.snapshot_hits.fetch_add(1, Ordering::Relaxed);

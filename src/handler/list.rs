@@ -3,16 +3,15 @@
 use memd_proto::{ListRequest, MemoryList, Response};
 use time::OffsetDateTime;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::gate;
 use crate::session::Session;
-use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: ListRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let view = gate::view(&req.filter, &session.who, OffsetDateTime::now_utc())?;
     let limit = super::support::page_limit(req.limit, cx);
     let read = cx.store().list(view, limit, req.offset).await?;

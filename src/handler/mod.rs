@@ -4,13 +4,14 @@
 //! which sees the request, the session and a [`Ctx`] — what a request may
 //! touch. It checks the request with the pure rules (`gate`, the drift and
 //! snapshot rules), asks the store for a named operation (a read, or a
-//! write under the session's drift guard: `support::guard` and
-//! `support::settle`), and answers. A reply that shows rows records them
-//! with [`Session::shown`]; [`dispatch`] moves the session's seen
-//! generation by the wire's rule (`Response::seen_generation`). What
-//! several handlers share lives in `support`. [`dispatch`] is an
-//! exhaustive `match` over [`Request`]: a new request kind does not compile
-//! until it is handled here (see ARCHITECTURE.md "The life of a request").
+//! write under the session's drift guard, through the one write tail
+//! `support::write`: guard, operation, settle), and answers. A reply that
+//! shows rows records them with [`Session::shown`]; [`dispatch`] moves the
+//! session's seen generation by the wire's rule
+//! (`Response::seen_generation`). What several handlers share lives in
+//! `support`. [`dispatch`] is an exhaustive `match` over [`Request`]: a new
+//! request kind does not compile until it is handled here (see
+//! ARCHITECTURE.md "The life of a request").
 
 mod add;
 mod backup;
@@ -63,6 +64,7 @@ use crate::state::Shared;
 use crate::store::access::Access;
 use crate::store::lifecycle::Trigger;
 use crate::store::{Store, StoreError};
+use crate::sync;
 
 /// What a request may touch: the store, the settings in force when it
 /// arrived, the data dir, drift backups, access tracking, the embedder,
@@ -165,13 +167,44 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// What a request can fail with. A store operation's failure (and with
+/// it the gate's and the drift guard's) is [`HandlerError::Store`]; a
+/// handler that never touches the store fails only with the other two.
+/// [`error_body`] turns each into the wire's error.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    /// A store operation failed, or the gate or the drift guard refused.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The request cannot be served as asked (nothing to fetch, an upload
+    /// over the limit, no such named session).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// A file of the session (an upload, a download) could not be read or
+    /// written.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl From<crate::gate::GateError> for HandlerError {
+    fn from(e: crate::gate::GateError) -> Self {
+        HandlerError::Store(e.into())
+    }
+}
+
+impl From<crate::embed::service::NotReady> for HandlerError {
+    fn from(e: crate::embed::service::NotReady) -> Self {
+        HandlerError::Store(e.into())
+    }
+}
+
 /// Handles one request of an open session; the reply moves the session's
 /// seen generation as the wire's rule says.
 pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> Response {
     let cx = Ctx::new(shared);
     let kind = req.kind();
     let result = match req {
-        Request::Hello(_) => Err(StoreError::InvalidInput(
+        Request::Hello(_) => Err(HandlerError::InvalidInput(
             "the session is already open: Hello is only valid as the first request".into(),
         )),
         Request::Add(r) => add::handle(r, session, &cx).await,
@@ -236,11 +269,7 @@ pub fn began(shared: &Shared, session: &Session) {
     shared
         .sessions
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    shared
-        .live
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(session.id().to_string());
+    sync::lock(&shared.live).insert(session.id().to_string());
 }
 
 /// A session stops serving. A named session outlives its connections (it
@@ -253,11 +282,7 @@ pub async fn ended(shared: &Shared, session: &Session) {
     match &session.named {
         Some(named) => crate::jobs::sessions::leave(shared, named).await,
         None => {
-            shared
-                .live
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(session.id());
+            sync::lock(&shared.live).remove(session.id());
             if session.owns_session_rows {
                 crate::store::lifecycle::record_session_end(&shared.store, session.id()).await;
             }
@@ -265,9 +290,17 @@ pub async fn ended(shared: &Shared, session: &Session) {
     }
 }
 
-/// Maps a store error to the wire: the one place where codes are chosen.
-pub fn error_body(e: &StoreError) -> ErrorBody {
-    let code = match e {
+/// Maps a request's failure to the wire: the one place where codes are
+/// chosen.
+pub fn error_body(e: &HandlerError) -> ErrorBody {
+    let store = match e {
+        HandlerError::Store(e) => e,
+        HandlerError::InvalidInput(_) => {
+            return ErrorBody::new(ErrorCode::InvalidInput, e.to_string());
+        }
+        HandlerError::Io(_) => return ErrorBody::new(ErrorCode::Internal, e.to_string()),
+    };
+    let code = match store {
         StoreError::NotFound(_) => ErrorCode::NotFound,
         StoreError::Conflict { .. } => ErrorCode::Conflict,
         StoreError::Rejected { .. } => ErrorCode::Rejected,
@@ -286,8 +319,8 @@ pub fn error_body(e: &StoreError) -> ErrorBody {
         | StoreError::Sqlite(_)
         | StoreError::Io(_) => ErrorCode::Internal,
     };
-    let mut body = ErrorBody::new(code, e.to_string());
-    match e {
+    let mut body = ErrorBody::new(code, store.to_string());
+    match store {
         StoreError::Rejected { reason, .. } => body.reason = Some((*reason).to_string()),
         StoreError::Conflict { current_rev, .. } => body.current_rev = *current_rev,
         StoreError::Drift(r) => body.drift = Some(r.details()),

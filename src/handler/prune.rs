@@ -2,9 +2,8 @@
 
 use memd_proto::{PruneRequest, PruneResult, Response};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// `prune`: deletes expired memories (already invisible to every read) of
 /// the session's namespace, or of all with `all_namespaces`. A maintenance
@@ -14,7 +13,7 @@ pub(super) async fn handle(
     req: PruneRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let namespace = (!req.all_namespaces).then(|| session.namespace().to_string());
     let dry_run = req.dry_run;
     let (mut ids, mut generation) = cx.store().prune(namespace.clone(), dry_run).await?;

@@ -7,10 +7,10 @@
 
 use memd_proto::{ReembedReport, ReembedRequest, Response};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::embed::rules::ModelLock;
 use crate::session::Session;
-use crate::store::StoreError;
+use crate::sync;
 
 /// `reembed`: drops every stored vector, locks the database to the
 /// configured model and lets the embedding worker start over. A write of
@@ -19,7 +19,7 @@ pub(super) async fn handle(
     _req: ReembedRequest,
     _session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let embed = cx.embed();
     let embedder = embed.embedder()?;
     let lock = ModelLock {
@@ -29,10 +29,7 @@ pub(super) async fn handle(
     let previous = embed.lock();
     let pending = cx.store().reset_vectors(lock.clone()).await?;
     {
-        let mut index = embed
-            .index
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut index = sync::write(&embed.index);
         *index = crate::embed::vectors::Index::new(lock.dim);
     }
     embed.set_lock(Some(lock.clone()));

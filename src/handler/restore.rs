@@ -5,9 +5,8 @@
 
 use memd_proto::{Response, RestoreReport, RestoreRequest};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// Replaces the database with the uploaded SQLite file (the backup API;
 /// counted as an external change).
@@ -15,11 +14,11 @@ pub(super) async fn handle(
     _req: RestoreRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let upload = session
         .upload
         .take()
-        .ok_or_else(|| StoreError::InvalidInput("nothing was uploaded to restore from".into()))?;
+        .ok_or_else(|| HandlerError::InvalidInput("nothing was uploaded to restore from".into()))?;
     tokio::task::block_in_place(|| upload.file.sync_all())?;
     let bytes = upload.len;
     tracing::warn!(session = %session.id(), bytes, "restoring the database from an uploaded file");

@@ -5,15 +5,14 @@
 
 use memd_proto::{Response, SearchRequest};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: SearchRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let mut results = super::support::search::run(vec![req], session, cx).await?;
     Ok(Response::Hits(results.remove(0)))
 }

@@ -2,9 +2,8 @@
 
 use memd_proto::{Response, SearchBatchRequest, SearchBatchResult};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// Most searches in one batch.
 const MAX_BATCH: usize = 64;
@@ -13,12 +12,14 @@ pub(super) async fn handle(
     req: SearchBatchRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     if req.searches.is_empty() {
-        return Err(StoreError::InvalidInput("the batch holds no search".into()));
+        return Err(HandlerError::InvalidInput(
+            "the batch holds no search".into(),
+        ));
     }
     if req.searches.len() > MAX_BATCH {
-        return Err(StoreError::InvalidInput(format!(
+        return Err(HandlerError::InvalidInput(format!(
             "a batch holds at most {MAX_BATCH} searches, not {}",
             req.searches.len()
         )));

@@ -2,18 +2,17 @@
 
 use memd_proto::{Response, SessionEndRequest, SessionEnded};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// Ends a named session of the namespace.
 pub(super) async fn handle(
     req: SessionEndRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let Some(named) = cx.named().end(session.namespace(), &req.name) else {
-        return Err(StoreError::InvalidInput(format!(
+        return Err(HandlerError::InvalidInput(format!(
             "no session named `{}` in namespace {}",
             req.name,
             session.namespace()

@@ -2,16 +2,15 @@
 
 use memd_proto::{NamedSessionInfo, Response, SessionList, SessionListRequest};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// The named sessions of the session's namespace (or of every one).
 pub(super) async fn handle(
     req: SessionListRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let every = req.all_namespaces || session.who.reach.every_namespace;
     let sessions = cx
         .named()

@@ -5,34 +5,26 @@
 use memd_proto::{NamedSessionInfo, Response, SessionDetail, SessionShowRequest};
 
 use super::Ctx;
+use super::HandlerError;
 use crate::session::Session;
-use crate::store::StoreError;
+use crate::sync;
 
 pub(super) async fn handle(
     req: SessionShowRequest,
     _session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let Some(named) = cx.named().find(&req.namespace, &req.name) else {
-        return Err(StoreError::InvalidInput(format!(
+        return Err(HandlerError::InvalidInput(format!(
             "no named session `{}` in namespace `{}`",
             req.name, req.namespace
         )));
     };
     let (seen, block, built) = {
-        let view = named
-            .view
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let view = sync::lock(&named.view);
         (view.seen, view.snapshot.clone(), view.built.clone())
     };
-    let read_set_rows = named
-        .reads
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .export()
-        .2
-        .len() as u64;
+    let read_set_rows = sync::lock(&named.reads).export().2.len() as u64;
     let built = built.filter(|_| block.is_some());
     Ok(Response::SessionShown(Box::new(SessionDetail {
         info: NamedSessionInfo {

@@ -6,15 +6,15 @@ use std::sync::atomic::Ordering;
 use memd_proto::{PROTOCOL_VERSION, Response, StatusReply, StatusRequest};
 use serde_json::json;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
+use crate::sync;
 
 pub(super) async fn handle(
     _req: StatusRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let embed = cx.embed();
     // Counting vectors reads every row: only when there is an embedder to
     // report on.
@@ -34,11 +34,7 @@ pub(super) async fn handle(
     let (embedded, pending) = facts.vectors;
     let g = &store.generations;
     let external_epoch = g.external_epoch.load(Ordering::Acquire);
-    let last_drift_at = g
-        .last_drift_at
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let last_drift_at = sync::lock(&g.last_drift_at).clone();
     let stats = &store.stats;
     let daemon = cx.daemon();
     let paths = daemon.paths;
@@ -73,10 +69,7 @@ pub(super) async fn handle(
                     "bytes": b.size,
                 }))
                 .collect::<Vec<_>>(),
-            "recent": g
-                .recent
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
+            "recent": crate::sync::lock(&g.recent)
                 .iter()
                 .rev()
                 .map(|e| json!({

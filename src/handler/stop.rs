@@ -2,16 +2,15 @@
 
 use memd_proto::{Response, StopRequest};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// Stops the daemon (in-flight requests finish first).
 pub(super) async fn handle(
     _req: StopRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     tracing::info!(session = %session.id(), agent = %session.agent(), "stop requested by a client");
     cx.stop();
     Ok(Response::Stopping)

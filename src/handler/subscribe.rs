@@ -2,16 +2,15 @@
 
 use memd_proto::{Response, SubscribeRequest};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// Drift and similarity events are pushed to this session from now on.
 pub(super) async fn handle(
     _req: SubscribeRequest,
     session: &mut Session,
     _cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     session.subscribed = true;
     Ok(Response::Subscribed)
 }

@@ -3,21 +3,21 @@
 
 use memd_proto::{Response, SupersedeRequest, SupersedeResult};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::drift::policy::WriteKind;
 use crate::session::Session;
-use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: SupersedeRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let view = super::support::view::everything(session)?;
     let SupersedeRequest { old, new } = req;
-    let guard = super::support::guard(session, WriteKind::Destructive);
-    let written = cx.store().supersede(guard, old, new, view).await;
-    let written = super::support::settle(cx, session, written).await?;
+    let written = super::support::write(cx, session, WriteKind::Destructive, |guard| {
+        cx.store().supersede(guard, old, new, view)
+    })
+    .await?;
     Ok(Response::Superseded(SupersedeResult {
         old,
         new,

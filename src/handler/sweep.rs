@@ -2,16 +2,15 @@
 
 use memd_proto::{Response, SweepRequest};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// A lifecycle sweep on demand (decay, tiers, expiry, scope limits).
 pub(super) async fn handle(
     req: SweepRequest,
     _session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let report = cx.sweep(req.dry_run).await?;
     Ok(Response::Swept(report))
 }

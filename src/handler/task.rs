@@ -1,13 +1,12 @@
 //! `task start|done|cancel`: a task's transitions.
 
-use memd_proto::{Filter, MemoryReply, Response, TaskRequest};
+use memd_proto::{Filter, Response, TaskRequest};
 use time::OffsetDateTime;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::drift::policy::WriteKind;
 use crate::gate;
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// `task start|done|cancel`: checks the transition, sets the task's
 /// `status`, keeps `surface = "startup"` only while the task is open.
@@ -15,23 +14,18 @@ pub(super) async fn handle(
     req: TaskRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let view = gate::view(&Filter::default(), &session.who, OffsetDateTime::now_utc())?;
     let TaskRequest {
         id,
         status,
         expect_rev,
     } = req;
-    let guard = super::support::guard(session, WriteKind::Destructive);
-    let written = cx
-        .store()
-        .move_task(guard, id, status, expect_rev, view)
-        .await;
-    let written = super::support::settle(cx, session, written).await?;
-    Ok(Response::Memory(Box::new(MemoryReply {
-        memory: written.value,
-        generation: written.generation,
-    })))
+    let written = super::support::write(cx, session, WriteKind::Destructive, |guard| {
+        cx.store().move_task(guard, id, status, expect_rev, view)
+    })
+    .await?;
+    Ok(super::support::memory_reply(written))
 }
 
 #[cfg(test)]

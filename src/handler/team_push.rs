@@ -3,17 +3,16 @@
 
 use memd_proto::{Response, TeamPushRequest};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: TeamPushRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     if req.namespace.trim().is_empty() {
-        return Err(StoreError::InvalidInput("the namespace is empty".into()));
+        return Err(HandlerError::InvalidInput("the namespace is empty".into()));
     }
     let report = cx.store().team_push(&session.who, &req.namespace).await?;
     Ok(Response::TeamPushed(report))

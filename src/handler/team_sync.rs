@@ -4,15 +4,14 @@
 
 use memd_proto::{Response, TeamSyncReport, TeamSyncRequest};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::store::StoreError;
 
 pub(super) async fn handle(
     _req: TeamSyncRequest,
     _session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let Some(team) = cx.store().team() else {
         return Ok(Response::TeamSynced(TeamSyncReport {
             configured: false,

@@ -7,8 +7,8 @@ use std::time::Duration;
 use memd_proto::{Response, UiReport, UiRequest};
 
 use super::Ctx;
+use super::HandlerError;
 use crate::session::Session;
-use crate::store::StoreError;
 
 /// How long the listener may take to come up.
 const WAIT: Duration = Duration::from_secs(5);
@@ -17,7 +17,7 @@ pub(super) async fn handle(
     req: UiRequest,
     _session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let web = cx.web();
     let mut wanted = 0;
     web.ask.send_modify(|a| {
@@ -36,16 +36,16 @@ pub(super) async fn handle(
     let state = match ready {
         Ok(Ok(b)) => b.clone(),
         _ => {
-            return Err(StoreError::InvalidInput(
+            return Err(HandlerError::InvalidInput(
                 "the viewer's listener did not start in time".into(),
             ));
         }
     };
     if let Some(e) = state.error {
-        return Err(StoreError::InvalidInput(e));
+        return Err(HandlerError::InvalidInput(e));
     }
     let (Some(address), Some(token)) = (state.address, web.token()) else {
-        return Err(StoreError::InvalidInput(
+        return Err(HandlerError::InvalidInput(
             "the viewer's listener has no address".into(),
         ));
     };

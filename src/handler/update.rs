@@ -1,19 +1,18 @@
 //! `update`: change fields of a memory, optionally only at an expected rev.
 
-use memd_proto::{Filter, MemoryReply, Response, UpdateRequest};
+use memd_proto::{Filter, Response, UpdateRequest};
 use time::OffsetDateTime;
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::drift::policy::WriteKind;
 use crate::gate;
 use crate::session::Session;
-use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: UpdateRequest,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let now = OffsetDateTime::now_utc();
     let changes = gate::check_update(&req, &session.who, &cx.config().gate_rules(), now)?;
     session.owns_session_rows |=
@@ -25,16 +24,12 @@ pub(super) async fn handle(
         ..Filter::default()
     };
     let view = gate::view(&filter, &session.who, now)?;
-    let guard = super::support::guard(session, WriteKind::Destructive);
-    let written = cx
-        .store()
-        .update(guard, req.id, req.expect_rev, changes, view)
-        .await;
-    let written = super::support::settle(cx, session, written).await?;
-    Ok(Response::Memory(Box::new(MemoryReply {
-        memory: written.value,
-        generation: written.generation,
-    })))
+    let written = super::support::write(cx, session, WriteKind::Destructive, |guard| {
+        cx.store()
+            .update(guard, req.id, req.expect_rev, changes, view)
+    })
+    .await?;
+    Ok(super::support::memory_reply(written))
 }
 
 #[cfg(test)]

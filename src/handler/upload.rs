@@ -2,22 +2,21 @@
 
 use memd_proto::{Response, UploadAck, UploadChunk};
 
-use super::Ctx;
+use super::{Ctx, HandlerError};
 use crate::session::{Session, Upload};
-use crate::store::StoreError;
 
 pub(super) async fn handle(
     req: UploadChunk,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     if req.reset {
         session.upload = None;
     }
     let max = cx.config().limits.max_upload_bytes;
     if session.upload.as_ref().map_or(0, |u| u.len) + req.data.len() as u64 > max {
         session.upload = None;
-        return Err(StoreError::InvalidInput(format!(
+        return Err(HandlerError::InvalidInput(format!(
             "the upload is over the {max}-byte limit (limits.max_upload_bytes)"
         )));
     }

@@ -14,7 +14,6 @@ use memd_proto::{
     AddRequest, Filter, ForgetRequest, GetRequest, HistoryRequest, ListRequest, QuerySyntax,
     Request, Response, SearchMode, SearchRequest, UpdateRequest,
 };
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::App;
@@ -152,30 +151,6 @@ pub async fn list(
     })))
 }
 
-/// The body of `POST /v1/memories`: the fields of `memd add`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NewMemory {
-    content: String,
-    category: Option<String>,
-    subject: Option<String>,
-    #[serde(default)]
-    tags: Vec<String>,
-    scope: Option<String>,
-    tier: Option<i64>,
-    #[serde(default)]
-    pinned: bool,
-    importance: Option<String>,
-    status: Option<String>,
-    confidence: Option<f64>,
-    expires: Option<String>,
-    supersedes: Option<i64>,
-    metadata: Option<serde_json::Map<String, Value>>,
-    thread: Option<String>,
-    position: Option<i64>,
-    occurred_at: Option<String>,
-}
-
 /// `POST /v1/memories`: stores a memory through the write gate, in the
 /// namespace the request names (a create without one is refused).
 pub async fn create(
@@ -191,25 +166,8 @@ pub async fn create(
             "a new memory needs a namespace: give Memd-Namespace (or namespace=)",
         ));
     }
-    let m: NewMemory = params::json(&headers, body)?;
-    let req = Request::Add(AddRequest {
-        content: m.content,
-        category: m.category,
-        subject: m.subject,
-        tags: m.tags,
-        scope: m.scope,
-        tier: m.tier,
-        pinned: m.pinned,
-        importance: m.importance,
-        status: m.status,
-        confidence: m.confidence,
-        expires: m.expires,
-        supersedes: m.supersedes,
-        metadata: m.metadata.map(|o| Value::Object(o).to_string()),
-        thread: m.thread,
-        position: m.position,
-        occurred_at: m.occurred_at,
-    });
+    let add: AddRequest = params::json_as(&headers, body, &[])?;
+    let req = Request::Add(add);
     let Response::Added(r) = caller.run(&app, req, None).await? else {
         return Err(unexpected());
     };
@@ -326,24 +284,6 @@ async fn acting(
     Ok((caller.in_namespace(&r.memory.namespace), read))
 }
 
-/// The body of `PATCH /v1/memories/{id}`: the fields of `memd update`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Changes {
-    content: Option<String>,
-    category: Option<String>,
-    subject: Option<String>,
-    tags: Option<Vec<String>>,
-    scope: Option<String>,
-    tier: Option<i64>,
-    pinned: Option<bool>,
-    importance: Option<String>,
-    status: Option<String>,
-    confidence: Option<f64>,
-    expires: Option<String>,
-    metadata: Option<serde_json::Map<String, Value>>,
-}
-
 /// `PATCH /v1/memories/{id}`: changes fields through the drift guard
 /// (`If-Match` is the request's read of the row; a stale one is refused
 /// with 412, the row as it is now and who changed it).
@@ -355,24 +295,10 @@ pub async fn change(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<HttpResponse, Problem> {
     let id = params::id(&id)?;
-    let c: Changes = params::json(&headers, body)?;
+    let mut changes: UpdateRequest = params::json_as(&headers, body, &["id", "expect_rev"])?;
+    changes.id = id;
     let (caller, read) = acting(&app, &headers, query.as_deref(), id).await?;
-    let req = Request::Update(UpdateRequest {
-        id,
-        content: c.content,
-        category: c.category,
-        subject: c.subject,
-        tags: c.tags,
-        scope: c.scope,
-        tier: c.tier,
-        pinned: c.pinned,
-        importance: c.importance,
-        status: c.status,
-        confidence: c.confidence,
-        expires: c.expires,
-        metadata: c.metadata.map(|o| Value::Object(o).to_string()),
-        expect_rev: None,
-    });
+    let req = Request::Update(changes);
     let Response::Memory(r) = caller.run(&app, req, read).await? else {
         return Err(unexpected());
     };

@@ -237,9 +237,14 @@ pub fn fuzz_one(headers: &axum::http::HeaderMap, path: &str, query: Option<&str>
         check(params::id(id.trim_end_matches("/history")));
     }
     let bytes = axum::body::Bytes::copy_from_slice(body);
-    check(params::json::<memories::NewMemory>(
+    check(params::json_as::<memd_proto::AddRequest>(
         headers,
         Ok(bytes.clone()),
+        &[],
     ));
-    check(params::json::<memories::Changes>(headers, Ok(bytes)));
+    check(params::json_as::<memd_proto::UpdateRequest>(
+        headers,
+        Ok(bytes),
+        &["id", "expect_rev"],
+    ));
 }

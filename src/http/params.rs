@@ -127,6 +127,49 @@ pub fn json<T: DeserializeOwned>(
     serde_json::from_slice(&bytes).map_err(|e| Problem::bad(format!("the body: {e}")))
 }
 
+/// A JSON body read as the wire request `T` — the binary protocol's own
+/// fields, so the API spells none again: a key `T` does not have, or one
+/// `except` names, is refused; a missing one takes `T`'s default; a
+/// `metadata` object stands for the JSON text the wire carries.
+///
+/// # Errors
+/// As [`json`], and 400 for an unknown field or a value of the wrong type.
+pub fn json_as<T>(
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    except: &[&str],
+) -> Result<T, Problem>
+where
+    T: DeserializeOwned + serde::Serialize + Default,
+{
+    let given: serde_json::Map<String, serde_json::Value> = json(headers, body)?;
+    let serde_json::Value::Object(mut all) =
+        serde_json::to_value(T::default()).map_err(|e| Problem::bad(e.to_string()))?
+    else {
+        return Err(Problem::bad("the request type is not an object"));
+    };
+    for (k, mut v) in given {
+        if !all.contains_key(&k) || except.contains(&k.as_str()) {
+            let mut known: Vec<&String> = all
+                .keys()
+                .filter(|k| !except.contains(&k.as_str()))
+                .collect();
+            known.sort();
+            let known: Vec<&str> = known.iter().map(|k| k.as_str()).collect();
+            return Err(Problem::bad(format!(
+                "unknown field `{k}` (known: {})",
+                known.join(", ")
+            )));
+        }
+        if k == "metadata" && v.is_object() {
+            v = serde_json::Value::String(v.to_string());
+        }
+        all.insert(k, v);
+    }
+    serde_json::from_value(serde_json::Value::Object(all))
+        .map_err(|e| Problem::bad(format!("the body: {e}")))
+}
+
 /// A path's id.
 ///
 /// # Errors

@@ -33,6 +33,7 @@ use crate::state::Shared;
 use crate::store::ops::vectors::Loaded;
 use crate::store::vectors::{Pending as Row, Threaded};
 use crate::store::{Cause, StoreError};
+use crate::sync;
 
 /// How often the worker looks at the generation while idle.
 const POLL: Duration = Duration::from_millis(100);
@@ -166,9 +167,7 @@ impl Worker {
         self.embedded_through = index.ids().iter().copied().max().unwrap_or(0);
         let svc = &self.shared.embed;
         svc.set_lock(lock);
-        *svc.index
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = index;
+        *sync::write(&svc.index) = index;
         self.last_generation = None;
         Ok(newest)
     }
@@ -180,10 +179,7 @@ impl Worker {
         let (lock, ids) = self.shared.store.vector_ids().await?;
         let svc = &self.shared.embed;
         svc.set_lock(lock);
-        let mut index = svc
-            .index
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut index = sync::write(&svc.index);
         let gone: Vec<i64> = index
             .ids()
             .iter()
@@ -237,10 +233,7 @@ impl Worker {
             }
             {
                 // Their old vectors (if any) are not current any more.
-                let mut index = svc
-                    .index
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut index = sync::write(&svc.index);
                 for r in &rows {
                     index.remove(r.id);
                 }
@@ -333,10 +326,7 @@ impl Worker {
                     self.embedded_through = self.embedded_through.max(max);
                 }
                 svc.set_lock(Some(lock));
-                let mut index = svc
-                    .index
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut index = sync::write(&svc.index);
                 if index.dim() != self.embedder.dim() {
                     *index = Index::new(self.embedder.dim());
                 }
@@ -370,10 +360,7 @@ impl Worker {
         };
         for (id, ns, v) in written {
             let close: Vec<(i64, f32)> = {
-                let index = svc
-                    .index
-                    .read()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let index = sync::read(&svc.index);
                 index
                     .top(&Probe::new(v), Some(std::slice::from_ref(ns)), 64)
                     .into_iter()

@@ -6,6 +6,7 @@
 //! repository ends up in one namespace.
 
 use crate::state::Shared;
+use crate::sync;
 
 /// Whether `name` has the shape of the earlier derivation
 /// (`<name>-<8 hex digits>`): only such a name is moved.
@@ -43,10 +44,7 @@ pub async fn adopt(shared: &Shared, previous: &str, namespace: &str) {
         return;
     }
     {
-        let mut moved = shared
-            .namespaces_moved
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut moved = sync::lock(&shared.namespaces_moved);
         if !moved.insert(previous.to_string()) {
             return;
         }
@@ -66,11 +64,7 @@ pub async fn adopt(shared: &Shared, previous: &str, namespace: &str) {
         Err(e) => {
             tracing::warn!(error = %e, from = %previous, to = %namespace,
                 "cannot move memories to the project's namespace; will try again");
-            shared
-                .namespaces_moved
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .remove(previous);
+            sync::lock(&shared.namespaces_moved).remove(previous);
         }
     }
 }

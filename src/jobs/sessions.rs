@@ -10,6 +10,7 @@ use crate::session::Session;
 use crate::session::named::{Named, changed};
 use crate::state::Shared;
 use crate::store::sessions::Record;
+use crate::sync;
 
 /// What ending a named session leaves behind: its key leaves the live set
 /// (its session-scope rows age from now), its record leaves the disk (once
@@ -17,11 +18,7 @@ use crate::store::sessions::Record;
 /// with the last reference.
 pub async fn end(shared: &Shared, named: Arc<Named>) {
     let key = named.who.session.clone();
-    shared
-        .live
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .remove(&key);
+    sync::lock(&shared.live).remove(&key);
     {
         // After any state of it being kept right now; a connection still
         // open (an MCP server) never keeps it again.
@@ -109,10 +106,7 @@ pub async fn leave(shared: &Shared, named: &Named) {
 pub fn restore(shared: &Shared, records: Vec<Record>) {
     let rows = shared.config().drift.read_set_rows;
     let count = records.len();
-    let mut live = shared
-        .live
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut live = sync::lock(&shared.live);
     for record in records {
         let named = shared.named.restore(record.into_named(rows));
         live.insert(named.who.session.clone());

@@ -11,6 +11,7 @@ use time::OffsetDateTime;
 use crate::state::Shared;
 use crate::store::StoreError;
 use crate::store::lifecycle::{self, Trigger};
+use crate::sync;
 
 /// Runs a sweep (one at a time).
 ///
@@ -22,11 +23,7 @@ pub async fn run(
     dry_run: bool,
 ) -> Result<SweepReport, StoreError> {
     let _one = shared.sweeping.lock().await;
-    let live = shared
-        .live
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .clone();
+    let live = sync::lock(&shared.live).clone();
     let config = shared.config();
     let report = lifecycle::sweep(
         &shared.store,

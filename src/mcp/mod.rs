@@ -26,6 +26,8 @@
 mod server;
 pub mod tools;
 
+use memd_client::exit;
+
 use crate::commands::args::Global;
 use crate::commands::{connect, init_logging_with, resolve_namespace};
 
@@ -86,7 +88,7 @@ pub fn run(mut g: Global) -> i32 {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("memd mcp: cannot start the runtime: {e}");
-            return 1;
+            return exit::ERROR;
         }
     };
     let code = runtime.block_on(async {
@@ -98,10 +100,10 @@ pub fn run(mut g: Global) -> i32 {
             }
         };
         match server::serve(client, g).await {
-            Ok(()) => 0,
+            Ok(()) => exit::OK,
             Err(message) => {
                 eprintln!("memd mcp: {message}");
-                1
+                exit::ERROR
             }
         }
     });

@@ -45,6 +45,7 @@ use super::tools::{self, ToolError};
 use crate::commands::CommandError;
 use crate::commands::args::{Command, Global, TaskCommand};
 use crate::config::Paths;
+use crate::sync;
 
 /// The frozen memory block.
 pub const INJECT_URI: &str = "memory://inject";
@@ -221,10 +222,7 @@ impl Session {
 
     fn drift(&self, event: DriftEvent) {
         {
-            let mut last = self
-                .last_drift
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut last = sync::lock(&self.last_drift);
             let count = last.as_ref().map_or(0, |(_, n)| *n) + 1;
             *last = Some((event.clone(), count));
         }
@@ -234,10 +232,7 @@ impl Session {
 
     fn similar(&self, event: SimilarEvent) {
         {
-            let mut similar = self
-                .similar
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut similar = sync::lock(&self.similar);
             if similar.0.len() == SIMILAR_KEEP {
                 similar.0.pop_front();
             }
@@ -248,10 +243,7 @@ impl Session {
     }
 
     fn drift_json(&self) -> Value {
-        let last = self
-            .last_drift
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let last = sync::lock(&self.last_drift);
         match &*last {
             None => json!({"changed_outside": false, "events": 0, "last": null}),
             Some((e, n)) => json!({
@@ -267,10 +259,7 @@ impl Session {
     }
 
     fn similar_json(&self) -> Value {
-        let similar = self
-            .similar
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let similar = sync::lock(&self.similar);
         let recent: Vec<Value> = similar
             .0
             .iter()
@@ -446,10 +435,7 @@ async fn notify_subscribers(session: Arc<Session>) {
             Err(broadcast::error::RecvError::Closed) => return,
         };
         let (peer, uris) = {
-            let subs = session
-                .subscribers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let subs = sync::lock(&session.subscribers);
             (subs.peer.clone(), subs.uris.clone())
         };
         let Some(peer) = peer else { continue };
@@ -712,11 +698,7 @@ impl ServerHandler for Memd {
         context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
         let result = if URIS.contains(&request.uri.as_str()) {
-            let mut subs = self
-                .session
-                .subscribers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut subs = sync::lock(&self.session.subscribers);
             subs.peer = Some(context.peer.clone());
             subs.uris.insert(request.uri);
             Ok(())
@@ -735,10 +717,7 @@ impl ServerHandler for Memd {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<(), ErrorData>> + MaybeSendFuture + '_ {
-        self.session
-            .subscribers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        sync::lock(&self.session.subscribers)
             .uris
             .remove(&request.uri);
         std::future::ready(Ok(()))

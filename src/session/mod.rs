@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 
 use memd_proto::{DriftPolicy, Hello, Injection};
 
+use crate::sync;
 use ident::Who;
 use readset::ReadSet;
 
@@ -247,9 +248,7 @@ impl Session {
     }
 
     fn view(&self) -> std::sync::MutexGuard<'_, View> {
-        self.view
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        sync::lock(&self.view)
     }
 
     /// The frozen block, once built.
@@ -319,10 +318,7 @@ impl Session {
     /// the read set records them (the row rule).
     pub fn shown(&mut self, generation: u64, rows: impl IntoIterator<Item = (i64, i64)>) {
         self.changed(named::changed::STATE);
-        let mut reads = self
-            .reads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut reads = sync::lock(&self.reads);
         for (id, rev) in rows {
             reads.record(generation, id, rev);
         }
@@ -333,10 +329,7 @@ impl Session {
     /// not move.
     pub fn wrote(&mut self, generation: u64, rows: impl IntoIterator<Item = (i64, i64)>) {
         self.changed(named::changed::STATE);
-        let mut reads = self
-            .reads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut reads = sync::lock(&self.reads);
         for (id, rev) in rows {
             reads.record(generation, id, rev);
         }

@@ -29,6 +29,7 @@ use memd_proto::DriftPolicy;
 use super::View;
 use super::ident::Who;
 use super::readset::ReadSet;
+use crate::sync;
 
 /// What the connections of one named session share.
 #[derive(Debug)]
@@ -97,10 +98,7 @@ impl Named {
     }
 
     fn touch(&self) {
-        *self
-            .last_used
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = SystemTime::now();
+        *sync::lock(&self.last_used) = SystemTime::now();
         self.mark(changed::STATE);
     }
 
@@ -128,9 +126,7 @@ impl Named {
     }
 
     fn keeping(&self) -> std::sync::MutexGuard<'_, ()> {
-        self.keeping
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        sync::lock(&self.keeping)
     }
 
     /// Marks it ended and returns the guard under which its removal from
@@ -143,10 +139,7 @@ impl Named {
 
     /// When a connection last opened or closed.
     pub fn last_used(&self) -> SystemTime {
-        *self
-            .last_used
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        *sync::lock(&self.last_used)
     }
 
     /// Open connections.
@@ -191,10 +184,7 @@ impl Registry {
     /// Joins the named session (creating it with `make` when there is
     /// none): one more connection.
     pub fn join(&self, namespace: &str, name: &str, make: impl FnOnce() -> Named) -> Arc<Named> {
-        let mut map = self
-            .map
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = sync::lock(&self.map);
         let named = map
             .entry((namespace.to_string(), name.to_string()))
             .or_insert_with(|| Arc::new(make()))
@@ -207,10 +197,7 @@ impl Registry {
     /// Puts back a named session an earlier daemon kept (see
     /// [`Named::restored`]); one already there (joined since) stays.
     pub fn restore(&self, named: Named) -> Arc<Named> {
-        let mut map = self
-            .map
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = sync::lock(&self.map);
         map.entry((named.who.namespace.clone(), named.who.session.clone()))
             .or_insert_with(|| Arc::new(named))
             .clone()
@@ -218,12 +205,7 @@ impl Registry {
 
     /// Every named session (all namespaces).
     pub fn all(&self) -> Vec<Arc<Named>> {
-        self.map
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .values()
-            .cloned()
-            .collect()
+        sync::lock(&self.map).values().cloned().collect()
     }
 
     /// A connection of `named` closed.
@@ -236,27 +218,19 @@ impl Registry {
     /// connections keep theirs until they close). Returns it, if it was
     /// there.
     pub fn end(&self, namespace: &str, name: &str) -> Option<Arc<Named>> {
-        self.map
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&(namespace.to_string(), name.to_string()))
+        sync::lock(&self.map).remove(&(namespace.to_string(), name.to_string()))
     }
 
     /// Named sessions (all namespaces).
     #[cfg(test)]
     pub fn count(&self) -> usize {
-        self.map
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+        sync::lock(&self.map).len()
     }
 
     /// The named session `name` of `namespace`, if it exists (it is not
     /// joined).
     pub fn find(&self, namespace: &str, name: &str) -> Option<Arc<Named>> {
-        self.map
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        sync::lock(&self.map)
             .get(&(namespace.to_string(), name.to_string()))
             .cloned()
     }
@@ -264,18 +238,12 @@ impl Registry {
     /// The named sessions of a namespace (of every namespace with `None`),
     /// by namespace and name.
     pub fn list(&self, namespace: Option<&str>) -> Vec<Summary> {
-        let map = self
-            .map
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let map = sync::lock(&self.map);
         let mut out: Vec<Summary> = map
             .iter()
             .filter(|((ns, _), _)| namespace.is_none_or(|want| ns == want))
             .map(|((ns, name), n)| {
-                let view = n
-                    .view
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let view = sync::lock(&n.view);
                 Summary {
                     namespace: ns.clone(),
                     name: name.clone(),
@@ -294,10 +262,7 @@ impl Registry {
     /// Ends every named session with no connection idle for `ttl` or
     /// longer; returns them.
     pub fn expire(&self, ttl: Duration) -> Vec<Arc<Named>> {
-        let mut map = self
-            .map
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = sync::lock(&self.map);
         let gone: Vec<(String, String)> = map
             .iter()
             .filter(|(_, n)| n.connections() == 0 && n.idle() >= ttl)

@@ -19,6 +19,7 @@ use crate::session::named::Registry;
 use crate::store::Store;
 use crate::store::access::Access;
 use crate::store::sessions::SessionFile;
+use crate::sync;
 use shutdown::Shutdown;
 
 /// What the handlers and jobs share.
@@ -101,18 +102,12 @@ impl Shared {
     /// The settings in force now (a reload may replace them between two
     /// calls; hold the returned value for one decision).
     pub fn config(&self) -> Arc<Config> {
-        self.config
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        sync::read(&self.config).clone()
     }
 
     /// Replaces the settings (after a reload).
     pub fn set_config(&self, config: Config) {
-        *self
-            .config
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(config);
+        *sync::write(&self.config) = Arc::new(config);
     }
 }
 

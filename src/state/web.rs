@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
+use crate::sync;
+
 /// What is asked of the listener.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Ask {
@@ -53,17 +55,11 @@ impl Default for Web {
 impl Web {
     /// The token browsers must present, once the listener has one.
     pub fn token(&self) -> Option<Arc<str>> {
-        self.token
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        sync::lock(&self.token).clone()
     }
 
     /// Sets the token (the daemon, from the token file).
     pub fn set_token(&self, token: &str) {
-        *self
-            .token
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::from(token));
+        *sync::lock(&self.token) = Some(Arc::from(token));
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use super::{Store, StoreError};
 use crate::session::ident::Author;
+use crate::sync;
 
 /// Pending uses, by memory id.
 #[derive(Debug, Default)]
@@ -24,10 +25,7 @@ const EARLY_FLUSH: usize = 4_096;
 impl Access {
     /// Records that these memories were returned.
     pub fn record(&self, ids: impl IntoIterator<Item = i64>) {
-        let mut pending = self
-            .pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut pending = sync::lock(&self.pending);
         for id in ids {
             *pending.entry(id).or_insert(0) += 1;
         }
@@ -37,12 +35,7 @@ impl Access {
     }
 
     fn take(&self) -> HashMap<i64, i64> {
-        std::mem::take(
-            &mut *self
-                .pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        std::mem::take(&mut *sync::lock(&self.pending))
     }
 
     /// Writes the pending uses (as the daemon); returns how many rows.
@@ -71,10 +64,7 @@ impl Access {
             })
             .await;
         if let Err(e) = written {
-            let mut pending = self
-                .pending
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut pending = sync::lock(&self.pending);
             for (id, count) in uses {
                 *pending.entry(id).or_insert(0) += count;
             }

@@ -4,58 +4,22 @@
 
 use std::collections::HashMap;
 
+use memd_proto::Memory;
 use rusqlite::{OptionalExtension, params_from_iter};
 use serde_json::Value;
 
+use super::memories::{WRITTEN, written};
 use super::{StoreError, WriteCtx};
 use crate::gate;
 
-/// One entry of an export or a drift backup, checked.
+/// One entry of an export or a drift backup, checked: the row as its file
+/// has it (`superseded_by` the file's id of its successor, turned into a
+/// local id from the links when written).
 #[derive(Debug, Clone)]
 pub struct Entry {
     source_id: Option<i64>,
-    uid: String,
-    namespace: String,
-    scope: &'static str,
-    superseded_by: Option<i64>,
-    values: Vec<rusqlite::types::Value>,
-    tags: Vec<String>,
+    row: Memory,
 }
-
-/// The columns an import writes, in order (`superseded_by` is filled in
-/// from the links).
-const IMPORT_COLUMNS: &[&str] = &[
-    "uid",
-    "namespace",
-    "scope",
-    "scope_owner",
-    "content",
-    "subject",
-    "category",
-    "tier",
-    "importance",
-    "confidence",
-    "pinned",
-    "status",
-    "metadata",
-    "superseded_at",
-    "dedupe_key",
-    "observation_count",
-    "confirmed_count",
-    "last_confirmed_at",
-    "use_count",
-    "last_used_at",
-    "access_score",
-    "source",
-    "created_by",
-    "expires_at",
-    "created_at",
-    "updated_at",
-    "rev",
-    "thread",
-    "thread_pos",
-    "occurred_at",
-];
 
 /// An entry of an import document; one without a namespace goes to the
 /// importing session's.
@@ -63,7 +27,6 @@ const IMPORT_COLUMNS: &[&str] = &[
 /// # Errors
 /// What is wrong with the entry.
 pub fn entry(v: &Value, session_namespace: &str) -> Result<Entry, String> {
-    use rusqlite::types::Value as V;
     let obj = v.as_object().ok_or("an entry is not an object")?;
     let text =
         |k: &str| -> Option<String> { obj.get(k).and_then(Value::as_str).map(str::to_string) };
@@ -103,7 +66,6 @@ pub fn entry(v: &Value, session_namespace: &str) -> Result<Entry, String> {
         None => false,
     };
     let now = crate::clock::now();
-    let opt = |s: Option<String>| s.map_or(V::Null, V::Text);
     let tags = obj
         .get("tags")
         .and_then(Value::as_array)
@@ -115,53 +77,51 @@ pub fn entry(v: &Value, session_namespace: &str) -> Result<Entry, String> {
                 .collect()
         })
         .unwrap_or_default();
-    let values = vec![
-        V::Text(uid.clone()),
-        V::Text(namespace.clone()),
-        V::Text(scope.into()),
-        opt(text("scope_owner")),
-        V::Text(content.clone()),
-        opt(text("subject")),
-        V::Text(text("category").unwrap_or_else(|| "note".into())),
-        V::Integer(tier),
-        V::Text(importance),
-        V::Real(float("confidence").unwrap_or(1.0)),
-        V::Integer(i64::from(pinned)),
-        V::Text(status),
-        V::Text(metadata),
-        opt(text("superseded_at")),
-        V::Text(text("dedupe_key").unwrap_or_else(|| gate::dedupe_key(&content))),
-        V::Integer(int("observation_count").unwrap_or(1)),
-        V::Integer(int("confirmed_count").unwrap_or(0)),
-        opt(text("last_confirmed_at")),
-        V::Integer(int("use_count").unwrap_or(0)),
-        opt(text("last_used_at")),
-        V::Real(float("access_score").unwrap_or(0.0)),
-        V::Text(text("source").unwrap_or_else(|| "import".into())),
-        opt(text("created_by")),
-        opt(text("expires_at")),
-        V::Text(text("created_at").unwrap_or_else(|| now.clone())),
-        V::Text(text("updated_at").unwrap_or(now)),
-        V::Integer(int("rev").unwrap_or(1)),
-        opt(text("thread").filter(|t| !t.trim().is_empty())),
-        int("thread_pos").map_or(V::Null, V::Integer),
-        opt(text("occurred_at")),
-    ];
-    Ok(Entry {
-        source_id: int("id"),
+    let row = Memory {
         uid,
         namespace,
-        scope,
-        superseded_by: int("superseded_by"),
-        values,
+        scope: scope.into(),
+        scope_owner: text("scope_owner"),
+        subject: text("subject"),
+        category: text("category").unwrap_or_else(|| "note".into()),
+        tier,
+        importance,
+        confidence: float("confidence").unwrap_or(1.0),
+        pinned,
+        status,
+        metadata,
         tags,
+        superseded_by: int("superseded_by"),
+        superseded_at: text("superseded_at"),
+        dedupe_key: Some(text("dedupe_key").unwrap_or_else(|| gate::dedupe_key(&content))),
+        content,
+        observation_count: int("observation_count").unwrap_or(1),
+        confirmed_count: int("confirmed_count").unwrap_or(0),
+        last_confirmed_at: text("last_confirmed_at"),
+        use_count: int("use_count").unwrap_or(0),
+        last_used_at: text("last_used_at"),
+        access_score: float("access_score").unwrap_or(0.0),
+        source: text("source").unwrap_or_else(|| "import".into()),
+        created_by: text("created_by"),
+        expires_at: text("expires_at"),
+        created_at: text("created_at").unwrap_or_else(|| now.clone()),
+        updated_at: text("updated_at").unwrap_or(now),
+        rev: int("rev").unwrap_or(1),
+        thread: text("thread").filter(|t| !t.trim().is_empty()),
+        thread_pos: int("thread_pos"),
+        occurred_at: text("occurred_at"),
+        ..gate::blank_row()
+    };
+    Ok(Entry {
+        source_id: int("id"),
+        row,
     })
 }
 
 impl Entry {
     /// The namespace and scope the entry goes to.
     pub fn place(&self) -> (&str, &str) {
-        (&self.namespace, self.scope)
+        (&self.row.namespace, &self.row.scope)
     }
 }
 
@@ -252,10 +212,8 @@ pub fn chunk(
 ) -> Result<[u64; 5], StoreError> {
     let conn = ctx.conn;
     let mut counts = [0u64; 5];
-    let cols = IMPORT_COLUMNS.join(", ");
-    let marks: Vec<String> = (1..=IMPORT_COLUMNS.len() + 2)
-        .map(|i| format!("?{i}"))
-        .collect();
+    let cols = WRITTEN.join(", ");
+    let marks: Vec<String> = (1..=WRITTEN.len() + 2).map(|i| format!("?{i}")).collect();
     let insert = format!(
         "INSERT INTO memories ({cols}, superseded_by, id) VALUES ({})",
         marks.join(", ")
@@ -266,7 +224,7 @@ pub fn chunk(
         conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM memories WHERE id = ?1)")?;
     for e in batch {
         let existing: Option<(i64, String)> = by_uid
-            .query_row([&e.uid], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row([&e.row.uid], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
         let replacing = replace && existing.is_some();
         let keep_id = match (existing, replace) {
@@ -277,7 +235,7 @@ pub fn chunk(
                 counts[1] += 1;
                 continue;
             }
-            (Some((_, ns)), true) if ns != e.namespace => {
+            (Some((_, ns)), true) if ns != e.row.namespace => {
                 counts[1] += 1;
                 continue;
             }
@@ -301,7 +259,7 @@ pub fn chunk(
                 }
             }
         };
-        let link = match e.superseded_by {
+        let link = match e.row.superseded_by {
             None => None,
             Some(source) => {
                 let target = match links.get(&source) {
@@ -320,7 +278,7 @@ pub fn chunk(
                 }
             }
         };
-        let mut values = e.values;
+        let mut values = Vec::from(written(&e.row));
         values.push(link.map_or(
             rusqlite::types::Value::Null,
             rusqlite::types::Value::Integer,
@@ -333,7 +291,7 @@ pub fn chunk(
         conn.prepare_cached(sql)?
             .execute(params_from_iter(values))?;
         let id = conn.last_insert_rowid();
-        super::memories::tags_of_new_row(conn, id, &e.tags)?;
+        super::memories::tags_of_new_row(conn, id, &e.row.tags)?;
         ctx.wrote(id);
     }
     Ok(counts)

@@ -80,46 +80,128 @@ fn text(row: &Row<'_>, idx: usize) -> rusqlite::Result<String> {
     })
 }
 
+/// The columns of `memories` a write sets from a [`Memory`], in
+/// [`written`]'s order: first the [`CHOSEN`] a writer chooses for a new
+/// row (the store assigns the rest itself), then what an import also
+/// keeps from its file. `id` and `superseded_by` are never taken from a
+/// row: the store decides them.
+pub const WRITTEN: [&str; 30] = [
+    "namespace",
+    "scope",
+    "scope_owner",
+    "content",
+    "subject",
+    "category",
+    "tier",
+    "importance",
+    "confidence",
+    "pinned",
+    "status",
+    "metadata",
+    "dedupe_key",
+    "source",
+    "created_by",
+    "expires_at",
+    "thread",
+    "thread_pos",
+    "occurred_at",
+    "uid",
+    "superseded_at",
+    "observation_count",
+    "confirmed_count",
+    "last_confirmed_at",
+    "use_count",
+    "last_used_at",
+    "access_score",
+    "created_at",
+    "updated_at",
+    "rev",
+];
+
+/// How many of [`WRITTEN`] a writer chooses for a new row.
+pub const CHOSEN: usize = 19;
+
+/// The values of [`WRITTEN`] in `m`.
+pub fn written(m: &Memory) -> [Value; 30] {
+    let text = |s: &str| Value::Text(s.to_string());
+    let opt = |s: &Option<String>| s.clone().map_or(Value::Null, Value::Text);
+    let int = |i: Option<i64>| i.map_or(Value::Null, Value::Integer);
+    [
+        text(&m.namespace),
+        text(&m.scope),
+        opt(&m.scope_owner),
+        text(&m.content),
+        opt(&m.subject),
+        text(&m.category),
+        Value::Integer(m.tier),
+        text(&m.importance),
+        Value::Real(m.confidence),
+        Value::Integer(i64::from(m.pinned)),
+        text(&m.status),
+        text(&m.metadata),
+        opt(&m.dedupe_key),
+        text(&m.source),
+        opt(&m.created_by),
+        opt(&m.expires_at),
+        opt(&m.thread),
+        int(m.thread_pos),
+        opt(&m.occurred_at),
+        text(&m.uid),
+        opt(&m.superseded_at),
+        Value::Integer(m.observation_count),
+        Value::Integer(m.confirmed_count),
+        opt(&m.last_confirmed_at),
+        Value::Integer(m.use_count),
+        opt(&m.last_used_at),
+        Value::Real(m.access_score),
+        text(&m.created_at),
+        text(&m.updated_at),
+        Value::Integer(m.rev),
+    ]
+}
+
+/// The insert of a new row: the [`CHOSEN`] columns of [`WRITTEN`], where
+/// a threaded memory without a position goes after the thread's last.
+static INSERT_NEW: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let columns = &WRITTEN[..CHOSEN];
+    let mark = |c: &str| {
+        let at = columns.iter().position(|x| *x == c);
+        format!("?{}", at.expect("a chosen column") + 1)
+    };
+    let values: Vec<String> = columns
+        .iter()
+        .map(|c| match *c {
+            "thread_pos" => format!(
+                "CASE WHEN {thread} IS NULL THEN NULL ELSE coalesce({pos}, \
+                 (SELECT coalesce(max(thread_pos), 0) + 1 FROM memories \
+                 WHERE namespace = {namespace} AND thread = {thread})) END",
+                thread = mark("thread"),
+                pos = mark("thread_pos"),
+                namespace = mark("namespace"),
+            ),
+            c => mark(c),
+        })
+        .collect();
+    format!(
+        "INSERT INTO memories ({}) VALUES ({})",
+        columns.join(", "),
+        values.join(", ")
+    )
+});
+
 /// Inserts a memory and its tags; returns the new id.
 ///
 /// # Errors
 /// SQLite errors.
 pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
-    // A threaded memory without a position goes after the thread's last.
-    let mut stmt = conn.prepare_cached(
-        "INSERT INTO memories (namespace, scope, scope_owner, content, subject, category, tier, \
-         importance, confidence, pinned, status, metadata, dedupe_key, source, created_by, \
-         expires_at, thread, thread_pos, occurred_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
-         ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
-         CASE WHEN ?17 IS NULL THEN NULL ELSE coalesce(?18, (SELECT coalesce(max(thread_pos), 0) \
-             + 1 FROM memories WHERE namespace = ?1 AND thread = ?17)) END, ?19)",
-    )?;
-    stmt.execute(rusqlite::params![
-        m.namespace,
-        m.scope,
-        m.scope_owner,
-        m.content,
-        m.subject,
-        m.category,
-        m.tier,
-        m.importance,
-        m.confidence,
-        i64::from(m.pinned),
-        m.status,
-        m.metadata,
-        m.dedupe_key,
-        m.source,
-        m.created_by,
-        m.expires_at,
-        m.thread,
-        m.thread_pos,
-        m.occurred_at,
-    ])?;
+    let values = written(&m.row);
+    conn.prepare_cached(&INSERT_NEW)?
+        .execute(params_from_iter(&values[..CHOSEN]))?;
     let id = conn.last_insert_rowid();
-    tags_of_new_row(conn, id, &m.tags)?;
+    tags_of_new_row(conn, id, &m.row.tags)?;
     match &m.sketch {
         Some(sketch) => store_sketch(conn, id, sketch)?,
-        None => set_sketch(conn, id, &m.content)?,
+        None => set_sketch(conn, id, &m.row.content)?,
     }
     Ok(id)
 }
@@ -224,10 +306,11 @@ pub fn find_duplicate(
          ORDER BY m.id LIMIT 8"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
+    let m = &m.row;
     let mut rows = stmt.query((&m.namespace, &m.scope, &m.scope_owner, now, &m.dedupe_key))?;
     while let Some(row) = rows.next()? {
         let content: String = row.get(1)?;
-        if crate::gate::dedupe_key(&content) == m.dedupe_key {
+        if m.dedupe_key.as_deref() == Some(crate::gate::dedupe_key(&content).as_str()) {
             return Ok(Some(row.get(0)?));
         }
     }
@@ -265,6 +348,7 @@ pub fn sketch_candidates(
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut out: Vec<(i64, String)> = Vec::new();
+    let m = &m.row;
     for h in sketch {
         let rows = stmt.query_map(
             (
@@ -1160,7 +1244,7 @@ mod tests {
     fn a_shell_replace_leaves_no_old_tags_or_sketch() {
         let (_dir, conn) = db();
         let mut m = memory("tagged row", vec![42]);
-        m.tags = vec!["old".into()];
+        m.row.tags = vec!["old".into()];
         let id = insert(&conn, &m).unwrap();
         conn.execute(
             "INSERT OR REPLACE INTO memories (id, content) VALUES (?1, 'replaced row')",

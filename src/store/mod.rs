@@ -16,6 +16,7 @@
 //!   in from outside the store (no connection, transaction or closure over
 //!   one leaves it).
 //! - `error`: [`StoreError`], and [`Cause`], which keeps the error below.
+//! - `facade` (feature `bench`): what `memd-bench` uses directly.
 //!
 //! No SQLite call runs on a tokio worker thread: writes go to the writer
 //! thread, reads to `spawn_blocking`.
@@ -24,6 +25,8 @@ pub mod access;
 pub mod chains;
 mod error;
 pub mod export;
+#[cfg(feature = "bench")]
+pub mod facade;
 pub mod health;
 pub mod import;
 pub mod inject;
@@ -48,6 +51,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::drift::highwater::HighWater;
+use crate::sync;
 use serde::{Deserialize, Serialize};
 
 pub use error::{Cause, StoreError};
@@ -119,10 +123,7 @@ impl Generations {
     /// the recent ones.
     pub fn drifted(&self, event: memd_proto::DriftEvent) {
         {
-            let mut recent = self
-                .recent
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut recent = crate::sync::lock(&self.recent);
             recent.push_back(event.clone());
             while recent.len() > RECENT_DRIFT {
                 recent.pop_front();
@@ -293,9 +294,7 @@ fn startup_generations(
             let _ = conn.execute_batch("ROLLBACK");
             return Err(e);
         }
-        *g.last_drift_at
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(crate::clock::now());
+        *sync::lock(&g.last_drift_at) = Some(crate::clock::now());
     }
     g.current.store(generation, Ordering::Release);
     g.own_last.store(generation, Ordering::Release);

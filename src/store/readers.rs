@@ -17,6 +17,7 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::Semaphore;
 
 use super::{Cause, Generations, Stats, StorageConfig, StoreError, read_generation};
+use crate::sync;
 
 /// Whether a read counts in `stats.db_reads` (client requests) or not
 /// (`status`, background work).
@@ -53,24 +54,14 @@ impl Pool {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let _gate = self
-            .gate
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let pooled = self
-            .idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop();
+        let _gate = sync::read(&self.gate);
+        let pooled = sync::lock(&self.idle).pop();
         let conn = match pooled {
             Some(c) => c,
             None => self.open()?,
         };
         let result = f(&conn);
-        self.idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(conn);
+        sync::lock(&self.idle).push(conn);
         result
     }
 
@@ -92,14 +83,8 @@ impl Pool {
     /// Runs `f` with every reader stopped and every idle connection closed;
     /// readers reopen the file afterwards.
     pub fn exclusive<T>(&self, f: impl FnOnce() -> T) -> T {
-        let _gate = self
-            .gate
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
+        let _gate = sync::write(&self.gate);
+        sync::lock(&self.idle).clear();
         f()
     }
 }
@@ -148,11 +133,7 @@ impl Readers {
     pub fn warm(&self) -> Result<(), StoreError> {
         let conn = self.pool.open()?;
         read_generation(&conn)?;
-        self.pool
-            .idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(conn);
+        sync::lock(&self.pool.idle).push(conn);
         Ok(())
     }
 
@@ -211,11 +192,7 @@ impl Readers {
     /// Closes every idle connection; later reads fail.
     pub fn close(&self) {
         self.permits.close();
-        self.pool
-            .idle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
+        sync::lock(&self.pool.idle).clear();
     }
 }
 

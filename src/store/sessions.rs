@@ -28,6 +28,7 @@ use crate::session::ident::Who;
 use crate::session::named::Named;
 use crate::session::readset::ReadSet;
 use crate::session::snapshot;
+use crate::sync::lock;
 
 /// The file's format version (`PRAGMA user_version`).
 const VERSION: i64 = 2;
@@ -90,10 +91,6 @@ pub struct Record {
     pub created: SystemTime,
     /// When a connection last opened or closed.
     pub last_used: SystemTime,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Record {

@@ -48,4 +48,5 @@ mod team_faults;
 mod team_load;
 mod team_tls;
 mod threads;
+mod viewer;
 mod wire;

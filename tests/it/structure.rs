@@ -4,7 +4,18 @@
 //! - SQL appears only under `src/store/`;
 //! - every request kind but `hello` has its handler file,
 //!   `src/handler/<kind>.rs`, exposing one function, and nothing else sits
-//!   beside them but `mod.rs` and `support/`.
+//!   beside them but `mod.rs` and `support/`;
+//! - exit codes are numbers only in `memd_client::exit` (`client/src/exit.rs`);
+//! - a poisoned lock is opened only by the helpers of `src/sync.rs`;
+//! - a handler that never calls the store does not name `StoreError`;
+//! - a memory row is spelled once: no struct outside the team code declares
+//!   the fields of `memd_proto::Memory` again, and a `Memory` is built field
+//!   by field only by `gate::blank_row` and the store's `row_to_memory`;
+//! - the store is the crate's own: outside it, only the `bench` feature's
+//!   façade (`memd::facade`) reaches it;
+//! - no run of more than ten lines of Rust in `src/` stands twice to the
+//!   letter (the `duplicates` tool also finds runs of the same shape:
+//!   ARCHITECTURE.md "Tests").
 //!
 //! A plain reading of the files (comments and string literals told apart),
 //! with no dependency: a failure names the file and what it found.
@@ -413,6 +424,359 @@ fn one_handler_file_per_request() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// What a poisoned lock means is decided once: `sync::lock`, `read` and
+/// `write` (`src/sync.rs`) take a lock through its poison; code elsewhere
+/// calls them instead of writing `PoisonError::into_inner` again.
+#[test]
+fn poisoned_locks_are_opened_in_one_place() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let problems: Vec<String> = files
+        .iter()
+        .filter(|f| !f.ends_with("src/sync.rs"))
+        .filter(|f| opens_a_poisoned_lock(&split(&std::fs::read_to_string(f).unwrap()).0))
+        .map(|f| {
+            format!(
+                "{}: opens a poisoned lock itself; call `crate::sync::lock` (or `read`, `write`)",
+                f.strip_prefix(root()).unwrap().display()
+            )
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Whether code takes a lock through its poison: it names `PoisonError`, or
+/// unwraps a lock result with a closure that calls `into_inner`.
+fn opens_a_poisoned_lock(code: &str) -> bool {
+    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    squeezed.contains("PoisonError")
+        || squeezed.match_indices("unwrap_or_else(|").any(|(at, _)| {
+            squeezed[at..]
+                .find("))")
+                .is_some_and(|end| squeezed[at..at + end].contains(".into_inner("))
+        })
+}
+
+/// Whether a function body gives a number as its result: `=> 3,`,
+/// `=> 3 }`, `return 3;` or a lone `3` line.
+fn returns_a_number(body: &str) -> bool {
+    let lines: Vec<&str> = body.lines().map(str::trim).collect();
+    let number = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    lines.iter().any(|l| {
+        l.split("=>")
+            .nth(1)
+            .is_some_and(|r| number(r.trim().trim_end_matches([',', '}']).trim()))
+            || l.strip_prefix("return ")
+                .is_some_and(|r| number(r.trim_end_matches(';')))
+            || number(l)
+    })
+}
+
+/// Exit codes are written as numbers in one file, `client/src/exit.rs`:
+/// every `exit_code` function, and every function of the command line that
+/// returns an exit code, uses its constants, so the library and the CLI
+/// cannot disagree.
+#[test]
+fn exit_codes_are_numbers_only_in_one_place() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    rust_files(&root().join("client/src"), &mut files);
+    let front_end = ["src/cli/", "src/mcp/", "src/commands/", "src/main.rs"];
+    let mut problems = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root()).unwrap();
+        if rel == Path::new("client/src/exit.rs") {
+            continue;
+        }
+        let in_front_end = front_end
+            .iter()
+            .any(|p| rel.to_string_lossy().starts_with(p));
+        let (code, _) = split(&std::fs::read_to_string(f).unwrap());
+        for (head, body) in functions(&code) {
+            let gives_exit_code = head.starts_with("fn exit_code(")
+                || (in_front_end && (head.contains("-> i32") || head.contains("-> ExitCode")));
+            if gives_exit_code && returns_a_number(body) {
+                problems.push(format!(
+                    "{}: `{}` returns a number: use `memd_client::exit`'s constants",
+                    rel.display(),
+                    head.trim()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Each function of the code: its head (from `fn` to its body's brace) and
+/// its body (braces matched).
+fn functions(code: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(n) = code[at..].find("fn ") {
+        let start = at + n;
+        at = start + 3;
+        if code[..start]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        let Some(open) = code[start..].find(['{', ';']).map(|e| start + e) else {
+            break;
+        };
+        if code.as_bytes()[open] == b';' {
+            continue; // a declaration without a body
+        }
+        let mut depth = 0;
+        let mut end = code.len();
+        for (i, c) in code[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = open + i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push((&code[start..open], &code[open..end]));
+    }
+    out
+}
+
+/// A handler fails with `HandlerError`; only one that calls the store
+/// (`cx.store()`, or the sweep through `cx.sweep`) meets a `StoreError`,
+/// which converts into it. The tests of a file are not its handler.
+#[test]
+fn handlers_that_never_call_the_store_do_not_name_its_error() {
+    let dir = root().join("src/handler");
+    let mut problems = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() || path.file_name().is_some_and(|n| n == "mod.rs") {
+            continue;
+        }
+        let (code, _) = split(&std::fs::read_to_string(&path).unwrap());
+        let handler = code.split("#[cfg(test)]").next().unwrap_or_default();
+        let calls_the_store = handler.contains(".store()") || handler.contains(".sweep(");
+        if !handler.contains("-> Result<Response, HandlerError>") {
+            problems.push(format!(
+                "src/handler/{}: `handle` returns `Result<Response, HandlerError>`",
+                path.file_name().unwrap().to_string_lossy()
+            ));
+        }
+        if !calls_the_store && handler.contains("StoreError") {
+            problems.push(format!(
+                "src/handler/{}: never calls the store, yet names `StoreError` (use `HandlerError`)",
+                path.file_name().unwrap().to_string_lossy()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The field names of `memd_proto::Memory`.
+fn memory_fields() -> BTreeSet<String> {
+    let messages = std::fs::read_to_string(root().join("proto/src/messages.rs")).unwrap();
+    let (code, _) = split(&messages);
+    let start = code
+        .find("pub struct Memory {")
+        .expect("memd_proto::Memory");
+    let body = &code[start..start + code[start..].find("\n}").unwrap()];
+    body.lines()
+        .filter_map(|l| l.trim().strip_prefix("pub "))
+        .filter_map(|l| l.split(':').next())
+        .filter(|f| !f.contains(' '))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The blocks of `code` that open with `opener` (its text up to `{`),
+/// braces matched.
+fn blocks<'a>(code: &'a str, opener: &str) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices(opener) {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let mut depth = 0;
+        for (i, c) in code[at..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        out.push(&code[at..=at + i]);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The memory row has one shape, `memd_proto::Memory`: a struct that
+/// declares ten or more of its fields again is a second spelling of the
+/// row (the team's `TeamRow` excepted: it is PostgreSQL's row), and a
+/// `Memory` literal that names every field instead of starting from
+/// another (`..blank_row()`) is one too, but for the one blank row and the
+/// one mapping from SQL.
+#[test]
+fn the_memory_row_is_spelled_once() {
+    let fields = memory_fields();
+    assert!(fields.len() > 30, "read Memory's fields: {fields:?}");
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut problems = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root()).unwrap();
+        if rel.starts_with("src/store/team") {
+            continue;
+        }
+        let (code, _) = split(&std::fs::read_to_string(f).unwrap());
+        for block in blocks(&code, "struct ") {
+            let declared: Vec<(&str, &str)> = block
+                .lines()
+                .map(|l| l.trim().strip_prefix("pub ").unwrap_or(l.trim()))
+                .filter_map(|l| l.split_once(':'))
+                .map(|(name, ty)| (name.trim(), ty.trim()))
+                .filter(|(name, _)| fields.contains(*name))
+                .collect();
+            // Every field optional: a set of changes (an update's), not a row.
+            let changes = declared.iter().all(|(_, ty)| ty.starts_with("Option<"));
+            if declared.len() >= 10 && !changes {
+                let declared = declared.len();
+                let name = block.lines().next().unwrap_or_default();
+                problems.push(format!(
+                    "{}: `{name}` declares {declared} fields of memd_proto::Memory: use Memory",
+                    rel.display()
+                ));
+            }
+        }
+        for block in blocks(&code, "Memory {") {
+            let at = block.as_ptr() as usize - code.as_ptr() as usize;
+            if code[..at].trim_end().ends_with("->") {
+                continue; // a function's body, not a literal
+            }
+            let whole = !block.contains("..");
+            let allowed =
+                rel == Path::new("src/gate/types.rs") || rel == Path::new("src/store/memories.rs");
+            if whole && !allowed && block.lines().count() > 10 {
+                problems.push(format!(
+                    "{}: a `Memory` built field by field: start from `gate::blank_row()`",
+                    rel.display()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The store is `pub(crate)`, so rustc reports its dead code; the one way
+/// in from outside the crate is the façade the `bench` feature exports.
+#[test]
+fn the_store_is_the_crate_s_own() {
+    let (lib, _) = split(&std::fs::read_to_string(root().join("src/lib.rs")).unwrap());
+    assert!(
+        lib.contains("pub(crate) mod store;"),
+        "src/lib.rs: `pub(crate) mod store;`"
+    );
+    // `split` reads `"bench"` as `""`: the feature's name is checked by
+    // the build of memd-bench, which needs it.
+    assert!(
+        lib.contains("#[cfg(feature = \"\")]\npub use store::facade;"),
+        "src/lib.rs: the façade is exported only with the `bench` feature"
+    );
+    let mut outside = Vec::new();
+    for dir in ["bench/src", "fuzz/fuzz_targets", "tests"] {
+        let mut files = Vec::new();
+        rust_files(&root().join(dir), &mut files);
+        for f in files {
+            if split(&std::fs::read_to_string(&f).unwrap())
+                .0
+                .contains("memd::store")
+            {
+                outside.push(f.strip_prefix(root()).unwrap().display().to_string());
+            }
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "use `memd::facade` (feature `bench`) instead of `memd::store`: {outside:?}"
+    );
+}
+
+/// The lines of code that count for a repeated run, with their line
+/// numbers: blank lines, comment lines, `use` lines and lines of
+/// punctuation alone are passed over, and white space is folded.
+fn counted_lines(text: &str) -> Vec<(usize, String)> {
+    text.lines()
+        .enumerate()
+        .map(|(n, l)| (n + 1, l.split_whitespace().collect::<Vec<_>>().join(" ")))
+        .filter(|(_, l)| {
+            !l.is_empty()
+                && !l.starts_with("//")
+                && !l.starts_with("use ")
+                && !l.starts_with("pub use ")
+                && l.chars().any(char::is_alphanumeric)
+        })
+        .collect()
+}
+
+/// Runs of this many counted lines, or more, may not stand twice.
+const REPEATED_RUN: usize = 11;
+
+/// Places that repeat a run of their own, known and kept: the team code's
+/// (`store/team/`) is not held to this rule yet.
+const KNOWN_REPEATS: &[&str] = &["src/store/team/"];
+
+/// No run of more than ten lines of Rust in `src/` stands twice to the
+/// letter. A deliberate copy does not belong in Rust: the fixed migrations
+/// are SQL files.
+#[test]
+fn no_run_of_code_stands_twice() {
+    use std::collections::HashMap;
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut seen: HashMap<Vec<String>, (String, usize)> = HashMap::new();
+    let mut problems = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(root()).unwrap().display().to_string();
+        if KNOWN_REPEATS.iter().any(|k| rel.starts_with(k)) {
+            continue;
+        }
+        let lines = counted_lines(&std::fs::read_to_string(f).unwrap());
+        let mut last_reported = 0;
+        for (i, window) in lines.windows(REPEATED_RUN).enumerate() {
+            let key: Vec<String> = window.iter().map(|(_, l)| l.clone()).collect();
+            let line = window[0].0;
+            match seen.get(&key) {
+                // The same place, or a window overlapping the first one.
+                Some((file, at)) if *file == rel && line < *at + REPEATED_RUN => {}
+                Some((file, at)) => {
+                    if i >= last_reported {
+                        problems.push(format!("{rel}:{line} repeats {file}:{at}"));
+                        last_reported = i + REPEATED_RUN;
+                    }
+                }
+                None => {
+                    seen.insert(key, (rel.clone(), line));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 #[test]
 fn the_checks_see_what_they_look_for() {
     let leaks = |src: &str| {
@@ -444,4 +808,30 @@ fn the_checks_see_what_they_look_for() {
         BTreeSet::from(["drift".to_string(), "store".to_string()])
     );
     assert_eq!(strings, vec!["SELECT 1".to_string(), "a \"b\"".to_string()]);
+
+    assert!(returns_a_number(
+        "match e {\n    A => 3,\n    B => exit::ERROR,\n}"
+    ));
+    assert!(returns_a_number("if x {\n    return 1;\n}\n0"));
+    assert!(!returns_a_number(
+        "match e {\n    A => exit::DRIFT,\n    B => f(2),\n}"
+    ));
+    assert!(opens_a_poisoned_lock(
+        "m.lock()\n  .unwrap_or_else(std::sync::PoisonError::into_inner)"
+    ));
+    assert!(opens_a_poisoned_lock(
+        "m.lock().unwrap_or_else(|e| e.into_inner())"
+    ));
+    assert!(!opens_a_poisoned_lock("sync::lock(&m); buf.into_inner()"));
+    let run: String = (0..REPEATED_RUN)
+        .map(|i| format!("let x{i} = {i};\n"))
+        .collect();
+    assert_eq!(
+        counted_lines(&format!("// c\nuse a;\n}}\n\n{run}")).len(),
+        REPEATED_RUN
+    );
+    let fns = functions("fn a() -> i32 {\n    if x { return 1; }\n    0\n}\nfn b();\nfn c() {}");
+    assert_eq!(fns.len(), 2);
+    assert!(fns[0].0.contains("-> i32") && returns_a_number(fns[0].1));
+    assert_eq!(fns[1], ("fn c() ", "{}"));
 }

@@ -4,15 +4,14 @@
 use memd_proto::{DownloadInfo, Response};
 use serde_json::Value;
 
-use super::super::Ctx;
+use super::super::{Ctx, HandlerError};
 use crate::session::{Download, Session, create_private};
-use crate::store::StoreError;
 
 /// The session's download file, replacing an earlier one.
 pub(crate) fn new_download(
     cx: &Ctx<'_>,
     session: &mut Session,
-) -> Result<(std::path::PathBuf, std::fs::File), StoreError> {
+) -> Result<(std::path::PathBuf, std::fs::File), HandlerError> {
     session.download = None;
     let path = cx
         .data_dir()
@@ -28,7 +27,7 @@ pub(crate) fn finish_download(
     path: std::path::PathBuf,
     file: std::fs::File,
     info: Value,
-) -> Result<Response, StoreError> {
+) -> Result<Response, HandlerError> {
     let size = file.metadata()?.len();
     session.download = Some(Download { path, file, size });
     Ok(Response::Download(DownloadInfo {

@@ -4,11 +4,11 @@
 use memd_proto::{SearchMode, SearchRequest, SearchResult};
 use time::OffsetDateTime;
 
-use super::super::Ctx;
+use super::super::{Ctx, HandlerError};
 use crate::gate;
 use crate::session::Session;
+use crate::store::StoreError;
 use crate::store::ops::search::{SearchJob, Searches};
-use crate::store::{Cause, StoreError};
 
 /// Runs searches in one read transaction; semantic ones get their query
 /// vectors from one embedding call first.
@@ -16,12 +16,12 @@ pub(crate) async fn run(
     reqs: Vec<SearchRequest>,
     session: &mut Session,
     cx: &Ctx<'_>,
-) -> Result<Vec<SearchResult>, StoreError> {
+) -> Result<Vec<SearchResult>, HandlerError> {
     let now = OffsetDateTime::now_utc();
     let mut views = Vec::with_capacity(reqs.len());
     for req in &reqs {
         if req.query.trim().is_empty() {
-            return Err(StoreError::InvalidInput("the query is empty".into()));
+            return Err(HandlerError::InvalidInput("the query is empty".into()));
         }
         views.push(gate::view(&req.filter, &session.who, now)?);
     }
@@ -54,7 +54,11 @@ pub(crate) async fn run(
             embedder.embed(&refs)
         })
         .await
-        .map_err(|e| StoreError::Io(Cause::context("the embedding task failed", e)))?;
+        .map_err(|e| {
+            HandlerError::Io(std::io::Error::other(format!(
+                "the embedding task failed: {e}"
+            )))
+        })?;
         match embedded {
             Ok(v) => v,
             // `auto` asked for no embedder: when the provider fails, it
@@ -65,9 +69,9 @@ pub(crate) async fn run(
                 Vec::new()
             }
             Err(e) => {
-                return Err(StoreError::NotConfigured(format!(
-                    "cannot embed the query: {e}"
-                )));
+                return Err(
+                    StoreError::NotConfigured(format!("cannot embed the query: {e}")).into(),
+                );
             }
         }
     }

@@ -561,9 +561,10 @@ pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpRespo
         s
     };
     let tags = m.tags.join(", ");
-    let metadata = serde_json::from_str::<Value>(&m.metadata)
-        .map(|v| serde_json::to_string_pretty(&v).unwrap_or_default())
-        .unwrap_or_else(|_| m.metadata.clone());
+    let metadata = serde_json::from_str::<Value>(&m.metadata).map_or_else(
+        |_| m.metadata.clone(),
+        |v| serde_json::to_string_pretty(&v).unwrap_or_default(),
+    );
     let fields = [
         field(
             "namespace",

@@ -220,12 +220,12 @@ pub fn word_diff(old: &str, new: &str) -> String {
             push(None, a[i], &mut run, &mut out);
             i += 1;
             j += 1;
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            push(Some("ins"), b[j], &mut run, &mut out);
-            j += 1;
-        } else {
+        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
             push(Some("del"), a[i], &mut run, &mut out);
             i += 1;
+        } else {
+            push(Some("ins"), b[j], &mut run, &mut out);
+            j += 1;
         }
     }
     flush(&mut run, &mut out);

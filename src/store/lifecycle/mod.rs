@@ -211,6 +211,7 @@ pub async fn sweep(
     })
 }
 
+/// The steps of one sweep, in order; each returns what it counted.
 async fn run_steps(
     store: &Store,
     config: &LifecycleConfig,
@@ -219,300 +220,358 @@ async fn run_steps(
     now: OffsetDateTime,
     chunk: i64,
 ) -> Result<Counts, StoreError> {
-    let mut counts = Counts::default();
-    let now_text = crate::clock::format(now);
-
-    // 0. Near-duplicate sketches of rows other tools wrote.
+    let run = Run {
+        store,
+        config,
+        dry_run,
+        now,
+        chunk,
+    };
+    // Step 0: near-duplicate sketches of rows other tools wrote.
     if !dry_run {
         backfill_sketches(store, chunk).await?;
     }
-
-    // 1. Access decay, by the time since the previous sweep.
-    let last = store
-        .readers
-        .read(super::readers::ReadKind::Internal, |c| {
-            super::meta::text(c, "last_decay_at")
-        })
-        .await?
-        .value;
-    let days = last.as_deref().map_or(0.0, |l| age_days(l, now));
-    // Under an hour since the last decay: skip it (and keep its time, so the
-    // decay accumulates instead of being rounded away).
-    let decay_now = last.is_none() || days >= 1.0 / 24.0;
-    let factor = if decay_now {
-        config.decay_factor(days)
-    } else {
-        1.0
-    };
-    let evergreen = serde_json::to_string(&config.evergreen).unwrap_or_else(|_| "[]".into());
-    if factor < 1.0 {
-        let ids = select_ids(
-            store,
-            "SELECT id FROM memories WHERE access_score > 0 AND pinned = 0 \
-             AND category NOT IN (SELECT value FROM json_each(?1)) ORDER BY id",
-            vec![evergreen.clone().into()],
-        )
-        .await?;
-        counts.decayed = update_ids(
-            store,
-            &ids,
-            chunk,
-            dry_run,
-            "UPDATE memories SET access_score = access_score * ?2 WHERE id = ?1 \
-             AND access_score > 0 AND pinned = 0 \
-             AND category NOT IN (SELECT value FROM json_each(?3))",
-            vec![factor.into(), evergreen.into()],
-        )
-        .await?;
-    }
-    if !dry_run && decay_now {
-        let n = now_text.clone();
-        store
-            .writer
-            .call(Author::Daemon, move |ctx| {
-                super::meta::set(ctx.conn, "last_decay_at", &n)
-            })
-            .await?;
-    }
-
-    // 2. Expired rows.
-    loop {
-        if dry_run {
-            break;
-        }
-        let n = now_text.clone();
-        let deleted: u64 = store
-            .writer
-            .call(Author::Daemon, move |ctx| {
-                let mut stmt = ctx.conn.prepare_cached(
-                    "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
-                     AND team_rev IS NULL ORDER BY id LIMIT ?2",
-                )?;
-                let ids = stmt
-                    .query_map((&n, chunk), |r| r.get::<_, i64>(0))?
-                    .collect::<Result<Vec<_>, _>>()?;
-                for id in &ids {
-                    memories::delete(ctx.conn, *id)?;
-                }
-                Ok(ids.len() as u64)
-            })
-            .await?;
-        counts.expired += deleted;
-        if (deleted as i64) < chunk {
-            break;
-        }
-    }
-    if dry_run {
-        let n = now_text.clone();
-        counts.expired = store
-            .readers
-            .read(super::readers::ReadKind::Internal, move |c| {
-                Ok(c.query_row(
-                    "SELECT count(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
-                     AND team_rev IS NULL",
-                    [&n],
-                    |r| r.get::<_, i64>(0),
-                )? as u64)
-            })
-            .await?
-            .value;
-    }
-
-    // 3. Tier moves and promotions.
-    let mut at = 0i64;
-    loop {
-        let cfg = config.clone();
-        let step: (Step, Counts) = store
-            .writer
-            .call(Author::Daemon, move |ctx| {
-                let mut stmt = ctx.conn.prepare_cached(
-                    "SELECT id, category, tier, status, pinned, access_score, updated_at, \
-                     confidence, use_count FROM memories \
-                     WHERE id > ?1 AND status <> 'archived' AND superseded_by IS NULL \
-                     AND team_rev IS NULL ORDER BY id LIMIT ?2",
-                )?;
-                let rows = stmt
-                    .query_map((at, chunk), |r| {
-                        let updated: String = r.get(6)?;
-                        Ok((
-                            r.get::<_, i64>(0)?,
-                            Facts {
-                                category: r.get(1)?,
-                                tier: r.get(2)?,
-                                status: r.get(3)?,
-                                pinned: r.get::<_, i64>(4)? != 0,
-                                access_score: r.get(5)?,
-                                idle_days: age_days(&updated, now),
-                                confidence: r.get(7)?,
-                                use_count: r.get(8)?,
-                            },
-                        ))
-                    })?
-                    .collect::<Result<Vec<_>, _>>()?;
-                let mut c = Counts::default();
-                for (id, f) in &rows {
-                    let sql = match cfg.tier_move(f) {
-                        Move::Stay => continue,
-                        Move::Demote(t) => {
-                            c.demoted += 1;
-                            format!("UPDATE memories SET tier = {t} WHERE id = ?1")
-                        }
-                        Move::Archive => {
-                            c.archived += 1;
-                            "UPDATE memories SET status = 'archived' WHERE id = ?1".to_string()
-                        }
-                        Move::Promote => {
-                            c.promoted += 1;
-                            "UPDATE memories SET status = 'promoted' WHERE id = ?1".to_string()
-                        }
-                    };
-                    if !dry_run {
-                        ctx.conn.prepare_cached(&sql)?.execute([id])?;
-                    }
-                }
-                Ok((
-                    Step {
-                        last: rows.last().map_or(at, |r| r.0),
-                        more: rows.len() as i64 == chunk,
-                    },
-                    c,
-                ))
-            })
-            .await?;
-        counts.demoted += step.1.demoted;
-        counts.archived += step.1.archived;
-        counts.promoted += step.1.promoted;
-        at = step.0.last;
-        if !step.0.more {
-            break;
-        }
-    }
-
-    // 4. Session-scope rows of sessions that ended long ago: when the
-    // session's end was recorded, by that time; otherwise (the daemon was
-    // killed, or another tool wrote the rows) by the newest creation or use
-    // of any of its rows (not their `updated_at`, which sweeps move too).
-    let cutoff = crate::clock::format(
-        now - time::Duration::seconds_f64(config.session_rows_days.max(0.0) * 86_400.0),
-    );
-    let live = serde_json::to_string(&live_sessions.into_iter().collect::<Vec<_>>())
-        .unwrap_or_else(|_| "[]".into());
-    let ids = select_ids(
-        store,
-        "SELECT id FROM memories m WHERE scope = 'session' AND status <> 'archived' \
-         AND scope_owner NOT IN (SELECT value FROM json_each(?2)) \
-         AND coalesce( \
-             (SELECT ended_at FROM memory_session_ends WHERE session = m.scope_owner), \
-             (SELECT max(max(created_at), coalesce(max(last_used_at), '')) FROM memories o \
-              WHERE o.namespace = m.namespace AND o.scope = 'session' \
-              AND o.scope_owner = m.scope_owner)) < ?1 \
-         ORDER BY id",
-        vec![cutoff.clone().into(), live.clone().into()],
-    )
-    .await?;
-    counts.sessions = update_ids(
-        store,
-        &ids,
-        chunk,
-        dry_run,
-        "UPDATE memories SET status = 'archived' WHERE id = ?1 AND scope = 'session' \
-         AND status <> 'archived' AND scope_owner NOT IN (SELECT value FROM json_each(?2))",
-        vec![live.into()],
-    )
-    .await?;
-
-    // Ends of sessions none of whose rows are left to archive, and the
-    // oldest entries of the sweep log, are dropped.
-    if !dry_run {
-        store
-            .writer
-            .call(Author::Daemon, move |ctx| {
-                ctx.conn.execute(
-                    "DELETE FROM memory_session_ends WHERE ended_at < ?1 AND session NOT IN \
-                     (SELECT scope_owner FROM memories WHERE scope = 'session' \
-                      AND status <> 'archived' AND scope_owner IS NOT NULL)",
-                    [&cutoff],
-                )?;
-                ctx.conn.execute(
-                    "DELETE FROM memory_sweeps WHERE id <= (SELECT max(id) FROM memory_sweeps) - ?1",
-                    [SWEEP_LOG_KEPT],
-                )?;
-                Ok(())
-            })
-            .await?;
-    }
-
-    // 5. Scope limits.
-    let limits = config.limits.clone();
-    let over = store
-        .readers
-        .read(super::readers::ReadKind::Internal, move |c| {
-            let mut stmt = c.prepare(
-                "SELECT namespace, scope, scope_owner, count(*) FROM memories \
-                 WHERE status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL \
-                 GROUP BY namespace, scope, scope_owner",
-            )?;
-            let groups = stmt
-                .query_map([], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, Option<String>>(2)?,
-                        r.get::<_, i64>(3)?,
-                    ))
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut archive = Vec::new();
-            for (ns, scope, owner, n) in groups {
-                let limit = limits.of(&scope);
-                if (n as usize) <= limit {
-                    continue;
-                }
-                let mut rows = c.prepare_cached(
-                    "SELECT id, access_score, importance, confirmed_count, tier, pinned \
-                     FROM memories WHERE namespace = ?1 AND scope = ?2 AND scope_owner IS ?3 \
-                     AND status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL",
-                )?;
-                let scored = rows
-                    .query_map((&ns, &scope, &owner), |r| {
-                        Ok((
-                            r.get::<_, i64>(0)?,
-                            rules::retention(
-                                r.get(1)?,
-                                &r.get::<_, String>(2)?,
-                                r.get(3)?,
-                                r.get(4)?,
-                            ),
-                            r.get::<_, i64>(5)? != 0,
-                        ))
-                    })?
-                    .collect::<Result<Vec<_>, _>>()?;
-                archive.extend(rules::over_limit(&scored, limit));
-            }
-            Ok(archive)
-        })
-        .await?
-        .value;
-    counts.limited = over.len() as u64;
-    // A row pinned since it was chosen stays.
-    update_ids(
-        store,
-        &over,
-        chunk,
-        dry_run,
-        "UPDATE memories SET status = 'archived' WHERE id = ?1 AND pinned = 0 \
-         AND team_rev IS NULL",
-        Vec::new(),
-    )
-    .await?;
-
-    // 6. The search index merged into one b-tree.
+    let decayed = run.decay().await?;
+    let expired = run.expire().await?;
+    let moved = run.move_tiers().await?;
+    let sessions = run.archive_ended_sessions(live_sessions).await?;
+    let limited = run.limit_scopes().await?;
+    // Step 6: the search index merged into one b-tree.
     if !dry_run {
         let pages = search_index_pages(store).await?;
         let steps = merge_search_index(store, pages).await?;
         tracing::debug!(steps, "search index merged");
     }
-    Ok(counts)
+    Ok(Counts {
+        decayed,
+        expired,
+        sessions,
+        limited,
+        ..moved
+    })
+}
+
+/// What every step of one sweep works with.
+struct Run<'a> {
+    store: &'a Store,
+    config: &'a LifecycleConfig,
+    dry_run: bool,
+    now: OffsetDateTime,
+    /// Rows per writer job.
+    chunk: i64,
+}
+
+impl Run<'_> {
+    /// Step 1: access decay, by the time since the previous sweep; returns the
+    /// rows decayed.
+    async fn decay(&self) -> Result<u64, StoreError> {
+        let mut decayed = 0;
+        let last = self
+            .store
+            .readers
+            .read(super::readers::ReadKind::Internal, |c| {
+                super::meta::text(c, "last_decay_at")
+            })
+            .await?
+            .value;
+        let days = last.as_deref().map_or(0.0, |l| age_days(l, self.now));
+        // Under an hour since the last decay: skip it (and keep its time, so the
+        // decay accumulates instead of being rounded away).
+        let decay_now = last.is_none() || days >= 1.0 / 24.0;
+        let factor = if decay_now {
+            self.config.decay_factor(days)
+        } else {
+            1.0
+        };
+        let evergreen =
+            serde_json::to_string(&self.config.evergreen).unwrap_or_else(|_| "[]".into());
+        if factor < 1.0 {
+            let ids = select_ids(
+                self.store,
+                "SELECT id FROM memories WHERE access_score > 0 AND pinned = 0 \
+                 AND category NOT IN (SELECT value FROM json_each(?1)) ORDER BY id",
+                vec![evergreen.clone().into()],
+            )
+            .await?;
+            decayed = update_ids(
+                self.store,
+                &ids,
+                self.chunk,
+                self.dry_run,
+                "UPDATE memories SET access_score = access_score * ?2 WHERE id = ?1 \
+                 AND access_score > 0 AND pinned = 0 \
+                 AND category NOT IN (SELECT value FROM json_each(?3))",
+                vec![factor.into(), evergreen.into()],
+            )
+            .await?;
+        }
+        if !self.dry_run && decay_now {
+            let n = crate::clock::format(self.now);
+            self.store
+                .writer
+                .call(Author::Daemon, move |ctx| {
+                    super::meta::set(ctx.conn, "last_decay_at", &n)
+                })
+                .await?;
+        }
+        Ok(decayed)
+    }
+
+    /// Step 2: expired rows deleted (not shared ones: `prune` sends those through
+    /// the team's PostgreSQL); returns how many (with `dry_run`, how many
+    /// would be).
+    async fn expire(&self) -> Result<u64, StoreError> {
+        let (store, dry_run, now, chunk) = (self.store, self.dry_run, self.now, self.chunk);
+        let now_text = crate::clock::format(now);
+        if dry_run {
+            let n = now_text;
+            return Ok(store
+                .readers
+                .read(super::readers::ReadKind::Internal, move |c| {
+                    Ok(c.query_row(
+                        "SELECT count(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
+                         AND team_rev IS NULL",
+                        [&n],
+                        |r| r.get::<_, i64>(0),
+                    )? as u64)
+                })
+                .await?
+                .value);
+        }
+        let mut expired = 0;
+        loop {
+            let n = now_text.clone();
+            let deleted: u64 = store
+                .writer
+                .call(Author::Daemon, move |ctx| {
+                    let mut stmt = ctx.conn.prepare_cached(
+                        "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
+                         AND team_rev IS NULL ORDER BY id LIMIT ?2",
+                    )?;
+                    let ids = stmt
+                        .query_map((&n, chunk), |r| r.get::<_, i64>(0))?
+                        .collect::<Result<Vec<_>, _>>()?;
+                    for id in &ids {
+                        memories::delete(ctx.conn, *id)?;
+                    }
+                    Ok(ids.len() as u64)
+                })
+                .await?;
+            expired += deleted;
+            if (deleted as i64) < chunk {
+                break;
+            }
+        }
+        Ok(expired)
+    }
+
+    /// Step 3: tier moves and promotions; returns the rows demoted, archived and
+    /// promoted.
+    async fn move_tiers(&self) -> Result<Counts, StoreError> {
+        let (dry_run, now, chunk) = (self.dry_run, self.now, self.chunk);
+        let mut counts = Counts::default();
+        let mut at = 0i64;
+        loop {
+            let cfg = self.config.clone();
+            let step: (Step, Counts) = self
+                .store
+                .writer
+                .call(Author::Daemon, move |ctx| {
+                    let mut stmt = ctx.conn.prepare_cached(
+                        "SELECT id, category, tier, status, pinned, access_score, updated_at, \
+                         confidence, use_count FROM memories \
+                         WHERE id > ?1 AND status <> 'archived' AND superseded_by IS NULL \
+                         AND team_rev IS NULL ORDER BY id LIMIT ?2",
+                    )?;
+                    let rows = stmt
+                        .query_map((at, chunk), |r| {
+                            let updated: String = r.get(6)?;
+                            Ok((
+                                r.get::<_, i64>(0)?,
+                                Facts {
+                                    category: r.get(1)?,
+                                    tier: r.get(2)?,
+                                    status: r.get(3)?,
+                                    pinned: r.get::<_, i64>(4)? != 0,
+                                    access_score: r.get(5)?,
+                                    idle_days: age_days(&updated, now),
+                                    confidence: r.get(7)?,
+                                    use_count: r.get(8)?,
+                                },
+                            ))
+                        })?
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let mut c = Counts::default();
+                    for (id, f) in &rows {
+                        let sql = match cfg.tier_move(f) {
+                            Move::Stay => continue,
+                            Move::Demote(t) => {
+                                c.demoted += 1;
+                                format!("UPDATE memories SET tier = {t} WHERE id = ?1")
+                            }
+                            Move::Archive => {
+                                c.archived += 1;
+                                "UPDATE memories SET status = 'archived' WHERE id = ?1".to_string()
+                            }
+                            Move::Promote => {
+                                c.promoted += 1;
+                                "UPDATE memories SET status = 'promoted' WHERE id = ?1".to_string()
+                            }
+                        };
+                        if !dry_run {
+                            ctx.conn.prepare_cached(&sql)?.execute([id])?;
+                        }
+                    }
+                    Ok((
+                        Step {
+                            last: rows.last().map_or(at, |r| r.0),
+                            more: rows.len() as i64 == chunk,
+                        },
+                        c,
+                    ))
+                })
+                .await?;
+            counts.demoted += step.1.demoted;
+            counts.archived += step.1.archived;
+            counts.promoted += step.1.promoted;
+            at = step.0.last;
+            if !step.0.more {
+                break;
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Step 4: session-scope rows of sessions that ended long ago, archived:
+    /// when the session's end was recorded, by that time; otherwise (the
+    /// daemon was killed, or another tool wrote the rows) by the newest
+    /// creation or use of any of its rows (not their `updated_at`, which
+    /// sweeps move too). Returns how many.
+    async fn archive_ended_sessions(
+        &self,
+        live_sessions: HashSet<String>,
+    ) -> Result<u64, StoreError> {
+        let cutoff = crate::clock::format(
+            self.now
+                - time::Duration::seconds_f64(self.config.session_rows_days.max(0.0) * 86_400.0),
+        );
+        let live = serde_json::to_string(&live_sessions.into_iter().collect::<Vec<_>>())
+            .unwrap_or_else(|_| "[]".into());
+        let ids = select_ids(
+            self.store,
+            "SELECT id FROM memories m WHERE scope = 'session' AND status <> 'archived' \
+             AND scope_owner NOT IN (SELECT value FROM json_each(?2)) \
+             AND coalesce( \
+                 (SELECT ended_at FROM memory_session_ends WHERE session = m.scope_owner), \
+                 (SELECT max(max(created_at), coalesce(max(last_used_at), '')) FROM memories o \
+                  WHERE o.namespace = m.namespace AND o.scope = 'session' \
+                  AND o.scope_owner = m.scope_owner)) < ?1 \
+             ORDER BY id",
+            vec![cutoff.clone().into(), live.clone().into()],
+        )
+        .await?;
+        let sessions = update_ids(
+            self.store,
+            &ids,
+            self.chunk,
+            self.dry_run,
+            "UPDATE memories SET status = 'archived' WHERE id = ?1 AND scope = 'session' \
+             AND status <> 'archived' AND scope_owner NOT IN (SELECT value FROM json_each(?2))",
+            vec![live.into()],
+        )
+        .await?;
+
+        // Ends of sessions none of whose rows are left to archive, and the
+        // oldest entries of the sweep log, are dropped.
+        if !self.dry_run {
+            self.store
+                .writer
+                .call(Author::Daemon, move |ctx| {
+                    ctx.conn.execute(
+                        "DELETE FROM memory_session_ends WHERE ended_at < ?1 AND session NOT IN \
+                         (SELECT scope_owner FROM memories WHERE scope = 'session' \
+                          AND status <> 'archived' AND scope_owner IS NOT NULL)",
+                        [&cutoff],
+                    )?;
+                    ctx.conn.execute(
+                        "DELETE FROM memory_sweeps WHERE id <= (SELECT max(id) FROM memory_sweeps) - ?1",
+                        [SWEEP_LOG_KEPT],
+                    )?;
+                    Ok(())
+                })
+                .await?;
+        }
+        Ok(sessions)
+    }
+
+    /// Step 5: scope limits: the rows over a scope's limit with the lowest
+    /// retention, archived; returns how many were chosen.
+    async fn limit_scopes(&self) -> Result<u64, StoreError> {
+        let limits = self.config.limits.clone();
+        let over = self
+            .store
+            .readers
+            .read(super::readers::ReadKind::Internal, move |c| {
+                let mut stmt = c.prepare(
+                    "SELECT namespace, scope, scope_owner, count(*) FROM memories \
+                     WHERE status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL \
+                     GROUP BY namespace, scope, scope_owner",
+                )?;
+                let groups = stmt
+                    .query_map([], |r| {
+                        Ok((
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, Option<String>>(2)?,
+                            r.get::<_, i64>(3)?,
+                        ))
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut archive = Vec::new();
+                for (ns, scope, owner, n) in groups {
+                    let limit = limits.of(&scope);
+                    if (n as usize) <= limit {
+                        continue;
+                    }
+                    let mut rows = c.prepare_cached(
+                        "SELECT id, access_score, importance, confirmed_count, tier, pinned \
+                         FROM memories WHERE namespace = ?1 AND scope = ?2 AND scope_owner IS ?3 \
+                         AND status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL",
+                    )?;
+                    let scored = rows
+                        .query_map((&ns, &scope, &owner), |r| {
+                            Ok((
+                                r.get::<_, i64>(0)?,
+                                rules::retention(
+                                    r.get(1)?,
+                                    &r.get::<_, String>(2)?,
+                                    r.get(3)?,
+                                    r.get(4)?,
+                                ),
+                                r.get::<_, i64>(5)? != 0,
+                            ))
+                        })?
+                        .collect::<Result<Vec<_>, _>>()?;
+                    archive.extend(rules::over_limit(&scored, limit));
+                }
+                Ok(archive)
+            })
+            .await?
+            .value;
+        // A row pinned since it was chosen stays.
+        update_ids(
+            self.store,
+            &over,
+            self.chunk,
+            self.dry_run,
+            "UPDATE memories SET status = 'archived' WHERE id = ?1 AND pinned = 0 \
+             AND team_rev IS NULL",
+            Vec::new(),
+        )
+        .await?;
+
+        Ok(over.len() as u64)
+    }
 }
 
 /// The search index's size in pages (rows of FTS5's data table).

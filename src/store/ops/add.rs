@@ -81,9 +81,9 @@ impl Store {
             // A memory from a thread is an event at its place in the
             // thread: the same position added again is the same memory (a
             // transcript imported twice).
-            if let (Some(thread), Some(pos)) = (&new.thread, new.thread_pos)
+            if let (Some(thread), Some(pos)) = (&new.row.thread, new.row.thread_pos)
                 && let Some(id) =
-                    memories::at_thread_position(ctx.conn, &new.namespace, thread, pos)?
+                    memories::at_thread_position(ctx.conn, &new.row.namespace, thread, pos)?
             {
                 result.id = Some(id);
                 result.deduped = true;
@@ -94,7 +94,7 @@ impl Store {
             if dedup && let Some(id) = memories::find_duplicate(ctx.conn, new, now)? {
                 // A merge changes that row: it is checked like an update.
                 ctx.check_row(id, None)?;
-                memories::merge_into(ctx.conn, id, &new.tags)?;
+                memories::merge_into(ctx.conn, id, &new.row.tags)?;
                 result.id = Some(id);
                 result.deduped = true;
                 result.reason = Some("duplicate".into());
@@ -113,7 +113,7 @@ impl Store {
                 match placement {
                     Placement::Merge(id) => {
                         ctx.check_row(id, None)?;
-                        memories::merge_into(ctx.conn, id, &new.tags)?;
+                        memories::merge_into(ctx.conn, id, &new.row.tags)?;
                         result.id = Some(id);
                         result.merged_into = Some(id);
                         result.reason = Some("near_duplicate".into());

@@ -174,7 +174,11 @@ impl Store {
                         "the team's PostgreSQL refused the write: {m}"
                     )));
                 }
-                Err(team::write::Refusal::Strict(_)) => {
+                Err(team::write::Refusal::Strict(seq)) => {
+                    tracing::debug!(
+                        team_seq = seq,
+                        "strict: another session committed in the namespace after this view"
+                    );
                     let actual = self.generations.current();
                     return Err(StoreError::Drift(Box::new(
                         crate::drift::refusal::Refusal::View(crate::drift::refusal::ViewRefusal {
@@ -218,6 +222,11 @@ impl Store {
             .filter(|c| c.before.is_none())
             .map(|c| c.id)
             .collect();
+        tracing::debug!(
+            team_seq = committed.seq,
+            rows = committed.rows.len(),
+            "team memory: PostgreSQL committed a shared write; applying it here"
+        );
         let committed = std::sync::Arc::new(committed);
         let uids = std::sync::Arc::new(uids);
         let mut failure = None;

@@ -229,29 +229,6 @@ impl Store {
         Ok((read.value, read.generation))
     }
 
-    /// The rows with these ids, as they are (tags included).
-    ///
-    /// # Errors
-    /// SQLite errors.
-    pub async fn rows(&self, ids: Vec<i64>) -> Result<Vec<Memory>, StoreError> {
-        let read = self
-            .readers
-            .read(ReadKind::Internal, move |conn| {
-                let found = memories::by_ids(conn, &ids)?;
-                let mut out = Vec::with_capacity(found.len());
-                for id in ids {
-                    if let Some(m) = memories::fetch(conn, id)? {
-                        out.push(m);
-                    } else if let Some(m) = found.get(&id) {
-                        out.push(m.clone());
-                    }
-                }
-                Ok(out)
-            })
-            .await?;
-        Ok(read.value)
-    }
-
     /// The newest memory id (0 for none).
     ///
     /// # Errors

@@ -42,6 +42,7 @@ use std::sync::Mutex;
 use rusqlite::{Connection, ffi};
 
 use super::super::StoreError;
+use crate::sync;
 
 /// The function's name in SQL.
 pub const NAME: &str = "memd_rank";
@@ -377,10 +378,7 @@ impl Frequencies {
         words: &[String],
     ) -> Result<Vec<i64>, StoreError> {
         let mut out: Vec<Option<i64>> = {
-            let at = self
-                .at
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let at = sync::lock(&self.at);
             if at.0 == generation {
                 words.iter().map(|w| at.1.get(w).copied()).collect()
             } else {
@@ -396,10 +394,7 @@ impl Frequencies {
             }
         }
         if !counted.is_empty() {
-            let mut at = self
-                .at
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut at = sync::lock(&self.at);
             if generation > at.0 || at.1.len() >= MOST_WORDS {
                 *at = (generation, HashMap::new());
             }

@@ -19,6 +19,7 @@ use super::super::StoreError;
 use super::Candidate;
 use crate::embed::vectors::{Index, Mix, Probe, Spread};
 use crate::gate::{Namespaces, View};
+use crate::sync;
 
 /// What semantic search needs: the query's vector and the index.
 #[derive(Debug, Clone)]
@@ -92,10 +93,7 @@ fn best_visible(
     let mut spread = None;
     loop {
         let (top, scanned) = {
-            let index = s
-                .index
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let index = sync::read(s.index);
             index.top_with_spread(&probe, namespaces, round, s.mix)
         };
         let spread = *spread.get_or_insert(scanned);
@@ -111,10 +109,7 @@ fn best_visible(
         }
         if round >= MOST_CHECKED {
             let ids = visible_ids(conn, view)?;
-            let index = s
-                .index
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let index = sync::read(s.index);
             return Ok((index.top_among(&probe, &ids, k, s.mix), spread));
         }
         round *= 8;
@@ -144,10 +139,7 @@ fn check(
 
 /// Approximate cosine of one row with the query (`None`: no vector yet).
 pub fn cosine(s: &Semantic<'_>, probe: &Probe, id: i64) -> Option<f64> {
-    let index = s
-        .index
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let index = sync::read(s.index);
     index.score(probe, id, s.mix).map(|c| f64::from(c.max(0.0)))
 }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use super::super::StoreError;
+use crate::sync;
 
 /// Shortest time between two rebuilds (a workload that writes all the
 /// time would otherwise rebuild all the time).
@@ -61,18 +62,12 @@ impl Cache {
     /// The cached vocabulary, if any (it may be out of date: compare its
     /// generation with the read's).
     pub fn current(&self) -> Option<Arc<Terms>> {
-        self.terms
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        sync::read(&self.terms).clone()
     }
 
     /// Replaces the cached vocabulary.
     pub fn set(&self, terms: Terms) {
-        *self
-            .terms
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(terms));
+        *sync::write(&self.terms) = Some(Arc::new(terms));
     }
 
     /// Asks the daemon for a rebuild.

@@ -33,6 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use crate::sync::lock;
 use config::{Target, TeamConfig};
 use pg::Link;
 
@@ -317,8 +318,4 @@ pub fn fault(point: &str) {
         tracing::error!(point, "fault point reached: dying (MEMD_FAULT)");
         std::process::abort();
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

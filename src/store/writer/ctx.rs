@@ -17,6 +17,7 @@ use crate::session::ident::{Author, Who};
 use crate::session::readset::{ReadSet, RowView};
 use crate::store::team::{self, apply::Before};
 use crate::store::{Generations, StoreError, memories, read_generation};
+use crate::sync;
 
 /// Rows named in the message of a refusal on the whole view.
 pub(super) const CHANGES_NAMED: usize = 3;
@@ -186,11 +187,7 @@ impl WriteCtx<'_> {
         let Some(guard) = &self.guard else {
             return Ok(());
         };
-        let view = guard
-            .reads
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .view(id);
+        let view = sync::lock(&guard.reads).view(id);
         let author = self.author_of(id, changed_generation)?;
         let changed_by_self = matches!(
             &author,

@@ -10,6 +10,7 @@ use rusqlite::Connection;
 
 use crate::drift::log::Committer;
 use crate::store::{Cause, StoreError, meta, read_generation, schema};
+use crate::sync;
 
 use super::Thread;
 
@@ -163,11 +164,7 @@ impl Thread {
         self.generations
             .external_epoch
             .store(epoch, Ordering::Release);
-        *self
-            .generations
-            .last_drift_at
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(at.clone());
+        *sync::lock(&self.generations.last_drift_at) = Some(at.clone());
         self.generations.observe(epoch);
         self.generations.own_last.store(epoch, Ordering::Release);
         self.highwater.record(epoch);

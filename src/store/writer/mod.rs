@@ -54,6 +54,7 @@ use super::{Generations, Stats, StoreError};
 use crate::drift::highwater::HighWater;
 use crate::drift::log::CommitLog;
 use crate::session::ident::Author;
+use crate::sync;
 
 /// How many commits the log keeps.
 pub const COMMIT_LOG_LEN: usize = 65_536;
@@ -144,20 +145,14 @@ impl Writer {
     }
 
     fn send(&self, msg: Msg) -> Result<(), StoreError> {
-        let guard = self
-            .tx
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let guard = sync::lock(&self.tx);
         let tx = guard.as_ref().ok_or(StoreError::Closed)?;
         tx.send(msg).map_err(|_| StoreError::Closed)
     }
 
     /// A handle for the file watcher.
     pub fn check_handle(&self) -> Option<CheckHandle> {
-        let guard = self
-            .tx
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let guard = sync::lock(&self.tx);
         guard.as_ref().map(|tx| CheckHandle(tx.clone()))
     }
 
@@ -191,22 +186,14 @@ impl Writer {
     /// Lets queued jobs finish, checkpoints the WAL, closes the connection and
     /// joins the thread. Later calls fail with [`StoreError::Closed`].
     pub async fn shutdown(&self) {
-        let tx = self
-            .tx
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
+        let tx = sync::lock(&self.tx).take();
         if let Some(tx) = tx {
             let (ack, done) = oneshot::channel();
             if tx.send(Msg::Shutdown(ack)).is_ok() {
                 let _ = done.await;
             }
         }
-        let thread = self
-            .thread
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
+        let thread = sync::lock(&self.thread).take();
         if let Some(thread) = thread {
             let _ = tokio::task::spawn_blocking(move || thread.join()).await;
         }

@@ -52,6 +52,47 @@ pub fn raw(socket: &Path, bytes: &[u8]) -> Reply {
     read_reply(&mut r)
 }
 
+/// Sends raw bytes to a TCP address (the viewer's loopback listener) and
+/// reads the whole answer.
+pub fn raw_tcp(addr: &str, bytes: &[u8]) -> Reply {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut r = BufReader::new(s);
+    read_reply(&mut r)
+}
+
+/// A request to the viewer's listener at `addr`, with `headers` (a `Host`
+/// among them, or the address's own), and an optional JSON body.
+pub fn tcp_request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&Value>,
+) -> Reply {
+    let body = body.map(Value::to_string);
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if let Some(b) = &body {
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            b.len()
+        ));
+    }
+    req.push_str("\r\n");
+    let mut bytes = req.into_bytes();
+    if let Some(b) = body {
+        bytes.extend_from_slice(b.as_bytes());
+    }
+    raw_tcp(addr, &bytes)
+}
+
 /// Reads one answer from `r`.
 pub fn read_reply(r: &mut impl BufRead) -> Reply {
     let mut line = String::new();

@@ -393,6 +393,21 @@ pub struct History {
     pub revisions: Vec<Revision>,
     /// Generation of the read transaction.
     pub generation: u64,
+    /// Who made each version memd recorded (a session here or on another
+    /// machine, a writer on the team's PostgreSQL); a version without an
+    /// entry was made by another tool or by memd's own upkeep.
+    pub authors: Vec<VersionAuthor>,
+}
+
+/// Who made one version of a memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionAuthor {
+    /// The memory.
+    pub memory_id: i64,
+    /// The version (its rev).
+    pub rev: i64,
+    /// Who.
+    pub changed_by: ChangedBy,
 }
 
 /// An earlier version of a memory, kept by a trigger on every meaningful

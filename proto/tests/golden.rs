@@ -446,6 +446,16 @@ fn responses() -> Vec<(&'static str, Response)> {
                     generation: Some(6),
                 }],
                 generation: 11,
+                authors: vec![VersionAuthor {
+                    memory_id: 42,
+                    rev: 3,
+                    changed_by: ChangedBy {
+                        kind: ChangeKind::Session,
+                        agent: Some("agent-8".into()),
+                        session: Some("s-2".into()),
+                        machine: None,
+                    },
+                }],
             }),
         ),
         (

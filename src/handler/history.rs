@@ -12,12 +12,13 @@ pub(super) async fn handle(
 ) -> Result<Response, HandlerError> {
     let view = super::support::view::everything(session)?;
     let read = cx.store().history(req.id, view).await?;
-    let (chain, revisions) = read.value;
-    session.shown(read.generation, chain.iter().map(|m| (m.id, m.rev)));
+    let chain = read.value;
+    session.shown(read.generation, chain.members.iter().map(|m| (m.id, m.rev)));
     Ok(Response::History(History {
-        chain,
-        revisions,
+        chain: chain.members,
+        revisions: chain.revisions,
         generation: read.generation,
+        authors: chain.authors,
     }))
 }
 

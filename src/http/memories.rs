@@ -343,6 +343,11 @@ pub async fn history(
     Ok(Json(json!({
         "chain": h.chain.iter().map(wire_json::memory).collect::<Vec<_>>(),
         "revisions": h.revisions,
+        "authors": h.authors.iter().map(|a| json!({
+            "memory_id": a.memory_id,
+            "rev": a.rev,
+            "changed_by": wire_json::changed_by(&a.changed_by),
+        })).collect::<Vec<_>>(),
         "generation": h.generation,
     })))
 }

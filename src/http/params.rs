@@ -32,11 +32,8 @@ impl Params {
         Ok(Params(pairs))
     }
 
-    /// The value of `name`, given at most once.
-    ///
-    /// # Errors
-    /// 400 when it is given twice.
-    pub fn one(&self, name: &str) -> Result<Option<String>, Problem> {
+    /// The value of `name` as given (empty when it has none), at most once.
+    fn raw(&self, name: &str) -> Result<Option<String>, Problem> {
         let mut found = self.0.iter().filter(|(k, _)| k == name);
         let first = found.next().map(|(_, v)| v.clone());
         if found.next().is_some() {
@@ -47,11 +44,20 @@ impl Params {
         Ok(first)
     }
 
-    /// Every value of `name`.
+    /// The value of `name`, given at most once; an empty one (a form's
+    /// field left blank) is none.
+    ///
+    /// # Errors
+    /// 400 when it is given twice.
+    pub fn one(&self, name: &str) -> Result<Option<String>, Problem> {
+        Ok(self.raw(name)?.filter(|v| !v.is_empty()))
+    }
+
+    /// Every value of `name` but empty ones.
     pub fn all(&self, name: &str) -> Vec<String> {
         self.0
             .iter()
-            .filter(|(k, _)| k == name)
+            .filter(|(k, v)| k == name && !v.is_empty())
             .map(|(_, v)| v.clone())
             .collect()
     }
@@ -76,7 +82,7 @@ impl Params {
     /// # Errors
     /// 400 for another value.
     pub fn flag(&self, name: &str) -> Result<bool, Problem> {
-        match self.one(name)?.as_deref() {
+        match self.raw(name)?.as_deref() {
             None | Some("false" | "0") => Ok(false),
             Some("" | "true" | "1") => Ok(true),
             Some(other) => Err(Problem::bad(format!(

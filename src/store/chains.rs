@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use memd_proto::{Memory, Revision};
+use memd_proto::{Memory, Revision, VersionAuthor};
 use rusqlite::{Connection, OptionalExtension};
 
 use super::StoreError;
@@ -39,11 +39,7 @@ pub fn forward_chain(conn: &Connection, id: i64) -> Result<Vec<i64>, StoreError>
 ///
 /// # Errors
 /// [`StoreError::NotFound`] when `id` is not visible; SQLite errors.
-pub fn walk(
-    conn: &Connection,
-    id: i64,
-    view: &View,
-) -> Result<(Vec<Memory>, Vec<Revision>), StoreError> {
+pub fn walk(conn: &Connection, id: i64, view: &View) -> Result<Chain, StoreError> {
     let start = memories::get_visible(conn, id, view)?.ok_or(StoreError::NotFound(id))?;
     let mut members: HashMap<i64, Memory> = HashMap::new();
     let mut queue = vec![start.id];
@@ -87,7 +83,23 @@ pub fn walk(
     chain.sort_by_key(|m| (std::cmp::Reverse(steps(m)), m.id));
     let ids: Vec<i64> = chain.iter().map(|m| m.id).collect();
     let revisions = revisions_of(conn, &ids)?;
-    Ok((chain, revisions))
+    let authors = memories::authors_of(conn, &ids)?;
+    Ok(Chain {
+        members: chain,
+        revisions,
+        authors,
+    })
+}
+
+/// A supersession chain and what is kept of its memories' versions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chain {
+    /// Its memories, from the first superseded one to the active one.
+    pub members: Vec<Memory>,
+    /// Their earlier versions, oldest first.
+    pub revisions: Vec<Revision>,
+    /// Who made each version memd recorded.
+    pub authors: Vec<VersionAuthor>,
 }
 
 fn revisions_of(conn: &Connection, ids: &[i64]) -> Result<Vec<Revision>, StoreError> {

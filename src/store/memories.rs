@@ -875,6 +875,61 @@ pub fn author(
         .optional()?)
 }
 
+/// Who made each recorded version of rows `ids`, by memory and rev.
+///
+/// # Errors
+/// SQLite errors.
+pub fn authors_of(
+    conn: &Connection,
+    ids: &[i64],
+) -> Result<Vec<memd_proto::VersionAuthor>, StoreError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let marks = vec!["?"; ids.len()].join(", ");
+    let sql = format!(
+        "SELECT memory_id, rev, session, agent, machine, external FROM memory_authors \
+         WHERE memory_id IN ({marks}) AND rev IS NOT NULL ORDER BY memory_id, rev"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt
+        .query_map(params_from_iter(ids), |r| {
+            let recorded = RecordedAuthor {
+                session: r.get(2)?,
+                agent: r.get(3)?,
+                machine: r.get(4)?,
+                external: r.get(5)?,
+            };
+            Ok(memd_proto::VersionAuthor {
+                memory_id: r.get(0)?,
+                rev: r.get(1)?,
+                changed_by: recorded.changed_by(),
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+impl RecordedAuthor {
+    /// As the wire names an author.
+    pub fn changed_by(&self) -> memd_proto::ChangedBy {
+        if self.external {
+            return memd_proto::ChangedBy {
+                kind: memd_proto::ChangeKind::External,
+                agent: None,
+                session: None,
+                machine: self.machine.clone(),
+            };
+        }
+        memd_proto::ChangedBy {
+            kind: memd_proto::ChangeKind::Session,
+            agent: Some(self.agent.clone()).filter(|a| !a.is_empty()),
+            session: Some(self.session.clone()).filter(|s| !s.is_empty()),
+            machine: self.machine.clone(),
+        }
+    }
+}
+
 /// The author memd recorded for a row's change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedAuthor {
@@ -902,8 +957,8 @@ pub fn record_author(
 ) -> Result<Option<i64>, StoreError> {
     if let Some((session, agent)) = who {
         conn.prepare_cached(
-            "INSERT OR REPLACE INTO memory_authors (memory_id, generation, session, agent) \
-             SELECT id, changed_generation, ?3, ?4 FROM memories \
+            "INSERT OR REPLACE INTO memory_authors (memory_id, generation, session, agent, rev) \
+             SELECT id, changed_generation, ?3, ?4, rev FROM memories \
              WHERE id = ?1 AND changed_generation > ?2",
         )?
         .execute((id, since as i64, session, agent))?;

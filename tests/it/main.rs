@@ -49,4 +49,5 @@ mod team_load;
 mod team_tls;
 mod threads;
 mod viewer;
+mod viewer_browser;
 mod wire;

@@ -47,7 +47,13 @@ fn the_token_is_traded_for_a_strict_cookie_and_everything_else_is_refused() {
         let r = tcp_request(&addr, "GET", path, &[], None);
         assert_eq!(r.status, 401, "{path}: {}", body(&r));
     }
-    let r = tcp_request(&addr, "GET", "/?token=0000", &[("Accept", "text/html")], None);
+    let r = tcp_request(
+        &addr,
+        "GET",
+        "/?token=0000",
+        &[("Accept", "text/html")],
+        None,
+    );
     assert_eq!(r.status, 401);
     assert!(body(&r).contains("memd ui"), "the page says what to do");
     // The token: a redirect without it, and a cookie named after the port.
@@ -56,21 +62,37 @@ fn the_token_is_traded_for_a_strict_cookie_and_everything_else_is_refused() {
     assert_eq!(r.header("location"), Some("/m/1?x=1"));
     let set = r.header("set-cookie").unwrap();
     assert!(set.starts_with(&format!("memd-ui-{port}={token}")), "{set}");
-    assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict"), "{set}");
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
     let cookie = login(&addr, &token);
     // With the cookie: pages and the API, with the security headers.
     let r = tcp_request(&addr, "GET", "/", &[("Cookie", &cookie)], None);
     assert_eq!(r.status, 200, "{}", body(&r));
     assert!(body(&r).contains("the staging database is db-2"));
     let csp = r.header("content-security-policy").unwrap();
-    assert!(csp.contains("default-src 'self'") && !csp.contains("unsafe"), "{csp}");
+    assert!(
+        csp.contains("default-src 'self'") && !csp.contains("unsafe"),
+        "{csp}"
+    );
     assert_eq!(r.header("x-frame-options"), Some("DENY"));
     assert!(r.header("access-control-allow-origin").is_none(), "no CORS");
     let r = tcp_request(&addr, "GET", "/v1/memories", &[("Cookie", &cookie)], None);
     assert_eq!(r.status, 200);
     // A foreign Host with a valid cookie (DNS rebinding): refused.
-    for host in ["attacker.example", &format!("attacker.example:{port}"), "10.0.0.5"] {
-        let r = tcp_request(&addr, "GET", "/v1/memories", &[("Host", host), ("Cookie", &cookie)], None);
+    for host in [
+        "attacker.example",
+        &format!("attacker.example:{port}"),
+        "10.0.0.5",
+    ] {
+        let r = tcp_request(
+            &addr,
+            "GET",
+            "/v1/memories",
+            &[("Host", host), ("Cookie", &cookie)],
+            None,
+        );
         assert_eq!(r.status, 403, "Host {host}");
     }
     // A cross-origin write with a valid cookie: refused, nothing written.
@@ -100,7 +122,11 @@ fn the_token_is_traded_for_a_strict_cookie_and_everything_else_is_refused() {
         &addr,
         "POST",
         "/v1/memories?namespace=web",
-        &[("Host", "localhost:9999"), ("Origin", "http://localhost:9999"), ("Cookie", &cookie)],
+        &[
+            ("Host", "localhost:9999"),
+            ("Origin", "http://localhost:9999"),
+            ("Cookie", &cookie),
+        ],
         Some(&json!({"content": "written through a forwarded port"})),
     );
     assert_eq!(r.status, 201, "{}", body(&r));
@@ -113,7 +139,10 @@ fn the_token_is_traded_for_a_strict_cookie_and_everything_else_is_refused() {
     let r = tcp_request(&addr, "GET", &format!("/?token={token}"), &[], None);
     assert_eq!(r.status, 401);
     let cookie2 = login(&addr, &token2);
-    assert_eq!(tcp_request(&addr, "GET", "/", &[("Cookie", &cookie2)], None).status, 200);
+    assert_eq!(
+        tcp_request(&addr, "GET", "/", &[("Cookie", &cookie2)], None).status,
+        200
+    );
     // The token file is the daemon user's alone.
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(d.data_dir().join("ui.token"))
@@ -163,9 +192,27 @@ fn a_configured_listener_opens_at_start() {
 #[test]
 fn the_pages_show_memories_history_and_the_exact_block_a_session_was_given() {
     let d = Daemon::start();
-    let (v, _) = d.json(&["--namespace", "web", "add", "the cache runs on port 6379", "--tag", "ops"]);
+    let (v, _) = d.json(&[
+        "--namespace",
+        "web",
+        "add",
+        "the cache runs on port 6379",
+        "--tag",
+        "ops",
+    ]);
     let id = v["id"].as_i64().unwrap();
-    d.json(&["--namespace", "web", "update", &id.to_string(), "--content", "the cache runs on port 6380 <now>", "--expect-rev", "1"]);
+    d.json(&[
+        "--namespace",
+        "web",
+        "--agent",
+        "deployer",
+        "update",
+        &id.to_string(),
+        "--content",
+        "the cache runs on port 6380 <now>",
+        "--expect-rev",
+        "1",
+    ]);
     d.json(&["--namespace", "other", "add", "lunch is at noon"]);
     let (addr, token) = open(&d, false);
     let cookie = login(&addr, &token);
@@ -176,16 +223,29 @@ fn the_pages_show_memories_history_and_the_exact_block_a_session_was_given() {
         body(&r)
     };
     let page = get("/");
-    assert!(page.contains("lunch is at noon") && page.contains("port 6380 &lt;now&gt;"), "escaped, every namespace");
+    assert!(
+        page.contains("lunch is at noon") && page.contains("port 6380 &lt;now&gt;"),
+        "escaped, every namespace"
+    );
     assert!(!page.contains("<now>"), "text is escaped");
     let page = get("/?namespace=other");
     assert!(page.contains("lunch is at noon") && !page.contains("6380"));
     let page = get("/?q=cache&fragment=results");
-    assert!(page.contains("6380") && !page.contains("<html"), "a fragment for search as you type");
+    assert!(
+        page.contains("6380") && !page.contains("<html"),
+        "a fragment for search as you type"
+    );
     let page = get(&format!("/m/{id}"));
-    assert!(page.contains("<del>6379</del>"), "the history marks what changed: {page}");
+    assert!(
+        page.contains("<del>6379</del>"),
+        "the history marks what changed: {page}"
+    );
     assert!(page.contains("<ins>6380 &lt;now&gt;</ins>"), "{page}");
-    assert!(page.contains(&format!("data-rev=\"2\"")));
+    assert!(page.contains("data-rev=\"2\""));
+    assert!(
+        page.contains("by agent deployer"),
+        "who made the version: {page}"
+    );
     // A session's block, byte for byte.
     let (inject, _) = d.json(&["--namespace", "web", "--session", "work", "inject"]);
     let page = get("/sessions");
@@ -209,7 +269,13 @@ fn the_pages_show_memories_history_and_the_exact_block_a_session_was_given() {
         let r = tcp_request(&addr, "GET", path, &[("Cookie", &cookie)], None);
         assert_eq!(r.status, 200, "{path}");
     }
-    let r = tcp_request(&addr, "GET", "/m/999999", &[("Cookie", &cookie), ("Accept", "text/html")], None);
+    let r = tcp_request(
+        &addr,
+        "GET",
+        "/m/999999",
+        &[("Cookie", &cookie), ("Accept", "text/html")],
+        None,
+    );
     assert_eq!(r.status, 404);
     let _: Value = json!(null);
 }

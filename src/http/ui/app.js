@@ -149,7 +149,7 @@
       $("#save").textContent = "Save over this version";
     }
     box.hidden = false;
-    box.focus?.();
+    box.scrollIntoView({ block: "center" });
   }
 
   async function change(method, body) {

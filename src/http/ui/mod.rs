@@ -376,7 +376,45 @@ struct Version {
     op: String,
 }
 
-fn history_html(current: &Memory, revisions: &[memd_proto::Revision]) -> String {
+/// Who made a version, as a person reads it.
+fn author(a: Option<&memd_proto::ChangedBy>) -> String {
+    let Some(a) = a else {
+        return "<span class=\"who none\" title=\"memd keeps no author for this version\">by another tool or memd's upkeep</span>".into();
+    };
+    let mut parts = Vec::new();
+    match a.kind {
+        memd_proto::ChangeKind::External => {
+            parts.push("a writer outside memd on the team's PostgreSQL".to_string());
+        }
+        _ => {
+            if let Some(agent) = &a.agent {
+                parts.push(format!("agent {}", esc(agent)));
+            }
+            if let Some(s) = &a.session {
+                parts.push(format!("session <code>{}</code>", esc(&page::clip(s, 24))));
+            }
+        }
+    }
+    if let Some(m) = &a.machine {
+        parts.push(format!("on {}", esc(m)));
+    }
+    if parts.is_empty() {
+        parts.push("a session".into());
+    }
+    format!("<span class=\"who\">by {}</span>", parts.join(", "))
+}
+
+fn history_html(
+    current: &Memory,
+    revisions: &[memd_proto::Revision],
+    authors: &[memd_proto::VersionAuthor],
+) -> String {
+    let by = |rev: i64| {
+        authors
+            .iter()
+            .find(|a| a.memory_id == current.id && a.rev == rev)
+            .map(|a| &a.changed_by)
+    };
     let mut versions: Vec<Version> = revisions
         .iter()
         .filter(|r| r.memory_id == current.id)
@@ -427,14 +465,15 @@ fn history_html(current: &Memory, revisions: &[memd_proto::Revision]) -> String 
         if k == 0 {
             let _ = write!(
                 out,
-                " · created by {}</p><p class=\"diff\">{}</p>",
-                esc(current.created_by.as_deref().unwrap_or(&current.source)),
+                " · created by {} ({})</p><p class=\"diff\">{}</p>",
+                esc(current.created_by.as_deref().unwrap_or("?")),
+                esc(&current.source),
                 esc(&v.content)
             );
             out.push_str("</li>");
             continue;
         }
-        out.push_str("</p>");
+        let _ = write!(out, " · {}</p>", author(by(v.rev)));
         let p = &versions[k - 1];
         let mut changes = Vec::new();
         if p.content != v.content {
@@ -660,7 +699,7 @@ pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpRespo
         importance = choose("importance", &m.importance, &["low", "medium", "high"]),
         status = choose("status", &m.status, &["promoted", "candidate", "archived"]),
         pinned = if m.pinned { " checked" } else { "" },
-        history = history_html(&m, &history.revisions),
+        history = history_html(&m, &history.revisions, &history.authors),
     );
     html(frame(&format!("#{id}"), Tab::Memories, &body))
 }

@@ -6,7 +6,7 @@
 use std::io::BufWriter;
 use std::path::PathBuf;
 
-use memd_proto::{Memory, Revision};
+use memd_proto::Memory;
 use serde_json::Value;
 
 use crate::gate::View;
@@ -94,11 +94,7 @@ impl Store {
     ///
     /// # Errors
     /// `NotFound` when `view` does not show it; SQLite errors.
-    pub async fn history(
-        &self,
-        id: i64,
-        view: View,
-    ) -> Result<Read<(Vec<Memory>, Vec<Revision>)>, StoreError> {
+    pub async fn history(&self, id: i64, view: View) -> Result<Read<chains::Chain>, StoreError> {
         self.readers
             .read(ReadKind::Client, move |conn| chains::walk(conn, id, &view))
             .await

@@ -95,6 +95,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "search index: neighbours' text capped, the namespace as a token",
         sql: include_str!("v13.sql"),
     },
+    Migration {
+        version: 14,
+        name: "the author of every version of a memory",
+        sql: include_str!("v14.sql"),
+    },
 ];
 
 /// The schema version this binary produces.

@@ -393,7 +393,8 @@ pub fn record_author(
     let machine = author.machine.as_deref().filter(|m| *m != own);
     conn.prepare_cached(
         "INSERT OR REPLACE INTO memory_authors (memory_id, generation, session, agent, machine, \
-         external) SELECT id, changed_generation, ?2, ?3, ?4, ?5 FROM memories WHERE id = ?1",
+         external, rev) SELECT id, changed_generation, ?2, ?3, ?4, ?5, rev FROM memories \
+         WHERE id = ?1",
     )?
     .execute(params![
         id,

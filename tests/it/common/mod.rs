@@ -8,6 +8,7 @@
 
 pub mod http;
 pub mod pg;
+pub mod webdriver;
 pub mod wire;
 
 use std::os::unix::net::UnixDatagram;

@@ -143,8 +143,9 @@ pub fn run(args: HttpArgs) -> anyhow::Result<()> {
         .build()?;
     let mut rows = Vec::new();
     let mut events = Vec::new();
+    let mut viewer = Vec::new();
     for &size in &args.memories {
-        let (r, e) = runtime.block_on(one_size(&args, size))?;
+        let (r, e) = runtime.block_on(one_size(&args, size, &mut viewer))?;
         rows.extend(r);
         events.push((size, e));
     }
@@ -162,6 +163,10 @@ pub fn run(args: HttpArgs) -> anyhow::Result<()> {
             })).collect::<Vec<Value>>(),
             "events": events.iter().map(|(m, s)| json!({
                 "memories": m, "n": s.n, "p50_us": s.p50_us, "p95_us": s.p95_us, "p99_us": s.p99_us,
+            })).collect::<Vec<Value>>(),
+            "viewer": viewer.iter().map(|(m, p, k)| json!({
+                "memories": m, "start_page_p50_us": p.p50_us, "start_page_p99_us": p.p99_us,
+                "keystroke_p50_us": k.p50_us, "keystroke_p99_us": k.p99_us, "keystrokes": k.n,
             })).collect::<Vec<Value>>(),
         });
         println!("{out}");
@@ -184,6 +189,16 @@ pub fn run(args: HttpArgs) -> anyhow::Result<()> {
             r.http.p50_us / r.binary.p50_us.max(1e-9)
         );
     }
+    for (m, p, k) in &viewer {
+        println!(
+            "viewer ({m} memories): start page p50 {:.1} ms, p99 {:.1} ms; keystroke p50 {:.1} ms, p99 {:.1} ms ({} keystrokes)",
+            p.p50_us / 1e3,
+            p.p99_us / 1e3,
+            k.p50_us / 1e3,
+            k.p99_us / 1e3,
+            k.n
+        );
+    }
     for (m, s) in &events {
         println!(
             "event after an add was sent ({m} memories, {} adds): p50 {:.0} us, p95 {:.0} us, p99 {:.0} us",
@@ -193,7 +208,11 @@ pub fn run(args: HttpArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn one_size(args: &HttpArgs, size: usize) -> anyhow::Result<(Vec<Row>, Summary)> {
+async fn one_size(
+    args: &HttpArgs,
+    size: usize,
+    viewer: &mut Vec<(usize, Summary, Summary)>,
+) -> anyhow::Result<(Vec<Row>, Summary)> {
     let vocab = corpus::vocabulary(20_000);
     let items = corpus::memories(size, &vocab, 42);
     let queries = corpus::queries(args.queries.max(10), &vocab, 7);
@@ -291,6 +310,32 @@ async fn one_size(args: &HttpArgs, size: usize) -> anyhow::Result<(Vec<Row>, Sum
         binary: summarize(&mut bin, Duration::ZERO),
         http: summarize(&mut web, Duration::ZERO),
     });
+    // The viewer: the start page (the newest memories, the namespaces and
+    // counts) and a search-as-you-type keystroke (the results fragment for
+    // a growing prefix of a query), as the browser asks for them.
+    let mut page = Vec::new();
+    for _ in 0..(args.queries / 10).max(20) {
+        let t = Instant::now();
+        let (status, _) = http.call("GET", "/", None)?;
+        page.push(t.elapsed());
+        anyhow::ensure!(status == 200, "the start page answered {status}");
+    }
+    let mut keys = Vec::new();
+    for q in queries.iter().take((args.queries / 10).max(20)) {
+        let word = q.split_whitespace().next().unwrap_or("a");
+        for n in 1..=word.len().min(6) {
+            let path = format!("/?q={}&fragment=results", percent(&word[..n]));
+            let t = Instant::now();
+            let (status, _) = http.call("GET", &path, None)?;
+            keys.push(t.elapsed());
+            anyhow::ensure!(status == 200, "a keystroke answered {status}");
+        }
+    }
+    viewer.push((
+        size,
+        summarize(&mut page, Duration::ZERO),
+        summarize(&mut keys, Duration::ZERO),
+    ));
     let events = event_latency(&daemon, &mut client, args.events).await?;
     Ok((rows, events))
 }

@@ -11,9 +11,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use memd_proto::json as wire_json;
 use memd_proto::{
-    AddRequest, Filter, ForgetRequest, GetRequest, HistoryRequest, ListRequest, QuerySyntax,
-    Request, Response, SearchMode, SearchRequest, UpdateRequest,
+    AddRequest, ConfirmRequest, Filter, ForgetRequest, GetRequest, HistoryRequest, ListRequest,
+    QuerySyntax, Request, Response, SearchMode, SearchRequest, SupersedeRequest, TaskRequest,
+    UpdateRequest,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::App;
@@ -350,6 +352,102 @@ pub async fn history(
         })).collect::<Vec<_>>(),
         "generation": h.generation,
     })))
+}
+
+/// The body of `POST /v1/memories/{id}/supersede`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct By {
+    /// The memory that replaces this one.
+    by: i64,
+}
+
+/// `POST /v1/memories/{id}/supersede` (`{"by": NEW}`): marks the memory
+/// as replaced by memory `NEW`, through the drift guard (`If-Match` or a
+/// session, as a change).
+pub async fn supersede(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, Problem> {
+    let id = params::id(&id)?;
+    let by: By = params::json(&headers, body)?;
+    let (caller, read) = acting(&app, &headers, query.as_deref(), id).await?;
+    let req = Request::Supersede(SupersedeRequest {
+        old: id,
+        new: by.by,
+    });
+    let Response::Superseded(r) = caller.run(&app, req, read).await? else {
+        return Err(unexpected());
+    };
+    Ok(Json(
+        json!({"old": r.old, "new": r.new, "generation": r.generation}),
+    ))
+}
+
+/// The body of `POST /v1/memories/{id}/task`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Move {
+    /// `pending`, `in_progress`, `completed` or `cancelled`.
+    status: String,
+}
+
+/// `POST /v1/memories/{id}/task` (`{"status": "in_progress"}`): moves a
+/// task, through the drift guard (as a change).
+pub async fn task(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<HttpResponse, Problem> {
+    let id = params::id(&id)?;
+    let to: Move = params::json(&headers, body)?;
+    let (caller, read) = acting(&app, &headers, query.as_deref(), id).await?;
+    let req = Request::Task(TaskRequest {
+        id,
+        status: to.status,
+        expect_rev: None,
+    });
+    let Response::Memory(r) = caller.run(&app, req, read).await? else {
+        return Err(unexpected());
+    };
+    Ok(memory_reply(&r.memory, r.generation))
+}
+
+/// `POST /v1/memories/{id}/confirm`: counts a confirmation (no content
+/// changes: no precondition).
+pub async fn confirm(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Result<HttpResponse, Problem> {
+    let id = params::id(&id)?;
+    let p = Params::parse(query.as_deref(), &["namespace"])?;
+    let caller = Caller::from(&headers, p.one("namespace")?)?;
+    let caller = if caller.namespace.is_some() {
+        caller
+    } else {
+        let look = Request::Get(GetRequest {
+            id,
+            include_inactive: true,
+        });
+        let Response::Memory(r) = caller.run(&app, look, None).await? else {
+            return Err(unexpected());
+        };
+        caller.in_namespace(&r.memory.namespace)
+    };
+    let Response::Memory(r) = caller
+        .run(&app, Request::Confirm(ConfirmRequest { id }), None)
+        .await?
+    else {
+        return Err(unexpected());
+    };
+    Ok(memory_reply(&r.memory, r.generation))
 }
 
 /// A reply of another kind than the request's: a bug, said as one.

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::routing::get;
+use axum::routing::{get, post};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use memd_proto::ErrorCode;
@@ -81,8 +81,14 @@ pub const ROUTES: &[(&str, &[&str])] = &[
     ("/v1/memories", &["get", "post"]),
     ("/v1/memories/{id}", &["get", "patch", "delete"]),
     ("/v1/memories/{id}/history", &["get"]),
+    ("/v1/memories/{id}/supersede", &["post"]),
+    ("/v1/memories/{id}/task", &["post"]),
+    ("/v1/memories/{id}/confirm", &["post"]),
     ("/v1/sessions", &["get"]),
-    ("/v1/sessions/{namespace}/{name}", &["get"]),
+    ("/v1/sessions/{namespace}/{name}", &["get", "delete"]),
+    ("/v1/sessions/{namespace}/{name}/inject", &["post"]),
+    ("/v1/sessions/{namespace}/{name}/compacted", &["post"]),
+    ("/v1/sessions/{namespace}/{name}/refresh", &["post"]),
     ("/v1/events", &["get"]),
     ("/v1/drift", &["get"]),
     ("/v1/team", &["get"]),
@@ -101,8 +107,26 @@ pub fn router(app: App) -> Router {
                 .delete(memories::forget),
         )
         .route("/v1/memories/{id}/history", get(memories::history))
+        .route("/v1/memories/{id}/supersede", post(memories::supersede))
+        .route("/v1/memories/{id}/task", post(memories::task))
+        .route("/v1/memories/{id}/confirm", post(memories::confirm))
         .route("/v1/sessions", get(sessions::list))
-        .route("/v1/sessions/{namespace}/{name}", get(sessions::show))
+        .route(
+            "/v1/sessions/{namespace}/{name}",
+            get(sessions::show).delete(sessions::end),
+        )
+        .route(
+            "/v1/sessions/{namespace}/{name}/inject",
+            post(sessions::inject),
+        )
+        .route(
+            "/v1/sessions/{namespace}/{name}/compacted",
+            post(sessions::compacted),
+        )
+        .route(
+            "/v1/sessions/{namespace}/{name}/refresh",
+            post(sessions::refresh),
+        )
         .route("/v1/events", get(events::stream))
         .route("/v1/drift", get(meta::drift))
         .route("/v1/team", get(meta::team))

@@ -5,7 +5,10 @@
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderMap;
-use memd_proto::{Request, Response, SessionListRequest, SessionShowRequest};
+use memd_proto::{
+    CompactedRequest, InjectRequest, RefreshRequest, Request, Response, SessionEndRequest,
+    SessionListRequest, SessionShowRequest,
+};
 use serde_json::{Value, json};
 
 use super::App;
@@ -92,4 +95,106 @@ pub async fn show(
         None => Value::Null,
     };
     Ok(Json(v))
+}
+
+/// The named session of a path, joined by this request (its agent is the
+/// request's `Memd-Agent`, when the request creates it).
+fn joined(headers: &HeaderMap, namespace: &str, name: &str) -> Result<Caller, Problem> {
+    let mut caller = Caller::from(headers, None)?;
+    caller.namespace = Some(namespace.to_string());
+    caller.session = Some(name.to_string());
+    Ok(caller)
+}
+
+/// `POST /v1/sessions/{namespace}/{name}/inject`: the session's memory
+/// block (built at its first inject, then the same bytes until it writes,
+/// compacts or refreshes), as `memd --session NAME inject`.
+pub async fn inject(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Result<Json<Value>, Problem> {
+    let caller = joined(&headers, &namespace, &name)?;
+    let Response::Injected(i) = caller
+        .run(&app, Request::Inject(InjectRequest {}), None)
+        .await?
+    else {
+        return Err(unexpected());
+    };
+    Ok(Json(json!({
+        "block": i.block,
+        "hash": i.hash,
+        "built_at_generation": i.built_at_generation,
+        "included": i.stats.included,
+        "eligible": i.stats.eligible,
+        "chars": i.stats.chars,
+        "budget": i.stats.budget,
+        "cached": i.stats.cached,
+    })))
+}
+
+async fn rebuild(
+    app: &App,
+    headers: &HeaderMap,
+    namespace: &str,
+    name: &str,
+    req: Request,
+) -> Result<Json<Value>, Problem> {
+    let caller = joined(headers, namespace, name)?;
+    caller.run(app, req, None).await?;
+    Ok(Json(json!({"rebuilt_at_next_inject": true})))
+}
+
+/// `POST /v1/sessions/{namespace}/{name}/compacted`: the agent compacted
+/// its context; the block is rebuilt at the next inject.
+pub async fn compacted(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Result<Json<Value>, Problem> {
+    rebuild(
+        &app,
+        &headers,
+        &namespace,
+        &name,
+        Request::Compacted(CompactedRequest {}),
+    )
+    .await
+}
+
+/// `POST /v1/sessions/{namespace}/{name}/refresh`: the block is rebuilt at
+/// the next inject.
+pub async fn refresh(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Result<Json<Value>, Problem> {
+    rebuild(
+        &app,
+        &headers,
+        &namespace,
+        &name,
+        Request::Refresh(RefreshRequest {}),
+    )
+    .await
+}
+
+/// `DELETE /v1/sessions/{namespace}/{name}`: ends the named session (its
+/// block and read set are dropped).
+pub async fn end(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path((namespace, name)): Path<(String, String)>,
+) -> Result<Json<Value>, Problem> {
+    let mut caller = Caller::from(&headers, None)?;
+    caller.namespace = Some(namespace);
+    let Response::SessionEnded(e) = caller
+        .run(&app, Request::SessionEnd(SessionEndRequest { name }), None)
+        .await?
+    else {
+        return Err(unexpected());
+    };
+    Ok(Json(
+        json!({"ended": e.ended, "connections": e.connections}),
+    ))
 }

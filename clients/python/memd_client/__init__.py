@@ -65,6 +65,8 @@ class Memory:
     metadata: Any = field(default_factory=dict)
     tags: List[str] = field(default_factory=list)
     superseded_by: Optional[int] = None
+    observation_count: int = 1
+    confirmed_count: int = 0
     source: str = "agent"
     created_by: Optional[str] = None
     expires_at: Optional[str] = None
@@ -272,9 +274,9 @@ class Client:
 
     # -- plumbing ---------------------------------------------------------
 
-    def _headers(self) -> Dict[str, str]:
+    def _headers(self, join: bool = True) -> Dict[str, str]:
         h = {"Memd-Namespace": self.namespace}
-        if self.session:
+        if self.session and join:
             h["Memd-Session"] = self.session
         if self.agent:
             h["Memd-Agent"] = self.agent
@@ -282,10 +284,10 @@ class Client:
 
     def _call(self, method: str, path: str, query: Optional[List[tuple]] = None,
               body: Optional[Dict[str, Any]] = None,
-              headers: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+              headers: Optional[Dict[str, str]] = None, join: bool = True) -> Dict[str, Any]:
         if query:
             path += "?" + urllib.parse.urlencode(query)
-        h = self._headers()
+        h = self._headers(join)
         if headers:
             h.update(headers)
         data = None
@@ -409,11 +411,55 @@ class Client:
         return History([Memory.from_json(m) for m in d["chain"]], revisions,
                        d.get("generation", 0))
 
+    def supersede(self, old: int, new: int, rev: Optional[int] = None) -> int:
+        """Marks memory ``old`` as replaced by ``new`` (``rev`` as for
+        :meth:`update`); the generation after it."""
+        d = self._call("POST", f"/v1/memories/{int(old)}/supersede", body={"by": int(new)},
+                       headers=self._if_match(rev))
+        return d.get("generation", 0)
+
+    def move_task(self, id: int, status: str, rev: Optional[int] = None) -> Memory:
+        """Moves a task to ``pending``, ``in_progress``, ``completed`` or
+        ``cancelled`` (``rev`` as for :meth:`update`)."""
+        d = self._call("POST", f"/v1/memories/{int(id)}/task", body={"status": status},
+                       headers=self._if_match(rev))
+        return Memory.from_json(d["memory"])
+
+    def confirm(self, id: int) -> Memory:
+        """Counts a confirmation of a memory."""
+        return Memory.from_json(self._call("POST", f"/v1/memories/{int(id)}/confirm")["memory"])
+
     # -- sessions, status, events ----------------------------------------
+
+    def _session_path(self, name: Optional[str]) -> str:
+        name = name or self.session
+        if not name:
+            raise TypeError("a named session is needed: pass name= or Client(session=...)")
+        return "/v1/sessions/{}/{}".format(urllib.parse.quote(self.namespace, safe=""),
+                                           urllib.parse.quote(name, safe=""))
+
+    def inject(self, name: Optional[str] = None) -> str:
+        """The memory block of the named session (``name``, else this
+        client's session): the same bytes until it writes, compacts or
+        refreshes."""
+        return self._call("POST", self._session_path(name) + "/inject", join=False)["block"]
+
+    def compacted(self, name: Optional[str] = None) -> None:
+        """The agent compacted its context: the block is rebuilt at the next
+        inject."""
+        self._call("POST", self._session_path(name) + "/compacted", join=False)
+
+    def refresh(self, name: Optional[str] = None) -> None:
+        """The block is rebuilt at the next inject."""
+        self._call("POST", self._session_path(name) + "/refresh", join=False)
+
+    def end_session(self, name: Optional[str] = None) -> None:
+        """Ends the named session: its block and read set are dropped."""
+        self._call("DELETE", self._session_path(name), join=False)
 
     def sessions(self) -> List[SessionInfo]:
         """The named sessions of the namespace."""
-        d = self._call("GET", "/v1/sessions")
+        d = self._call("GET", "/v1/sessions", join=False)
         return [SessionInfo(s["namespace"], s["name"], s["agent"], s["has_block"])
                 for s in d["sessions"]]
 
@@ -421,7 +467,7 @@ class Client:
         """A named session of the namespace and the exact block it was given."""
         path = "/v1/sessions/{}/{}".format(urllib.parse.quote(self.namespace, safe=""),
                                            urllib.parse.quote(name, safe=""))
-        d = self._call("GET", path)
+        d = self._call("GET", path, join=False)
         block = d.get("block") or {}
         return SessionInfo(d["namespace"], d["name"], d["agent"], d["has_block"],
                            block.get("text"), block.get("hash"), block.get("memories", []))

@@ -222,3 +222,25 @@ def test_an_agent_loop_uses_memd_as_its_tools(daemon):
     messages = agent_tools.run(c, model, "remember where staging lives")
     assert messages[-1]["content"] == "staging: db-3 (primary)"
     assert c.get(state["id"]).content == "staging: db-3 (primary)"
+
+
+def test_supersede_tasks_confirm_and_a_sessions_block(daemon):
+    c = client(daemon, session="work", agent="py-agent")
+    old = c.get(c.add("the cache runs on port 6379").id)
+    new = c.add("the cache runs on port 6380").id
+    assert c.supersede(old.id, new) > 0
+    assert c.history(new).chain[0].id == old.id
+    t = c.add("write the release notes", category="task", metadata={"status": "pending"})
+    task = c.get(t.id)
+    moved = c.move_task(task.id, "in_progress")
+    assert moved.metadata["status"] == "in_progress" and moved.rev == task.rev + 1
+    assert c.confirm(new).confirmed_count == 1
+    block = c.inject()
+    assert "port 6380" in block and block == c.inject(), "frozen"
+    assert block == c.named_session("work").block
+    c.add("deploys go through staging", category="procedure")
+    assert c.inject() != block, "the session's own write rebuilds its block"
+    c.refresh()
+    c.compacted()
+    c.end_session()
+    assert [s.name for s in c.sessions()] == []

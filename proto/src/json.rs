@@ -19,6 +19,40 @@ pub fn memory(m: &Memory) -> Value {
     v
 }
 
+/// A memory as JSON text: the same object as [`memory`], written straight
+/// from the struct (no intermediate value: the HTTP API writes many of
+/// them per answer).
+pub fn memory_text(m: &Memory) -> String {
+    let mut text = serde_json::to_string(m).unwrap_or_default();
+    // The derived form carries metadata as a string of JSON; valid JSON
+    // goes in as itself. Inside a JSON string every quote is escaped, so
+    // the key with this exact value appears once, as the field.
+    if serde_json::from_str::<serde::de::IgnoredAny>(&m.metadata).is_ok()
+        && let Ok(quoted) = serde_json::to_string(&m.metadata)
+    {
+        text = text.replacen(
+            &format!("\"metadata\":{quoted}"),
+            &format!("\"metadata\":{}", m.metadata.trim()),
+            1,
+        );
+    }
+    text
+}
+
+/// A search hit as JSON text: [`memory_text`] plus `score` and `matched`.
+pub fn hit_text(h: &Hit) -> String {
+    let mut text = memory_text(&h.memory);
+    if text.ends_with('}') {
+        text.pop();
+        text.push_str(&format!(
+            ",\"score\":{},\"matched\":\"{}\"}}",
+            serde_json::Value::from(h.score),
+            h.matched.as_str()
+        ));
+    }
+    text
+}
+
 /// A search hit: the memory object plus `score`, `matched` (and `explain`).
 pub fn hit(h: &Hit) -> Value {
     let mut v = memory(&h.memory);
@@ -98,4 +132,33 @@ pub fn error(e: &ErrorBody) -> Value {
         }
     }
     Value::Object(obj)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_form_is_the_value_form() {
+        let mut m = Memory {
+            id: 7,
+            content: "a \"quoted\" \"metadata\":\"{}\" text".into(),
+            metadata: r#"{"port": 5432, "tags": ["a"]}"#.into(),
+            tags: vec!["ops".into()],
+            ..Memory::default()
+        };
+        let v: Value = serde_json::from_str(&memory_text(&m)).unwrap();
+        assert_eq!(v, memory(&m));
+        m.metadata = "not json {".into();
+        let v: Value = serde_json::from_str(&memory_text(&m)).unwrap();
+        assert_eq!(v, memory(&m));
+        let h = Hit {
+            memory: m,
+            score: 0.5,
+            matched: crate::MatchKind::Lexical,
+            explain: None,
+        };
+        let v: Value = serde_json::from_str(&hit_text(&h)).unwrap();
+        assert_eq!(v, hit(&h));
+    }
 }

@@ -943,7 +943,7 @@ pub struct Welcome {
 }
 
 /// A stored memory: the SQL columns of `memories` plus its tags.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Memory {
     /// Row id; never reused.
     pub id: i64,

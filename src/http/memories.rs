@@ -90,7 +90,7 @@ pub async fn list(
     State(app): State<App>,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
-) -> Result<Json<Value>, Problem> {
+) -> Result<HttpResponse, Problem> {
     let p = Params::parse(query.as_deref(), LIST_PARAMS)?;
     let caller = Caller::from(&headers, p.one("namespace")?)?;
     let filter = filter(&p)?;
@@ -108,12 +108,13 @@ pub async fn list(
         let Response::Memories(l) = caller.run(&app, req, None).await? else {
             return Err(unexpected());
         };
-        return Ok(Json(json!({
-            "memories": l.memories.iter().map(wire_json::memory).collect::<Vec<_>>(),
-            "count": l.memories.len(),
-            "offset": offset,
-            "generation": l.generation,
-        })));
+        let items: Vec<String> = l.memories.iter().map(wire_json::memory_text).collect();
+        return Ok(json_text(format!(
+            "{{\"memories\":[{}],\"count\":{},\"offset\":{offset},\"generation\":{}}}",
+            items.join(","),
+            l.memories.len(),
+            l.generation
+        )));
     };
     let mode = match p.one("mode")? {
         None => SearchMode::Auto,
@@ -144,13 +145,24 @@ pub async fn list(
     let Response::Hits(r) = caller.run(&app, req, None).await? else {
         return Err(unexpected());
     };
-    Ok(Json(json!({
-        "hits": r.hits.iter().map(wire_json::hit).collect::<Vec<_>>(),
-        "count": r.hits.len(),
-        "mode": r.mode.as_str(),
-        "offset": offset,
-        "generation": r.generation,
-    })))
+    let items: Vec<String> = r.hits.iter().map(wire_json::hit_text).collect();
+    Ok(json_text(format!(
+        "{{\"hits\":[{}],\"count\":{},\"mode\":\"{}\",\"offset\":{offset},\"generation\":{}}}",
+        items.join(","),
+        r.hits.len(),
+        r.mode.as_str(),
+        r.generation
+    )))
+}
+
+/// A JSON answer whose text is written already.
+fn json_text(body: String) -> HttpResponse {
+    let mut r = body.into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
 }
 
 /// `POST /v1/memories`: stores a memory through the write gate, in the
@@ -192,11 +204,10 @@ pub async fn create(
 
 /// A memory and the generation it was read at, with its rev as `ETag`.
 fn memory_reply(memory: &memd_proto::Memory, generation: u64) -> HttpResponse {
-    let mut resp = Json(json!({
-        "memory": wire_json::memory(memory),
-        "generation": generation,
-    }))
-    .into_response();
+    let mut resp = json_text(format!(
+        "{{\"memory\":{},\"generation\":{generation}}}",
+        wire_json::memory_text(memory)
+    ));
     if let Ok(v) = HeaderValue::from_str(&format!("\"{}\"", memory.rev)) {
         resp.headers_mut().insert(header::ETAG, v);
     }

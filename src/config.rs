@@ -264,6 +264,74 @@ impl HttpConfig {
     }
 }
 
+/// `[capture]`: conversations captured from agent hosts' hooks (the hooks
+/// read `enabled` and `exclude`; the daemon's sweeps, the retention).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CaptureConfig {
+    /// Hooks capture the session's conversation.
+    pub enabled: bool,
+    /// Working directories not captured: globs (`*` any run, `/` too; `?`
+    /// one character; `~/` the home directory); a directory's pattern
+    /// covers everything below it.
+    pub exclude: Vec<String>,
+    /// Captured turns older than this many days are deleted by the sweeps
+    /// (0: kept until the size cap or `capture forget`).
+    pub keep_days: u32,
+    /// Per namespace, the bytes of captured text kept: over it, the sweeps
+    /// delete the oldest captured turns (0: no cap).
+    pub max_bytes: u64,
+    /// Most bytes of a transcript one hook reads: a longer stretch is
+    /// captured over several hooks.
+    pub chunk_bytes: u64,
+}
+
+impl Default for CaptureConfig {
+    fn default() -> Self {
+        CaptureConfig {
+            enabled: true,
+            exclude: Vec::new(),
+            keep_days: 90,
+            max_bytes: 512 << 20,
+            chunk_bytes: 8 << 20,
+        }
+    }
+}
+
+impl CaptureConfig {
+    /// The sweeps' retention.
+    pub fn retention(&self) -> crate::store::capture::Retention {
+        crate::store::capture::Retention {
+            keep_days: self.keep_days,
+            max_bytes: self.max_bytes,
+        }
+    }
+
+    /// Whether a session in `dir` is captured: capture is on and no
+    /// `exclude` pattern matches it or a directory above it.
+    pub fn captures(&self, dir: &Path) -> bool {
+        if !self.enabled {
+            return false;
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let patterns: Vec<String> = self
+            .exclude
+            .iter()
+            .map(|p| match (p.strip_prefix("~/"), &home) {
+                (Some(rest), Some(h)) => h.join(rest).to_string_lossy().into_owned(),
+                _ => p.clone(),
+            })
+            .map(|p| p.trim_end_matches('/').to_string())
+            .collect();
+        !dir.ancestors().any(|d| {
+            let d = d.to_string_lossy();
+            patterns
+                .iter()
+                .any(|p| crate::store::team::config::glob_matches(p, &d))
+        })
+    }
+}
+
 /// Settings of the `memd` commands (the daemon does not read them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
@@ -405,6 +473,8 @@ pub struct Config {
     pub team: crate::store::team::config::TeamConfig,
     /// `[http]`: the loopback listener of the viewer.
     pub http: HttpConfig,
+    /// `[capture]`: conversations captured by the hooks.
+    pub capture: CaptureConfig,
 }
 
 /// A config file that could not be used.
@@ -624,6 +694,12 @@ impl Config {
             }
         }
         self.embed.validate()?;
+        if self.capture.chunk_bytes < 4096 {
+            return Err((
+                "capture.chunk_bytes",
+                "capture.chunk_bytes must be at least 4096".into(),
+            ));
+        }
         if self.limits.max_content_bytes == 0 {
             return Err((
                 "limits.max_content_bytes",

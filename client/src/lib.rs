@@ -675,6 +675,62 @@ impl Client {
         }
     }
 
+    /// Stores a stretch of an agent host's transcript as captured turns and
+    /// moves the session's capture offset (one transaction).
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] for a bad host or session name; the store's
+    /// errors. Nothing is stored then and the offset stays.
+    pub async fn capture(
+        &mut self,
+        req: memd_proto::CaptureRequest,
+    ) -> Result<memd_proto::CaptureReport> {
+        match self.call(Request::Capture(req)).await? {
+            Response::Captured(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Where capture stands, per host and session (of `host`, of
+    /// `session`).
+    ///
+    /// # Errors
+    /// Transport and daemon errors.
+    pub async fn capture_status(
+        &mut self,
+        host: Option<String>,
+        session: Option<String>,
+    ) -> Result<Vec<memd_proto::CaptureState>> {
+        match self
+            .call(Request::CaptureStatus(memd_proto::CaptureStatusRequest {
+                host,
+                session,
+            }))
+            .await?
+        {
+            Response::CaptureStates(r) => Ok(r.sessions),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Removes a session's captured turns and its capture state (`host`
+    /// empty: every host's session of that id); how many turns.
+    ///
+    /// # Errors
+    /// Transport and daemon errors.
+    pub async fn capture_forget(&mut self, host: &str, session: &str) -> Result<u64> {
+        match self
+            .call(Request::CaptureForget(memd_proto::CaptureForgetRequest {
+                host: host.into(),
+                session: session.into(),
+            }))
+            .await?
+        {
+            Response::CaptureForgotten(r) => Ok(r.turns),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Drops every stored vector and has the daemon re-embed every memory
     /// with its embedder, in the background (progress in `status`).
     ///

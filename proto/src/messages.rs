@@ -95,6 +95,13 @@ pub enum Request {
     /// Open the viewer's loopback listener (when it is not open) and name
     /// its address and token.
     Ui(UiRequest),
+    /// Store a stretch of an agent host's transcript (captured turns) and
+    /// move its capture offset, in one transaction.
+    Capture(CaptureRequest),
+    /// Where capture stands, per host and session.
+    CaptureStatus(CaptureStatusRequest),
+    /// Remove a session's captured turns and its capture state.
+    CaptureForget(CaptureForgetRequest),
 }
 
 impl Request {
@@ -135,6 +142,9 @@ impl Request {
         "team_sync",
         "session_show",
         "ui",
+        "capture",
+        "capture_status",
+        "capture_forget",
     ];
 
     /// The request's kind: a stable snake_case name, for logs and for
@@ -175,6 +185,9 @@ impl Request {
             Request::TeamSync(_) => "team_sync",
             Request::SessionShow(_) => "session_show",
             Request::Ui(_) => "ui",
+            Request::Capture(_) => "capture",
+            Request::CaptureStatus(_) => "capture_status",
+            Request::CaptureForget(_) => "capture_forget",
         }
     }
 }
@@ -295,6 +308,12 @@ pub enum Response {
     SessionShown(Box<SessionDetail>),
     /// Answer to [`Request::Ui`].
     UiOpened(UiReport),
+    /// Answer to [`Request::Capture`].
+    Captured(CaptureReport),
+    /// Answer to [`Request::CaptureStatus`].
+    CaptureStates(CaptureStates),
+    /// Answer to [`Request::CaptureForget`].
+    CaptureForgotten(CaptureForgotten),
 }
 
 /// Run a sweep.
@@ -737,6 +756,129 @@ pub struct UiReport {
     pub token: String,
 }
 
+/// One turn of a conversation, as a host's transcript holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct CapturedTurn {
+    /// The line's own id in the transcript (its `uuid`): with the host and
+    /// the session, the turn's identity — it is never stored twice.
+    pub id: String,
+    /// `User` or `Assistant`.
+    pub speaker: String,
+    /// The text (private spans already left out by the client).
+    pub text: String,
+    /// When it was said (RFC 3339), when the transcript says.
+    pub at: Option<String>,
+}
+
+/// A stretch of a transcript: its turns, and the offsets it spans.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct CaptureRequest {
+    /// The host (`claude-code`).
+    pub host: String,
+    /// The host's session id.
+    pub session: String,
+    /// The transcript's identity (device and inode): another file starts
+    /// over from offset 0.
+    pub file: String,
+    /// The transcript's path (for `capture status`; never opened by the
+    /// daemon).
+    pub path: String,
+    /// The offset the stretch starts at: the capture state's, or 0 for
+    /// another file.
+    pub from: u64,
+    /// The offset after its last complete line.
+    pub to: u64,
+    /// Its turns, in order.
+    pub turns: Vec<CapturedTurn>,
+    /// Lines of the stretch that were not JSON (counted, not stored).
+    pub invalid_lines: u64,
+    /// What the hook could not read (a missing file, a line too long to
+    /// read): kept as the session's last error, shown by `capture status`.
+    pub error: Option<String>,
+}
+
+/// What a capture stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureReport {
+    /// Turns stored now.
+    pub stored: u64,
+    /// Turns stored before (by their identity).
+    pub existing: u64,
+    /// Secrets replaced by `[redacted:<kind>]`.
+    pub redactions: u64,
+    /// Turns the write gate would have refused (a stack trace, their
+    /// size), stored marked and cut.
+    pub marked: u64,
+    /// The capture offset now (where the next capture starts).
+    pub offset: u64,
+    /// The stretch did not start at the capture offset (another hook moved
+    /// it first): nothing was stored.
+    pub stale: bool,
+}
+
+/// Ask where capture stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct CaptureStatusRequest {
+    /// Only this host.
+    pub host: Option<String>,
+    /// Only this session.
+    pub session: Option<String>,
+}
+
+/// One session's capture.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct CaptureState {
+    /// The host.
+    pub host: String,
+    /// The host's session id.
+    pub session: String,
+    /// The namespace its turns go to.
+    pub namespace: String,
+    /// The transcript's identity.
+    pub file: String,
+    /// Its path.
+    pub path: String,
+    /// Where the next capture starts.
+    pub offset: u64,
+    /// Turns stored.
+    pub turns: u64,
+    /// Bytes of their text.
+    pub bytes: u64,
+    /// Secrets redacted.
+    pub redactions: u64,
+    /// Turns stored marked (the gate would have refused them).
+    pub marked: u64,
+    /// Lines that were not JSON.
+    pub invalid_lines: u64,
+    /// When it last captured.
+    pub last_at: Option<String>,
+    /// The last error a hook reported.
+    pub last_error: Option<String>,
+}
+
+/// Where capture stands.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureStates {
+    /// One entry per host and session.
+    pub sessions: Vec<CaptureState>,
+}
+
+/// Remove a session's captured turns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct CaptureForgetRequest {
+    /// The host (`claude-code`); empty: every host's session of that id.
+    pub host: String,
+    /// The host's session id.
+    pub session: String,
+}
+
+/// What a capture forget removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureForgotten {
+    /// Captured turns deleted.
+    pub turns: u64,
+}
+
 /// A named session that ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionEnded {
@@ -1014,6 +1156,9 @@ pub struct Memory {
     pub thread_pos: Option<i64>,
     /// When what it tells happened (RFC 3339), if not when it was stored.
     pub occurred_at: Option<String>,
+    /// For a turn captured from an agent host's conversation: where it came
+    /// from (`<host>:<session>:<line id>`), unique.
+    pub turn: Option<String>,
 }
 
 /// Store a memory.

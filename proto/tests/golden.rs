@@ -42,6 +42,7 @@ fn memory() -> Memory {
         thread: Some("deploy-review".into()),
         thread_pos: Some(4),
         occurred_at: Some("2026-06-07T16:00:00.000Z".into()),
+        turn: None,
     }
 }
 
@@ -242,6 +243,39 @@ fn requests() -> Vec<(&'static str, Request)> {
         ),
         ("req_team_sync", Request::TeamSync(TeamSyncRequest {})),
         ("req_ui", Request::Ui(UiRequest { new_token: true })),
+        (
+            "req_capture",
+            Request::Capture(CaptureRequest {
+                host: "claude-code".into(),
+                session: "4f1c".into(),
+                file: "2049:1234".into(),
+                path: "/home/a/.claude/projects/p/4f1c.jsonl".into(),
+                from: 1024,
+                to: 4096,
+                turns: vec![CapturedTurn {
+                    id: "u1".into(),
+                    speaker: "User".into(),
+                    text: "where do the deploy scripts live?".into(),
+                    at: Some("2026-06-07T18:00:00Z".into()),
+                }],
+                invalid_lines: 1,
+                error: None,
+            }),
+        ),
+        (
+            "req_capture_status",
+            Request::CaptureStatus(CaptureStatusRequest {
+                host: Some("claude-code".into()),
+                session: None,
+            }),
+        ),
+        (
+            "req_capture_forget",
+            Request::CaptureForget(CaptureForgetRequest {
+                host: "claude-code".into(),
+                session: "4f1c".into(),
+            }),
+        ),
         (
             "req_session_show",
             Request::SessionShow(SessionShowRequest {
@@ -627,6 +661,41 @@ fn responses() -> Vec<(&'static str, Response)> {
             }),
         ),
         (
+            "resp_captured",
+            Response::Captured(CaptureReport {
+                stored: 3,
+                existing: 1,
+                redactions: 1,
+                marked: 0,
+                offset: 4096,
+                stale: false,
+            }),
+        ),
+        (
+            "resp_capture_states",
+            Response::CaptureStates(CaptureStates {
+                sessions: vec![CaptureState {
+                    host: "claude-code".into(),
+                    session: "4f1c".into(),
+                    namespace: "github.com/acme/api".into(),
+                    file: "2049:1234".into(),
+                    path: "/p/4f1c.jsonl".into(),
+                    offset: 4096,
+                    turns: 12,
+                    bytes: 2048,
+                    redactions: 1,
+                    marked: 0,
+                    invalid_lines: 0,
+                    last_at: Some("2026-06-07T18:00:00.000Z".into()),
+                    last_error: None,
+                }],
+            }),
+        ),
+        (
+            "resp_capture_forgotten",
+            Response::CaptureForgotten(CaptureForgotten { turns: 12 }),
+        ),
+        (
             "resp_team_synced",
             Response::TeamSynced(TeamSyncReport {
                 configured: true,
@@ -711,9 +780,12 @@ fn request_kind(r: &Request) -> usize {
         Request::TeamSync(_) => 31,
         Request::SessionShow(_) => 32,
         Request::Ui(_) => 33,
+        Request::Capture(_) => 34,
+        Request::CaptureStatus(_) => 35,
+        Request::CaptureForget(_) => 36,
     }
 }
-const REQUEST_KINDS: usize = 34;
+const REQUEST_KINDS: usize = 37;
 
 #[test]
 fn request_kinds_are_listed_in_tag_order() {
@@ -789,9 +861,12 @@ fn response_kind(r: &Response) -> usize {
         Response::TeamSynced(_) => 29,
         Response::SessionShown(_) => 30,
         Response::UiOpened(_) => 31,
+        Response::Captured(_) => 32,
+        Response::CaptureStates(_) => 33,
+        Response::CaptureForgotten(_) => 34,
     }
 }
-const RESPONSE_KINDS: usize = 32;
+const RESPONSE_KINDS: usize = 35;
 
 #[test]
 fn golden_bytes_cover_every_message_kind() {

@@ -172,6 +172,7 @@ fn memory() -> impl Strategy<Value = Memory> {
                 thread: Some(format!("t{}", rev.rem_euclid(7))),
                 thread_pos: superseded_by,
                 occurred_at: None,
+                turn: None,
                 rev,
             },
         )

@@ -35,7 +35,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
         "Sessions",
         &["inject", "compacted", "refresh", "session", "shell"],
     ),
-    ("Hosts", &["setup", "hook", "mcp"]),
+    ("Hosts", &["setup", "hook", "mcp", "capture"]),
     ("Team", &["team"]),
     (
         "Service",
@@ -98,6 +98,11 @@ pub const TOPICS: &[Topic] = &[
         name: "hosts",
         page: "docs/hosts.md",
         about: "Claude Code, Codex CLI, Gemini CLI and other MCP hosts",
+    },
+    Topic {
+        name: "capture",
+        page: "docs/capture.md",
+        about: "conversations captured by the hooks: what is kept, what never is, how to turn it off",
     },
     Topic {
         name: "http",
@@ -175,6 +180,7 @@ const COMMAND_TOPICS: &[(&str, &str)] = &[
     ("model", "search"),
     ("socket", "http"),
     ("ui", "viewer"),
+    ("capture", "capture"),
 ];
 
 /// Where a page is read: in the source tree and on the web.

@@ -17,6 +17,12 @@
 //! - `SessionEnd` with reason `clear` or `logout` → the session ends (its
 //!   block and read set are dropped); other reasons leave it to `[session]
 //!   idle_ttl`, so `claude --resume` gets the same bytes;
+//! - `Stop`, `PreCompact` and `SessionEnd` (Claude Code; Codex CLI's `Stop`
+//!   and `PreCompact`) also capture the conversation: what is new in the
+//!   event's `transcript_path` is stored as captured turns (see
+//!   `capture`), unless `[capture] enabled = false`, an `exclude` pattern
+//!   matches the working directory, or the repository's `.memd.toml` says
+//!   `capture = false`; `Stop` prints nothing;
 //! - any other event: nothing.
 //!
 //! A hook never breaks the agent: when memd cannot answer, the input is
@@ -30,12 +36,35 @@ use std::time::Duration;
 use memd_client::exit;
 use serde_json::{Value, json};
 
+use super::capture::{self, Source};
+use super::transcript::Format;
 use crate::commands::args::Global;
 pub use crate::commands::project_namespace;
-use crate::commands::{CommandError, apply_project, connect};
+use crate::commands::{CommandError, apply_project, connect, paths, project_capture_off};
+use crate::config::Config;
 
-/// How long a hook may take, connecting (and starting a daemon) included.
+/// How long a hook may take, connecting (and starting a daemon) included,
+/// capture aside.
 const TIME_LIMIT: Duration = Duration::from_secs(5);
+
+/// How long a hook may spend capturing: `Stop` runs after every reply (a
+/// short one: what is left waits for the next), the others once.
+fn capture_budget(event: &Value) -> Duration {
+    match event["hook_event_name"].as_str() {
+        Some("Stop") => Duration::from_secs(3),
+        _ => Duration::from_secs(10),
+    }
+}
+
+/// The `timeout` (seconds) `setup` gives a hook: its work and the time to
+/// start a daemon, with room to spare.
+pub fn hook_timeout(event: &str) -> u64 {
+    match event {
+        "SessionStart" => 15,
+        "Stop" => 15,
+        _ => 30,
+    }
+}
 
 /// Claude Code keeps at most this many characters of a hook's context.
 pub const MAX_CONTEXT_CHARS: usize = 10_000;
@@ -54,6 +83,20 @@ enum Action {
     End,
     /// Nothing to do.
     Nothing,
+}
+
+/// Whether the event captures the conversation (the host's events that
+/// have a transcript to read: after a reply, before a compaction, at the
+/// end).
+fn captures(event: &Value, host: Host) -> bool {
+    host.format().is_some()
+        && matches!(
+            event["hook_event_name"].as_str(),
+            Some("Stop" | "PreCompact" | "SessionEnd")
+        )
+        && event["transcript_path"]
+            .as_str()
+            .is_some_and(|p| !p.is_empty())
 }
 
 fn action(event: &Value) -> Action {
@@ -105,6 +148,16 @@ impl Host {
             Host::Gemini => "gemini",
         }
     }
+
+    /// The format of its transcripts, when memd captures them (Gemini
+    /// CLI's is not: see docs/capture.md).
+    pub fn format(self) -> Option<Format> {
+        match self {
+            Host::ClaudeCode => Some(Format::ClaudeCode),
+            Host::Codex => Some(Format::Codex),
+            Host::Gemini => None,
+        }
+    }
 }
 
 /// Runs `memd hook claude-code|codex`; always exits 0.
@@ -127,7 +180,8 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
         .map_err(|e| format!("the input is not a hook event (JSON): {e}"))?;
     let action = action(&event);
     let resumed = event["source"] == "resume";
-    if action == Action::Nothing {
+    let mut capturing = captures(&event, host);
+    if action == Action::Nothing && !capturing {
         return Ok(None);
     }
     let session_id = event["session_id"]
@@ -135,15 +189,30 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
         .filter(|s| !s.is_empty())
         .ok_or("the hook event has no session_id")?;
     let mut g = g.clone();
-    if g.namespace.is_none() {
-        let cwd = event["cwd"]
-            .as_str()
-            .map(PathBuf::from)
-            .or_else(|| std::env::current_dir().ok());
-        if let Some(cwd) = cwd {
-            apply_project(&mut g, &cwd);
-        }
+    let cwd = event["cwd"]
+        .as_str()
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok());
+    if g.namespace.is_none()
+        && let Some(cwd) = &cwd
+    {
+        apply_project(&mut g, cwd);
     }
+    let config = Config::load(&paths(&g).config).unwrap_or_default();
+    if capturing {
+        capturing = cwd
+            .as_deref()
+            .is_none_or(|d| config.capture.captures(d) && !project_capture_off(d));
+    }
+    if action == Action::Nothing && !capturing {
+        return Ok(None);
+    }
+    let transcript = PathBuf::from(event["transcript_path"].as_str().unwrap_or_default());
+    let budget = if capturing {
+        capture_budget(&event)
+    } else {
+        Duration::ZERO
+    };
     if g.agent.is_none() {
         g.agent = Some(host.name().into());
     }
@@ -155,7 +224,23 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
         .map_err(|e| e.to_string())?;
     let work = async {
         let mut client = connect(&g, true).await?;
-        match action {
+        let mut captured = Ok(());
+        if capturing && let Some(format) = host.format() {
+            let src = Source {
+                host: host.name(),
+                format,
+                session: session_id,
+                path: &transcript,
+            };
+            captured = capture::capture(&mut client, &src, config.capture.chunk_bytes, budget)
+                .await
+                .map(|outcome| {
+                    for note in outcome.notes(&transcript) {
+                        eprintln!("memd hook: capture: {note}");
+                    }
+                });
+        }
+        let answer = match action {
             Action::Inject => {
                 let injected = client.inject().await?;
                 // Codex keeps every SessionStart context it is given, the
@@ -163,18 +248,18 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
                 // already holds (one memd did not have to build) is not
                 // given again. Claude Code drops a repeated one itself.
                 if host == Host::Codex && resumed && injected.stats.cached {
-                    return Ok(None);
+                    Ok::<_, CommandError>(None)
+                } else {
+                    Ok(Some(
+                        json!({
+                            "hookSpecificOutput": {
+                                "hookEventName": "SessionStart",
+                                "additionalContext": within_limit(&injected.block),
+                            }
+                        })
+                        .to_string(),
+                    ))
                 }
-                let block = injected.block;
-                Ok::<_, CommandError>(Some(
-                    json!({
-                        "hookSpecificOutput": {
-                            "hookEventName": "SessionStart",
-                            "additionalContext": within_limit(&block),
-                        }
-                    })
-                    .to_string(),
-                ))
             }
             Action::Compacted => {
                 client.compacted().await?;
@@ -191,13 +276,21 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
                 }
             }
             Action::Nothing => Ok(None),
+        }?;
+        // The host's answer stands; a capture that failed is said after.
+        if let Err(why) = captured {
+            eprintln!("memd hook: capture: {why}");
         }
+        Ok::<_, CommandError>(answer)
     };
     runtime.block_on(async {
-        match tokio::time::timeout(TIME_LIMIT, work).await {
+        match tokio::time::timeout(TIME_LIMIT + budget, work).await {
             Ok(Ok(out)) => Ok(out),
             Ok(Err(e)) => Err(e.message()),
-            Err(_) => Err(format!("memd did not answer within {TIME_LIMIT:?}")),
+            Err(_) => Err(format!(
+                "memd did not answer within {:?}",
+                TIME_LIMIT + budget
+            )),
         }
     })
 }

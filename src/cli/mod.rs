@@ -14,6 +14,7 @@
 //! - [`help`]: `memd --help` grouped, `memd help`, `memd completions`,
 //!   `memd man`.
 
+pub mod capture;
 pub mod help;
 pub mod hook;
 pub mod model;
@@ -22,6 +23,7 @@ pub mod settings;
 pub mod setup;
 pub mod shell;
 pub mod team;
+pub mod transcript;
 
 use memd_client::exit;
 

@@ -3,10 +3,11 @@
 //! mcp`), merged into the files the runtime reads:
 //!
 //! - Claude Code, `--user` (default): hooks (`SessionStart`, `PreCompact`,
-//!   `SessionEnd`) in `~/.claude/settings.json`, the server in
+//!   `SessionEnd`, `Stop`, each with a `timeout`) in
+//!   `~/.claude/settings.json`, the server in
 //!   `~/.claude.json` (`mcpServers.memd`); `--project`:
 //!   `./.claude/settings.json` and `./.mcp.json`;
-//! - Codex CLI: hooks (`SessionStart`, `PreCompact`) in `~/.codex/hooks.json`
+//! - Codex CLI: hooks (`SessionStart`, `PreCompact`, `Stop`) in `~/.codex/hooks.json`
 //!   (`--project`: `./.codex/hooks.json`), and in `config.toml` next to it
 //!   `[features] hooks = true` and `[mcp_servers.memd]` (the TOML file
 //!   is edited in place: its comments and layout stay; uninstall leaves
@@ -41,8 +42,8 @@ pub use super::hook::Host;
 /// The events memd answers for a host.
 fn events(host: Host) -> &'static [&'static str] {
     match host {
-        Host::ClaudeCode => &["SessionStart", "PreCompact", "SessionEnd"],
-        Host::Codex => &["SessionStart", "PreCompact"],
+        Host::ClaudeCode => &["SessionStart", "PreCompact", "SessionEnd", "Stop"],
+        Host::Codex => &["SessionStart", "PreCompact", "Stop"],
         Host::Gemini => &["SessionStart", "PreCompress", "SessionEnd"],
     }
 }
@@ -70,7 +71,13 @@ pub fn merge_hooks(settings: &mut Value, host: Host, command: &str, uninstall: b
         }
         groups.retain(|g| g["hooks"].as_array().is_none_or(|l| !l.is_empty()));
         if !uninstall {
-            groups.push(json!({"hooks": [{"type": "command", "command": command}]}));
+            let mut hook = json!({"type": "command", "command": command});
+            // Claude Code gives a hook 60 s unless told (a `SessionEnd`
+            // hook far less): each gets what its work needs.
+            if host == Host::ClaudeCode {
+                hook["timeout"] = super::hook::hook_timeout(event).into();
+            }
+            groups.push(json!({ "hooks": [hook] }));
         }
     }
     hooks.retain(|_, groups| groups.as_array().is_none_or(|g| !g.is_empty()));

@@ -154,6 +154,9 @@ pub enum Command {
     /// Named sessions of the namespace: list them, end one
     #[command(subcommand)]
     Session(SessionCommand),
+    /// Captured conversations: where capture stands, forget a session's
+    #[command(subcommand)]
+    Capture(CaptureCommand),
     /// Answer an agent runtime's hook event (JSON on stdin); never fails the agent
     #[command(subcommand)]
     Hook(HookCommand),
@@ -272,9 +275,9 @@ pub struct SetupArgs {
 /// `hook …`.
 #[derive(Debug, Clone, Subcommand)]
 pub enum HookCommand {
-    /// A Claude Code hook (SessionStart, PreCompact, SessionEnd)
+    /// A Claude Code hook (SessionStart, PreCompact, SessionEnd, Stop)
     ClaudeCode,
-    /// A Codex CLI hook (SessionStart, PreCompact; Claude Code's shape)
+    /// A Codex CLI hook (SessionStart, PreCompact, Stop; Claude Code's shape)
     Codex,
     /// A Gemini CLI hook (SessionStart, PreCompress, SessionEnd; Claude Code's shape)
     Gemini,
@@ -289,6 +292,23 @@ pub enum SessionCommand {
     End {
         /// Its name
         name: String,
+    },
+}
+
+/// `capture …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum CaptureCommand {
+    /// Per host and session: turns, bytes, redactions, offset, last capture,
+    /// last error
+    Status {
+        /// Only this session (`ID` or `HOST:ID`)
+        session: Option<String>,
+    },
+    /// Delete a session's captured turns and its capture state (memories
+    /// kept from them stay)
+    Forget {
+        /// The session: `ID` (every host's) or `HOST:ID` (`claude-code:4f1c…`)
+        session: String,
     },
 }
 
@@ -385,6 +405,11 @@ pub struct AddArgs {
     /// When what it tells happened: RFC 3339, or a date (2023-05-08)
     #[arg(long = "at", value_name = "TIME")]
     pub occurred_at: Option<String>,
+    /// Keep captured turn ID (a search hit of source capture) as a memory
+    /// of its own: its text unless TEXT is given, its time, and where it
+    /// came from in the metadata (`kept_from`)
+    #[arg(long, value_name = "ID")]
+    pub from: Option<i64>,
 }
 
 /// `get`.
@@ -419,6 +444,10 @@ pub struct FilterArgs {
     /// Only this status
     #[arg(long)]
     pub status: Option<String>,
+    /// Only memories from this source (`capture`: captured conversation
+    /// turns; `agent`, `import`, …)
+    #[arg(long)]
+    pub source: Option<String>,
     /// Metadata key=value (repeatable; all must match)
     #[arg(long = "meta", value_name = "K=V", value_parser = parse_kv)]
     pub meta: Vec<(String, String)>,

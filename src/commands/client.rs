@@ -238,6 +238,23 @@ pub fn project_namespace(dir: &Path) -> Option<String> {
     project(dir).map(|p| p.namespace)
 }
 
+/// Whether the `.memd.toml` of the work tree that holds `dir` turns
+/// capture off (`capture = false`).
+pub fn project_capture_off(dir: &Path) -> bool {
+    #[derive(serde::Deserialize)]
+    struct File {
+        capture: Option<bool>,
+    }
+    let Some(p) = project(dir) else {
+        return false;
+    };
+    std::fs::read_to_string(p.root.join(PROJECT_FILE))
+        .ok()
+        .and_then(|text| toml::from_str::<File>(&text).ok())
+        .and_then(|f| f.capture)
+        == Some(false)
+}
+
 /// `namespace` in the work tree's `.memd.toml`, when the file names one. A
 /// file that cannot be read as TOML is reported on stderr and not used.
 fn project_file_namespace(root: &Path) -> Option<String> {

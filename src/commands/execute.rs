@@ -109,6 +109,7 @@ fn filter(f: &FilterArgs) -> Filter {
         include_superseded: f.include_superseded,
         include_archived: f.include_archived,
         status: f.status.clone(),
+        source: f.source.clone(),
         ..Filter::default()
     }
 }
@@ -131,6 +132,18 @@ fn add_request(content: String, f: MemoryFields, supersedes: Option<i64>) -> Add
         expires: f.expires,
         supersedes,
         metadata: metadata_json(&f.meta),
+    }
+}
+
+/// A capture session named `ID` or `HOST:ID` (a host is a name memd
+/// knows; a session id has no `:`): the host and the id.
+fn capture_session(name: Option<&str>) -> (Option<String>, Option<String>) {
+    match name {
+        None => (None, None),
+        Some(n) => match n.split_once(':') {
+            Some((host, id)) if !host.is_empty() => (Some(host.into()), Some(id.into())),
+            _ => (None, Some(n.into())),
+        },
     }
 }
 
@@ -205,6 +218,19 @@ pub async fn execute(
         Command::Session(args::SessionCommand::End { name }) => {
             Ok(output::session_ended(&client.session_end(&name).await?))
         }
+        Command::Capture(args::CaptureCommand::Status { session }) => {
+            let (host, id) = capture_session(session.as_deref());
+            Ok(output::capture_states(
+                &client.capture_status(host, id).await?,
+            ))
+        }
+        Command::Capture(args::CaptureCommand::Forget { session }) => {
+            let (host, id) = capture_session(Some(&session));
+            let turns = client
+                .capture_forget(host.as_deref().unwrap_or_default(), &id.unwrap_or_default())
+                .await?;
+            Ok(output::capture_forgotten(&session, turns))
+        }
         Command::Team(args::TeamCommand::Status) => Ok(output::team_status(client.status().await?)),
         Command::Team(args::TeamCommand::Push { namespace }) => {
             Ok(output::team_pushed(&client.team_push(&namespace).await?))
@@ -260,17 +286,71 @@ async fn add(
     client: &mut Client,
     stdin_allowed: bool,
 ) -> Result<Output, CommandError> {
-    let content = content_from(a.text, a.file.as_deref(), stdin_allowed)?
-        .ok_or_else(|| CommandError::Usage("add needs TEXT, `-` (stdin) or --file F".into()))?;
-    let r = client
-        .add(AddRequest {
-            thread: a.thread,
-            position: a.position,
-            occurred_at: a.occurred_at,
-            ..add_request(content, a.fields, a.supersedes)
-        })
-        .await?;
+    let content = content_from(a.text, a.file.as_deref(), stdin_allowed)?;
+    let mut req = AddRequest {
+        thread: a.thread,
+        position: a.position,
+        occurred_at: a.occurred_at,
+        ..add_request(content.clone().unwrap_or_default(), a.fields, a.supersedes)
+    };
+    match a.from {
+        Some(id) => keep_captured(&mut req, id, content.is_none(), client).await?,
+        None if content.is_none() => {
+            return Err(CommandError::Usage(
+                "add needs TEXT, `-` (stdin), --file F or --from ID".into(),
+            ));
+        }
+        None => {}
+    }
+    let r = client.add(req).await?;
     Ok(output::added(&r))
+}
+
+/// `add --from ID`: a captured turn kept as a memory of its own — its
+/// text (unless one was given) and time, and where it came from in the
+/// metadata (`kept_from`: the turn's id, uid, thread and identity).
+async fn keep_captured(
+    req: &mut AddRequest,
+    id: i64,
+    take_text: bool,
+    client: &mut Client,
+) -> Result<(), CommandError> {
+    let turn = client
+        .get_with(GetRequest {
+            id,
+            include_inactive: true,
+        })
+        .await?
+        .memory;
+    if turn.source != "capture" {
+        return Err(CommandError::Usage(format!(
+            "memory {id} is not a captured turn (its source is `{}`): --from keeps a turn \
+             found by search as a memory of its own",
+            turn.source
+        )));
+    }
+    if take_text {
+        req.content.clone_from(&turn.content);
+    }
+    if req.occurred_at.is_none() {
+        req.occurred_at.clone_from(&turn.occurred_at);
+    }
+    let mut meta: serde_json::Map<String, Value> = req
+        .metadata
+        .as_deref()
+        .and_then(|m| serde_json::from_str(m).ok())
+        .unwrap_or_default();
+    meta.insert(
+        "kept_from".into(),
+        serde_json::json!({
+            "id": turn.id,
+            "uid": turn.uid,
+            "thread": turn.thread,
+            "turn": turn.turn,
+        }),
+    );
+    req.metadata = Some(Value::Object(meta).to_string());
+    Ok(())
 }
 
 /// `search`: the mode and syntax named, then one search.

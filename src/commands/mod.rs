@@ -31,7 +31,7 @@ pub mod output;
 
 pub use client::{
     NamespaceSource, PROJECT_FILE, Project, apply_project, client_paths, connect, normalize_url,
-    paths, project, project_namespace, repository_root, resolve_namespace,
+    paths, project, project_capture_off, project_namespace, repository_root, resolve_namespace,
 };
 pub use error::CommandError;
 pub use execute::execute;

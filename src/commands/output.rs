@@ -651,6 +651,58 @@ pub fn sessions(list: &SessionList) -> Output {
     }
 }
 
+/// `capture status`.
+pub fn capture_states(states: &[memd_proto::CaptureState]) -> Output {
+    let rows: Vec<String> = states
+        .iter()
+        .map(|s| {
+            let mut line = format!(
+                "{}:{}  {}: {} turn(s), {} byte(s), {} redaction(s), {} marked, offset {}, \
+                 last capture {}",
+                s.host,
+                s.session,
+                s.namespace,
+                s.turns,
+                s.bytes,
+                s.redactions,
+                s.marked,
+                s.offset,
+                s.last_at.as_deref().unwrap_or("never"),
+            );
+            if s.invalid_lines > 0 {
+                line.push_str(&format!(", {} line(s) not JSON", s.invalid_lines));
+            }
+            if let Some(e) = &s.last_error {
+                line.push_str(&format!("\n  last error: {e}"));
+            }
+            line
+        })
+        .collect();
+    Output {
+        json: success(fields(&memd_proto::CaptureStates {
+            sessions: states.to_vec(),
+        })),
+        human: if rows.is_empty() {
+            "no captured sessions (see docs/capture.md)".into()
+        } else {
+            rows.join("\n")
+        },
+    }
+}
+
+/// `capture forget`.
+pub fn capture_forgotten(session: &str, turns: u64) -> Output {
+    Output {
+        json: success(
+            json!({ "session": session, "turns": turns })
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        ),
+        human: format!("{turns} captured turn(s) of {session} deleted"),
+    }
+}
+
 /// `session end`.
 pub fn session_ended(ended: &SessionEnded) -> Output {
     Output {

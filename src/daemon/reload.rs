@@ -29,6 +29,7 @@ const LIVE: &[&str] = &[
     "client.",
     "drift.policy",
     "lifecycle.",
+    "capture.",
     "socket.allow_uids",
     "socket.allow_gids",
     "socket.mode",

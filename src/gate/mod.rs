@@ -13,6 +13,7 @@
 //! plain values of [`types`] the store writes.
 //!
 //! # Layout
+//! - [`capture`]: what of a captured conversation turn is stored.
 //! - [`code`]: diffs, stack traces, git log output, path dumps, blobs.
 //! - [`secrets`]: keys, tokens and credential assignments; redaction.
 //! - [`similar`]: shingles, Jaccard, the merge/similar verdict.
@@ -20,6 +21,7 @@
 //! - [`settings`]: the gate's configuration and its input [`Rules`].
 //! - [`types`]: what the gate lets through.
 
+pub mod capture;
 pub mod code;
 pub mod secrets;
 pub mod settings;
@@ -552,6 +554,70 @@ pub fn task_changes(current: &Memory, changes: &mut Changes) -> Result<(), GateE
     keys.insert("status".into(), to.into());
     keys.insert("surface".into(), surface);
     Ok(())
+}
+
+/// A turn captured from a host's conversation, as it is stored: a memory
+/// of category `episode` (the default category when the allow list lacks
+/// it), `source = 'capture'`, in the thread `<host>:<session>`, a candidate
+/// (never in a block, never promoted), whose `turn` is its identity; with
+/// the secrets it replaced and whether it is marked. `None` when nothing of
+/// it is left (a private span, empty text).
+///
+/// # Errors
+/// [`GateError`] for a malformed time or name.
+pub fn check_capture(
+    turn: &memd_proto::CapturedTurn,
+    host: &str,
+    session: &str,
+    who: &Who,
+    rules: &Rules<'_>,
+    now: OffsetDateTime,
+) -> Result<Option<(NewMemory, capture::Captured)>, GateError> {
+    let Some(c) = capture::turn(&turn.speaker, &turn.text, rules.limits.max_content_bytes) else {
+        return Ok(None);
+    };
+    // Capture already did what the gate's content rules do to a turn.
+    let gate = settings::GateConfig {
+        code_derivable: false,
+        secrets: SecretPolicy::Allow,
+        ..rules.gate.clone()
+    };
+    let rules = Rules {
+        gate: &gate,
+        ..*rules
+    };
+    let category = if rules.memory.categories.iter().any(|c| c == "episode") {
+        "episode".to_string()
+    } else {
+        rules.memory.default_category.clone()
+    };
+    let mut meta = serde_json::json!({
+        "capture": {"host": host, "session": session, "line": turn.id},
+    });
+    if let Some(why) = c.marked {
+        meta["capture"]["marked"] = why.into();
+    }
+    if !c.redactions.is_empty() {
+        meta["capture"]["redacted"] = c.redactions.len().into();
+    }
+    let add = AddRequest {
+        content: c.content.clone(),
+        category: Some(category),
+        status: Some("candidate".into()),
+        thread: Some(format!("{host}:{session}")),
+        occurred_at: turn.at.clone().filter(|t| clock::parse_event(t).is_ok()),
+        metadata: Some(meta.to_string()),
+        ..AddRequest::default()
+    };
+    let mut new = check_add(&add, who, &rules, now)?;
+    new.row.source = "capture".into();
+    // Never a merge target (nor merged): no dedup key, no sketch.
+    new.row.dedupe_key = None;
+    new.sketch = None;
+    let key = format!("{host}:{session}:{}", turn.id);
+    new.row.uid = capture::uid(&key);
+    new.row.turn = Some(key);
+    Ok(Some((new, c)))
 }
 
 /// Checks an add and builds the row to insert: every step of the gate that

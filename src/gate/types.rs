@@ -78,6 +78,7 @@ pub fn blank_row() -> Memory {
         thread: None,
         thread_pos: None,
         occurred_at: None,
+        turn: None,
     }
 }
 

@@ -67,7 +67,7 @@ pub(super) async fn handle(
         let (shared, local): (Vec<_>, Vec<_>) = match cx.store().team() {
             Some(team) => batch.into_iter().partition(|e| {
                 let (ns, scope) = e.place();
-                team.shares(ns, scope)
+                !e.captured() && team.shares(ns, scope)
             }),
             None => (Vec::new(), batch),
         };

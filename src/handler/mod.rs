@@ -15,6 +15,9 @@
 
 mod add;
 mod backup;
+mod capture;
+mod capture_forget;
+mod capture_status;
 mod check;
 mod compacted;
 mod confirm;
@@ -240,6 +243,9 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::TeamSync(r) => team_sync::handle(r, session, &cx).await,
         Request::SessionShow(r) => session_show::handle(r, session, &cx).await,
         Request::Ui(r) => ui::handle(r, session, &cx).await,
+        Request::Capture(r) => capture::handle(r, session, &cx).await,
+        Request::CaptureStatus(r) => capture_status::handle(r, session, &cx).await,
+        Request::CaptureForget(r) => capture_forget::handle(r, session, &cx).await,
     };
     let resp = match result {
         Ok(resp) => resp,

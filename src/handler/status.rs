@@ -100,6 +100,7 @@ pub(super) async fn handle(
             "vocab_generation": store.vocab.current().map(|t| t.generation),
         },
         "sweeps": facts.sweeps,
+        "capture": facts.capture,
         "team": store.team().map(|t| t.status()),
     });
     Ok(Response::Status(StatusReply {

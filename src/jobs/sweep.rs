@@ -28,6 +28,7 @@ pub async fn run(
     let report = lifecycle::sweep(
         &shared.store,
         &config.lifecycle,
+        config.capture.retention(),
         live,
         trigger,
         dry_run,

@@ -67,7 +67,8 @@ pub fn specs() -> Vec<ToolSpec> {
                     "scope": {"type": "string", "enum": ["project", "agent", "session"], "description": "Who sees it: project (everyone in this namespace, the default), agent (only this agent id), session (only this session)."},
                     "metadata": {"type": "object", "description": "Free-form JSON object stored with the memory (e.g. {\"ticket\": \"OPS-12\"})."},
                     "supersedes": {"type": "integer", "description": "Id of an older memory this one replaces; the old one is kept in history but no longer shown."},
-                    "expires": {"type": "string", "description": "When it stops being true: a duration such as 30m, 12h, 7d, 2w, or an RFC 3339 time."}
+                    "expires": {"type": "string", "description": "When it stops being true: a duration such as 30m, 12h, 7d, 2w, or an RFC 3339 time."},
+                    "from": {"type": "integer", "description": "Id of a captured conversation turn (a search hit whose source is capture) this memory keeps: where it came from is recorded in its metadata (kept_from)."}
                 }),
                 &["content"],
             ),
@@ -262,6 +263,7 @@ struct StoreArgs {
     metadata: Option<Map<String, Value>>,
     supersedes: Option<i64>,
     expires: Option<String>,
+    from: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -405,6 +407,7 @@ pub fn command(name: &str, args: Map<String, Value>) -> Result<Command, ToolErro
                 thread: None,
                 position: None,
                 occurred_at: None,
+                from: a.from,
             })
         }
         "memory_search" => {

@@ -110,6 +110,7 @@ pub fn entry(v: &Value, session_namespace: &str) -> Result<Entry, String> {
         thread: text("thread").filter(|t| !t.trim().is_empty()),
         thread_pos: int("thread_pos"),
         occurred_at: text("occurred_at"),
+        turn: text("turn"),
         ..gate::blank_row()
     };
     Ok(Entry {
@@ -122,6 +123,11 @@ impl Entry {
     /// The namespace and scope the entry goes to.
     pub fn place(&self) -> (&str, &str) {
         (&self.row.namespace, &self.row.scope)
+    }
+
+    /// Whether it is a captured turn (local by rule, never shared).
+    pub fn captured(&self) -> bool {
+        self.row.source == "capture"
     }
 }
 

@@ -22,7 +22,7 @@ pub const COLUMNS: &str = "m.id, m.uid, m.namespace, m.scope, m.scope_owner, m.c
     m.superseded_by, m.superseded_at, m.dedupe_key, m.observation_count, m.confirmed_count, \
     m.last_confirmed_at, m.use_count, m.last_used_at, m.access_score, m.source, m.created_by, \
     m.expires_at, m.created_at, m.updated_at, m.rev, m.changed_generation, m.thread, \
-    m.thread_pos, m.occurred_at";
+    m.thread_pos, m.occurred_at, m.turn";
 
 /// Maps a row selected with [`COLUMNS`] (starting at column 0).
 ///
@@ -65,6 +65,7 @@ pub fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
         thread: row.get(31)?,
         thread_pos: row.get(32)?,
         occurred_at: row.get(33)?,
+        turn: row.get(34)?,
     })
 }
 
@@ -85,7 +86,7 @@ fn text(row: &Row<'_>, idx: usize) -> rusqlite::Result<String> {
 /// row (the store assigns the rest itself), then what an import also
 /// keeps from its file. `id` and `superseded_by` are never taken from a
 /// row: the store decides them.
-pub const WRITTEN: [&str; 30] = [
+pub const WRITTEN: [&str; 31] = [
     "namespace",
     "scope",
     "scope_owner",
@@ -105,6 +106,7 @@ pub const WRITTEN: [&str; 30] = [
     "thread",
     "thread_pos",
     "occurred_at",
+    "turn",
     "uid",
     "superseded_at",
     "observation_count",
@@ -118,11 +120,12 @@ pub const WRITTEN: [&str; 30] = [
     "rev",
 ];
 
-/// How many of [`WRITTEN`] a writer chooses for a new row.
-pub const CHOSEN: usize = 19;
+/// How many of [`WRITTEN`] a writer chooses for a new row (the uid only
+/// when it is not empty: a captured turn's; SQLite makes the others).
+pub const CHOSEN: usize = 21;
 
 /// The values of [`WRITTEN`] in `m`.
-pub fn written(m: &Memory) -> [Value; 30] {
+pub fn written(m: &Memory) -> [Value; 31] {
     let text = |s: &str| Value::Text(s.to_string());
     let opt = |s: &Option<String>| s.clone().map_or(Value::Null, Value::Text);
     let int = |i: Option<i64>| i.map_or(Value::Null, Value::Integer);
@@ -146,6 +149,7 @@ pub fn written(m: &Memory) -> [Value; 30] {
         opt(&m.thread),
         int(m.thread_pos),
         opt(&m.occurred_at),
+        opt(&m.turn),
         text(&m.uid),
         opt(&m.superseded_at),
         Value::Integer(m.observation_count),
@@ -179,6 +183,10 @@ static INSERT_NEW: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
                 pos = mark("thread_pos"),
                 namespace = mark("namespace"),
             ),
+            "uid" => format!(
+                "coalesce(nullif({}, ''), lower(hex(randomblob(16))))",
+                mark("uid")
+            ),
             c => mark(c),
         })
         .collect();
@@ -201,6 +209,8 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
     tags_of_new_row(conn, id, &m.row.tags)?;
     match &m.sketch {
         Some(sketch) => store_sketch(conn, id, sketch)?,
+        // A captured turn is never a merge target: no sketch.
+        None if m.row.source == "capture" => {}
         None => set_sketch(conn, id, &m.row.content)?,
     }
     Ok(id)
@@ -287,7 +297,7 @@ pub fn at_thread_position(
 /// expired) in the same namespace, scope and owner. `?1` namespace, `?2`
 /// scope, `?3` owner, `?4` now.
 const SAME_PLACE: &str = "m.namespace = ?1 AND m.scope = ?2 AND m.scope_owner IS ?3 \
-    AND m.superseded_by IS NULL AND m.status <> 'archived' \
+    AND m.superseded_by IS NULL AND m.status <> 'archived' AND m.source <> 'capture' \
     AND (m.expires_at IS NULL OR m.expires_at > ?4)";
 
 /// The active row with the same dedup key in the same namespace, scope and
@@ -1159,7 +1169,7 @@ pub fn has_unpushed(
         .collect();
     let mut stmt = conn.prepare_cached(
         "SELECT id FROM memories WHERE namespace = ?1 AND team_rev IS NULL \
-         AND scope != 'session' LIMIT ?2",
+         AND scope != 'session' AND source != 'capture' LIMIT ?2",
     )?;
     let ids = stmt
         .query_map((namespace, created.len() as i64 + 1), |r| {
@@ -1169,7 +1179,8 @@ pub fn has_unpushed(
     Ok(ids.iter().any(|id| !created.contains(id)))
 }
 
-/// The rows of `namespace` (not session-scope) never written through or
+/// The rows of `namespace` (not local by rule: session-scope, captured)
+/// never written through or
 /// pulled, by id.
 ///
 /// # Errors
@@ -1177,7 +1188,7 @@ pub fn has_unpushed(
 pub fn unpushed_ids(conn: &Connection, namespace: &str) -> Result<Vec<i64>, StoreError> {
     let mut stmt = conn.prepare(
         "SELECT id FROM memories WHERE namespace = ?1 AND team_rev IS NULL \
-         AND scope != 'session' ORDER BY id",
+         AND scope != 'session' AND source != 'capture' ORDER BY id",
     )?;
     let ids = stmt
         .query_map([namespace], |r| r.get::<_, i64>(0))?

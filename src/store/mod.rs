@@ -22,6 +22,7 @@
 //! thread, reads to `spawn_blocking`.
 
 pub mod access;
+pub mod capture;
 pub mod chains;
 mod error;
 pub mod export;

@@ -274,6 +274,104 @@ fn run(claude: PathBuf) {
         !request.to_string().contains(&block),
         "the old block is gone with the history it was in"
     );
+
+    capture(&w, &id);
+}
+
+/// The conversation captured by the hooks `setup` installed (`Stop`,
+/// `PreCompact`, `SessionEnd`): every prompt of the session above once —
+/// the daemon's restart in the middle lost none — and the stand-in's
+/// replies; a new session's prompt and reply found by search, its private
+/// span and key on no disk; a resume adds only its new turns.
+fn capture(w: &World, id: &str) {
+    let thread = format!("claude-code:{id}");
+    let db = w.daemon.db();
+    let captured = |thread: &str| -> Vec<String> {
+        crate::common::sqlite3(
+            &db,
+            &format!(
+                "SELECT content FROM memories WHERE source = 'capture' AND thread = '{thread}' \
+                 ORDER BY thread_pos"
+            ),
+        )
+        .lines()
+        .map(str::to_string)
+        .collect()
+    };
+    let turns = captured(&thread);
+    for prompt in [
+        "User: remember the house rules",
+        "User: second turn",
+        "User: third turn",
+        "User: fourth turn",
+        "User: after the compaction",
+    ] {
+        assert_eq!(
+            turns.iter().filter(|t| *t == prompt).count(),
+            1,
+            "{prompt} once in {turns:#?}"
+        );
+    }
+    assert!(turns.iter().any(|t| t == "Assistant: ok."), "{turns:#?}");
+    assert!(
+        turns.iter().any(|t| t.contains("[mcp__memd__memory_store")),
+        "the tool call as one line: {turns:#?}"
+    );
+    assert!(
+        !turns
+            .iter()
+            .any(|t| t.contains("SessionStart hook") || t.contains("## Memory")),
+        "memd's own block is not a turn: {turns:#?}"
+    );
+
+    // A new session: its prompt and the reply are found.
+    let said = w.claude(&[
+        "ECHO: the kiln fires at dawn <private>kiln password opal-7731</private> \
+         with key AKIAIOSFODNN7EXAMPLE",
+    ]);
+    let new_id = said["session_id"].as_str().unwrap().to_string();
+    let hits = w.memd(&["search", "kiln fires at dawn"]);
+    let contents: Vec<&str> = hits["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["content"].as_str().unwrap())
+        .collect();
+    assert!(
+        contents
+            .iter()
+            .any(|c| c.starts_with("User: ECHO: the kiln fires at dawn")),
+        "{contents:?}"
+    );
+    assert!(
+        contents
+            .iter()
+            .any(|c| c.starts_with("Assistant: heard: the kiln")),
+        "{contents:?}"
+    );
+    let export = w.home.join("export.json");
+    w.memd(&["export", "--out", export.to_str().unwrap()]);
+    let mut files = vec![export];
+    for e in std::fs::read_dir(w.daemon.data_dir()).unwrap() {
+        files.push(e.unwrap().path());
+    }
+    for f in files.iter().filter(|f| f.is_file()) {
+        let bytes = std::fs::read(f).unwrap();
+        for secret in ["opal-7731", "AKIAIOSFODNN7EXAMPLE"] {
+            assert!(
+                !bytes.windows(secret.len()).any(|x| x == secret.as_bytes()),
+                "{secret} in {}",
+                f.display()
+            );
+        }
+    }
+
+    // A resume adds only its new turns.
+    let before = captured(&format!("claude-code:{new_id}"));
+    w.claude(&["--resume", &new_id, "ECHO: glaze the second batch"]);
+    let after = captured(&format!("claude-code:{new_id}"));
+    assert_eq!(after.len(), before.len() + 2, "{before:#?}\n{after:#?}");
+    assert_eq!(after[..before.len()], before[..]);
 }
 
 #[test]

@@ -204,6 +204,54 @@ fn run(codex: PathBuf) {
     assert_eq!(rows["count"], 1, "{rows}");
     assert_eq!(rows["memories"][0]["created_by"], "codex", "{rows}");
     assert_eq!(blocks_in(&request, &block), (1, 1), "{request}");
+
+    // The conversation, captured by the `Stop` hook from Codex's rollout:
+    // each prompt once (the restart between lost none), the replies, the
+    // tool call as one line; a prompt and its reply found by search.
+    w.codex(Some(&id), "ECHO: the ledger closes at noon");
+    let db = w.daemon.db();
+    let turns: Vec<String> = crate::common::sqlite3(
+        &db,
+        &format!(
+            "SELECT content FROM memories WHERE source = 'capture' AND thread = 'codex:{id}' \
+             ORDER BY thread_pos"
+        ),
+    )
+    .lines()
+    .map(str::to_string)
+    .collect();
+    for prompt in [
+        "User: remember the house rules",
+        "User: second turn",
+        "User: third turn",
+        "User: STORE: the CI machines have two cores",
+        "User: ECHO: the ledger closes at noon",
+    ] {
+        assert_eq!(
+            turns.iter().filter(|t| *t == prompt).count(),
+            1,
+            "{prompt} once in {turns:#?}"
+        );
+    }
+    assert!(
+        turns.iter().any(|t| t.contains("[memory_store")),
+        "{turns:#?}"
+    );
+    assert!(
+        !turns.iter().any(|t| t.contains("## Memory")),
+        "memd's own block is not a turn: {turns:#?}"
+    );
+    let hits = w.memd(&["search", "ledger closes noon"]);
+    let contents: Vec<&str> = hits["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["content"].as_str().unwrap())
+        .collect();
+    assert!(
+        contents.contains(&"Assistant: heard: the ledger closes at"),
+        "{contents:?}"
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@
 mod common;
 
 mod bad_input;
+mod capture;
 mod claude_code;
 mod cli;
 mod codex;

@@ -19,6 +19,7 @@ use rusqlite::Connection;
 use serde_json::{Value, json};
 use time::OffsetDateTime;
 
+use super::capture::Retention;
 use super::search::rank::age_days;
 use super::{Store, StoreError, memories};
 use crate::session::ident::Author;
@@ -142,6 +143,7 @@ async fn update_ids(
 pub async fn sweep(
     store: &Store,
     config: &LifecycleConfig,
+    capture: Retention,
     live_sessions: HashSet<String>,
     trigger: Trigger,
     dry_run: bool,
@@ -168,7 +170,7 @@ pub async fn sweep(
                 .await?,
         )
     };
-    let result = run_steps(store, config, live_sessions, dry_run, now, chunk).await;
+    let result = run_steps(store, config, capture, live_sessions, dry_run, now, chunk).await;
     let ended = crate::clock::now();
     if let Some(id) = log_id {
         let (counts, error) = match &result {
@@ -215,6 +217,7 @@ pub async fn sweep(
 async fn run_steps(
     store: &Store,
     config: &LifecycleConfig,
+    capture: Retention,
     live_sessions: HashSet<String>,
     dry_run: bool,
     now: OffsetDateTime,
@@ -236,6 +239,7 @@ async fn run_steps(
     let moved = run.move_tiers().await?;
     let sessions = run.archive_ended_sessions(live_sessions).await?;
     let limited = run.limit_scopes().await?;
+    let captured = run.retire_captures(capture).await?;
     // Step 6: the search index merged into one b-tree.
     if !dry_run {
         let pages = search_index_pages(store).await?;
@@ -244,7 +248,7 @@ async fn run_steps(
     }
     Ok(Counts {
         decayed,
-        expired,
+        expired: expired + captured,
         sessions,
         limited,
         ..moved
@@ -381,7 +385,7 @@ impl Run<'_> {
                         "SELECT id, category, tier, status, pinned, access_score, updated_at, \
                          confidence, use_count FROM memories \
                          WHERE id > ?1 AND status <> 'archived' AND superseded_by IS NULL \
-                         AND team_rev IS NULL ORDER BY id LIMIT ?2",
+                         AND team_rev IS NULL AND source <> 'capture' ORDER BY id LIMIT ?2",
                     )?;
                     let rows = stmt
                         .query_map((at, chunk), |r| {
@@ -504,6 +508,42 @@ impl Run<'_> {
         Ok(sessions)
     }
 
+    /// Step 5b: captured turns past their retention — older than
+    /// `keep_days`, then the oldest of a namespace whose captured text is
+    /// over `max_bytes` — deleted (memories someone kept from them are rows
+    /// of their own, never captured); returns how many.
+    async fn retire_captures(&self, keep: Retention) -> Result<u64, StoreError> {
+        if self.dry_run {
+            return Ok(0);
+        }
+        // keep_days 0: kept until the size cap.
+        let cutoff = (keep.keep_days > 0).then(|| {
+            crate::clock::format(self.now - time::Duration::days(i64::from(keep.keep_days)))
+        });
+        let chunk = self.chunk;
+        let mut total = 0;
+        loop {
+            let cutoff = cutoff.clone();
+            let n = self
+                .store
+                .writer
+                .call(Author::Daemon, move |ctx| {
+                    crate::store::capture::retire(
+                        ctx.conn,
+                        cutoff.as_deref(),
+                        keep.max_bytes,
+                        chunk,
+                    )
+                })
+                .await?;
+            total += n;
+            if (n as i64) < chunk {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
     /// Step 5: scope limits: the rows over a scope's limit with the lowest
     /// retention, archived; returns how many were chosen.
     async fn limit_scopes(&self) -> Result<u64, StoreError> {
@@ -515,7 +555,7 @@ impl Run<'_> {
                 let mut stmt = c.prepare(
                     "SELECT namespace, scope, scope_owner, count(*) FROM memories \
                      WHERE status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL \
-                     GROUP BY namespace, scope, scope_owner",
+                     AND source <> 'capture' GROUP BY namespace, scope, scope_owner",
                 )?;
                 let groups = stmt
                     .query_map([], |r| {
@@ -536,7 +576,8 @@ impl Run<'_> {
                     let mut rows = c.prepare_cached(
                         "SELECT id, access_score, importance, confirmed_count, tier, pinned \
                          FROM memories WHERE namespace = ?1 AND scope = ?2 AND scope_owner IS ?3 \
-                         AND status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL",
+                         AND status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL \
+                         AND source <> 'capture'",
                     )?;
                     let scored = rows
                         .query_map((&ns, &scope, &owner), |r| {
@@ -632,7 +673,8 @@ pub async fn merge_search_index(store: &Store, pages: i64) -> Result<usize, Stor
 }
 
 /// Sketches every row that has no near-duplicate sketch and computes every
-/// missing dedup key, in chunks of the daemon's own writes (not edits: no
+/// missing dedup key (captured turns have neither: they are never merged),
+/// in chunks of the daemon's own writes (not edits: no
 /// generation move). Returns how many rows got either.
 ///
 /// # Errors
@@ -642,8 +684,8 @@ pub async fn backfill_sketches(store: &Store, chunk: i64) -> Result<usize, Store
     // from the content it reads then: never a scan on the writer.
     let mut ids = select_ids(
         store,
-        "SELECT id FROM memories WHERE dedupe_key IS NULL UNION \
-         SELECT m.id FROM memories m WHERE NOT EXISTS \
+        "SELECT id FROM memories WHERE dedupe_key IS NULL AND source <> 'capture' UNION \
+         SELECT m.id FROM memories m WHERE m.source <> 'capture' AND NOT EXISTS \
          (SELECT 1 FROM memory_sketch s WHERE s.memory_id = m.id)",
         Vec::new(),
     )

@@ -20,6 +20,7 @@
 //! the operation checks each row it changes; the answer is a [`Written`].
 
 pub mod add;
+pub mod capture;
 pub mod change;
 pub mod import;
 pub mod namespace;
@@ -436,12 +437,10 @@ impl Remap for memd_proto::AddResult {
 fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Route, StoreError> {
     let changes = ctx.changes()?;
     let shared = |c: &team::write::Change| {
-        c.after
-            .as_ref()
-            .is_some_and(|a| team.shares(&a.namespace, &a.scope))
+        c.after.as_ref().is_some_and(|a| team.shares_row(a))
             || c.before
                 .as_ref()
-                .is_some_and(|b| team.shares(&b.namespace, "project"))
+                .is_some_and(|b| !b.local && team.shares(&b.namespace, "project"))
     };
     let n_shared = changes.iter().filter(|c| shared(c)).count();
     if n_shared == 0 {

@@ -46,6 +46,8 @@ pub struct StatusFacts {
     pub sweeps: Vec<Value>,
     /// Rows with a vector, rows without (both 0 when not asked for).
     pub vectors: (i64, i64),
+    /// Captured conversations (see `store::capture::summary`).
+    pub capture: Value,
 }
 
 /// Which export document.
@@ -174,6 +176,7 @@ impl Store {
                         (0, 0)
                     },
                     generation: read_generation(conn)?,
+                    capture: crate::store::capture::summary(conn)?,
                 })
             })
             .await?;

@@ -100,6 +100,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "the author of every version of a memory",
         sql: include_str!("v14.sql"),
     },
+    Migration {
+        version: 15,
+        name: "captured conversations: the turn a memory came from, capture offsets",
+        sql: include_str!("v15.sql"),
+    },
 ];
 
 /// The schema version this binary produces.

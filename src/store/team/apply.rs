@@ -28,6 +28,9 @@ pub struct Before {
     pub observation_count: i64,
     /// Confirmations.
     pub confirmed_count: i64,
+    /// Local by rule (a session-scope row, a captured turn): never shared
+    /// whatever its namespace.
+    pub local: bool,
 }
 
 /// The state of row `id` before a change, if it exists.
@@ -37,8 +40,8 @@ pub struct Before {
 pub fn before(conn: &Connection, id: i64) -> Result<Option<Before>, StoreError> {
     Ok(conn
         .prepare_cached(
-            "SELECT uid, namespace, team_rev, rev, observation_count, confirmed_count \
-             FROM memories WHERE id = ?1",
+            "SELECT uid, namespace, team_rev, rev, observation_count, confirmed_count, \
+             scope = 'session' OR source = 'capture' FROM memories WHERE id = ?1",
         )?
         .query_row([id], |r| {
             Ok(Before {
@@ -48,6 +51,7 @@ pub fn before(conn: &Connection, id: i64) -> Result<Option<Before>, StoreError> 
                 rev: r.get(3)?,
                 observation_count: r.get(4)?,
                 confirmed_count: r.get(5)?,
+                local: r.get(6)?,
             })
         })
         .optional()?)

@@ -150,6 +150,12 @@ impl Team {
         scope != "session" && self.config.shares(namespace)
     }
 
+    /// Whether a row is shared: of a shared namespace and not local by
+    /// rule (a session-scope row, a captured turn).
+    pub fn shares_row(&self, row: &row::TeamRow) -> bool {
+        row.source != "capture" && self.shares(&row.namespace, &row.scope)
+    }
+
     /// Whether every shared namespace has been backfilled.
     pub fn is_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)

@@ -335,7 +335,7 @@ impl Store {
                     let Some(after) = apply::after(conn, id)? else {
                         continue;
                     };
-                    if !team.shares(&after.namespace, &after.scope) {
+                    if !team.shares_row(&after) {
                         continue;
                     }
                     let before = super::apply::Before {
@@ -345,6 +345,7 @@ impl Store {
                         rev: team_rev,
                         observation_count: after.observation_count,
                         confirmed_count: after.confirmed_count,
+                        local: false,
                     };
                     out.changes.push(super::write::Change {
                         id,
@@ -367,6 +368,7 @@ impl Store {
                             rev,
                             observation_count: 0,
                             confirmed_count: 0,
+                            local: false,
                         }),
                         after: None,
                     });

@@ -365,6 +365,7 @@ async fn transaction(
                             rev: held.rev,
                             observation_count: held.observation_count,
                             confirmed_count: held.confirmed_count,
+                            local: false,
                         };
                         update(&tx, &base, after).await?
                     } else {
@@ -525,6 +526,7 @@ mod tests {
             rev: 1,
             observation_count: 1,
             confirmed_count: 0,
+            local: false,
         })
     }
 

@@ -188,6 +188,23 @@ fn reply(req: &Value) -> (Vec<Value>, &'static str) {
         let text = format!("the tool said: {}", result["content"]);
         return (vec![json!({"type": "text", "text": text})], "end_turn");
     }
+    // `ECHO: words` is answered `heard: words` (a reply capture can find).
+    if let Some(words) = last_user.iter().find_map(|b| {
+        b["text"]
+            .as_str()
+            .and_then(|t| t.split_once("ECHO:"))
+            .map(|(_, rest)| rest.trim().to_string())
+    }) {
+        let text = format!(
+            "heard: {}",
+            words
+                .split_whitespace()
+                .take(4)
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        return (vec![json!({"type": "text", "text": text})], "end_turn");
+    }
     let store = last_user.iter().find_map(|b| {
         b["text"]
             .as_str()
@@ -286,14 +303,21 @@ fn reply_responses(req: &Value) -> Vec<Value> {
         let text = format!("the tool said: {}", out["output"]);
         return vec![message_item(&text)];
     }
-    let store = last_user.and_then(|i| {
-        input[i]["content"].as_array()?.iter().find_map(|c| {
-            c["text"]
-                .as_str()
-                .and_then(|t| t.split_once("STORE:"))
-                .map(|(_, rest)| rest.trim().to_string())
+    let said = |marker: &str| {
+        last_user.and_then(|i| {
+            input[i]["content"].as_array()?.iter().find_map(|c| {
+                c["text"]
+                    .as_str()
+                    .and_then(|t| t.split_once(marker))
+                    .map(|(_, rest)| rest.trim().to_string())
+            })
         })
-    });
+    };
+    if let Some(words) = said("ECHO:") {
+        let words: Vec<&str> = words.split_whitespace().take(4).collect();
+        return vec![message_item(&format!("heard: {}", words.join(" ")))];
+    }
+    let store = said("STORE:");
     if let Some(content) = store {
         let args = json!({"content": content, "category": "fact", "scope": "agent"});
         return vec![json!({"type": "function_call", "id": "fc_standin_1",

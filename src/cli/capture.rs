@@ -1,5 +1,5 @@
 //! Capture from a hook: the new stretch of a host's transcript, read in
-//! bounded chunks of complete lines from where the session's last capture
+//! bounded chunks of complete lines (`capture.chunk_bytes`, 256 lines) from where the session's last capture
 //! stopped, sent to the daemon as turns (see `transcript`). The daemon
 //! stores a chunk's turns and moves the offset in one transaction, so a
 //! capture that fails (the daemon away, the time up) leaves the offset
@@ -221,12 +221,23 @@ enum Chunk {
     TooLong(u64),
 }
 
+/// Lines sent in one request at most: each request is one transaction of
+/// the daemon's writer, which must end well within a `Stop` hook's budget
+/// (a few hundred turns take a fraction of a second; thousands would not).
+const MAX_LINES: usize = 256;
+
 fn read_chunk(file: &mut File, from: u64, chunk: u64) -> std::io::Result<Chunk> {
     file.seek(SeekFrom::Start(from))?;
     let mut buf = Vec::new();
     file.by_ref().take(chunk).read_to_end(&mut buf)?;
-    if let Some(last) = buf.iter().rposition(|b| *b == b'\n') {
-        buf.truncate(last + 1);
+    if let Some((end, _)) = buf
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .take(MAX_LINES)
+        .last()
+    {
+        buf.truncate(end + 1);
         return Ok(Chunk::Lines(buf));
     }
     if (buf.len() as u64) < chunk {
@@ -268,6 +279,21 @@ mod tests {
         ));
         match read_chunk(&mut f, 0, 10).unwrap() {
             Chunk::Lines(b) => assert_eq!(b, b"{\"a\":1}\n"),
+            _ => panic!("lines expected"),
+        }
+    }
+
+    #[test]
+    fn a_chunk_holds_at_most_max_lines() {
+        let mut f = tempfile::tempfile().unwrap();
+        for i in 0..(MAX_LINES + 10) {
+            writeln!(f, "{{\"n\":{i}}}").unwrap();
+        }
+        match read_chunk(&mut f, 0, 1 << 20).unwrap() {
+            Chunk::Lines(b) => {
+                assert_eq!(b.iter().filter(|c| **c == b'\n').count(), MAX_LINES);
+                assert!(b.ends_with(format!("{{\"n\":{}}}\n", MAX_LINES - 1).as_bytes()));
+            }
             _ => panic!("lines expected"),
         }
     }

@@ -109,6 +109,170 @@ pub struct EvalArgs {
     /// can be compared afterwards
     #[arg(long, value_name = "FILE")]
     pub scores: Option<PathBuf>,
+    /// Load the conversations as a host's hooks capture them: each session
+    /// written out as a Claude Code transcript and stored by `memd hook
+    /// claude-code` (the real binary, `Stop` events) instead of `memd
+    /// ingest`
+    #[arg(long)]
+    pub via_capture: bool,
+    /// Captured turns beside the memories: the chats of data set DIR
+    /// written out as Claude Code sessions and captured through the hook
+    /// into every conversation's namespace, cycled to --beside-turns turns
+    /// per namespace (the questions still ask about the memories)
+    #[arg(long, value_name = "DIR")]
+    pub beside: Option<PathBuf>,
+    /// With --beside: captured turns per namespace (a year of one
+    /// project's sessions: 250 days of 60 turns)
+    #[arg(long, default_value_t = 15_000)]
+    pub beside_turns: usize,
+    /// The memd binary the hooks run [default: `memd` next to this one]
+    #[arg(long)]
+    pub memd: Option<PathBuf>,
+}
+
+/// How a run loads its memories besides `memd ingest`.
+#[derive(Debug, Clone, Default)]
+struct Via {
+    /// The memd binary, when the conversations are captured through its
+    /// hook.
+    capture: Option<PathBuf>,
+    /// Captured turns added beside each conversation (already cycled).
+    beside: Vec<Turn>,
+}
+
+impl Via {
+    fn of(args: &EvalArgs) -> anyhow::Result<Via> {
+        let memd = || -> anyhow::Result<PathBuf> {
+            let p = match &args.memd {
+                Some(p) => p.clone(),
+                None => std::env::current_exe()?
+                    .parent()
+                    .context("no directory")?
+                    .join("memd"),
+            };
+            if !p.exists() {
+                bail!("{} is missing: build it or pass --memd", p.display());
+            }
+            Ok(p)
+        };
+        let mut via = Via::default();
+        if args.via_capture || args.beside.is_some() {
+            via.capture = Some(memd()?);
+        }
+        if let Some(dir) = &args.beside {
+            let set = DataSet::read(dir)?;
+            via.beside = set
+                .turns
+                .iter()
+                .cycle()
+                .take(args.beside_turns)
+                .enumerate()
+                .map(|(i, t)| {
+                    let mut t = t.clone();
+                    // Each pass over the chats is sessions of its own.
+                    let pass = i / set.turns.len().max(1);
+                    t.session = Some(Value::String(format!(
+                        "beside-{}-{}-{pass}",
+                        t.conv,
+                        t.session.as_ref().map(Value::to_string).unwrap_or_default()
+                    )));
+                    t
+                })
+                .collect();
+        }
+        Ok(via)
+    }
+
+    fn ingests(&self) -> bool {
+        self.capture.is_none() || !self.beside.is_empty()
+    }
+}
+
+/// The sessions of `turns` as Claude Code transcripts: session → its
+/// lines (a `user` line for the user, an `assistant` line for anyone
+/// else; the turn id is the line's uuid, the session's date its time).
+fn transcripts(turns: &[&Turn]) -> BTreeMap<String, String> {
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    for t in turns {
+        let session = match &t.session {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => "0".into(),
+            Some(other) => other.to_string(),
+        };
+        let mut text = t.text.clone();
+        if let Some(c) = &t.image_caption {
+            text.push_str(&format!(" [image: {c}]"));
+        }
+        let at = t.session_iso.as_ref().map(|d| format!("{d}T00:00:00.000Z"));
+        let line = if t.speaker.eq_ignore_ascii_case("user") {
+            json!({"type": "user", "uuid": t.id, "timestamp": at,
+                   "message": {"role": "user", "content": text}})
+        } else {
+            json!({"type": "assistant", "uuid": t.id, "timestamp": at,
+                   "message": {"id": format!("m-{}", t.id), "role": "assistant",
+                               "content": [{"type": "text", "text": text}]}})
+        };
+        let file = out.entry(session).or_default();
+        file.push_str(&line.to_string());
+        file.push('\n');
+    }
+    out
+}
+
+/// Captures `turns` into namespace `ns` through `memd hook claude-code`:
+/// each session a transcript file in `dir`, `Stop` hooks until it is all
+/// read. Returns the hooks run.
+fn capture_turns(
+    memd: &Path,
+    daemon: &BenchDaemon,
+    ns: &str,
+    turns: &[&Turn],
+    dir: &Path,
+) -> anyhow::Result<usize> {
+    let mut hooks = 0;
+    for (session, text) in transcripts(turns) {
+        let id: String = format!("{ns}-{session}")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = dir.join(format!("{id}.jsonl"));
+        std::fs::write(&path, text)?;
+        loop {
+            let event = json!({"hook_event_name": "Stop", "session_id": id, "cwd": "/",
+                               "transcript_path": path});
+            let mut child = std::process::Command::new(memd)
+                .arg("--socket")
+                .arg(daemon.socket())
+                .arg("--data-dir")
+                .arg(daemon.data_dir())
+                .args(["--namespace", ns, "hook", "claude-code"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()?;
+            child
+                .stdin
+                .take()
+                .context("stdin")?
+                .write_all(event.to_string().as_bytes())?;
+            let out = child.wait_with_output()?;
+            hooks += 1;
+            let err = String::from_utf8_lossy(&out.stderr);
+            if err.contains("memd hook:") && !err.contains("the rest at the next hook") {
+                bail!("the hook failed on {}: {err}", path.display());
+            }
+            if !err.contains("the rest at the next hook") {
+                break;
+            }
+        }
+    }
+    Ok(hooks)
 }
 
 /// The daemon's configuration for an evaluation: nothing merged or refused.
@@ -279,10 +443,14 @@ fn turn_lines(turns: &[Turn]) -> String {
     out
 }
 
-/// The turn id a hit carries (metadata `turn`, set by the ingest).
+/// The turn id a hit carries (metadata `turn`, set by the ingest; a
+/// captured turn's `capture.line`).
 fn turn_of(hit: &memd_client::Hit) -> Option<String> {
     let meta: Value = serde_json::from_str(&hit.memory.metadata).ok()?;
-    meta.get("turn")?.as_str().map(str::to_string)
+    meta.get("turn")
+        .or_else(|| meta.get("capture")?.get("line"))?
+        .as_str()
+        .map(str::to_string)
 }
 
 /// The daemon, how to reach it, and what the load did.
@@ -352,6 +520,7 @@ async fn load(
     per_namespace: usize,
     data_dir: Option<&Path>,
     config: &str,
+    via: &Via,
 ) -> anyhow::Result<Setup> {
     let daemon = BenchDaemon::start_in(data_dir.map(Path::to_path_buf), Some(config))?;
     let mut setup = Setup {
@@ -381,7 +550,8 @@ async fn load(
             by_conv.entry((ns, suffix)).or_default().push(copy);
         }
     }
-    setup.memories = by_conv.values().map(Vec::len).sum();
+    setup.memories =
+        by_conv.values().map(Vec::len).sum::<usize>() + via.beside.len() * by_conv.len();
     let held = setup.connect("default").await?.status().await?["counts"]["memories"].as_u64();
     if held == Some(setup.memories as u64) {
         // Loaded by an earlier run on this data dir.
@@ -397,8 +567,24 @@ async fn load(
         );
     }
     let started = Instant::now();
+    if let Some(memd) = &via.capture {
+        let dir = setup.daemon.dir.path().join("transcripts");
+        std::fs::create_dir_all(&dir)?;
+        let mut hooks = 0;
+        for (conv, _) in by_conv.keys() {
+            let beside: Vec<&Turn> = via.beside.iter().collect();
+            hooks += capture_turns(memd, &setup.daemon, conv, &beside, &dir)?;
+        }
+        if !via.ingests() {
+            for ((conv, _), turns) in &by_conv {
+                let turns: Vec<&Turn> = turns.iter().collect();
+                hooks += capture_turns(memd, &setup.daemon, conv, &turns, &dir)?;
+            }
+        }
+        eprintln!("captured through {hooks} hook runs");
+    }
     let mut loads = Vec::new();
-    for ((conv, _), turns) in by_conv {
+    for ((conv, _), turns) in by_conv.into_iter().filter(|_| via.ingests()) {
         let mut client = setup.connect(&conv).await?;
         loads.push(tokio::spawn(async move {
             let parsed = ingest::parse(
@@ -583,6 +769,7 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
             None => config.clone(),
         })
     };
+    let via = Via::of(&args)?;
     for set in &sets {
         let mut setup = load(
             &set.turns,
@@ -590,6 +777,7 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
             args.per_namespace,
             args.data_dir.as_deref(),
             &with_fusion(&variants[0])?,
+            &via,
         )
         .await?;
         for (k, variant) in variants.iter().enumerate() {
@@ -1038,6 +1226,7 @@ async fn loco(
             args.per_namespace,
             args.data_dir.as_deref(),
             base_config,
+            &Via::of(args)?,
         )
         .await?;
         loaded.push(Loaded {

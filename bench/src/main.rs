@@ -4,6 +4,8 @@
 //! - `drift`: external-change detection latency, the guard's cost.
 //! - `eval`: retrieval quality (recall@k, MRR) on a conversation benchmark.
 //! - `hook`: wall time of `memd hook claude-code` per event process.
+//! - `capture`: the incremental `Stop` hook's wall time, database growth
+//!   per 1,000 captured turns.
 //! - `http`: the HTTP API against the binary protocol, SSE event delay.
 //! - `semantic`: embedding throughput, semantic and hybrid query latency at
 //!   10K and 100K memories, the vector index's memory.
@@ -13,6 +15,7 @@
 //! child process (`memd-bench daemon`, hidden) on a temp data dir, so the
 //! numbers are those of a real daemon behind a real socket.
 
+mod capture;
 mod corpus;
 mod daemon;
 mod drift;
@@ -43,6 +46,8 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Wall time of `memd hook claude-code` (a process per event)
     Hook(hook::HookArgs),
+    /// Capture: the incremental Stop hook's time, growth per 1,000 turns
+    Capture(capture::CaptureArgs),
     /// The HTTP API against the binary protocol: search and add latency,
     /// an event's delay on the SSE stream
     Http(http::HttpArgs),
@@ -75,6 +80,7 @@ fn main() -> anyhow::Result<()> {
         Command::Eval(args) => eval::run(args),
         Command::Semantic(args) => semantic::run(args),
         Command::Hook(args) => hook::run(args),
+        Command::Capture(args) => capture::run(args),
         Command::Http(args) => http::run(args),
         Command::Team(args) => team::run(args),
         Command::Daemon { data_dir, config } => daemon::run_child(data_dir, config),

@@ -590,9 +590,7 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), (&'static str, String)> {
-        if let Err(message) = self.team.check() {
-            return Err(("team", message));
-        }
+        self.team.check()?;
         if let Err(message) = self.http.address() {
             return Err(("http.listen", message));
         }

@@ -61,6 +61,13 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, Comm
     opts.hold_block = g.hold_block;
     opts.previous_namespace = g.previous_namespace.clone();
     let spec = if autostart_allowed && !g.no_autostart {
+        // A daemon started on a config file it refuses would only exit:
+        // say why now (a daemon already running keeps the config it read).
+        if !paths.socket.exists()
+            && let Err(e) = Config::load(&paths.config)
+        {
+            return Err(CommandError::Usage(format!("cannot start the daemon: {e}")));
+        }
         let program = std::env::current_exe()
             .map_err(|e| CommandError::Io(format!("cannot find the memd executable: {e}")))?;
         let mut spec = StartSpec::new(program, &paths.data_dir);

@@ -54,6 +54,53 @@ fn an_invalid_config_stops_the_daemon_with_line_and_column() {
 }
 
 #[test]
+fn a_bad_team_url_is_reported_as_one_by_the_command_that_would_start_the_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    for (url, says) in [
+        (
+            "postgresql://me@db:notaport/team",
+            "not a PostgreSQL connection string",
+        ),
+        (
+            "postgresql://me@/team?host=relative/dir",
+            "neither a host name nor a socket directory",
+        ),
+    ] {
+        std::fs::write(
+            &cfg,
+            format!("[team]\nnamespaces = [\"t\"]\nurl = \"{url}\"\n"),
+        )
+        .unwrap();
+        let started = std::time::Instant::now();
+        let out = memd_command(dir.path())
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .arg("--config")
+            .arg(&cfg)
+            .args(["add", "the staging port is 5432"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // A usage error naming the setting and its line, not a socket
+        // that never answered (the autostart's 10 s wait).
+        assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
+        assert!(
+            stderr.contains("line 3, column 1: team.url"),
+            "{url}: {stderr}"
+        );
+        assert!(stderr.contains(says), "{url}: {stderr}");
+        assert!(!stderr.contains("memd.sock"), "{url}: {stderr}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{url}"
+        );
+        assert!(!dir.path().join("data/memd.log").exists());
+    }
+}
+
+#[test]
 fn config_show_reports_values_and_sources() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("config.toml");

@@ -73,18 +73,21 @@ impl TeamConfig {
     /// What is wrong with the section, if anything.
     ///
     /// # Errors
-    /// A message naming the setting.
-    pub fn check(&self) -> Result<(), String> {
+    /// The setting's dotted key and a message naming it.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
         if let Some(g) = self.namespaces.iter().find(|g| g.trim().is_empty()) {
-            return Err(format!("team.namespaces holds an empty pattern `{g}`"));
+            return Err((
+                "team.namespaces",
+                format!("team.namespaces holds an empty pattern `{g}`"),
+            ));
         }
         if self.timeout_ms == 0 {
-            return Err("team.timeout_ms must be above 0".into());
+            return Err(("team.timeout_ms", "team.timeout_ms must be above 0".into()));
         }
         if let Some(url) = &self.url
             && let Err(e) = Target::parse(url)
         {
-            return Err(format!("team.url: {e}"));
+            return Err(("team.url", format!("team.url: {e}")));
         }
         Ok(())
     }
@@ -240,7 +243,22 @@ impl Target {
             }
             kept.join(" ")
         };
-        let mut pg: tokio_postgres::Config = rest.parse().map_err(|e| format!("{e}"))?;
+        let mut pg: tokio_postgres::Config = rest.parse().map_err(|e| {
+            format!(
+                "not a PostgreSQL connection string ({e}): expected \
+                 postgresql://USER@HOST[:PORT]/DATABASE[?sslmode=…], \
+                 postgresql://USER@/DATABASE?host=/SOCKET/DIR, or `host=… dbname=…` pairs"
+            )
+        })?;
+        if let Some(h) = pg.get_hosts().iter().find_map(|h| match h {
+            tokio_postgres::config::Host::Tcp(h) if h.contains('/') => Some(h.clone()),
+            _ => None,
+        }) {
+            return Err(format!(
+                "host `{h}` is neither a host name nor a socket directory (a socket directory \
+                 is an absolute path: `/var/run/postgresql`)"
+            ));
+        }
         if pg.get_password().is_some() {
             return Err(
                 "the URL holds a password: keep it in PGPASSWORD, PGPASSFILE or ~/.pgpass".into(),
@@ -680,6 +698,13 @@ mod tests {
             SslMode::Prefer
         );
         assert!(Target::parse("postgresql://u@h/d?sslmode=sometimes").is_err());
+        let e = Target::parse("postgresql://u@/d?host=run/postgresql").unwrap_err();
+        assert!(
+            e.contains("neither a host name nor a socket directory"),
+            "{e}"
+        );
+        let e = Target::parse("postgresql://u@h:port/d").unwrap_err();
+        assert!(e.contains("expected postgresql://"), "{e}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::commands::args::Global;
 use crate::commands::{CommandError, Output, paths};
 use crate::config::Config;
 use crate::store::team::config::Target;
-use crate::store::team::{pg, schema};
+use crate::store::team::schema;
 
 /// Runs `memd team init`.
 ///
@@ -30,10 +30,7 @@ pub fn init(g: &Global) -> Result<Output, CommandError> {
         .enable_all()
         .build()
         .map_err(|e| CommandError::Io(e.to_string()))?;
-    let done = runtime.block_on(async {
-        let mut link = pg::connect(&target, config.team.timeout(), false).await?;
-        schema::init(&mut link.client).await
-    });
+    let done = runtime.block_on(schema::init_at(&target, config.team.timeout()));
     // A daemon already running here retries every 2 s: woken, it connects
     // and catches up now, so the next shared write need not wait.
     let local = done

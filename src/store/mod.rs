@@ -166,8 +166,9 @@ pub struct Store {
     pub frequencies: Arc<search::fts5::Frequencies>,
     /// The database file.
     pub path: PathBuf,
-    /// Team memory, when `[team]` shares namespaces.
-    pub(in crate::store) team: Option<Arc<team::Team>>,
+    /// Team memory as the write path sees it (`None` unless `[team]`
+    /// shares namespaces).
+    pub(in crate::store) wing: team::wing::Wing,
 }
 
 impl Store {
@@ -219,13 +220,21 @@ impl Store {
             vocab: Default::default(),
             frequencies: Default::default(),
             path: path.to_path_buf(),
-            team: team.map(Arc::new),
+            wing: team
+                .map(|t| team::wing::Wing::Postgres(Arc::new(t)))
+                .unwrap_or_default(),
         })
     }
 
     /// Team memory, when it is on.
     pub fn team(&self) -> Option<&Arc<team::Team>> {
-        self.team.as_ref()
+        self.wing.team()
+    }
+
+    /// Tests: team memory through `wing` instead.
+    #[cfg(test)]
+    pub(crate) fn set_wing(&mut self, wing: team::wing::Wing) {
+        self.wing = wing;
     }
 
     /// A handle that wakes the writer for an external-change check (the

@@ -329,7 +329,7 @@ fn sql_lives_only_in_the_store() {
 }
 
 /// What lets a connection out of the store, in code outside it: the
-/// SQLite crate, its connection type, a connection field, a closure over a
+/// SQLite crate or the PostgreSQL client, their connection types, a connection field, a closure over a
 /// connection, or a job or read sent to the store's threads directly.
 fn connection_leaks(code: &str) -> Vec<(&'static str, String)> {
     let word = |w: &str| {
@@ -344,6 +344,8 @@ fn connection_leaks(code: &str) -> Vec<(&'static str, String)> {
     for (what, w) in [
         ("names the SQLite crate", "rusqlite"),
         ("names a connection type", "Connection"),
+        ("names the PostgreSQL client", "tokio_postgres"),
+        ("names the PostgreSQL client", "postgres"),
     ] {
         if word(w) {
             found.push((what, w.to_string()));
@@ -359,6 +361,8 @@ fn connection_leaks(code: &str) -> Vec<(&'static str, String)> {
         ("a closure over a connection", "|conn,"),
         ("a closure over a connection", "|c:&Connection"),
         ("sends a job to the writer thread", ".writer.call("),
+        ("a PostgreSQL connection", "team::pg"),
+        ("a PostgreSQL connection", ".client.batch_execute("),
         ("sends a read to the readers", ".readers.read("),
         ("sends a read to the readers", ".readers.with_connection("),
     ] {
@@ -786,6 +790,11 @@ fn the_checks_see_what_they_look_for() {
             .collect::<Vec<_>>()
     };
     assert_eq!(leaks("use rusqlite::Row;"), ["rusqlite"]);
+    assert_eq!(leaks("use tokio_postgres::Client;"), ["tokio_postgres"]);
+    assert_eq!(
+        leaks("use crate::store::team::pg::{self, Link};"),
+        ["team::pg"]
+    );
     assert_eq!(
         leaks("fn f(c: &Connection) {}"),
         ["Connection", "|c:&Connection"][..1]

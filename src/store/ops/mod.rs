@@ -33,7 +33,7 @@ use std::collections::{HashMap, HashSet};
 
 use memd_proto::DriftNotice;
 
-use super::team::{self, Team};
+use super::team::{self, wing::Wing};
 use super::writer::WriteCtx;
 use super::{Guard, Store, StoreError};
 use crate::session::ident::Author;
@@ -73,7 +73,8 @@ impl Store {
         T: Remap + Send + 'static,
     {
         let author = Author::Session(guard.who.clone());
-        let Some(team) = self.team.clone() else {
+        let team = self.wing.clone();
+        if !team.is_on() {
             return self
                 .writer
                 .call(author, move |ctx| {
@@ -86,7 +87,7 @@ impl Store {
                     })
                 })
                 .await;
-        };
+        }
         let f = std::sync::Arc::new(f);
         let mut moved_once = false;
         let mut synced_once = false;
@@ -164,7 +165,7 @@ impl Store {
                 }
                 Err(team::write::Refusal::Unknown(e)) => {
                     // Whatever PostgreSQL did, the pull brings it here.
-                    team.wake.notify_one();
+                    team.wake();
                     return Err(StoreError::TeamOutcomeUnknown {
                         operation_id: plan.op_id,
                         message: e.to_string(),
@@ -272,9 +273,7 @@ impl Store {
         if let Some(e) = failure {
             tracing::warn!(error = %e, op_id = %plan.op_id, "a write PostgreSQL committed could not be applied here; the pull applies it");
         }
-        if let Some(team) = &self.team {
-            team.wake.notify_one();
-        }
+        self.wing.wake();
         Ok(Written {
             value: value.unapplied(&created),
             rows: Vec::new(),
@@ -293,11 +292,7 @@ impl Store {
         rows: Vec<team::row::TeamRow>,
         force: bool,
     ) -> Result<Vec<memd_proto::Memory>, StoreError> {
-        let own = self
-            .team
-            .as_ref()
-            .map(|t| t.machine().to_string())
-            .unwrap_or_default();
+        let own = self.wing.machine().to_string();
         self.writer
             .call(Author::Team, move |ctx| {
                 let mut lost = Vec::new();
@@ -434,7 +429,7 @@ impl Remap for memd_proto::AddResult {
 
 /// The shared rows a job changed, as a plan to write through; `Local` when
 /// it changed none (a local write, committed as it is).
-fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Route, StoreError> {
+fn team_plan(ctx: &mut WriteCtx<'_>, team: &Wing) -> Result<Route, StoreError> {
     let changes = ctx.changes()?;
     let shared = |c: &team::write::Change| {
         c.after.as_ref().is_some_and(|a| team.shares_row(a))
@@ -486,4 +481,229 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Team) -> Result<Route, StoreError> {
         external: false,
         strict,
     }))
+}
+
+/// The team branch of the guarded write, without a server: a team that
+/// shares namespace `team` and refuses every write-through.
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+    use std::sync::{Arc, Mutex};
+
+    use memd_proto::{AddRequest, DriftPolicy};
+
+    use super::*;
+    use crate::drift::policy::WriteKind;
+    use crate::gate::{Limits, Rules, View, settings};
+    use crate::session::ident::Who;
+    use crate::session::readset::ReadSet;
+    use crate::store::ops::add::AddOp;
+    use crate::store::team::TeamError;
+    use crate::store::team::wing::Failing;
+    use crate::store::team::write::Refusal;
+
+    fn store(dir: &tempfile::TempDir, wing: Wing) -> Store {
+        let mut store = Store::open(
+            &dir.path().join("memory.db"),
+            &crate::store::StorageConfig::default(),
+            std::time::Duration::from_secs(3600),
+            None,
+        )
+        .unwrap();
+        store.set_wing(wing);
+        store
+    }
+
+    fn who(namespace: &str) -> Who {
+        Who {
+            namespace: namespace.into(),
+            agent: "test".into(),
+            session: "s1".into(),
+            reach: crate::session::ident::Reach::default(),
+        }
+    }
+
+    async fn add(
+        store: &Store,
+        namespace: &str,
+        text: &str,
+        policy: DriftPolicy,
+        source: Option<&str>,
+    ) -> Result<Written<memd_proto::AddResult>, StoreError> {
+        let memory = settings::MemoryConfig::default();
+        let gate = settings::GateConfig::default();
+        let rules = Rules {
+            memory: &memory,
+            gate: &gate,
+            limits: Limits::default(),
+        };
+        let who = who(namespace);
+        let req = AddRequest {
+            content: text.into(),
+            ..AddRequest::default()
+        };
+        let mut new = crate::gate::check_add(&req, &who, &rules, time::OffsetDateTime::now_utc())
+            .expect("the gate lets it through");
+        if let Some(source) = source {
+            new.row.source = source.into();
+        }
+        let guard = Guard {
+            policy,
+            seen: 0,
+            kind: WriteKind::Append,
+            who: Arc::new(who),
+            reads: Arc::new(Mutex::new(ReadSet::new(0, 64))),
+        };
+        let op = AddOp {
+            new,
+            supersedes: None,
+            view: View::namespace(namespace, "test", "s1"),
+            dedup: true,
+            near: None,
+            now: crate::clock::now(),
+        };
+        store.add(guard, op).await
+    }
+
+    async fn rows(store: &Store) -> usize {
+        store.all_rows().await.unwrap().0.len()
+    }
+
+    fn unavailable() -> Refusal {
+        Refusal::Unavailable(TeamError::Unavailable("connection refused".into()))
+    }
+
+    #[tokio::test]
+    async fn a_refused_write_through_writes_nothing_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = Failing::new("team", unavailable);
+        let store = store(&dir, Wing::Failing(team.clone()));
+        let err = add(
+            &store,
+            "team",
+            "the deploy runs at noon",
+            DriftPolicy::Standard,
+            None,
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, StoreError::TeamUnavailable(_)), "{err:?}");
+        assert_eq!(team.calls.load(Ordering::Relaxed), 1);
+        assert_eq!(rows(&store).await, 0, "the job's insert was rolled back");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_outcome_names_the_operation_and_wakes_the_pull() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = Failing::new("team", || {
+            Refusal::Unknown(TeamError::Unavailable(
+                "the COMMIT's answer was lost".into(),
+            ))
+        });
+        let store = store(&dir, Wing::Failing(team.clone()));
+        let err = add(
+            &store,
+            "team",
+            "the deploy runs at noon",
+            DriftPolicy::Standard,
+            None,
+        )
+        .await
+        .unwrap_err();
+        match err {
+            StoreError::TeamOutcomeUnknown { operation_id, .. } => {
+                assert!(!operation_id.is_empty());
+            }
+            other => panic!("team_outcome_unknown expected, got {other:?}"),
+        }
+        assert_eq!(team.woken.load(Ordering::Relaxed), 1);
+        assert_eq!(rows(&store).await, 0);
+    }
+
+    #[tokio::test]
+    async fn local_rows_never_ask_the_team() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = Failing::new("team", unavailable);
+        let store = store(&dir, Wing::Failing(team.clone()));
+        // Another namespace, and a captured turn in the shared one.
+        add(
+            &store,
+            "mine",
+            "the deploy runs at noon",
+            DriftPolicy::Standard,
+            None,
+        )
+        .await
+        .unwrap();
+        add(
+            &store,
+            "team",
+            "we said the deploy runs at noon",
+            DriftPolicy::Standard,
+            Some("capture"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(team.calls.load(Ordering::Relaxed), 0);
+        assert_eq!(rows(&store).await, 2);
+    }
+
+    #[tokio::test]
+    async fn a_machine_not_caught_up_refuses_before_any_write_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let team = Arc::new(Failing {
+            synced: false,
+            ..Arc::into_inner(Failing::new("team", unavailable)).unwrap()
+        });
+        let store = store(&dir, Wing::Failing(team.clone()));
+        let err = add(
+            &store,
+            "team",
+            "the deploy runs at noon",
+            DriftPolicy::Standard,
+            None,
+        )
+        .await
+        .unwrap_err();
+        match err {
+            StoreError::TeamUnavailable(m) => assert!(m.contains("has not pulled"), "{m}"),
+            other => panic!("team_unavailable expected, got {other:?}"),
+        }
+        assert_eq!(team.calls.load(Ordering::Relaxed), 0);
+        assert_eq!(rows(&store).await, 0);
+    }
+
+    #[tokio::test]
+    async fn each_refusal_gets_its_own_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let invalid = Failing::new("team", || Refusal::Invalid("check constraint".into()));
+        let store = store(&dir, Wing::Failing(invalid));
+        let err = add(&store, "team", "one", DriftPolicy::Standard, None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::InvalidInput(ref m) if m.contains("check constraint")),
+            "{err:?}"
+        );
+
+        // Rows that keep moving: applied and decided again once, then a
+        // conflict.
+        let dir = tempfile::tempdir().unwrap();
+        let moved = Failing::new("team", || Refusal::Moved(Vec::new()));
+        let store = self::store(&dir, Wing::Failing(moved.clone()));
+        let err = add(&store, "team", "two", DriftPolicy::Standard, None)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
+        assert_eq!(moved.calls.load(Ordering::Relaxed), 2);
+
+        let dir = tempfile::tempdir().unwrap();
+        let strict = Failing::new("team", || Refusal::Strict(7));
+        let store = self::store(&dir, Wing::Failing(strict));
+        let err = add(&store, "team", "three", DriftPolicy::Strict, None)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Drift(_)), "{err:?}");
+        assert_eq!(rows(&store).await, 0);
+    }
 }

@@ -124,7 +124,7 @@ impl Store {
         namespace: Option<String>,
         dry_run: bool,
     ) -> Result<Vec<i64>, StoreError> {
-        if self.team.is_none() {
+        if !self.wing.is_on() {
             return Ok(Vec::new());
         }
         let guard = Guard {

@@ -13,17 +13,21 @@
 //! - [`apply`]: the SQLite side — rows as they are here, PostgreSQL's rows
 //!   applied here;
 //! - [`write`]: the write-through of a session's write;
-//! - [`pull`]: pages of later commits, the history check, pushes.
+//! - [`pull`]: pages of later commits, the history check, pushes;
+//! - [`follow`]: the pull's connection, `LISTEN`, catch-up and resync;
+//! - [`wing`]: what the write path asks of team memory (the seam).
 //!
 //! Without `[team]` none of this runs: no connection, no task.
 
 pub mod apply;
 pub mod config;
-pub mod pg;
+pub mod follow;
+pub(in crate::store) mod pg;
 pub mod pull;
 pub mod push;
 pub mod row;
 pub mod schema;
+pub mod wing;
 pub mod write;
 
 use std::collections::HashSet;
@@ -153,7 +157,7 @@ impl Team {
     /// Whether a row is shared: of a shared namespace and not local by
     /// rule (a session-scope row, a captured turn).
     pub fn shares_row(&self, row: &row::TeamRow) -> bool {
-        row.source != "capture" && self.shares(&row.namespace, &row.scope)
+        !row::never_shared(row) && self.shares(&row.namespace, &row.scope)
     }
 
     /// Whether every shared namespace has been backfilled.
@@ -265,7 +269,7 @@ impl Team {
     /// Runs `f` on the write connection, connecting first when there is
     /// none (one attempt); a call that fails for the connection drops it,
     /// so the next one reconnects.
-    pub(crate) async fn with_writer<T, F>(&self, f: F) -> Result<T, TeamError>
+    pub(in crate::store) async fn with_writer<T, F>(&self, f: F) -> Result<T, TeamError>
     where
         F: AsyncFnOnce(&mut Link) -> Result<T, TeamError>,
     {
@@ -299,7 +303,7 @@ impl Team {
     }
 
     /// Bounds a call by `timeout_ms`.
-    pub(crate) async fn bounded<T>(
+    pub(in crate::store) async fn bounded<T>(
         &self,
         call: impl Future<Output = Result<T, TeamError>>,
     ) -> Result<T, TeamError> {
@@ -316,7 +320,9 @@ impl Team {
 
 /// A test's fault point: with `MEMD_FAULT` naming it, the daemon dies on
 /// the spot (as if killed), e.g. `after-team-commit` between PostgreSQL's
-/// commit and the local apply.
+/// commit and the local apply. Compiled into debug builds only (those the
+/// integration tests run); a release build has none.
+#[cfg(debug_assertions)]
 pub fn fault(point: &str) {
     static FAULT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     let armed = FAULT.get_or_init(|| std::env::var("MEMD_FAULT").ok());
@@ -325,3 +331,8 @@ pub fn fault(point: &str) {
         std::process::abort();
     }
 }
+
+/// A release build has no fault points.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub fn fault(_point: &str) {}

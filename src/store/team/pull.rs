@@ -227,11 +227,7 @@ impl Store {
         mark: Mark,
         force: bool,
     ) -> Result<Applied, StoreError> {
-        let own = self
-            .team
-            .as_ref()
-            .map(|t| t.machine().to_string())
-            .unwrap_or_default();
+        let own = self.wing.machine().to_string();
         self.writer
             .call(Author::Team, move |ctx| {
                 let mut applied = Applied::default();
@@ -316,7 +312,7 @@ impl Store {
         since: i64,
         scan_edits: bool,
     ) -> Result<LocalEdits, StoreError> {
-        let Some(team) = self.team.clone() else {
+        let Some(team) = self.wing.team().cloned() else {
             return Ok(LocalEdits::default());
         };
         let read = self

@@ -28,7 +28,7 @@ impl Store {
         who: &Who,
         namespace: &str,
     ) -> Result<TeamPushReport, StoreError> {
-        let team = self.team.clone().ok_or_else(|| {
+        let team = self.wing.team().cloned().ok_or_else(|| {
             StoreError::NotConfigured("team memory is off: no [team] section".into())
         })?;
         if !team.config().shares(namespace) {

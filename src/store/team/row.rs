@@ -212,3 +212,9 @@ impl<'a> Insert<'a> {
         ]
     }
 }
+
+/// Whether a row stays on its machine whatever its namespace: a captured
+/// turn (session-scope rows are the namespace rule's, `Team::shares`).
+pub fn never_shared(row: &TeamRow) -> bool {
+    row.source == "capture"
+}

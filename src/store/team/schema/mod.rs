@@ -80,6 +80,20 @@ pub struct Initialised {
     pub to: i32,
 }
 
+/// Connects to `target` and creates or migrates the schema there
+/// (`memd team init`).
+///
+/// # Errors
+/// [`TeamError::Unavailable`] when PostgreSQL cannot be reached,
+/// [`TeamError::SchemaTooNew`], or the failed statement.
+pub async fn init_at(
+    target: &super::config::Target,
+    timeout: std::time::Duration,
+) -> Result<Initialised, TeamError> {
+    let mut link = super::pg::connect(target, timeout, false).await?;
+    init(&mut link.client).await
+}
+
 /// Creates or migrates the schema.
 ///
 /// # Errors

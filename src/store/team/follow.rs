@@ -1,0 +1,330 @@
+//! Following the team's PostgreSQL (ARCHITECTURE.md "Team memory"): one
+//! connection that `LISTEN`s for commits and, on a notification or every
+//! few seconds, applies every later commit of the shared namespaces in
+//! commit order. Before it follows, it checks that PostgreSQL still holds
+//! the history this machine applied (else it resyncs by uid and rev,
+//! keeping the rows PostgreSQL lost in a drift backup), and backfills a
+//! namespace that starts to be shared. `jobs::team` runs it again after a
+//! pause when it stops.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use super::pg::{self, Link};
+use super::pull::{self, Mark, PAGE};
+use super::write::{Plan, Refusal};
+use super::{Team, TeamError, schema};
+use crate::drift::backup::Backups;
+use crate::store::{Store, StoreError};
+
+/// How often the pull looks even without a notification.
+const POLL: Duration = Duration::from_secs(2);
+
+/// Why following stopped.
+pub enum Failure {
+    /// PostgreSQL.
+    Team(TeamError),
+    /// This machine's database.
+    Local(StoreError),
+}
+
+impl From<TeamError> for Failure {
+    fn from(e: TeamError) -> Self {
+        Failure::Team(e)
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Self {
+        Failure::Local(e)
+    }
+}
+
+/// One connection's life: connect, `LISTEN`, catch up, follow until it
+/// breaks (the pull job runs it again after a pause).
+///
+/// # Errors
+/// [`Failure`].
+pub async fn follow(store: &Store, backups: &Backups, team: &Team) -> Result<(), Failure> {
+    let mut link = pg::connect(team.target(), team.config().timeout(), true).await?;
+    team.bounded(schema::check(&link.client)).await?;
+    team.bounded(async {
+        link.client
+            .batch_execute("LISTEN memd_changes")
+            .await
+            .map_err(|e| TeamError::Unavailable(pg::describe(&e)))
+    })
+    .await?;
+    catch_up(store, backups, team, &link).await?;
+    team.set_synced(true);
+    team.wake.notify_one();
+    tracing::info!(url = %team.target().display(), "team memory: following the team's PostgreSQL");
+    let mut notices = link.notices.take().expect("a listening link");
+    // Another tool's edits of shared rows are looked for at the start and
+    // after each external change the daemon saw.
+    let mut scanned_epoch = None;
+    loop {
+        // PostgreSQL must still hold what was applied (a restored dump, a
+        // failover that lost commits): checked at every pull.
+        let mark = store.team_mark().await?;
+        if !team
+            .bounded(pull::history_holds(&link.client, &mark))
+            .await?
+        {
+            resync(store, backups, team, &link, &mark).await?;
+        }
+        pull_all(store, backups, team, &link).await?;
+        push_local_edits(store, backups, team, &mut scanned_epoch).await?;
+        tokio::select! {
+            n = notices.recv() => {
+                if n.is_none() {
+                    return Err(TeamError::Unavailable("the connection ended".into()).into());
+                }
+                // Everything that arrived meanwhile is in the next pull.
+                while notices.try_recv().is_ok() {}
+            }
+            () = tokio::time::sleep(POLL) => {}
+            () = team.wake.notified() => {}
+        }
+        if link.is_closed() {
+            return Err(TeamError::Unavailable("the connection ended".into()).into());
+        }
+    }
+}
+
+/// Brings this machine to PostgreSQL's present: a resync when its history
+/// went back, a backfill when a namespace starts to be shared (or for a new
+/// machine), then every later commit.
+async fn catch_up(
+    store: &Store,
+    backups: &Backups,
+    team: &Team,
+    link: &Link,
+) -> Result<(), Failure> {
+    let mut mark = store.team_mark().await?;
+    let patterns = team.config().namespaces.clone();
+    let holds = team
+        .bounded(pull::history_holds(&link.client, &mark))
+        .await?;
+    if !holds {
+        resync(store, backups, team, link, &mark).await?;
+        return Ok(());
+    }
+    if mark.patterns != patterns {
+        // A new machine, or new patterns: everything of the shared
+        // namespaces, from the start (applying is idempotent by uid and rev).
+        let (_, uuid) = team.bounded(pull::head(&link.client)).await?;
+        tracing::info!(patterns = ?patterns, "team memory: backfilling the shared namespaces");
+        mark.applied = 0;
+        mark.db_uuid = Some(uuid);
+        mark.patterns.clone_from(&patterns);
+        mark.last = None;
+        store
+            .apply_team_rows(Vec::new(), mark.clone(), false)
+            .await?;
+    }
+    pull_all(store, backups, team, link).await
+}
+
+/// Writes through what another tool (the `sqlite3` shell) changed of shared
+/// rows here, as `external`: an edit with a compare-and-set on the
+/// `team_rev` the row held, a delete likewise. When PostgreSQL's row moved
+/// meanwhile, PostgreSQL's row replaces the local one, and the local
+/// version goes into a drift backup.
+async fn push_local_edits(
+    store: &Store,
+    backups: &Backups,
+    team: &Team,
+    scanned_epoch: &mut Option<u64>,
+) -> Result<(), Failure> {
+    let epoch = store
+        .generations
+        .external_epoch
+        .load(std::sync::atomic::Ordering::Acquire);
+    let scan_edits = *scanned_epoch != Some(epoch);
+    if scan_edits {
+        // Another tool may have added rows never pushed: look again.
+        team.forget_clean();
+    }
+    let mut mark = store.team_mark().await?;
+    if mark.revisions_checked == 0 {
+        // The first look: deletes from before are history, not news.
+        let start = store.team_local_edits(0, false).await?;
+        mark.revisions_checked = start.through.max(1);
+        store.set_team_mark(mark.clone()).await?;
+    }
+    let edits = store
+        .team_local_edits(mark.revisions_checked, scan_edits)
+        .await?;
+    for chunk in edits.changes.chunks(100) {
+        let plan = Plan {
+            op_id: crate::session::new_session_id(),
+            agent: String::new(),
+            session: String::new(),
+            changes: chunk.to_vec(),
+            resurrect: false,
+            external: true,
+            strict: None,
+        };
+        match team.write_through(&plan).await {
+            Ok(committed) => {
+                let rows = committed.rows.into_iter().map(|(_, r)| r).collect();
+                store.apply_team_rows_anew(rows, false).await?;
+                tracing::info!(
+                    rows = chunk.len(),
+                    "team memory: wrote another tool's changes here through, as external"
+                );
+            }
+            Err(Refusal::Moved(rows)) => {
+                let lost = store.apply_team_rows_anew(rows, true).await?;
+                keep_lost(store, backups, lost).await;
+                // What was not written is looked at again next time.
+                return Ok(());
+            }
+            Err(Refusal::Unavailable(e) | Refusal::Unknown(e)) => return Err(e.into()),
+            Err(Refusal::Invalid(m)) => {
+                tracing::warn!(error = %m, "team memory: PostgreSQL refused another tool's change of shared rows; it stays local");
+            }
+            Err(Refusal::Strict(_)) => {}
+        }
+    }
+    *scanned_epoch = Some(epoch);
+    if edits.through > mark.revisions_checked {
+        let mut mark = store.team_mark().await?;
+        mark.revisions_checked = edits.through;
+        store.set_team_mark(mark).await?;
+    }
+    Ok(())
+}
+
+/// Keeps local versions that PostgreSQL's rows replaced in a drift backup.
+async fn keep_lost(store: &Store, backups: &Backups, lost: Vec<memd_proto::Memory>) {
+    if lost.is_empty() {
+        return;
+    }
+    let g = store.generations.current();
+    let rows = lost.len();
+    match backups.of_rows(g, g, lost).await {
+        Ok(path) => tracing::warn!(
+            path = %path.display(),
+            rows,
+            "team memory: another tool changed shared rows here that changed in PostgreSQL too; PostgreSQL's version stands, the local one is in this drift backup"
+        ),
+        Err(e) => tracing::error!(error = %e, "cannot write the drift backup of local edits"),
+    }
+}
+
+/// Applies every commit after the mark, page by page; the next page is
+/// fetched from PostgreSQL while the current one is applied here.
+async fn pull_all(
+    store: &Store,
+    backups: &Backups,
+    team: &Team,
+    link: &Link,
+) -> Result<(), Failure> {
+    let mut mark = store.team_mark().await?;
+    let started = std::time::Instant::now();
+    let mut rows = 0usize;
+    let fetch = |after: i64, patterns: Vec<String>| async move {
+        team.bounded(pull::page(&link.client, after, &patterns))
+            .await
+    };
+    let mut page = fetch(mark.applied, mark.patterns.clone()).await?;
+    loop {
+        let full = page.rows.len() as i64 >= PAGE;
+        if page.rows.is_empty() && page.through <= mark.applied {
+            team.note_pull(mark.applied, page.head);
+            break;
+        }
+        rows += page.rows.len();
+        mark.applied = page.through;
+        if let Some(last) = page.rows.last() {
+            mark.last = Some((last.uid.clone(), last.rev, last.changed_seq));
+        }
+        let head = page.head;
+        let apply = store.apply_team_rows(std::mem::take(&mut page.rows), mark.clone(), false);
+        let (applied, next) = if full {
+            let (applied, next) = tokio::join!(apply, fetch(mark.applied, mark.patterns.clone()));
+            (applied?, Some(next?))
+        } else {
+            (apply.await?, None)
+        };
+        keep_lost(store, backups, applied.lost).await;
+        team.note_pull(mark.applied, head);
+        match next {
+            Some(n) => page = n,
+            None => break,
+        }
+    }
+    if rows >= PAGE as usize {
+        tracing::info!(
+            rows,
+            secs = started.elapsed().as_secs_f64(),
+            "team memory: pulled"
+        );
+    }
+    Ok(())
+}
+
+/// PostgreSQL no longer holds what this machine applied (a restored dump,
+/// a failover that lost commits, another database): every shared row is
+/// taken again from PostgreSQL by uid and rev, and the local rows it lacks
+/// go into a drift backup.
+async fn resync(
+    store: &Store,
+    backups: &Backups,
+    team: &Team,
+    link: &Link,
+    old: &Mark,
+) -> Result<(), Failure> {
+    let patterns = team.config().namespaces.clone();
+    tracing::warn!(
+        applied = old.applied,
+        "team memory: PostgreSQL no longer holds the history this machine applied; resyncing"
+    );
+    let (head, uuid) = team.bounded(pull::head(&link.client)).await?;
+    let rows = team
+        .bounded(pull::everything(&link.client, &patterns))
+        .await?;
+    let known: HashSet<String> = rows.iter().map(|r| r.uid.clone()).collect();
+    let last = rows.last().map(|r| (r.uid.clone(), r.rev, r.changed_seq));
+    let mark = Mark {
+        applied: head,
+        last,
+        db_uuid: Some(uuid),
+        patterns,
+        // The rows dropped here are no news for PostgreSQL: the next look
+        // for other tools' deletes starts after them.
+        revisions_checked: 0,
+    };
+    for chunk in rows.chunks(PAGE as usize) {
+        let applied = store
+            .apply_team_rows(chunk.to_vec(), mark.clone(), true)
+            .await?;
+        keep_lost(store, backups, applied.lost).await;
+    }
+    if rows.is_empty() {
+        store
+            .apply_team_rows(Vec::new(), mark.clone(), true)
+            .await?;
+    }
+    let gone = store.drop_rows_unknown_to_team(team, known).await?;
+    if !gone.is_empty() {
+        let generation = store.generations.current();
+        match backups
+            .of_rows(old.applied.max(0) as u64, generation, gone.clone())
+            .await
+        {
+            Ok(path) => tracing::warn!(
+                path = %path.display(),
+                rows = gone.len(),
+                "team memory: rows the team's PostgreSQL no longer holds were removed here; they are in this drift backup"
+            ),
+            Err(e) => {
+                tracing::error!(error = %e, "cannot write the drift backup of the rows PostgreSQL lost");
+            }
+        }
+    }
+    team.note_pull(head, head);
+    Ok(())
+}

@@ -72,6 +72,11 @@ pub struct EvalArgs {
     /// data (the daemon restarts with each).
     #[arg(long, value_delimiter = ',')]
     pub fusion: Vec<String>,
+    /// Config text appended for one run on the same loaded data (repeat:
+    /// each is evaluated after every `--fusion` value), e.g. `--variant
+    /// $'[search]\nlong_exponent = 0.3'`
+    #[arg(long)]
+    pub variant: Vec<String>,
     /// Leave one conversation out: choose settings from a grid on the other
     /// conversations of every data set, score each on the one left out
     #[arg(long)]
@@ -121,6 +126,12 @@ pub struct EvalArgs {
     /// per namespace (the questions still ask about the memories)
     #[arg(long, value_name = "DIR")]
     pub beside: Option<PathBuf>,
+    /// Curated memories beside the conversations: the turns of data set
+    /// DIR stored by `memd ingest` (as people's kept memories) into every
+    /// conversation's namespace, in threads of their own (the questions
+    /// still ask about the conversations)
+    #[arg(long, value_name = "DIR")]
+    pub beside_curated: Option<PathBuf>,
     /// With --beside: captured turns per namespace (a year of one
     /// project's sessions: 250 days of 60 turns)
     #[arg(long, default_value_t = 15_000)]
@@ -138,6 +149,8 @@ struct Via {
     capture: Option<PathBuf>,
     /// Captured turns added beside each conversation (already cycled).
     beside: Vec<Turn>,
+    /// Memories ingested beside each conversation.
+    curated: Vec<Turn>,
 }
 
 impl Via {
@@ -173,6 +186,20 @@ impl Via {
                     let pass = i / set.turns.len().max(1);
                     t.session = Some(Value::String(format!(
                         "beside-{}-{}-{pass}",
+                        t.conv,
+                        t.session.as_ref().map(Value::to_string).unwrap_or_default()
+                    )));
+                    t
+                })
+                .collect();
+        }
+        if let Some(dir) = &args.beside_curated {
+            via.curated = DataSet::read(dir)?
+                .turns
+                .into_iter()
+                .map(|mut t| {
+                    t.session = Some(Value::String(format!(
+                        "curated-{}-{}",
                         t.conv,
                         t.session.as_ref().map(Value::to_string).unwrap_or_default()
                     )));
@@ -550,8 +577,8 @@ async fn load(
             by_conv.entry((ns, suffix)).or_default().push(copy);
         }
     }
-    setup.memories =
-        by_conv.values().map(Vec::len).sum::<usize>() + via.beside.len() * by_conv.len();
+    setup.memories = by_conv.values().map(Vec::len).sum::<usize>()
+        + (via.beside.len() + via.curated.len()) * by_conv.len();
     let held = setup.connect("default").await?.status().await?["counts"]["memories"].as_u64();
     if held == Some(setup.memories as u64) {
         // Loaded by an earlier run on this data dir.
@@ -567,6 +594,7 @@ async fn load(
         );
     }
     let started = Instant::now();
+    let setup_convs: Vec<(String, String)> = by_conv.keys().cloned().collect();
     if let Some(memd) = &via.capture {
         let dir = setup.daemon.dir.path().join("transcripts");
         std::fs::create_dir_all(&dir)?;
@@ -607,6 +635,24 @@ async fn load(
     }
     for l in loads {
         l.await??;
+    }
+    for (conv, _) in via.curated.iter().take(1).flat_map(|_| setup_convs.iter()) {
+        let mut client = setup.connect(conv).await?;
+        let parsed = ingest::parse(
+            &turn_lines(&via.curated),
+            Some(ingest::Format::Turns),
+            conv,
+            None,
+        );
+        let counts = ingest::send(&mut client, parsed).await?;
+        if counts.added != via.curated.len() {
+            bail!(
+                "{conv}: {} of {} curated turns stored ({:?})",
+                counts.added,
+                via.curated.len(),
+                counts.errors
+            );
+        }
     }
     setup.load_time = started.elapsed();
     // Semantic search needs every turn embedded (the worker runs in the
@@ -758,17 +804,40 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
     } else {
         args.limit
     };
-    let variants: Vec<Option<String>> = if args.fusion.is_empty() {
+    let fusions: Vec<Option<String>> = if args.fusion.is_empty() {
         vec![None]
     } else {
         args.fusion.iter().cloned().map(Some).collect()
     };
-    let with_fusion = |v: &Option<String>| -> anyhow::Result<String> {
-        Ok(match v {
-            Some(v) => format!("{config}{}", fusion_config(v)?),
-            None => config.clone(),
-        })
+    let extras: Vec<Option<&String>> = if args.variant.is_empty() {
+        vec![None]
+    } else {
+        args.variant.iter().map(Some).collect()
     };
+    // Each fusion with each variant: the config's tail and a label.
+    let mut variants: Vec<(String, Option<String>)> = Vec::new();
+    for f in &fusions {
+        for extra in &extras {
+            let mut tail = match f {
+                Some(f) => fusion_config(f)?,
+                None => String::new(),
+            };
+            if let Some(extra) = extra {
+                tail.push_str(extra);
+                tail.push('\n');
+            }
+            let flat = |e: &String| e.replace('\n', " ");
+            let label = match (f, extra) {
+                (None, None) => None,
+                (Some(f), None) => Some(f.clone()),
+                (None, Some(e)) => Some(flat(e)),
+                (Some(f), Some(e)) => Some(format!("{f}, {}", flat(e))),
+            };
+            variants.push((tail, label));
+        }
+    }
+    let with_fusion =
+        |v: &(String, Option<String>)| -> anyhow::Result<String> { Ok(format!("{config}{}", v.0)) };
     let via = Via::of(&args)?;
     for set in &sets {
         let mut setup = load(
@@ -791,7 +860,7 @@ async fn run_async(args: EvalArgs) -> anyhow::Result<()> {
             report(
                 &args,
                 mode,
-                variant.as_ref(),
+                variant.1.as_ref(),
                 set,
                 &rankings,
                 &mut latencies,
@@ -818,10 +887,12 @@ fn report(
     let scored = set.scored();
     let mut all = Totals::default();
     let mut by_cat: BTreeMap<String, Totals> = BTreeMap::new();
+    let mut by_conv: BTreeMap<String, Totals> = BTreeMap::new();
     if scored {
         for (q, s) in set.questions.iter().zip(scores(&set.questions, rankings)) {
             all.add(&s);
             by_cat.entry(q.category()).or_default().add(&s);
+            by_conv.entry(q.conv.clone()).or_default().add(&s);
         }
     }
     let by_category: serde_json::Map<String, Value> =
@@ -831,7 +902,7 @@ fn report(
         "questions": set.questions.len(),
         "latency_ms": {"p50": lat.p50_us / 1e3, "p95": lat.p95_us / 1e3},
         "mode": mode.as_str(),
-        "fusion": variant,
+        "variant": variant,
         "limit": args.limit,
         "memories": setup.memories,
         "load_secs": setup.load_time.as_secs_f64(),
@@ -841,6 +912,7 @@ fn report(
     if scored {
         report["all"] = all.json();
         report["by_category"] = Value::Object(by_category);
+        report["by_conversation"] = by_conv.iter().map(|(c, t)| (c.clone(), t.json())).collect();
     }
     if args.json {
         println!("{report}");
@@ -855,7 +927,7 @@ fn report(
         crate::perf::machine_facts()
     );
     if let Some(v) = variant {
-        println!("hybrid fusion: {v}");
+        println!("variant: {v}");
     }
     println!(
         "embedder: {} ({} embedded; waited {:.1} s after the load)",

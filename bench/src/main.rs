@@ -43,7 +43,7 @@ enum Command {
     /// External-change detection latency and the drift guard's cost
     Drift(drift::DriftArgs),
     /// Retrieval quality on a conversation benchmark
-    Eval(eval::EvalArgs),
+    Eval(Box<eval::EvalArgs>),
     /// Wall time of `memd hook claude-code` (a process per event)
     Hook(hook::HookArgs),
     /// Capture: the incremental Stop hook's time, growth per 1,000 turns
@@ -77,7 +77,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Perf(args) => perf::run(args),
         Command::Drift(args) => drift::run(args),
-        Command::Eval(args) => eval::run(args),
+        Command::Eval(args) => eval::run(*args),
         Command::Semantic(args) => semantic::run(args),
         Command::Hook(args) => hook::run(args),
         Command::Capture(args) => capture::run(args),

@@ -70,39 +70,23 @@ pub fn after(conn: &Connection, id: i64) -> Result<Option<TeamRow>, StoreError> 
         Some(by) => uid_of(conn, by)?,
         None => None,
     };
-    let mut tags = m.tags.clone();
-    tags.sort();
-    tags.dedup();
+    let mut memory = m;
+    memory.tags.sort();
+    memory.tags.dedup();
+    // What only this machine keeps is not PostgreSQL's.
+    let memory = memd_proto::Memory {
+        id: 0,
+        superseded_by: None,
+        use_count: 0,
+        last_used_at: None,
+        access_score: 0.0,
+        changed_generation: 0,
+        turn: None,
+        ..memory
+    };
     Ok(Some(TeamRow {
-        uid: m.uid,
-        namespace: m.namespace,
-        scope: m.scope,
-        scope_owner: m.scope_owner,
-        content: m.content,
-        subject: m.subject,
-        category: m.category,
-        tier: m.tier,
-        importance: m.importance,
-        confidence: m.confidence,
-        pinned: m.pinned,
-        status: m.status,
-        metadata: m.metadata,
-        tags,
+        memory,
         superseded_by_uid,
-        superseded_at: m.superseded_at,
-        dedupe_key: m.dedupe_key,
-        observation_count: m.observation_count,
-        confirmed_count: m.confirmed_count,
-        last_confirmed_at: m.last_confirmed_at,
-        source: m.source,
-        created_by: m.created_by,
-        expires_at: m.expires_at,
-        created_at: m.created_at,
-        updated_at: m.updated_at,
-        thread: m.thread,
-        thread_pos: m.thread_pos,
-        occurred_at: m.occurred_at,
-        rev: m.rev,
         deleted: false,
         changed_seq: 0,
         author: RemoteAuthor::default(),

@@ -1,5 +1,6 @@
 //! A shared row as PostgreSQL holds it, and how it reads from a query.
 
+use memd_proto::Memory;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -23,73 +24,38 @@ impl RemoteAuthor {
     }
 }
 
-/// Every shared column of a row, its rev, tombstone, number and author.
+/// A shared row as PostgreSQL holds it: the memory row (one shape,
+/// `memd_proto::Memory`: its local-only fields — `id`, use counts,
+/// `changed_generation`, `turn` — left at their defaults), plus what only
+/// PostgreSQL keeps: the superseding row by uid, the tombstone, the number
+/// of the transaction that last changed it and who made that change. It
+/// derefs to the memory, so `row.content` reads as on any row.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TeamRow {
-    /// Identity across machines.
-    pub uid: String,
-    /// Namespace.
-    pub namespace: String,
-    /// `project` or `agent` (session-scope rows never leave a machine).
-    pub scope: String,
-    /// Owner of an agent-scope row.
-    pub scope_owner: Option<String>,
-    /// The text.
-    pub content: String,
-    /// Subject.
-    pub subject: Option<String>,
-    /// Category.
-    pub category: String,
-    /// Tier 1..3.
-    pub tier: i64,
-    /// Importance.
-    pub importance: String,
-    /// Confidence.
-    pub confidence: f64,
-    /// Pinned.
-    pub pinned: bool,
-    /// Status.
-    pub status: String,
-    /// Metadata (JSON object text).
-    pub metadata: String,
-    /// Tags, lower-cased, sorted.
-    pub tags: Vec<String>,
+    /// The row's columns (`rev`: PostgreSQL's).
+    pub memory: Memory,
     /// The row that supersedes it, by uid.
     pub superseded_by_uid: Option<String>,
-    /// When it was superseded.
-    pub superseded_at: Option<String>,
-    /// Exact-dedup key.
-    pub dedupe_key: Option<String>,
-    /// Times added again.
-    pub observation_count: i64,
-    /// Times confirmed.
-    pub confirmed_count: i64,
-    /// Last confirmation.
-    pub last_confirmed_at: Option<String>,
-    /// Where it came from.
-    pub source: String,
-    /// Agent that created it.
-    pub created_by: Option<String>,
-    /// Expiry.
-    pub expires_at: Option<String>,
-    /// Creation time.
-    pub created_at: String,
-    /// Last meaningful change.
-    pub updated_at: String,
-    /// Thread.
-    pub thread: Option<String>,
-    /// Position in the thread.
-    pub thread_pos: Option<i64>,
-    /// When what it tells happened.
-    pub occurred_at: Option<String>,
-    /// PostgreSQL's rev.
-    pub rev: i64,
     /// A tombstone.
     pub deleted: bool,
     /// The number of the transaction that last changed it.
     pub changed_seq: i64,
     /// Who changed it last.
     pub author: RemoteAuthor,
+}
+
+impl std::ops::Deref for TeamRow {
+    type Target = Memory;
+
+    fn deref(&self) -> &Memory {
+        &self.memory
+    }
+}
+
+impl std::ops::DerefMut for TeamRow {
+    fn deref_mut(&mut self) -> &mut Memory {
+        &mut self.memory
+    }
 }
 
 /// The columns of [`TeamRow`], in the order [`TeamRow::from_pg`] reads.
@@ -106,35 +72,38 @@ impl TeamRow {
     /// When a column does not have the expected type.
     pub fn from_pg(r: &Row) -> Result<TeamRow, tokio_postgres::Error> {
         Ok(TeamRow {
-            uid: r.try_get(0)?,
-            namespace: r.try_get(1)?,
-            scope: r.try_get(2)?,
-            scope_owner: r.try_get(3)?,
-            content: r.try_get(4)?,
-            subject: r.try_get(5)?,
-            category: r.try_get(6)?,
-            tier: i64::from(r.try_get::<_, i32>(7)?),
-            importance: r.try_get(8)?,
-            confidence: r.try_get(9)?,
-            pinned: r.try_get(10)?,
-            status: r.try_get(11)?,
-            metadata: r.try_get(12)?,
-            tags: r.try_get(13)?,
+            memory: Memory {
+                uid: r.try_get(0)?,
+                namespace: r.try_get(1)?,
+                scope: r.try_get(2)?,
+                scope_owner: r.try_get(3)?,
+                content: r.try_get(4)?,
+                subject: r.try_get(5)?,
+                category: r.try_get(6)?,
+                tier: i64::from(r.try_get::<_, i32>(7)?),
+                importance: r.try_get(8)?,
+                confidence: r.try_get(9)?,
+                pinned: r.try_get(10)?,
+                status: r.try_get(11)?,
+                metadata: r.try_get(12)?,
+                tags: r.try_get(13)?,
+                superseded_at: r.try_get(15)?,
+                dedupe_key: r.try_get(16)?,
+                observation_count: i64::from(r.try_get::<_, i32>(17)?),
+                confirmed_count: i64::from(r.try_get::<_, i32>(18)?),
+                last_confirmed_at: r.try_get(19)?,
+                source: r.try_get(20)?,
+                created_by: r.try_get(21)?,
+                expires_at: r.try_get(22)?,
+                created_at: r.try_get(23)?,
+                updated_at: r.try_get(24)?,
+                thread: r.try_get(25)?,
+                thread_pos: r.try_get(26)?,
+                occurred_at: r.try_get(27)?,
+                rev: r.try_get(28)?,
+                ..Memory::default()
+            },
             superseded_by_uid: r.try_get(14)?,
-            superseded_at: r.try_get(15)?,
-            dedupe_key: r.try_get(16)?,
-            observation_count: i64::from(r.try_get::<_, i32>(17)?),
-            confirmed_count: i64::from(r.try_get::<_, i32>(18)?),
-            last_confirmed_at: r.try_get(19)?,
-            source: r.try_get(20)?,
-            created_by: r.try_get(21)?,
-            expires_at: r.try_get(22)?,
-            created_at: r.try_get(23)?,
-            updated_at: r.try_get(24)?,
-            thread: r.try_get(25)?,
-            thread_pos: r.try_get(26)?,
-            occurred_at: r.try_get(27)?,
-            rev: r.try_get(28)?,
             deleted: r.try_get(29)?,
             changed_seq: r.try_get(30)?,
             author: RemoteAuthor {

@@ -532,7 +532,10 @@ mod tests {
 
     fn after(uid: &str) -> Option<TeamRow> {
         Some(TeamRow {
-            uid: uid.into(),
+            memory: memd_proto::Memory {
+                uid: uid.into(),
+                ..Default::default()
+            },
             ..TeamRow::default()
         })
     }

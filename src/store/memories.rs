@@ -1153,20 +1153,16 @@ pub fn synced_rows(conn: &Connection) -> Result<Vec<(i64, String, String)>, Stor
 }
 
 /// Whether `namespace` holds a row (not session-scope) that was never
-/// written through or pulled, other than the rows `changes` created.
+/// written through or pulled, other than the rows `created` (those the
+/// write being decided created).
 ///
 /// # Errors
 /// SQLite errors.
 pub fn has_unpushed(
     conn: &Connection,
     namespace: &str,
-    changes: &[crate::store::team::write::Change],
+    created: &[i64],
 ) -> Result<bool, StoreError> {
-    let created: Vec<i64> = changes
-        .iter()
-        .filter(|c| c.before.is_none())
-        .map(|c| c.id)
-        .collect();
     let mut stmt = conn.prepare_cached(
         "SELECT id FROM memories WHERE namespace = ?1 AND team_rev IS NULL \
          AND scope != 'session' AND source != 'capture' LIMIT ?2",

@@ -841,3 +841,17 @@ fn the_checks_see_what_they_look_for() {
     assert!(fns[0].0.contains("-> i32") && returns_a_number(fns[0].1));
     assert_eq!(fns[1], ("fn c() ", "{}"));
 }
+
+/// The team code builds on the store's row SQL (`store::memories`), never
+/// the other way: no import circle between them.
+#[test]
+fn the_row_sql_does_not_know_the_team() {
+    let text = std::fs::read_to_string(root().join("src/store/memories.rs")).unwrap();
+    let (code, _) = split(&text);
+    for name in ["team::", "super::team", "TeamRow"] {
+        assert!(
+            !code.contains(name),
+            "src/store/memories.rs names `{name}`: pass it plain values instead"
+        );
+    }
+}

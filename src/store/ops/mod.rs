@@ -456,9 +456,14 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Wing) -> Result<Route, StoreError> {
         .collect();
     namespaces.sort_unstable();
     namespaces.dedup();
+    let created: Vec<i64> = changes
+        .iter()
+        .filter(|c| c.before.is_none())
+        .map(|c| c.id)
+        .collect();
     for ns in namespaces {
         if !team.is_clean(ns) {
-            if crate::store::memories::has_unpushed(ctx.conn, ns, &changes)? {
+            if crate::store::memories::has_unpushed(ctx.conn, ns, &created)? {
                 return Err(StoreError::TeamUnpushed(ns.to_string()));
             }
             team.mark_clean(ns);

@@ -130,16 +130,7 @@ impl Hook<'_> {
 }
 
 pub fn run(args: CaptureArgs) -> anyhow::Result<()> {
-    let memd = match &args.memd {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()?
-            .parent()
-            .context("no directory")?
-            .join("memd"),
-    };
-    if !memd.exists() {
-        bail!("{} is missing: build it or pass --memd", memd.display());
-    }
+    let memd = crate::daemon::memd_binary(args.memd.as_deref())?;
     let texts: Vec<String> = std::fs::read_to_string(args.data.join("memories.jsonl"))?
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

@@ -188,3 +188,25 @@ impl Drop for BenchDaemon {
 pub fn file_mb(path: &Path) -> f64 {
     std::fs::metadata(path).map_or(0.0, |m| m.len() as f64 / 1_048_576.0)
 }
+
+/// The `memd` binary the hooks run: `given`, or `memd` next to this
+/// executable (`cargo build --release --bin memd` puts it there).
+///
+/// # Errors
+/// When it does not exist.
+pub fn memd_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let path = match given {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_exe()?
+            .parent()
+            .ok_or_else(|| anyhow::anyhow!("the executable has no directory"))?
+            .join("memd"),
+    };
+    if !path.exists() {
+        anyhow::bail!(
+            "{} is missing: build it (cargo build --release --bin memd) or pass --memd",
+            path.display()
+        );
+    }
+    Ok(path)
+}

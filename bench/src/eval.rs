@@ -153,24 +153,24 @@ struct Via {
     curated: Vec<Turn>,
 }
 
+/// `t` in a session of its own beside the evaluated conversations:
+/// `LABEL-CONV-SESSION[-PASS]` (its thread never meets theirs).
+fn in_own_session(mut t: Turn, label: &str, pass: &str) -> Turn {
+    let session = t.session.as_ref().map(Value::to_string).unwrap_or_default();
+    let mut name = format!("{label}-{}-{session}", t.conv);
+    if !pass.is_empty() {
+        name.push('-');
+        name.push_str(pass);
+    }
+    t.session = Some(Value::String(name));
+    t
+}
+
 impl Via {
     fn of(args: &EvalArgs) -> anyhow::Result<Via> {
-        let memd = || -> anyhow::Result<PathBuf> {
-            let p = match &args.memd {
-                Some(p) => p.clone(),
-                None => std::env::current_exe()?
-                    .parent()
-                    .context("no directory")?
-                    .join("memd"),
-            };
-            if !p.exists() {
-                bail!("{} is missing: build it or pass --memd", p.display());
-            }
-            Ok(p)
-        };
         let mut via = Via::default();
         if args.via_capture || args.beside.is_some() {
-            via.capture = Some(memd()?);
+            via.capture = Some(crate::daemon::memd_binary(args.memd.as_deref())?);
         }
         if let Some(dir) = &args.beside {
             let set = DataSet::read(dir)?;
@@ -181,15 +181,9 @@ impl Via {
                 .take(args.beside_turns)
                 .enumerate()
                 .map(|(i, t)| {
-                    let mut t = t.clone();
                     // Each pass over the chats is sessions of its own.
                     let pass = i / set.turns.len().max(1);
-                    t.session = Some(Value::String(format!(
-                        "beside-{}-{}-{pass}",
-                        t.conv,
-                        t.session.as_ref().map(Value::to_string).unwrap_or_default()
-                    )));
-                    t
+                    in_own_session(t.clone(), "beside", &pass.to_string())
                 })
                 .collect();
         }
@@ -197,14 +191,7 @@ impl Via {
             via.curated = DataSet::read(dir)?
                 .turns
                 .into_iter()
-                .map(|mut t| {
-                    t.session = Some(Value::String(format!(
-                        "curated-{}-{}",
-                        t.conv,
-                        t.session.as_ref().map(Value::to_string).unwrap_or_default()
-                    )));
-                    t
-                })
+                .map(|t| in_own_session(t, "curated", ""))
                 .collect();
         }
         Ok(via)

@@ -29,19 +29,7 @@ pub struct HookArgs {
 }
 
 pub fn run(args: HookArgs) -> anyhow::Result<()> {
-    let memd = match &args.memd {
-        Some(p) => p.clone(),
-        None => std::env::current_exe()?
-            .parent()
-            .context("no directory")?
-            .join("memd"),
-    };
-    if !memd.exists() {
-        bail!(
-            "{} is missing: build it (cargo build --release --bin memd) or pass --memd",
-            memd.display()
-        );
-    }
+    let memd = crate::daemon::memd_binary(args.memd.as_deref())?;
     let daemon = BenchDaemon::start(None)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

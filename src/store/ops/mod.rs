@@ -578,20 +578,24 @@ mod tests {
         Refusal::Unavailable(TeamError::Unavailable("connection refused".into()))
     }
 
+    /// A shared add through `team` that must be refused: the error, and the
+    /// store to look at after it.
+    async fn refused(
+        team: &Arc<Failing>,
+        policy: DriftPolicy,
+    ) -> (tempfile::TempDir, Store, StoreError) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir, Wing::Failing(team.clone()));
+        let err = add(&store, "team", "the deploy runs at noon", policy, None)
+            .await
+            .unwrap_err();
+        (dir, store, err)
+    }
+
     #[tokio::test]
     async fn a_refused_write_through_writes_nothing_here() {
-        let dir = tempfile::tempdir().unwrap();
         let team = Failing::new("team", unavailable);
-        let store = store(&dir, Wing::Failing(team.clone()));
-        let err = add(
-            &store,
-            "team",
-            "the deploy runs at noon",
-            DriftPolicy::Standard,
-            None,
-        )
-        .await
-        .unwrap_err();
+        let (_dir, store, err) = refused(&team, DriftPolicy::Standard).await;
         assert!(matches!(err, StoreError::TeamUnavailable(_)), "{err:?}");
         assert_eq!(team.calls.load(Ordering::Relaxed), 1);
         assert_eq!(rows(&store).await, 0, "the job's insert was rolled back");
@@ -599,22 +603,12 @@ mod tests {
 
     #[tokio::test]
     async fn an_unknown_outcome_names_the_operation_and_wakes_the_pull() {
-        let dir = tempfile::tempdir().unwrap();
         let team = Failing::new("team", || {
             Refusal::Unknown(TeamError::Unavailable(
                 "the COMMIT's answer was lost".into(),
             ))
         });
-        let store = store(&dir, Wing::Failing(team.clone()));
-        let err = add(
-            &store,
-            "team",
-            "the deploy runs at noon",
-            DriftPolicy::Standard,
-            None,
-        )
-        .await
-        .unwrap_err();
+        let (_dir, store, err) = refused(&team, DriftPolicy::Standard).await;
         match err {
             StoreError::TeamOutcomeUnknown { operation_id, .. } => {
                 assert!(!operation_id.is_empty());
@@ -631,45 +625,25 @@ mod tests {
         let team = Failing::new("team", unavailable);
         let store = store(&dir, Wing::Failing(team.clone()));
         // Another namespace, and a captured turn in the shared one.
-        add(
-            &store,
-            "mine",
-            "the deploy runs at noon",
-            DriftPolicy::Standard,
-            None,
-        )
-        .await
-        .unwrap();
-        add(
-            &store,
-            "team",
-            "we said the deploy runs at noon",
-            DriftPolicy::Standard,
-            Some("capture"),
-        )
-        .await
-        .unwrap();
+        for (namespace, source) in [("mine", None), ("team", Some("capture"))] {
+            add(
+                &store,
+                namespace,
+                "the deploy runs at noon",
+                DriftPolicy::Standard,
+                source,
+            )
+            .await
+            .unwrap();
+        }
         assert_eq!(team.calls.load(Ordering::Relaxed), 0);
         assert_eq!(rows(&store).await, 2);
     }
 
     #[tokio::test]
     async fn a_machine_not_caught_up_refuses_before_any_write_through() {
-        let dir = tempfile::tempdir().unwrap();
-        let team = Arc::new(Failing {
-            synced: false,
-            ..Arc::into_inner(Failing::new("team", unavailable)).unwrap()
-        });
-        let store = store(&dir, Wing::Failing(team.clone()));
-        let err = add(
-            &store,
-            "team",
-            "the deploy runs at noon",
-            DriftPolicy::Standard,
-            None,
-        )
-        .await
-        .unwrap_err();
+        let team = Failing::behind("team", unavailable);
+        let (_dir, store, err) = refused(&team, DriftPolicy::Standard).await;
         match err {
             StoreError::TeamUnavailable(m) => assert!(m.contains("has not pulled"), "{m}"),
             other => panic!("team_unavailable expected, got {other:?}"),
@@ -680,12 +654,8 @@ mod tests {
 
     #[tokio::test]
     async fn each_refusal_gets_its_own_error() {
-        let dir = tempfile::tempdir().unwrap();
         let invalid = Failing::new("team", || Refusal::Invalid("check constraint".into()));
-        let store = store(&dir, Wing::Failing(invalid));
-        let err = add(&store, "team", "one", DriftPolicy::Standard, None)
-            .await
-            .unwrap_err();
+        let (_dir, _, err) = refused(&invalid, DriftPolicy::Standard).await;
         assert!(
             matches!(err, StoreError::InvalidInput(ref m) if m.contains("check constraint")),
             "{err:?}"
@@ -693,21 +663,13 @@ mod tests {
 
         // Rows that keep moving: applied and decided again once, then a
         // conflict.
-        let dir = tempfile::tempdir().unwrap();
         let moved = Failing::new("team", || Refusal::Moved(Vec::new()));
-        let store = self::store(&dir, Wing::Failing(moved.clone()));
-        let err = add(&store, "team", "two", DriftPolicy::Standard, None)
-            .await
-            .unwrap_err();
+        let (_dir, _, err) = refused(&moved, DriftPolicy::Standard).await;
         assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
         assert_eq!(moved.calls.load(Ordering::Relaxed), 2);
 
-        let dir = tempfile::tempdir().unwrap();
         let strict = Failing::new("team", || Refusal::Strict(7));
-        let store = self::store(&dir, Wing::Failing(strict));
-        let err = add(&store, "team", "three", DriftPolicy::Strict, None)
-            .await
-            .unwrap_err();
+        let (_dir, store, err) = refused(&strict, DriftPolicy::Strict).await;
         assert!(matches!(err, StoreError::Drift(_)), "{err:?}");
         assert_eq!(rows(&store).await, 0);
     }

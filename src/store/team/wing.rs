@@ -165,9 +165,18 @@ pub struct Failing {
 impl Failing {
     /// A team sharing `namespace`, caught up, refusing with `refusal`.
     pub fn new(namespace: &str, refusal: fn() -> Refusal) -> Arc<Failing> {
+        Failing::with(namespace, true, refusal)
+    }
+
+    /// The same team, but this machine has not caught up with it.
+    pub fn behind(namespace: &str, refusal: fn() -> Refusal) -> Arc<Failing> {
+        Failing::with(namespace, false, refusal)
+    }
+
+    fn with(namespace: &str, synced: bool, refusal: fn() -> Refusal) -> Arc<Failing> {
         Arc::new(Failing {
             namespace: namespace.into(),
-            synced: true,
+            synced,
             refusal,
             calls: Default::default(),
             woken: Default::default(),

@@ -23,7 +23,8 @@ pub const CONFLICT: i32 = 4;
 pub const UNREACHABLE: i32 = 5;
 /// Rejected by the write gate.
 pub const REJECTED: i32 = 6;
-/// Not allowed. Reserved: no failure has this code yet.
+/// Not allowed: the role this machine connects to the team's PostgreSQL
+/// as lacks the right (its grants).
 pub const FORBIDDEN: i32 = 7;
 
 /// The exit code of a failure the daemon reported with `code`.
@@ -35,6 +36,7 @@ pub fn of(code: ErrorCode) -> i32 {
         ErrorCode::Drift => DRIFT,
         ErrorCode::Conflict => CONFLICT,
         ErrorCode::Rejected => REJECTED,
+        ErrorCode::Forbidden => FORBIDDEN,
         ErrorCode::InvalidInput | ErrorCode::NotConfigured => USAGE,
         ErrorCode::ProtocolMismatch
         | ErrorCode::TeamUnavailable
@@ -70,6 +72,7 @@ mod tests {
             (ErrorCode::ProtocolMismatch, 5),
             (ErrorCode::TeamUnavailable, 5),
             (ErrorCode::TeamOutcomeUnknown, 5),
+            (ErrorCode::Forbidden, 7),
             (ErrorCode::Rejected, 6),
             (ErrorCode::PermissionDenied, 1),
         ] {

@@ -1544,6 +1544,9 @@ pub enum ErrorCode {
     /// A shared write whose outcome could not be learned: PostgreSQL may
     /// have committed it (the error's `operation_id` names it).
     TeamOutcomeUnknown,
+    /// A shared write the role this machine connects to the team's
+    /// PostgreSQL as may not make (its grants): nothing was written.
+    Forbidden,
 }
 
 impl ErrorCode {
@@ -1570,6 +1573,7 @@ impl ErrorCode {
             ErrorCode::TeamUnavailable => "team_unavailable",
             ErrorCode::TeamUnpushed => "team_unpushed",
             ErrorCode::TeamOutcomeUnknown => "team_outcome_unknown",
+            ErrorCode::Forbidden => "forbidden",
         }
     }
 }

@@ -69,7 +69,12 @@ pub fn run(cli: args::Cli) -> i32 {
         Command::Daemon
             | Command::Service(_)
             | Command::Config(_)
-            | Command::Team(args::TeamCommand::Init)
+            | Command::Team(
+                args::TeamCommand::Init
+                    | args::TeamCommand::Grant { .. }
+                    | args::TeamCommand::Revoke { .. }
+                    | args::TeamCommand::Members
+            )
             | Command::Model(_)
             | Command::Socket
             | Command::Help(_)
@@ -125,6 +130,7 @@ pub fn run(cli: args::Cli) -> i32 {
             Ok(crate::commands::output::socket(&client_paths(&g).socket)),
         ),
         Command::Team(args::TeamCommand::Init) => emit(g.json, team::init(&g)),
+        Command::Team(t) if t.is_direct() => emit(g.json, team::rights(&g, &t)),
         Command::Service(s) => emit(g.json, service::run(&g, s)),
         Command::Model(args::ModelCommand::Fetch(a)) => emit(g.json, model::fetch(&g, &a)),
         Command::Help(a) => emit(g.json, help::help(help::command(), &a.topic)),

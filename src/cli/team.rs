@@ -1,20 +1,20 @@
-//! `memd team init`: creates or migrates the schema `memd` in the team's
-//! PostgreSQL, straight from this process (no daemon needed): the URL from
-//! `MEMD_TEAM_URL` or `[team] url`, the password where libpq keeps it.
+//! `memd team init|grant|revoke|members`: run straight from this process
+//! against the team's PostgreSQL (no daemon needed): the URL from
+//! `MEMD_TEAM_URL` or `[team] url`, the password where libpq keeps it, the
+//! role the URL names. `init` creates or migrates the schema `memd`; the
+//! others are [`crate::store::team::grants`].
 
 use serde_json::json;
 
-use crate::commands::args::Global;
+use crate::commands::args::{Global, TeamCommand};
 use crate::commands::{CommandError, Output, paths};
 use crate::config::Config;
 use crate::store::team::config::Target;
-use crate::store::team::schema;
+use crate::store::team::{TeamError, grants, schema};
 
-/// Runs `memd team init`.
-///
-/// # Errors
-/// A usage error without a URL; the server's refusal.
-pub fn init(g: &Global) -> Result<Output, CommandError> {
+/// The team's PostgreSQL as this machine's config names it, and a runtime
+/// to talk to it.
+fn team_target(g: &Global) -> Result<(Config, Target, tokio::runtime::Runtime), CommandError> {
     let paths = paths(g);
     let config = Config::load(&paths.config).map_err(|e| CommandError::Usage(e.to_string()))?;
     let url = config
@@ -30,6 +30,28 @@ pub fn init(g: &Global) -> Result<Output, CommandError> {
         .enable_all()
         .build()
         .map_err(|e| CommandError::Io(e.to_string()))?;
+    Ok((config, target, runtime))
+}
+
+/// A team call's failure as the command line reports it.
+fn failure(target: &Target, e: TeamError) -> CommandError {
+    match e {
+        TeamError::Unavailable(m) => CommandError::TeamUnavailable(format!(
+            "cannot reach the team's PostgreSQL at {}: {m}",
+            target.display()
+        )),
+        TeamError::Forbidden(m) => CommandError::Forbidden(m),
+        TeamError::Invalid(m) => CommandError::Usage(m),
+        other => CommandError::Io(other.to_string()),
+    }
+}
+
+/// Runs `memd team init`.
+///
+/// # Errors
+/// A usage error without a URL; the server's refusal.
+pub fn init(g: &Global) -> Result<Output, CommandError> {
+    let (config, target, runtime) = team_target(g)?;
     let done = runtime.block_on(schema::init_at(&target, config.team.timeout()));
     // A daemon already running here retries every 2 s: woken, it connects
     // and catches up now, so the next shared write need not wait.
@@ -37,14 +59,8 @@ pub fn init(g: &Global) -> Result<Output, CommandError> {
         .is_ok()
         .then(|| runtime.block_on(wake_local_daemon(g)))
         .flatten();
-    let done = done.map_err(|e| match e {
-        crate::store::team::TeamError::Unavailable(m) => CommandError::TeamUnavailable(format!(
-            "cannot reach the team's PostgreSQL at {}: {m}",
-            target.display()
-        )),
-        other => CommandError::Io(other.to_string()),
-    })?;
-    let human = if done.from == done.to {
+    let done = done.map_err(|e| failure(&target, e))?;
+    let mut human = if done.from == done.to {
         format!(
             "{}: the memd schema is at version {} already",
             target.display(),
@@ -52,9 +68,10 @@ pub fn init(g: &Global) -> Result<Output, CommandError> {
         )
     } else if done.from == 0 {
         format!(
-            "{}: created the memd schema (version {})",
+            "{}: created the memd schema (version {}); role {} administers every namespace",
             target.display(),
-            done.to
+            done.to,
+            done.role
         )
     } else {
         format!(
@@ -64,14 +81,25 @@ pub fn init(g: &Global) -> Result<Output, CommandError> {
             done.to
         )
     };
-    let human = match &local {
-        Some(r) if r.synced => format!("{human}\nthe memd daemon here has caught up with it"),
-        Some(r) if r.configured => format!(
-            "{human}\nthe memd daemon here has not caught up with it yet: {}",
+    let warning = done.unbound.then(|| {
+        format!(
+            "warning: role {} is a superuser or has BYPASSRLS: row-level security does not bind \
+             it, so grants mean nothing for it. Give people and machines login roles of their own \
+             and grants (memd team grant ROLE GLOB RIGHT; see docs/team.md)",
+            done.role
+        )
+    });
+    if let Some(w) = &warning {
+        eprintln!("{w}");
+    }
+    match &local {
+        Some(r) if r.synced => human.push_str("\nthe memd daemon here has caught up with it"),
+        Some(r) if r.configured => human.push_str(&format!(
+            "\nthe memd daemon here has not caught up with it yet: {}",
             r.last_error.as_deref().unwrap_or("still connecting")
-        ),
-        _ => human,
-    };
+        )),
+        _ => {}
+    }
     let daemon = local.map(
         |r| json!({"configured": r.configured, "synced": r.synced, "last_error": r.last_error}),
     );
@@ -81,10 +109,76 @@ pub fn init(g: &Global) -> Result<Output, CommandError> {
             "url": target.display(),
             "from": done.from,
             "to": done.to,
+            "role": done.role,
+            "bypasses_row_security": done.unbound,
+            "warning": warning,
             "daemon": daemon,
         }),
         human,
     })
+}
+
+/// Runs `memd team grant|revoke|members`.
+///
+/// # Errors
+/// A usage error without a URL or for an unknown right or role;
+/// `forbidden` without admin; the server's refusal.
+pub fn rights(g: &Global, command: &TeamCommand) -> Result<Output, CommandError> {
+    let (config, target, runtime) = team_target(g)?;
+    let limit = config.team.timeout();
+    let out = match command {
+        TeamCommand::Grant { role, glob, right } => {
+            let done = runtime
+                .block_on(grants::grant(&target, limit, role, glob, right))
+                .map_err(|e| failure(&target, e))?;
+            Output {
+                human: format!("{} may now {} {}", done.role, done.access, done.glob),
+                json: json!({"success": true, "grant": done}),
+            }
+        }
+        TeamCommand::Revoke { role, glob } => {
+            let was = runtime
+                .block_on(grants::revoke(&target, limit, role, glob))
+                .map_err(|e| failure(&target, e))?;
+            Output {
+                human: format!("{role} no longer holds {was} on {glob}"),
+                json: json!({"success": true, "role": role, "glob": glob, "revoked": was}),
+            }
+        }
+        TeamCommand::Members => {
+            let (me, all) = runtime
+                .block_on(grants::members(&target, limit))
+                .map_err(|e| failure(&target, e))?;
+            let mut lines = vec![format!(
+                "{:<20} {:<24} {:<7} granted by",
+                "role", "glob", "right"
+            )];
+            for m in &all {
+                let note = if m.unbound {
+                    " (above row-level security)"
+                } else if !m.login {
+                    " (cannot log in: a group role, or dropped)"
+                } else {
+                    ""
+                };
+                lines.push(format!(
+                    "{:<20} {:<24} {:<7} {} at {}{note}",
+                    m.role, m.glob, m.access, m.granted_by, m.granted_at
+                ));
+            }
+            if all.is_empty() {
+                lines.push(format!(
+                    "(no grant visible to role {me}: it may read nothing)"
+                ));
+            }
+            Output {
+                human: lines.join("\n"),
+                json: json!({"success": true, "role": me, "members": all}),
+            }
+        }
+        _ => return Err(CommandError::Usage("not a team rights command".into())),
+    };
+    Ok(out)
 }
 
 /// Wakes the daemon of this data dir, when one runs (none is started):

@@ -242,6 +242,38 @@ pub enum TeamCommand {
         /// The namespace (it must match [team] namespaces)
         namespace: String,
     },
+    /// Give a PostgreSQL role a right on the namespaces a glob matches (needs admin there)
+    Grant {
+        /// The role (CREATE ROLE … LOGIN in the team's PostgreSQL first)
+        role: String,
+        /// The namespaces: `*` and `?` are wildcards, `_` and `%` are not
+        glob: String,
+        /// read, write, review or admin (each includes the ones before it)
+        right: String,
+    },
+    /// Take a role's grant on exactly this glob away (needs admin there)
+    Revoke {
+        /// The role
+        role: String,
+        /// The glob it was granted on
+        glob: String,
+    },
+    /// The roles, their globs and rights, as this machine's role may see them
+    Members,
+}
+
+impl TeamCommand {
+    /// Run in this process against the team's PostgreSQL, without a
+    /// daemon or a session.
+    pub fn is_direct(&self) -> bool {
+        matches!(
+            self,
+            TeamCommand::Init
+                | TeamCommand::Grant { .. }
+                | TeamCommand::Revoke { .. }
+                | TeamCommand::Members
+        )
+    }
 }
 
 /// `setup …`.

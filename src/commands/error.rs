@@ -17,6 +17,9 @@ pub enum CommandError {
     Io(String),
     /// The team's PostgreSQL cannot be reached (`memd team init`).
     TeamUnavailable(String),
+    /// The role this machine connects to the team's PostgreSQL as lacks
+    /// the right (`memd team grant` without admin).
+    Forbidden(String),
     /// `check` found problems.
     Check {
         /// The report.
@@ -41,6 +44,7 @@ impl CommandError {
             CommandError::Usage(_) => exit::USAGE,
             CommandError::Io(_) | CommandError::Check { .. } => exit::ERROR,
             CommandError::TeamUnavailable(_) => exit::of(ErrorCode::TeamUnavailable),
+            CommandError::Forbidden(_) => exit::of(ErrorCode::Forbidden),
         }
     }
 
@@ -48,9 +52,10 @@ impl CommandError {
     pub fn message(&self) -> String {
         match self {
             CommandError::Client(e) => e.to_string(),
-            CommandError::Usage(m) | CommandError::Io(m) | CommandError::TeamUnavailable(m) => {
-                m.clone()
-            }
+            CommandError::Usage(m)
+            | CommandError::Io(m)
+            | CommandError::TeamUnavailable(m)
+            | CommandError::Forbidden(m) => m.clone(),
             CommandError::Check { human, .. } => format!("check failed:\n{human}"),
         }
     }
@@ -68,6 +73,9 @@ impl CommandError {
             CommandError::Io(m) => json!({"success": false, "code": "io", "error": m}),
             CommandError::TeamUnavailable(m) => {
                 json!({"success": false, "code": "team_unavailable", "error": m})
+            }
+            CommandError::Forbidden(m) => {
+                json!({"success": false, "code": "forbidden", "error": m})
             }
             CommandError::Check { report, .. } => {
                 let mut v = report.clone();

@@ -261,7 +261,12 @@ pub async fn execute(
         | Command::Hook(_)
         | Command::Setup(_)
         | Command::Config(_)
-        | Command::Team(args::TeamCommand::Init)
+        | Command::Team(
+            args::TeamCommand::Init
+            | args::TeamCommand::Grant { .. }
+            | args::TeamCommand::Revoke { .. }
+            | args::TeamCommand::Members,
+        )
         | Command::Model(_)
         | Command::Service(_)
         | Command::Help(_)

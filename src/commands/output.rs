@@ -725,7 +725,25 @@ pub fn team_status(s: Value) -> Output {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     };
-    let human = [
+    let rights: Vec<String> = team["rights"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|r| {
+                    format!(
+                        "{}: {}",
+                        r["glob"].as_str().unwrap_or("?"),
+                        r["access"].as_str().unwrap_or("?")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let unreadable: Vec<&str> = team["unreadable"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut human = vec![
         format!(
             "team         {} as machine {}",
             text("url"),
@@ -749,8 +767,18 @@ pub fn team_status(s: Value) -> Output {
         ),
         format!("last pull    {}", text("last_pull_at")),
         format!("last error   {}", text("last_error")),
-    ]
-    .join("\n");
+    ];
+    if !rights.is_empty() {
+        human.push(format!("rights       {}", rights.join(", ")));
+    }
+    if !unreadable.is_empty() {
+        human.push(format!(
+            "may not read {} (this machine's role has no grant there: an admin runs memd team \
+             grant ROLE GLOB read)",
+            unreadable.join(", ")
+        ));
+    }
+    let human = human.join("\n");
     Output {
         json: success(Map::from_iter([("team".to_string(), team)])),
         human,

@@ -318,6 +318,7 @@ pub fn error_body(e: &HandlerError) -> ErrorBody {
         StoreError::TeamUnavailable(_) => ErrorCode::TeamUnavailable,
         StoreError::TeamOutcomeUnknown { .. } => ErrorCode::TeamOutcomeUnknown,
         StoreError::TeamUnpushed(_) => ErrorCode::TeamUnpushed,
+        StoreError::Forbidden(_) => ErrorCode::Forbidden,
         StoreError::Closed => ErrorCode::ShuttingDown,
         StoreError::Drift(_) => ErrorCode::Drift,
         StoreError::SchemaTooNew { .. }

@@ -18,7 +18,7 @@ pub fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::Rejected => StatusCode::UNPROCESSABLE_ENTITY,
         ErrorCode::NotFound => StatusCode::NOT_FOUND,
         ErrorCode::Conflict | ErrorCode::TeamUnpushed => StatusCode::CONFLICT,
-        ErrorCode::PermissionDenied => StatusCode::FORBIDDEN,
+        ErrorCode::PermissionDenied | ErrorCode::Forbidden => StatusCode::FORBIDDEN,
         ErrorCode::FrameTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorCode::InvalidInput
         | ErrorCode::MalformedFrame
@@ -118,6 +118,7 @@ mod tests {
             (ErrorCode::TeamUnavailable, 503),
             (ErrorCode::TeamOutcomeUnknown, 503),
             (ErrorCode::PermissionDenied, 403),
+            (ErrorCode::Forbidden, 403),
             (ErrorCode::InvalidInput, 400),
             (ErrorCode::FrameTooLarge, 413),
             (ErrorCode::Conflict, 409),

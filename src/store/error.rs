@@ -138,6 +138,11 @@ pub enum StoreError {
         /// What failed.
         message: String,
     },
+    /// A shared write the role this machine connects to the team's
+    /// PostgreSQL as may not make (row-level security): nothing was
+    /// written anywhere.
+    #[error("{0}")]
+    Forbidden(String),
     /// A write to a shared namespace that holds rows never pushed.
     #[error(
         "namespace `{0}` is shared with the team but holds memories that were never pushed; \

@@ -1152,6 +1152,39 @@ pub fn synced_rows(conn: &Connection) -> Result<Vec<(i64, String, String)>, Stor
     Ok(rows)
 }
 
+/// The namespaces that hold rows written through or pulled.
+///
+/// # Errors
+/// SQLite errors.
+pub fn synced_namespaces(conn: &Connection) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn
+        .prepare("SELECT DISTINCT namespace FROM memories WHERE team_rev IS NOT NULL ORDER BY 1")?;
+    let rows = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rows)
+}
+
+/// Drops the rows of `namespace` written through or pulled, with every
+/// revision of them (the one their delete just wrote included): what this
+/// machine may no longer read leaves no text here and is not taken for a
+/// delete to write through. Rows never pushed stay. How many went.
+///
+/// # Errors
+/// SQLite errors.
+pub fn drop_synced(conn: &Connection, namespace: &str) -> Result<usize, StoreError> {
+    let ids: Vec<i64> = conn
+        .prepare("SELECT id FROM memories WHERE namespace = ?1 AND team_rev IS NOT NULL")?
+        .query_map([namespace], |r| r.get(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    for id in &ids {
+        delete(conn, *id)?;
+        conn.prepare_cached("DELETE FROM memory_revisions WHERE memory_id = ?1")?
+            .execute([id])?;
+    }
+    Ok(ids.len())
+}
+
 /// Whether `namespace` holds a row (not session-scope) that was never
 /// written through or pulled, other than the rows `created` (those the
 /// write being decided created).

@@ -47,6 +47,7 @@ mod structure;
 mod team;
 mod team_faults;
 mod team_load;
+mod team_rights;
 mod team_tls;
 mod threads;
 mod viewer;

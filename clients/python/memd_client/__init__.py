@@ -35,6 +35,7 @@ __all__ = [
     "Conflict",
     "PreconditionRequired",
     "TeamUnavailable",
+    "Forbidden",
     "OutcomeUnknown",
     "Unreachable",
 ]
@@ -194,6 +195,11 @@ class TeamUnavailable(MemdError):
     """The team's PostgreSQL cannot be reached: nothing was written."""
 
 
+class Forbidden(MemdError):
+    """The team's PostgreSQL role of the daemon's machine may not make this
+    change (its grants): nothing was written."""
+
+
 class OutcomeUnknown(MemdError):
     """A shared write whose outcome could not be learned: it may have been
     applied (look for it before writing it again)."""
@@ -219,6 +225,7 @@ _ERRORS = {
     "precondition_required": PreconditionRequired,
     "team_unavailable": TeamUnavailable,
     "team_outcome_unknown": OutcomeUnknown,
+    "forbidden": Forbidden,
 }
 
 

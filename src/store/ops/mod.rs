@@ -176,6 +176,7 @@ impl Store {
                         "the team's PostgreSQL refused the write: {m}"
                     )));
                 }
+                Err(team::write::Refusal::Forbidden(m)) => return Err(StoreError::Forbidden(m)),
                 Err(team::write::Refusal::Strict(seq)) => {
                     tracing::debug!(
                         team_seq = seq,
@@ -672,5 +673,15 @@ mod tests {
         let (_dir, store, err) = refused(&strict, DriftPolicy::Strict).await;
         assert!(matches!(err, StoreError::Drift(_)), "{err:?}");
         assert_eq!(rows(&store).await, 0);
+
+        // The role may not write there: forbidden, nothing written here.
+        let forbidden = Failing::new("team", || Refusal::Forbidden("role carol".into()));
+        let (_dir, store, err) = refused(&forbidden, DriftPolicy::Standard).await;
+        assert!(
+            matches!(err, StoreError::Forbidden(ref m) if m.contains("carol")),
+            "{err:?}"
+        );
+        assert_eq!(rows(&store).await, 0);
+        assert_eq!(forbidden.calls.load(Ordering::Relaxed), 1);
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::pg::{self, Link};
 use super::pull::{self, Mark, PAGE};
 use super::write::{Plan, Refusal};
-use super::{Team, TeamError, schema};
+use super::{Team, TeamError, grants, schema};
 use crate::drift::backup::Backups;
 use crate::store::{Store, StoreError};
 
@@ -64,6 +64,10 @@ pub async fn follow(store: &Store, backups: &Backups, team: &Team) -> Result<(),
     // after each external change the daemon saw.
     let mut scanned_epoch = None;
     loop {
+        // A grant or a revoke since the last look (announced like a
+        // commit): before the history check, which a row hidden by a
+        // revoke would fail.
+        follow_rights(store, team, &link).await?;
         // PostgreSQL must still hold what was applied (a restored dump, a
         // failover that lost commits): checked at every pull.
         let mark = store.team_mark().await?;
@@ -101,6 +105,7 @@ async fn catch_up(
     team: &Team,
     link: &Link,
 ) -> Result<(), Failure> {
+    follow_rights(store, team, link).await?;
     let mut mark = store.team_mark().await?;
     let patterns = team.config().namespaces.clone();
     let holds = team
@@ -124,6 +129,47 @@ async fn catch_up(
             .await?;
     }
     pull_all(store, backups, team, link).await
+}
+
+/// Looks at what this machine's role may do (PostgreSQL's grants, which
+/// row-level security enforces): `status` shows it per configured glob. When
+/// what it may read changed since the last look, the rows of namespaces it
+/// may no longer read are dropped here — with their revisions, without a
+/// drift backup — and a read granted since is backfilled: rows hidden
+/// before are below the number applied, so the pull starts again from the
+/// beginning (applying is idempotent by uid and rev).
+async fn follow_rights(store: &Store, team: &Team, link: &Link) -> Result<(), Failure> {
+    let rights = team
+        .bounded(grants::rights(&link.client, &team.config().namespaces))
+        .await?;
+    team.note_rights(rights);
+    let readable = team.bounded(grants::readable(&link.client)).await?;
+    let mut mark = store.team_mark().await?;
+    if mark.readable == readable {
+        return Ok(());
+    }
+    let local = store.team_namespaces().await?;
+    let hidden = team
+        .bounded(grants::unreadable(&link.client, &local))
+        .await?;
+    if !hidden.is_empty() {
+        let rows = store.drop_unreadable_team_rows(hidden.clone()).await?;
+        tracing::warn!(
+            namespaces = ?hidden,
+            rows,
+            "team memory: this machine's role may no longer read these namespaces; their rows were removed here"
+        );
+    }
+    let widened = readable.iter().any(|p| !mark.readable.contains(p));
+    mark = store.team_mark().await?;
+    if widened && !mark.readable.is_empty() {
+        tracing::info!("team memory: this machine's role may read more; backfilling");
+        mark.applied = 0;
+        mark.last = None;
+    }
+    mark.readable = readable;
+    store.set_team_mark(mark).await?;
+    Ok(())
 }
 
 /// Writes through what another tool (the `sqlite3` shell) changed of shared
@@ -182,7 +228,7 @@ async fn push_local_edits(
                 return Ok(());
             }
             Err(Refusal::Unavailable(e) | Refusal::Unknown(e)) => return Err(e.into()),
-            Err(Refusal::Invalid(m)) => {
+            Err(Refusal::Invalid(m) | Refusal::Forbidden(m)) => {
                 tracing::warn!(error = %m, "team memory: PostgreSQL refused another tool's change of shared rows; it stays local");
             }
             Err(Refusal::Strict(_)) => {}
@@ -277,6 +323,9 @@ async fn resync(
     link: &Link,
     old: &Mark,
 ) -> Result<(), Failure> {
+    // What this role may no longer read goes first, without a backup: its
+    // rows are missing from PostgreSQL's answer for that reason alone.
+    follow_rights(store, team, link).await?;
     let patterns = team.config().namespaces.clone();
     tracing::warn!(
         applied = old.applied,
@@ -296,6 +345,7 @@ async fn resync(
         // The rows dropped here are no news for PostgreSQL: the next look
         // for other tools' deletes starts after them.
         revisions_checked: 0,
+        readable: old.readable.clone(),
     };
     for chunk in rows.chunks(PAGE as usize) {
         let applied = store

@@ -15,13 +15,16 @@
 //! - [`write`]: the write-through of a session's write;
 //! - [`pull`]: pages of later commits, the history check, pushes;
 //! - [`follow`]: the pull's connection, `LISTEN`, catch-up and resync;
-//! - [`wing`]: what the write path asks of team memory (the seam).
+//! - [`wing`]: what the write path asks of team memory (the seam);
+//! - [`grants`]: people's rights (`memd team grant|revoke|members`), as
+//!   PostgreSQL's row-level security enforces them.
 //!
 //! Without `[team]` none of this runs: no connection, no task.
 
 pub mod apply;
 pub mod config;
 pub mod follow;
+pub mod grants;
 pub(in crate::store) mod pg;
 pub mod pull;
 pub mod push;
@@ -60,6 +63,14 @@ pub enum TeamError {
         /// This binary's.
         known: i32,
     },
+    /// The role this machine connects as lacks the right (PostgreSQL's
+    /// row-level security decides): nothing was written.
+    #[error("{0}")]
+    Forbidden(String),
+    /// A request PostgreSQL cannot take as asked (an unknown role, a
+    /// grant that is not there).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// What `status` shows of team memory.
@@ -72,6 +83,8 @@ struct Health {
     head: i64,
     /// The number applied here.
     applied: i64,
+    /// What this machine's role may do with each configured glob.
+    rights: Vec<grants::Right>,
 }
 
 /// The team engine of one daemon.
@@ -249,9 +262,19 @@ impl Team {
         h.last_error = None;
     }
 
+    pub(crate) fn note_rights(&self, rights: Vec<grants::Right>) {
+        lock(&self.health).rights = rights;
+    }
+
     /// `status`'s `team` key.
     pub fn status(&self) -> Value {
         let h = lock(&self.health).clone();
+        let unreadable: Vec<&str> = h
+            .rights
+            .iter()
+            .filter(|r| r.access == "none")
+            .map(|r| r.glob.as_str())
+            .collect();
         json!({
             "url": self.target.display(),
             "machine": self.machine,
@@ -263,6 +286,8 @@ impl Team {
             "lag": (h.head - h.applied).max(0),
             "last_pull_at": h.last_pull_at,
             "last_error": h.last_error,
+            "rights": h.rights,
+            "unreadable": unreadable,
         })
     }
 

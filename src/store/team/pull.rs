@@ -38,6 +38,11 @@ pub struct Mark {
     /// The newest local revision looked at for deletes by other tools.
     #[serde(default)]
     pub revisions_checked: i64,
+    /// What this machine's role may read, as PostgreSQL said at the last
+    /// look (LIKE patterns): a read granted since is backfilled, a read
+    /// revoked since is dropped here.
+    #[serde(default)]
+    pub readable: Vec<String>,
 }
 
 const MARK_KEY: &str = "team_mark";
@@ -284,6 +289,41 @@ impl Store {
                     }
                 }
                 Ok(gone)
+            })
+            .await
+    }
+}
+
+impl Store {
+    /// The namespaces holding rows written through or pulled.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn team_namespaces(&self) -> Result<Vec<String>, StoreError> {
+        let read = self
+            .readers
+            .read(ReadKind::Internal, memories::synced_namespaces)
+            .await?;
+        Ok(read.value)
+    }
+
+    /// Drops the rows of `namespaces` this machine's role may no longer
+    /// read, with their revisions and without a drift backup (their text
+    /// is no longer this machine's to keep). How many went.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn drop_unreadable_team_rows(
+        &self,
+        namespaces: Vec<String>,
+    ) -> Result<usize, StoreError> {
+        self.writer
+            .call(Author::Team, move |ctx| {
+                let mut n = 0;
+                for ns in &namespaces {
+                    n += memories::drop_synced(ctx.conn, ns)?;
+                }
+                Ok(n)
             })
             .await
     }

@@ -62,6 +62,9 @@ pub enum Refusal {
     Moved(Vec<TeamRow>),
     /// PostgreSQL refused the write itself (a constraint): the message.
     Invalid(String),
+    /// The role this machine connects as may not write there (row-level
+    /// security): the message, naming the role and the namespaces.
+    Forbidden(String),
     /// `strict`: another session committed in the namespace after the
     /// session's view (the number of that commit).
     Strict(i64),
@@ -81,6 +84,7 @@ enum Step {
     Done(Committed),
     Moved(Vec<TeamRow>),
     Strict(i64),
+    Forbidden(String),
 }
 
 impl Team {
@@ -132,6 +136,12 @@ impl Team {
                         Ok(Ok(step)) => Ok(Ok(step)),
                         // Two writers locked each other: one of them retries.
                         Ok(Err(TxError::Db(e))) if tries < 4 && e.retryable() => continue,
+                        Ok(Err(TxError::Db(e)))
+                            if e.code
+                                == tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE =>
+                        {
+                            Ok(Err(Refusal::Forbidden(e.message)))
+                        }
                         Ok(Err(TxError::Db(e))) => Ok(Err(Refusal::Invalid(e.message))),
                         Ok(Err(TxError::Lost(e))) => Err(e),
                     };
@@ -142,6 +152,7 @@ impl Team {
             Ok(Ok(Step::Done(c))) => Ok(c),
             Ok(Ok(Step::Moved(rows))) => Err(Refusal::Moved(rows)),
             Ok(Ok(Step::Strict(seq))) => Err(Refusal::Strict(seq)),
+            Ok(Ok(Step::Forbidden(m))) => Err(Refusal::Forbidden(m)),
             Ok(Err(r)) => Err(r),
             Err(e) if !commit_sent.load(std::sync::atomic::Ordering::Acquire) => {
                 Err(Refusal::Unavailable(e))
@@ -327,7 +338,37 @@ async fn transaction(
         .await?;
     // The transaction's number first: memd's writers queue on it before
     // they lock any row, so two of them never lock rows in each other's way.
-    tx.execute("SELECT memd.take_seq()", &[]).await?;
+    // In the same statement, the namespaces this role may not write:
+    // row-level security would hide their rows from the locks below (a
+    // "row not found", not the truth), so the write is refused here.
+    let mut namespaces: Vec<&str> = plan
+        .changes
+        .iter()
+        .flat_map(|c| {
+            let before = c.before.as_ref().map(|b| b.namespace.as_str());
+            let after = c.after.as_ref().map(|a| a.namespace.as_str());
+            before.into_iter().chain(after)
+        })
+        .collect();
+    namespaces.sort_unstable();
+    namespaces.dedup();
+    let first = tx
+        .query_one(
+            "SELECT memd.take_seq(), current_user::text, ARRAY(SELECT n FROM unnest($1::text[]) n \
+             WHERE NOT n LIKE ANY (memd.patterns(current_user, 'write')))",
+            &[&namespaces],
+        )
+        .await?;
+    let denied: Vec<String> = first.get(2);
+    if !denied.is_empty() {
+        let role: String = first.get(1);
+        tx.rollback().await?;
+        return Ok(Step::Forbidden(format!(
+            "role {role} may not write to {} in the team's PostgreSQL: nothing was written \
+             (an admin grants it: memd team grant {role} GLOB write)",
+            denied.join(", ")
+        )));
+    }
     if let Some((namespace, since)) = &plan.strict {
         let newer: Option<i64> = tx
             .query_one(
@@ -431,9 +472,7 @@ async fn transaction(
     let uids: Vec<String> = out.iter().map(|(_, r)| r.uid.clone()).collect();
     let seq: i64 = tx
         .query_one(
-            "INSERT INTO memd.ops (op_id, changed_seq, machine, uids) VALUES ($1, \
-             coalesce(current_setting('memd.seq', true), '0')::bigint, $2, $3) \
-             RETURNING changed_seq",
+            "SELECT memd.record_op($1, $2, $3)",
             &[&plan.op_id, &machine, &uids],
         )
         .await?

@@ -19,11 +19,18 @@ pub struct Migration {
 }
 
 /// Every migration, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "shared rows, revisions, tombstones, commit-ordered numbers, authorship",
-    sql: include_str!("v1.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "shared rows, revisions, tombstones, commit-ordered numbers, authorship",
+        sql: include_str!("v1.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "login roles, grants by namespace, row-level security, an owner nobody logs in as",
+        sql: include_str!("v2.sql"),
+    },
+];
 
 /// The version this binary knows.
 pub fn latest() -> i32 {
@@ -78,6 +85,12 @@ pub struct Initialised {
     pub from: i32,
     /// The version now.
     pub to: i32,
+    /// The role that ran it (admin of every namespace when it created
+    /// the grants).
+    pub role: String,
+    /// The role is above row-level security (a superuser, BYPASSRLS):
+    /// every grant is moot for it.
+    pub unbound: bool,
 }
 
 /// Connects to `target` and creates or migrates the schema there
@@ -100,6 +113,27 @@ pub async fn init_at(
 /// [`TeamError::SchemaTooNew`], or the failed statement.
 pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
     let fail = |e: tokio_postgres::Error| TeamError::Unavailable(describe(&e));
+    let who = client
+        .query_one(
+            "SELECT session_user::text, rolsuper OR rolbypassrls FROM pg_roles \
+             WHERE rolname = session_user",
+            &[],
+        )
+        .await
+        .map_err(fail)?;
+    let (role, unbound): (String, bool) = (who.get(0), who.get(1));
+    // Up to date: nothing to create (a role that may not create anything
+    // in the schema learns its version too).
+    if let Some(v) = version(client).await?
+        && v == latest()
+    {
+        return Ok(Initialised {
+            from: v,
+            to: v,
+            role,
+            unbound,
+        });
+    }
     let tx = client.transaction().await.map_err(fail)?;
     // One init at a time, whoever runs it.
     tx.execute("SELECT pg_advisory_xact_lock(7274031601)", &[])
@@ -127,16 +161,23 @@ pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
         });
     }
     for m in MIGRATIONS.iter().filter(|m| m.version > from) {
-        tx.batch_execute(m.sql).await.map_err(|e| {
-            TeamError::Unavailable(format!("migration {} failed: {}", m.version, describe(&e)))
-        })?;
+        // Recorded first: a migration may hand the schema to its owner,
+        // after which the role running it may no longer write there.
         tx.execute(
             "INSERT INTO memd.migrations (version, name) VALUES ($1, $2)",
             &[&m.version, &m.name],
         )
         .await
         .map_err(fail)?;
+        tx.batch_execute(m.sql).await.map_err(|e| {
+            TeamError::Unavailable(format!("migration {} failed: {}", m.version, describe(&e)))
+        })?;
     }
     tx.commit().await.map_err(fail)?;
-    Ok(Initialised { from, to: latest() })
+    Ok(Initialised {
+        from,
+        to: latest(),
+        role,
+        unbound,
+    })
 }

@@ -1,0 +1,358 @@
+//! Team rights with a real PostgreSQL: people as login roles, grants by
+//! namespace glob enforced by row-level security (for memd and `psql`
+//! alike), a daemon refused with `forbidden`, a revoked read dropped
+//! without a backup, and the migration of a version-1 team schema.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::Daemon;
+use crate::common::pg::Pg;
+
+/// The server's URL as `role` (trust on the private socket).
+fn url_as(pg: &Pg, role: &str) -> String {
+    pg.url().replace("user=postgres", &format!("user={role}"))
+}
+
+/// A machine whose daemon connects as `role` and shares `team-*` and `lab*`.
+fn machine(pg: &Pg, role: &str) -> Daemon {
+    Daemon::with_config(&format!(
+        "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\", \"lab*\"]\nmachine = \"{role}-laptop\"\n\
+         timeout_ms = 3000\n",
+        url_as(pg, role)
+    ))
+}
+
+/// `memd team ARGS --json` as `role`, from a directory of its own.
+fn team_as(pg: &Pg, role: &str, args: &[&str]) -> (Value, i32) {
+    let home = tempfile::tempdir().unwrap();
+    let out = crate::common::memd_command(home.path())
+        .arg("team")
+        .args(args)
+        .arg("--json")
+        .env("MEMD_TEAM_URL", url_as(pg, role))
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "not JSON: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out.status.code().unwrap_or(-1))
+}
+
+/// `psql` as `role`: its output, or its error.
+fn psql_as(pg: &Pg, role: &str, sql: &str) -> Result<String, String> {
+    let out = std::process::Command::new("runuser")
+        .args(["-u", "postgres", "--"])
+        .arg(pg_bin("psql"))
+        .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d"])
+        .arg(url_as(pg, role))
+        .args(["-c", sql])
+        .current_dir(&pg.dir)
+        .output()
+        .unwrap();
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn pg_bin(program: &str) -> std::path::PathBuf {
+    let mut dirs: Vec<_> = std::fs::read_dir("/usr/lib/postgresql")
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
+        .filter(|p| p.join(program).is_file())
+        .collect();
+    dirs.sort();
+    dirs.pop().unwrap().join(program)
+}
+
+fn contents(d: &Daemon, ns: &str) -> Vec<String> {
+    let (v, code) = d.json(&["--namespace", ns, "list", "--limit", "1000"]);
+    assert_eq!(code, 0, "list failed: {v}");
+    let mut out: Vec<String> = v["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+fn wait_contents(d: &Daemon, ns: &str, want: &[&str]) {
+    let want: Vec<String> = want.iter().map(|s| (*s).to_string()).collect();
+    Pg::wait_for(
+        Duration::from_secs(20),
+        &format!("{want:?} in {ns}"),
+        || contents(d, ns) == want,
+    );
+}
+
+/// Every file under `dir` whose bytes hold `needle`.
+fn files_holding(dir: &Path, needle: &str, skip_db: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if skip_db && name.starts_with("memory.db") {
+                continue;
+            }
+            let bytes = std::fs::read(&p).unwrap_or_default();
+            if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                out.push(p.display().to_string());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn people_see_and_change_exactly_what_their_grants_allow() {
+    let Some(pg) = Pg::start() else { return };
+    // The database's superuser creates the schema (and is warned that no
+    // grant binds it), the login roles, and one admin.
+    let (v, code) = team_as(&pg, "postgres", &["init"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["bypasses_row_security"], true, "{v}");
+    assert!(v["warning"].as_str().unwrap().contains("BYPASSRLS"), "{v}");
+    pg.psql("CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; CREATE ROLE carol LOGIN; CREATE ROLE dave LOGIN");
+    let (v, code) = team_as(&pg, "postgres", &["grant", "alice", "*", "admin"]);
+    assert_eq!(code, 0, "{v}");
+    // Alice administers without owning the schema.
+    for (role, glob, right) in [
+        ("bob", "team-*", "write"),
+        ("carol", "team-*", "read"),
+        ("carol", "lab_a", "read"),
+    ] {
+        let (v, code) = team_as(&pg, "alice", &["grant", role, glob, right]);
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["grant"]["granted_by"], "alice", "{v}");
+    }
+    // Bad requests are told apart: an unknown role or right is usage, a
+    // grant without admin is forbidden.
+    let (v, code) = team_as(&pg, "alice", &["grant", "nobody", "team-*", "read"]);
+    assert_eq!((code, v["code"].as_str()), (2, Some("usage")), "{v}");
+    let (v, code) = team_as(&pg, "alice", &["grant", "bob", "team-*", "own"]);
+    assert_eq!(code, 2, "{v}");
+    let (v, code) = team_as(&pg, "bob", &["grant", "bob", "*", "admin"]);
+    assert_eq!((code, v["code"].as_str()), (7, Some("forbidden")), "{v}");
+    let (v, code) = team_as(&pg, "bob", &["revoke", "carol", "team-*"]);
+    assert_eq!((code, v["code"].as_str()), (7, Some("forbidden")), "{v}");
+
+    let bob = machine(&pg, "bob");
+    let carol = machine(&pg, "carol");
+    let dave = machine(&pg, "dave");
+    let (v, code) = bob.json(&[
+        "--namespace",
+        "team-web",
+        "add",
+        "the deploy key rotates monthly",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    wait_contents(&carol, "team-web", &["the deploy key rotates monthly"]);
+    // PostgreSQL names the role that wrote it.
+    assert_eq!(
+        pg.psql("SELECT changed_role FROM memd.memories WHERE namespace = 'team-web'"),
+        "bob"
+    );
+
+    // A write without the right: forbidden, exit 7, nothing anywhere.
+    let (v, code) = carol.json(&["--namespace", "team-web", "add", "carol's guess"]);
+    assert_eq!((code, v["code"].as_str()), (7, Some("forbidden")), "{v}");
+    assert!(v["error"].as_str().unwrap().contains("carol"), "{v}");
+    let (v, code) = bob.json(&["--namespace", "lab-x", "add", "bob's lab note"]);
+    assert_eq!((code, v["code"].as_str()), (7, Some("forbidden")), "{v}");
+    let id = bob.json(&["--namespace", "team-web", "list"]).0["memories"][0]["id"].clone();
+    let (v, code) = carol.json(&["--namespace", "team-web", "list"]);
+    assert_eq!(code, 0, "{v}");
+    let carol_id = v["memories"][0]["id"].as_i64().unwrap().to_string();
+    let (v, code) = carol.json(&["--namespace", "team-web", "forget", &carol_id]);
+    assert_eq!((code, v["code"].as_str()), (7, Some("forbidden")), "{v}");
+    assert!(id.is_i64());
+    assert_eq!(
+        pg.psql(
+            "SELECT string_agg(content, '|' ORDER BY content) FROM memd.memories WHERE NOT deleted"
+        ),
+        "the deploy key rotates monthly"
+    );
+    assert_eq!(
+        contents(&carol, "team-web"),
+        ["the deploy key rotates monthly"]
+    );
+    assert!(contents(&bob, "lab-x").is_empty());
+
+    // psql as each role sees and changes what memd would.
+    assert_eq!(
+        psql_as(&pg, "carol", "SELECT count(*) FROM memd.memories").unwrap(),
+        "1"
+    );
+    assert_eq!(
+        psql_as(&pg, "dave", "SELECT count(*) FROM memd.memories").unwrap(),
+        "0"
+    );
+    assert_eq!(
+        psql_as(&pg, "dave", "SELECT count(*) FROM memd.revisions").unwrap(),
+        "0"
+    );
+    let err = psql_as(
+        &pg,
+        "carol",
+        "INSERT INTO memd.memories (namespace, content) VALUES ('team-web', 'by hand')",
+    )
+    .unwrap_err();
+    assert!(err.contains("row-level security"), "{err}");
+    assert_eq!(
+        psql_as(
+            &pg,
+            "carol",
+            "UPDATE memd.memories SET content = 'x' RETURNING uid"
+        )
+        .unwrap(),
+        ""
+    );
+    let err = psql_as(&pg, "bob", "UPDATE memd.generation SET value = 0").unwrap_err();
+    assert!(err.contains("permission denied"), "{err}");
+    // `_` is literal: carol's `lab_a` is not `labXa`.
+    psql_as(
+        &pg,
+        "alice",
+        "INSERT INTO memd.memories (namespace, content) VALUES ('lab_a', 'underscore'), ('labXa', 'not it')",
+    )
+    .unwrap();
+    assert_eq!(
+        psql_as(
+            &pg,
+            "carol",
+            "SELECT string_agg(namespace, ',') FROM memd.memories WHERE namespace LIKE 'lab%'"
+        )
+        .unwrap(),
+        "lab_a"
+    );
+    wait_contents(&carol, "lab_a", &["underscore"]);
+    assert!(contents(&carol, "labXa").is_empty());
+
+    // Status names what each role may do with the configured globs.
+    Pg::wait_for(Duration::from_secs(10), "dave's rights in status", || {
+        dave.status()["team"]["unreadable"] == serde_json::json!(["team-*", "lab*"])
+    });
+    let team = &carol.status()["team"];
+    assert_eq!(
+        team["rights"],
+        serde_json::json!([{"glob": "team-*", "access": "read"}, {"glob": "lab*", "access": "partly"}]),
+        "{team}"
+    );
+    assert!(contents(&dave, "team-web").is_empty());
+
+    // Members: an admin sees every grant, anyone else their own.
+    let (v, _) = team_as(&pg, "alice", &["members"]);
+    assert_eq!(v["members"].as_array().unwrap().len(), 5, "{v}");
+    let (v, _) = team_as(&pg, "carol", &["members"]);
+    let roles: Vec<&str> = v["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["carol", "carol"], "{v}");
+
+    // A revoked read: the rows leave carol's machine, with no backup of
+    // their text; granted again, they come back.
+    let (v, code) = team_as(&pg, "alice", &["revoke", "carol", "team-*"]);
+    assert_eq!((code, v["revoked"].as_str()), (0, Some("read")), "{v}");
+    wait_contents(&carol, "team-web", &[]);
+    let kept = files_holding(&carol.data_dir(), "the deploy key rotates monthly", true);
+    assert!(kept.is_empty(), "text kept in {kept:?}");
+    let (v, code) = carol.json(&["search", "deploy key", "--all-namespaces"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(!v.to_string().contains("rotates monthly"), "{v}");
+    let (v, code) = team_as(&pg, "alice", &["grant", "carol", "team-*", "read"]);
+    assert_eq!(code, 0, "{v}");
+    wait_contents(&carol, "team-web", &["the deploy key rotates monthly"]);
+    // Bob's machine kept everything meanwhile, and nothing was deleted in
+    // PostgreSQL by carol's drop.
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories WHERE deleted"),
+        "0"
+    );
+}
+
+#[test]
+fn a_version_1_team_schema_migrates_to_grants_without_losing_a_row() {
+    let Some(pg) = Pg::start() else { return };
+    // A team schema as version 1 made it, with rows written by psql.
+    let v1 = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/team/schema/v1.sql"),
+    )
+    .unwrap();
+    pg.psql(
+        "CREATE SCHEMA memd; CREATE TABLE memd.migrations (version integer PRIMARY KEY, \
+         name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now()); \
+         INSERT INTO memd.migrations (version, name) VALUES (1, 'v1')",
+    );
+    pg.psql(&v1);
+    pg.psql(
+        "INSERT INTO memd.memories (namespace, content) VALUES ('team-web', 'first'), \
+         ('team-web', 'second'); UPDATE memd.memories SET content = 'second, edited' \
+         WHERE content = 'second'",
+    );
+    let before = pg.psql(
+        "SELECT string_agg(uid || ':' || rev || ':' || changed_seq, ',' ORDER BY uid) FROM memd.memories",
+    );
+    let revisions = pg.psql("SELECT count(*) FROM memd.revisions");
+    let (v, code) = team_as(&pg, "postgres", &["init"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["from"].as_i64(), v["to"].as_i64()),
+        (Some(1), Some(2)),
+        "{v}"
+    );
+    assert_eq!(
+        pg.psql(
+            "SELECT string_agg(uid || ':' || rev || ':' || changed_seq, ',' ORDER BY uid) FROM memd.memories"
+        ),
+        before
+    );
+    assert_eq!(pg.psql("SELECT count(*) FROM memd.revisions"), revisions);
+    // Owned by a role nobody logs in as, security forced.
+    assert_eq!(
+        pg.psql("SELECT nspowner::regrole FROM pg_namespace WHERE nspname = 'memd'"),
+        "memd_owner"
+    );
+    assert_eq!(
+        pg.psql("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'memd_owner'"),
+        "f"
+    );
+    assert_eq!(
+        pg.psql(
+            "SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class \
+             WHERE relnamespace = 'memd'::regnamespace AND relforcerowsecurity"
+        ),
+        "memories,ops,revisions"
+    );
+    // The role that migrated administers; a machine reads every row.
+    assert_eq!(
+        pg.psql("SELECT role || ' ' || glob || ' ' || access FROM memd.grants"),
+        "postgres * admin"
+    );
+    let d = machine(&pg, "postgres");
+    wait_contents(&d, "team-web", &["first", "second, edited"]);
+    let (v, code) = d.json(&["--namespace", "team-web", "add", "after the migration"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        pg.psql("SELECT changed_role FROM memd.memories WHERE content = 'after the migration'"),
+        "postgres"
+    );
+}

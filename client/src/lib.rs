@@ -731,6 +731,31 @@ impl Client {
         }
     }
 
+    /// Erases memory `id`, or every memory whose text holds `matching`, and
+    /// every trace of their text this machine keeps; without `confirm`, only
+    /// lists what would be erased.
+    ///
+    /// # Errors
+    /// Transport and daemon errors (`not_found`, `invalid_input`).
+    pub async fn purge(
+        &mut self,
+        id: Option<i64>,
+        matching: Option<&str>,
+        confirm: bool,
+    ) -> Result<memd_proto::PurgeReport> {
+        match self
+            .call(Request::Purge(memd_proto::PurgeRequest {
+                id,
+                matching: matching.map(str::to_string),
+                confirm,
+            }))
+            .await?
+        {
+            Response::Purged(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Drops every stored vector and has the daemon re-embed every memory
     /// with its embedder, in the background (progress in `status`).
     ///

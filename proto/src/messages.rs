@@ -102,6 +102,9 @@ pub enum Request {
     CaptureStatus(CaptureStatusRequest),
     /// Remove a session's captured turns and its capture state.
     CaptureForget(CaptureForgetRequest),
+    /// Erase memories and every trace of their text this machine keeps
+    /// (or, unconfirmed, list what would be erased).
+    Purge(PurgeRequest),
 }
 
 impl Request {
@@ -145,6 +148,7 @@ impl Request {
         "capture",
         "capture_status",
         "capture_forget",
+        "purge",
     ];
 
     /// The request's kind: a stable snake_case name, for logs and for
@@ -188,6 +192,7 @@ impl Request {
             Request::Capture(_) => "capture",
             Request::CaptureStatus(_) => "capture_status",
             Request::CaptureForget(_) => "capture_forget",
+            Request::Purge(_) => "purge",
         }
     }
 }
@@ -314,6 +319,8 @@ pub enum Response {
     CaptureStates(CaptureStates),
     /// Answer to [`Request::CaptureForget`].
     CaptureForgotten(CaptureForgotten),
+    /// Answer to [`Request::Purge`].
+    Purged(PurgeReport),
 }
 
 /// Run a sweep.
@@ -870,6 +877,57 @@ pub struct CaptureForgetRequest {
     pub host: String,
     /// The host's session id.
     pub session: String,
+}
+
+/// Erase memories: one by id, or every memory whose text (now or in any
+/// earlier version) holds `matching`, case-insensitively. Without
+/// `confirm`, nothing is erased: the answer lists what would be.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct PurgeRequest {
+    /// The memory's id (a live row).
+    pub id: Option<i64>,
+    /// Text to look for in every memory and every revision.
+    pub matching: Option<String>,
+    /// Erase (otherwise only list).
+    pub confirm: bool,
+}
+
+/// One memory a purge erases (or would).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgeTarget {
+    /// The live row's id; `None` for a memory already forgotten whose
+    /// revisions still hold the text.
+    pub id: Option<i64>,
+    /// Its uid.
+    pub uid: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// The start of its text (the newest version), to recognise it.
+    pub preview: String,
+    /// Versions kept in its history.
+    pub revisions: u64,
+}
+
+/// What a purge erased.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgeReport {
+    /// The memories.
+    pub targets: Vec<PurgeTarget>,
+    /// They were erased (`false`: listed only).
+    pub purged: bool,
+    /// Frozen blocks that held one of them, dropped (each session gets a
+    /// new block at its next inject).
+    pub blocks_rebuilt: u64,
+    /// Drift backups rewritten without them.
+    pub backups_rewritten: u64,
+    /// Files in the data directory that may still hold the text and that
+    /// memd does not rewrite (copies made before a schema migration).
+    pub not_rewritten: Vec<String>,
+    /// The database files were compacted and the WAL emptied (`false`: a
+    /// reader held the WAL; the next purge or a restart finishes it).
+    pub scrubbed: bool,
+    /// Generation after the purge.
+    pub generation: u64,
 }
 
 /// What a capture forget removed.

@@ -283,6 +283,14 @@ fn requests() -> Vec<(&'static str, Request)> {
                 name: "claude-code:4f1c".into(),
             }),
         ),
+        (
+            "req_purge",
+            Request::Purge(PurgeRequest {
+                id: None,
+                matching: Some("AKIA".into()),
+                confirm: true,
+            }),
+        ),
     ]
 }
 
@@ -703,6 +711,24 @@ fn responses() -> Vec<(&'static str, Response)> {
                 last_error: Some("connection refused".into()),
             }),
         ),
+        (
+            "resp_purged",
+            Response::Purged(PurgeReport {
+                targets: vec![PurgeTarget {
+                    id: Some(7),
+                    uid: "0123456789abcdef0123456789abcdef".into(),
+                    namespace: "default".into(),
+                    preview: "the key is AKIA…".into(),
+                    revisions: 2,
+                }],
+                purged: true,
+                blocks_rebuilt: 1,
+                backups_rewritten: 0,
+                not_rewritten: Vec::new(),
+                scrubbed: true,
+                generation: 12,
+            }),
+        ),
     ]
 }
 
@@ -783,9 +809,10 @@ fn request_kind(r: &Request) -> usize {
         Request::Capture(_) => 34,
         Request::CaptureStatus(_) => 35,
         Request::CaptureForget(_) => 36,
+        Request::Purge(_) => 37,
     }
 }
-const REQUEST_KINDS: usize = 37;
+const REQUEST_KINDS: usize = 38;
 
 #[test]
 fn request_kinds_are_listed_in_tag_order() {
@@ -864,9 +891,10 @@ fn response_kind(r: &Response) -> usize {
         Response::Captured(_) => 32,
         Response::CaptureStates(_) => 33,
         Response::CaptureForgotten(_) => 34,
+        Response::Purged(_) => 35,
     }
 }
-const RESPONSE_KINDS: usize = 35;
+const RESPONSE_KINDS: usize = 36;
 
 #[test]
 fn golden_bytes_cover_every_message_kind() {

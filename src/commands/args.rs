@@ -102,6 +102,8 @@ pub enum Command {
     Confirm(IdArgs),
     /// Delete expired memories
     Prune(PruneArgs),
+    /// Erase a memory and every trace of its text on this machine (a leaked secret)
+    Purge(PurgeArgs),
     /// Tasks: memories of category task with a status
     #[command(subcommand)]
     Task(TaskCommand),
@@ -737,6 +739,24 @@ pub struct BackupArgs {
 pub struct RestoreArgs {
     /// The SQLite file to restore from (read by this client, streamed to the daemon)
     pub file: PathBuf,
+}
+
+/// `purge`.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["id", "matching"])))]
+pub struct PurgeArgs {
+    /// Memory id
+    #[arg(allow_negative_numbers = true)]
+    pub id: Option<i64>,
+    /// Every memory whose text, now or in any earlier version, holds TEXT (any case)
+    #[arg(long, value_name = "TEXT")]
+    pub matching: Option<String>,
+    /// Erase without asking (otherwise the list is shown and, on a terminal, confirmed)
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Only list what would be erased
+    #[arg(long, conflicts_with = "yes")]
+    pub dry_run: bool,
 }
 
 /// `forget`.

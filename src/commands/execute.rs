@@ -185,6 +185,7 @@ pub async fn execute(
             let r = client.forget(a.id, a.expect_rev).await?;
             Ok(output::forgotten(&r))
         }
+        Command::Purge(a) => purge(client, &a, stdin_allowed).await,
         Command::Supersede(a) => Ok(output::superseded(&client.supersede(a.old, a.new).await?)),
         Command::History(a) => Ok(output::history(&client.history(a.id).await?)),
         Command::Confirm(a) => Ok(output::memory(
@@ -664,4 +665,49 @@ fn open_browser(url: &str) {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
+}
+
+/// `purge`: lists what it will erase, asks on a terminal (or takes
+/// `--yes`), then erases.
+async fn purge(
+    client: &mut Client,
+    a: &args::PurgeArgs,
+    stdin_allowed: bool,
+) -> Result<Output, CommandError> {
+    use std::io::{BufRead, IsTerminal, Write};
+    if a.yes {
+        let r = client.purge(a.id, a.matching.as_deref(), true).await?;
+        return Ok(output::purged(&r));
+    }
+    let listed = client.purge(a.id, a.matching.as_deref(), false).await?;
+    if a.dry_run || listed.targets.is_empty() {
+        return Ok(output::purged(&listed));
+    }
+    let ask = stdin_allowed && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if !ask {
+        return Err(CommandError::Usage(format!(
+            "purge would erase {} memor{} (see them with --dry-run); nothing was erased: add \
+             --yes to erase",
+            listed.targets.len(),
+            if listed.targets.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            }
+        )));
+    }
+    let mut err = std::io::stderr();
+    let _ = writeln!(err, "{}", output::purged(&listed).human);
+    let _ = write!(err, "erase these and every trace of their text? type yes: ");
+    let _ = err.flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| CommandError::Io(e.to_string()))?;
+    if answer.trim() != "yes" {
+        return Err(CommandError::Usage("nothing was erased".into()));
+    }
+    let r = client.purge(a.id, a.matching.as_deref(), true).await?;
+    Ok(output::purged(&r))
 }

@@ -785,6 +785,55 @@ pub fn team_status(s: Value) -> Output {
     }
 }
 
+/// `purge`.
+pub fn purged(r: &memd_client::proto::PurgeReport) -> Output {
+    let mut lines: Vec<String> = r
+        .targets
+        .iter()
+        .map(|t| {
+            format!(
+                "{:>8}  {:<24} {} version{}  {}",
+                t.id.map_or_else(|| "(gone)".to_string(), |id| id.to_string()),
+                t.namespace,
+                t.revisions,
+                if t.revisions == 1 { "" } else { "s" },
+                t.preview.replace('\n', " ")
+            )
+        })
+        .collect();
+    if r.targets.is_empty() {
+        lines.push("nothing holds that: nothing to erase".into());
+    } else if r.purged {
+        lines.push(format!(
+            "erased {} memor{} with their history; {} frozen block{} rebuilt, {} drift backup{} \
+             rewritten; database {}",
+            r.targets.len(),
+            if r.targets.len() == 1 { "y" } else { "ies" },
+            r.blocks_rebuilt,
+            if r.blocks_rebuilt == 1 { "" } else { "s" },
+            r.backups_rewritten,
+            if r.backups_rewritten == 1 { "" } else { "s" },
+            if r.scrubbed {
+                "compacted, WAL emptied"
+            } else {
+                "compacted, but a reader held the WAL: run purge again to empty it"
+            }
+        ));
+        for p in &r.not_rewritten {
+            lines.push(format!(
+                "not rewritten (a copy made before a schema upgrade; delete it if it may hold \
+                 the text): {p}"
+            ));
+        }
+    } else {
+        lines.push("listed only: nothing was erased".into());
+    }
+    Output {
+        json: success(fields(r)),
+        human: lines.join("\n"),
+    }
+}
+
 /// `team push`.
 pub fn team_pushed(report: &memd_client::proto::TeamPushReport) -> Output {
     Output {

@@ -115,6 +115,66 @@ impl Backups {
         .map_err(|e| std::io::Error::other(format!("backup task failed: {e}")))?
     }
 
+    /// Rewrites every backup that holds a row of `uids` without those rows
+    /// (a purge); how many files were rewritten. Each is replaced whole
+    /// (a new file renamed over it), so no file keeps the old bytes.
+    ///
+    /// # Errors
+    /// A backup that cannot be read, parsed or replaced.
+    pub async fn rewrite_without(&self, uids: Vec<String>) -> std::io::Result<u64> {
+        let dir = self.dir.clone();
+        let _one = self.made.lock().await;
+        tokio::task::spawn_blocking(move || {
+            let mut rewritten = 0;
+            for f in list(&dir) {
+                let bytes = std::fs::read(&f.path)?;
+                let holds = |uid: &String| bytes.windows(uid.len()).any(|w| w == uid.as_bytes());
+                if !uids.iter().any(holds) {
+                    continue;
+                }
+                let mut doc: Value = serde_json::from_slice(&bytes)?;
+                if let Some(entries) = doc.get_mut("entries").and_then(Value::as_array_mut) {
+                    entries.retain(|e| {
+                        e.get("uid")
+                            .and_then(Value::as_str)
+                            .is_none_or(|u| !uids.iter().any(|x| x == u))
+                    });
+                }
+                let tmp = dir.join(format!(
+                    ".memory.bak.purge.{}.{}.tmp",
+                    std::process::id(),
+                    f.stamp
+                ));
+                let file = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&tmp)?;
+                let written = (|| {
+                    let mut out = BufWriter::new(file);
+                    serde_json::to_writer(&mut out, &doc)?;
+                    out.write_all(b"\n")?;
+                    out.into_inner()
+                        .map_err(std::io::IntoInnerError::into_error)?
+                        .sync_all()
+                })();
+                if let Err(e) = written {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(e);
+                }
+                std::fs::rename(&tmp, &f.path)?;
+                rewritten += 1;
+            }
+            if let Ok(d) = File::open(&dir) {
+                let _ = d.sync_all();
+            }
+            Ok(rewritten)
+        })
+        .await
+        .map_err(|e| std::io::Error::other(format!("backup task failed: {e}")))?
+    }
+
     /// Backups currently kept.
     pub fn count(&self) -> usize {
         list(&self.dir).len()

@@ -20,6 +20,19 @@ pub(super) async fn handle(
     cx: &Ctx<'_>,
 ) -> Result<Response, HandlerError> {
     let stats = &cx.store().stats;
+    // A purge erased a memory this frozen block shows: the one case where
+    // a frozen block changes.
+    let purged = {
+        let p = crate::sync::lock(cx.purged());
+        !p.is_empty()
+            && session
+                .built()
+                .is_some_and(|b| b.rows.iter().any(|(id, _)| p.contains(id)))
+    };
+    if purged {
+        tracing::info!(session = %session.id(), "a purged memory was in the frozen block: building a new one");
+        session.invalidate();
+    }
     if let Some(snap) = session.snapshot() {
         stats.snapshot_hits.fetch_add(1, Ordering::Relaxed);
         // The prompt still shows the old block: the reply's generation is

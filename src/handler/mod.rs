@@ -30,6 +30,7 @@ mod import;
 mod inject;
 mod list;
 mod prune;
+mod purge;
 mod reembed;
 mod refresh;
 mod restore;
@@ -129,6 +130,16 @@ impl<'a> Ctx<'a> {
     /// The embedder, its model lock and the vector index.
     pub fn embed(&self) -> &'a EmbedService {
         &self.shared.embed
+    }
+
+    /// Where named sessions are kept across restarts.
+    pub fn session_file(&self) -> &'a crate::store::sessions::SessionFile {
+        &self.shared.session_file
+    }
+
+    /// Ids purged this run (frozen blocks holding one are dropped).
+    pub fn purged(&self) -> &'a std::sync::Mutex<std::collections::HashSet<i64>> {
+        &self.shared.purged
     }
 
     /// Named sessions.
@@ -246,6 +257,7 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::Capture(r) => capture::handle(r, session, &cx).await,
         Request::CaptureStatus(r) => capture_status::handle(r, session, &cx).await,
         Request::CaptureForget(r) => capture_forget::handle(r, session, &cx).await,
+        Request::Purge(r) => purge::handle(r, session, &cx).await,
     };
     let resp = match result {
         Ok(resp) => resp,

@@ -469,3 +469,21 @@ pub fn unexpected() -> Problem {
         "the daemon answered with an unexpected reply",
     )
 }
+
+/// `POST /v1/purge`: erases memories and every trace of their text on this
+/// machine (`{"id": N}` or `{"matching": "TEXT"}`); without `"confirm":
+/// true` it only lists them.
+pub async fn purge(
+    State(app): State<App>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<Value>, Problem> {
+    let req: memd_proto::PurgeRequest = params::json_as(&headers, body, &[])?;
+    let p = Params::parse(query.as_deref(), &["namespace"])?;
+    let caller = Caller::from(&headers, p.one("namespace")?)?;
+    let Response::Purged(r) = caller.run(&app, Request::Purge(req), None).await? else {
+        return Err(unexpected());
+    };
+    Ok(Json(serde_json::to_value(&r).map_err(|_| unexpected())?))
+}

@@ -92,6 +92,7 @@ pub const ROUTES: &[(&str, &[&str])] = &[
     ("/v1/events", &["get"]),
     ("/v1/drift", &["get"]),
     ("/v1/team", &["get"]),
+    ("/v1/purge", &["post"]),
     ("/v1/openapi.json", &["get"]),
 ];
 
@@ -130,6 +131,7 @@ pub fn router(app: App) -> Router {
         .route("/v1/events", get(events::stream))
         .route("/v1/drift", get(meta::drift))
         .route("/v1/team", get(meta::team))
+        .route("/v1/purge", post(memories::purge))
         .route("/v1/openapi.json", get(openapi::document))
         .route("/", get(ui::index))
         .route("/m/{id}", get(ui::memory))

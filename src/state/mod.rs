@@ -57,6 +57,9 @@ pub struct Shared {
     pub embed: EmbedService,
     /// The viewer's loopback listener.
     pub web: web::Web,
+    /// Ids purged this run: a connection's frozen block that holds one is
+    /// dropped at its next inject (named sessions' blocks at the purge).
+    pub purged: Mutex<HashSet<i64>>,
 }
 
 impl Shared {
@@ -96,6 +99,7 @@ impl Shared {
             socket_inherited,
             embed,
             web: web::Web::default(),
+            purged: Mutex::default(),
         }
     }
 

@@ -360,6 +360,9 @@ enum Msg {
     Delete(String, String),
     /// Answer once everything sent before is on disk.
     Sync(oneshot::Sender<Result<(), StoreError>>),
+    /// As `Sync`, then rewrite the file without free space and empty its
+    /// WAL (a purge: no byte of a dropped block stays).
+    Scrub(oneshot::Sender<Result<(), StoreError>>),
 }
 
 /// The thread's loop: everything queued, in order, in one transaction.
@@ -373,7 +376,7 @@ fn run(mut conn: Connection, rx: &mpsc::Receiver<Msg>) {
                 match m {
                     Msg::Put(r) => put(&tx, r)?,
                     Msg::Delete(ns, name) => delete(&tx, ns, name)?,
-                    Msg::Sync(_) => {}
+                    Msg::Sync(_) | Msg::Scrub(_) => {}
                 }
             }
             tx.commit()
@@ -382,9 +385,24 @@ fn run(mut conn: Connection, rx: &mpsc::Receiver<Msg>) {
         if let Err(e) = &result {
             tracing::error!(error = %e, "named sessions were not kept on disk");
         }
+        let scrubbed = if batch.iter().any(|m| matches!(m, Msg::Scrub(_))) {
+            result.clone().and_then(|()| {
+                conn.execute_batch("VACUUM")
+                    .and_then(|()| conn.pragma_update(None, "wal_checkpoint", "TRUNCATE"))
+                    .map_err(|e| sqlite("cannot compact the sessions file", e))
+            })
+        } else {
+            result.clone()
+        };
         for m in batch {
-            if let Msg::Sync(reply) = m {
-                let _ = reply.send(result.clone());
+            match m {
+                Msg::Sync(reply) => {
+                    let _ = reply.send(result.clone());
+                }
+                Msg::Scrub(reply) => {
+                    let _ = reply.send(scrubbed.clone());
+                }
+                _ => {}
             }
         }
     }
@@ -468,6 +486,19 @@ impl SessionFile {
     pub async fn sync(&self) -> Result<(), StoreError> {
         let (reply, rx) = oneshot::channel();
         if !self.send(Msg::Sync(reply)) {
+            return Err(StoreError::Closed);
+        }
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Waits until everything sent before is on disk, then rewrites the
+    /// file without free space and empties its WAL.
+    ///
+    /// # Errors
+    /// The write failed, or the file is closed.
+    pub async fn scrub(&self) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        if !self.send(Msg::Scrub(reply)) {
             return Err(StoreError::Closed);
         }
         rx.await.map_err(|_| StoreError::Closed)?

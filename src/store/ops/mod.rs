@@ -24,6 +24,7 @@ pub mod capture;
 pub mod change;
 pub mod import;
 pub mod namespace;
+pub mod purge;
 pub mod read;
 pub mod remove;
 pub mod search;

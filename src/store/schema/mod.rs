@@ -105,6 +105,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "captured conversations: the turn a memory came from, capture offsets",
         sql: include_str!("v15.sql"),
     },
+    Migration {
+        version: 16,
+        name: "the purge log: which memory was erased, when, by whom (never its text)",
+        sql: include_str!("v16.sql"),
+    },
 ];
 
 /// The schema version this binary produces.

@@ -72,6 +72,7 @@ enum Msg {
     Job(Box<dyn Job>),
     Check,
     Restore(PathBuf, oneshot::Sender<Result<Restored, StoreError>>),
+    Scrub(oneshot::Sender<Result<bool, StoreError>>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -183,6 +184,20 @@ impl Writer {
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
+    /// Rewrites the database file without its free space (`VACUUM`: no
+    /// byte of a deleted row stays in a free page or a page's unused
+    /// room), then empties the WAL into it (`wal_checkpoint(TRUNCATE)`,
+    /// retried for a while when a reader holds it). Whether the WAL was
+    /// emptied.
+    ///
+    /// # Errors
+    /// SQLite errors (`VACUUM` needs room for a second copy of the file).
+    pub async fn scrub(&self) -> Result<bool, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Msg::Scrub(reply))?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
     /// Lets queued jobs finish, checkpoints the WAL, closes the connection and
     /// joins the thread. Later calls fail with [`StoreError::Closed`].
     pub async fn shutdown(&self) {
@@ -268,11 +283,13 @@ impl Thread {
             let mut batch: Vec<Box<dyn Job>> = Vec::new();
             let mut check = false;
             let mut restores = Vec::new();
+            let mut scrubs = Vec::new();
             let mut take = |msg: Msg, batch: &mut Vec<Box<dyn Job>>, stop: &mut Option<_>| match msg
             {
                 Msg::Job(j) => batch.push(j),
                 Msg::Check => check = true,
                 Msg::Restore(path, reply) => restores.push((path, reply)),
+                Msg::Scrub(reply) => scrubs.push(reply),
                 Msg::Shutdown(ack) => *stop = Some(ack),
             };
             take(first, &mut batch, &mut stop);
@@ -294,11 +311,32 @@ impl Thread {
             for (path, reply) in restores {
                 let _ = reply.send(self.restore(&path));
             }
+            if !scrubs.is_empty() {
+                let done = self.scrub();
+                for reply in scrubs {
+                    let _ = reply.send(done.clone());
+                }
+            }
         }
         self.close();
         if let Some(ack) = stop {
             let _ = ack.send(());
         }
+    }
+
+    fn scrub(&self) -> Result<bool, StoreError> {
+        self.conn.execute_batch("VACUUM")?;
+        for _ in 0..100 {
+            let busy: i64 = self
+                .conn
+                .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+            if busy == 0 {
+                return Ok(true);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        tracing::warn!("the WAL could not be emptied after a purge: a reader held it");
+        Ok(false)
     }
 
     fn close(self) {

@@ -1,0 +1,242 @@
+//! `purge`: erase memories and every trace of their text this database
+//! keeps — the row, every revision, the full-text index entries (the
+//! neighbours' context re-indexed by the delete trigger, then the index
+//! optimised so no deleted term stays in an older segment), vectors,
+//! sketches, tags, authors, near-duplicate links — in one transaction under
+//! `secure_delete`, logged in `memory_purges` (uid, namespace, when, by
+//! whom; never the text). [`Store::scrub`] then rewrites the file without
+//! free space and empties the WAL. Frozen blocks, drift backups and the
+//! sessions file are the daemon's (`handler::purge`).
+
+use memd_proto::PurgeTarget;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::session::ident::Author;
+use crate::store::readers::ReadKind;
+use crate::store::{Store, StoreError, memories};
+
+/// The shortest text `--matching` takes: a shorter one would match nearly
+/// everything.
+pub const MATCHING_MIN: usize = 3;
+
+/// What a purge erased.
+#[derive(Debug, Clone, Default)]
+pub struct Purged {
+    /// The live rows' ids that were deleted.
+    pub ids: Vec<i64>,
+    /// The uids erased.
+    pub uids: Vec<String>,
+}
+
+impl Store {
+    /// The memories a purge of `id`, or of the text `matching`, would erase.
+    ///
+    /// # Errors
+    /// `NotFound` for an unknown id, `InvalidInput` for neither or both, or
+    /// a text shorter than [`MATCHING_MIN`].
+    pub async fn purge_targets(
+        &self,
+        id: Option<i64>,
+        matching: Option<String>,
+    ) -> Result<Vec<PurgeTarget>, StoreError> {
+        let needle = match (&id, matching) {
+            (Some(_), None) => None,
+            (None, Some(m)) if m.trim().chars().count() >= MATCHING_MIN => Some(m.to_lowercase()),
+            (None, Some(_)) => {
+                return Err(StoreError::InvalidInput(format!(
+                    "--matching needs at least {MATCHING_MIN} characters"
+                )));
+            }
+            _ => {
+                return Err(StoreError::InvalidInput(
+                    "purge takes one memory id or --matching TEXT".into(),
+                ));
+            }
+        };
+        let read = self
+            .readers
+            .read(ReadKind::Client, move |conn| match (id, &needle) {
+                (Some(id), _) => {
+                    let uid: Option<String> = conn
+                        .query_row("SELECT uid FROM memories WHERE id = ?1", [id], |r| r.get(0))
+                        .optional()?;
+                    let uid = uid.ok_or(StoreError::NotFound(id))?;
+                    Ok(vec![target(conn, &uid)?])
+                }
+                (None, Some(needle)) => matching_uids(conn, needle)?
+                    .iter()
+                    .map(|uid| target(conn, uid))
+                    .collect(),
+                (None, None) => Ok(Vec::new()),
+            })
+            .await?;
+        Ok(read.value)
+    }
+
+    /// Erases the memories `uids` (see the module). A memory of a namespace
+    /// shared with the team is refused, and then nothing is erased.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a shared memory; SQLite errors.
+    pub async fn purge(
+        &self,
+        author: Author,
+        by: String,
+        uids: Vec<String>,
+    ) -> Result<Purged, StoreError> {
+        let wing = self.wing.clone();
+        self.writer
+            .call(author, move |ctx| {
+                let conn = ctx.conn;
+                for uid in &uids {
+                    let row: Option<(i64, String, String)> = conn
+                        .query_row(
+                            "SELECT id, namespace, scope FROM memories WHERE uid = ?1",
+                            [uid],
+                            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                        )
+                        .optional()?;
+                    if let Some((id, namespace, scope)) = row
+                        && wing.shares(&namespace, &scope)
+                    {
+                        return Err(StoreError::InvalidInput(format!(
+                            "memory {id} is shared with the team (namespace {namespace}): purging \
+                             a shared memory is not built yet; nothing was erased"
+                        )));
+                    }
+                }
+                conn.pragma_update(None, "secure_delete", true)?;
+                let erased = erase(conn, &uids, &by);
+                conn.pragma_update(None, "secure_delete", false)?;
+                erased
+            })
+            .await
+    }
+
+    /// Rewrites the database without free space and empties its WAL (see
+    /// [`crate::store::Writer::scrub`]); whether the WAL was emptied.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn scrub(&self) -> Result<bool, StoreError> {
+        self.writer.scrub().await
+    }
+}
+
+fn erase(conn: &Connection, uids: &[String], by: &str) -> Result<Purged, StoreError> {
+    let mut out = Purged::default();
+    for uid in uids {
+        let row: Option<(i64, String)> = conn
+            .query_row(
+                "SELECT id, namespace FROM memories WHERE uid = ?1",
+                [uid],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let namespace = match &row {
+            Some((_, ns)) => Some(ns.clone()),
+            None => conn
+                .query_row(
+                    "SELECT namespace FROM memory_revisions WHERE uid = ?1 \
+                     ORDER BY rev_id DESC LIMIT 1",
+                    [uid],
+                    |r| r.get::<_, Option<String>>(0),
+                )
+                .optional()?
+                .flatten(),
+        };
+        let Some(namespace) = namespace else { continue };
+        let id = row.as_ref().map(|(id, _)| *id);
+        if let Some(id) = id {
+            memories::delete(conn, id)?;
+            conn.execute(
+                "DELETE FROM memory_similar WHERE memory_id = ?1 OR similar_to = ?1",
+                [id],
+            )?;
+        }
+        // Every version, the one the delete just wrote included.
+        let revisions = conn.execute(
+            "DELETE FROM memory_revisions WHERE uid = ?1 OR (?2 IS NOT NULL AND memory_id = ?2)",
+            params![uid, id],
+        )?;
+        conn.execute(
+            "INSERT INTO memory_purges (uid, namespace, memory_id, revisions, purged_by) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![uid, namespace, id, revisions as i64, by],
+        )?;
+        out.uids.push(uid.clone());
+        out.ids.extend(id);
+    }
+    // A deleted entry leaves its terms in older index segments until they
+    // merge: merged now, every segment rewritten.
+    conn.execute(
+        "INSERT INTO memories_fts (memories_fts) VALUES ('optimize')",
+        [],
+    )?;
+    Ok(out)
+}
+
+/// The uids whose row or any revision holds `needle` (lower case) in its
+/// text, subject, metadata or tags.
+fn matching_uids(conn: &Connection, needle: &str) -> Result<Vec<String>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT uid FROM memories m WHERE instr(lower(m.content), ?1) > 0 \
+             OR instr(lower(coalesce(m.subject, '')), ?1) > 0 \
+             OR instr(lower(m.metadata), ?1) > 0 \
+             OR EXISTS (SELECT 1 FROM memory_tags t WHERE t.memory_id = m.id \
+                        AND instr(lower(t.tag), ?1) > 0) \
+         UNION \
+         SELECT uid FROM memory_revisions r WHERE r.uid IS NOT NULL AND ( \
+             instr(lower(coalesce(r.content, '')), ?1) > 0 \
+             OR instr(lower(coalesce(r.subject, '')), ?1) > 0 \
+             OR instr(lower(coalesce(r.metadata, '')), ?1) > 0 \
+             OR instr(lower(coalesce(r.tags, '')), ?1) > 0) \
+         ORDER BY 1",
+    )?;
+    let uids = stmt
+        .query_map([needle], |r| r.get(0))?
+        .collect::<Result<Vec<String>, _>>()?;
+    Ok(uids)
+}
+
+/// One memory as a purge lists it.
+fn target(conn: &Connection, uid: &str) -> Result<PurgeTarget, StoreError> {
+    let live: Option<(i64, String, String)> = conn
+        .query_row(
+            "SELECT id, namespace, content FROM memories WHERE uid = ?1",
+            [uid],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    let revisions: i64 = conn.query_row(
+        "SELECT count(*) FROM memory_revisions WHERE uid = ?1",
+        [uid],
+        |r| r.get(0),
+    )?;
+    let (id, namespace, text) = match live {
+        Some((id, ns, text)) => (Some(id), ns, text),
+        None => {
+            let (ns, text): (Option<String>, Option<String>) = conn
+                .query_row(
+                    "SELECT namespace, content FROM memory_revisions WHERE uid = ?1 \
+                     ORDER BY rev_id DESC LIMIT 1",
+                    [uid],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()?
+                .unwrap_or_default();
+            (None, ns.unwrap_or_default(), text.unwrap_or_default())
+        }
+    };
+    let mut preview: String = text.chars().take(60).collect();
+    if text.chars().count() > 60 {
+        preview.push('…');
+    }
+    Ok(PurgeTarget {
+        id,
+        uid: uid.to_string(),
+        namespace,
+        preview,
+        revisions: u64::try_from(revisions).unwrap_or(0),
+    })
+}

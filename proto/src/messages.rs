@@ -991,6 +991,21 @@ pub enum Event {
     /// A memory turned out to be a semantic near duplicate of another one
     /// (found after the add, once its embedding was computed).
     Similar(SimilarEvent),
+    /// Memories were purged; when the session's frozen block showed one,
+    /// the block is dropped and the next inject builds a new one (the one
+    /// case where a frozen block changes).
+    Purged(PurgedEvent),
+}
+
+/// A purge, as a session hears of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgedEvent {
+    /// The erased memories' ids here.
+    pub ids: Vec<i64>,
+    /// The session's frozen block held one of them and was dropped.
+    pub block_dropped: bool,
+    /// Generation after the purge.
+    pub generation: u64,
 }
 
 /// A semantic near duplicate: a newer memory close to an older one in the

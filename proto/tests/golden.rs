@@ -729,6 +729,14 @@ fn responses() -> Vec<(&'static str, Response)> {
                 generation: 12,
             }),
         ),
+        (
+            "resp_event_purged",
+            Response::Event(Event::Purged(PurgedEvent {
+                ids: vec![7, 9],
+                block_dropped: true,
+                generation: 12,
+            })),
+        ),
     ]
 }
 
@@ -870,6 +878,7 @@ fn response_kind(r: &Response) -> usize {
         Response::Uploaded(_) => 11,
         Response::Event(Event::Drift(_)) => 12,
         Response::Event(Event::Similar(_)) => 13,
+        Response::Event(Event::Purged(_)) => 36,
         Response::Injected(_) => 14,
         Response::Invalidated => 15,
         Response::Superseded(_) => 16,
@@ -894,7 +903,7 @@ fn response_kind(r: &Response) -> usize {
         Response::Purged(_) => 35,
     }
 }
-const RESPONSE_KINDS: usize = 36;
+const RESPONSE_KINDS: usize = 37;
 
 #[test]
 fn golden_bytes_cover_every_message_kind() {

@@ -361,6 +361,7 @@ async fn serve_requests(
 ) {
     let mut events = shared.store.generations.events.subscribe();
     let mut similar = shared.embed.similar.subscribe();
+    let mut purges = shared.purge_told.subscribe();
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         let frame = tokio::select! {
@@ -390,6 +391,28 @@ async fn serve_requests(
                         }
                     }
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+                continue;
+            }
+            event = purges.recv() => {
+                match event {
+                    Ok(mut e) => {
+                        e.block_dropped = session
+                            .built()
+                            .is_some_and(|b| b.rows.iter().any(|(id, _)| e.ids.contains(id)));
+                        if e.block_dropped {
+                            session.invalidate();
+                        }
+                        if session.subscribed
+                            && !out
+                                .send(memd_proto::PUSH_ID, Response::Event(Event::Purged(e)))
+                                .await
+                        {
+                            break;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => break,
                 }
                 continue;

@@ -132,9 +132,16 @@ impl<'a> Ctx<'a> {
         &self.shared.embed
     }
 
-    /// Where named sessions are kept across restarts.
-    pub fn session_file(&self) -> &'a crate::store::sessions::SessionFile {
-        &self.shared.session_file
+    /// Finishes a purge the store made (frozen blocks, drift backups,
+    /// compacting the files).
+    ///
+    /// # Errors
+    /// See [`crate::state::purge::finish`].
+    pub async fn finish_purge(
+        &self,
+        done: &crate::store::ops::purge::Purged,
+    ) -> Result<crate::state::purge::Finished, crate::store::StoreError> {
+        crate::state::purge::finish(self.shared, done).await
     }
 
     /// Ids purged this run (frozen blocks holding one are dropped).
@@ -319,7 +326,7 @@ pub fn error_body(e: &HandlerError) -> ErrorBody {
         HandlerError::Io(_) => return ErrorBody::new(ErrorCode::Internal, e.to_string()),
     };
     let code = match store {
-        StoreError::NotFound(_) => ErrorCode::NotFound,
+        StoreError::NotFound(_) | StoreError::Purged { .. } => ErrorCode::NotFound,
         StoreError::Conflict { .. } => ErrorCode::Conflict,
         StoreError::Rejected { .. } => ErrorCode::Rejected,
         StoreError::InvalidInput(_) => ErrorCode::InvalidInput,

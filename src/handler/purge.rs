@@ -1,19 +1,15 @@
 //! `purge`: erases memories and every trace of their text this machine
-//! keeps. The store erases the rows, their history and index entries
-//! (`Store::purge`); here the rest: frozen blocks that held one are
-//! dropped (named sessions' at once, on disk too; a connection's at its
-//! next inject), drift backups are rewritten without them, and both
-//! database files are compacted with their WAL emptied. Without `confirm`
-//! it only lists what it would erase.
+//! keeps — and, for a memory of a namespace shared with the team, in the
+//! team's PostgreSQL first (`Store::purge`). The rest (frozen blocks, drift
+//! backups, compacting the files) is `state::purge::finish`, which the team
+//! pull's purges go through too. Without `confirm` it only lists what it
+//! would erase.
 
 use memd_proto::{PurgeReport, PurgeRequest, Response};
 
 use super::{Ctx, HandlerError};
 use crate::session::Session;
 use crate::session::ident::Author;
-use crate::session::named::changed;
-use crate::store::sessions::Record;
-use crate::sync::lock;
 
 pub(super) async fn handle(
     req: PurgeRequest,
@@ -37,38 +33,16 @@ pub(super) async fn handle(
     let by = format!("agent {} (session {})", session.agent(), session.id());
     let done = cx
         .store()
-        .purge(Author::Session(session.who.clone()), by, uids.clone())
+        .purge(Author::Session(session.who.clone()), by, uids)
         .await?;
     tracing::warn!(
         uids = ?done.uids,
         session = %session.id(),
         "purged memories and every trace of their text"
     );
-    lock(cx.purged()).extend(done.ids.iter().copied());
-    let holds = |view: &crate::session::View| {
-        view.built
-            .as_ref()
-            .is_some_and(|b| b.rows.iter().any(|(id, _)| done.ids.contains(id)))
-    };
-    // Named sessions' blocks, in memory and on disk.
-    let mut blocks = 0u64;
-    for named in cx.named().all() {
-        {
-            let mut view = lock(&named.view);
-            if !holds(&view) {
-                continue;
-            }
-            view.snapshot = None;
-            view.built = None;
-        }
-        blocks += 1;
-        named.mark(changed::BLOCK);
-        if let Some((_, keeping)) = named.take_changes() {
-            cx.session_file().put(Record::of(&named));
-            drop(keeping);
-        }
-    }
+    let finished = cx.finish_purge(&done).await?;
     // This connection's own block (other connections' at their next inject).
+    let mut blocks = finished.blocks;
     if session.named.is_none()
         && session
             .built()
@@ -77,31 +51,12 @@ pub(super) async fn handle(
         session.invalidate();
         blocks += 1;
     }
-    let backups = cx.backups().rewrite_without(done.uids.clone()).await?;
-    let scrubbed = cx.store().scrub().await?;
-    cx.session_file().scrub().await?;
     Ok(Response::Purged(PurgeReport {
         blocks_rebuilt: blocks,
-        backups_rewritten: backups,
-        not_rewritten: copies_before_migrations(cx.data_dir()),
-        scrubbed,
+        backups_rewritten: finished.backups,
+        not_rewritten: finished.not_rewritten,
+        scrubbed: finished.scrubbed,
         generation: cx.store().generations.current(),
         ..listed(true)
     }))
-}
-
-/// Copies of the database made before a schema migration
-/// (`memory.db.v<N>.<time>.bak`): they may hold the text, and memd leaves
-/// them to their owner.
-fn copies_before_migrations(dir: &std::path::Path) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.starts_with("memory.db.v") && n.ends_with(".bak"))
-        .map(|n| dir.join(n).display().to_string())
-        .collect();
-    out.sort();
-    out
 }

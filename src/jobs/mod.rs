@@ -57,6 +57,7 @@ impl Jobs {
                 spawn("backfill", backfill::run(shared.clone())),
                 spawn("merge", merge::run(shared.clone())),
                 spawn("team", team::run(shared.clone())),
+                spawn("purges", team::purges(shared.clone())),
             ],
         }
     }

@@ -41,3 +41,20 @@ pub async fn run(shared: Arc<Shared>) {
         }
     }
 }
+
+/// Finishes the purges the team pull applied here (frozen blocks, drift
+/// backups, compacting the files), until the daemon stops.
+pub async fn purges(shared: Arc<Shared>) {
+    let mut events = shared.store.purge_events.subscribe();
+    loop {
+        match events.recv().await {
+            Ok(done) => {
+                if let Err(e) = crate::state::purge::finish(&shared, &done).await {
+                    tracing::error!(error = %e, "cannot finish a purge the team made");
+                }
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}

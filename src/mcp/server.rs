@@ -77,6 +77,8 @@ enum Changed {
     Drift,
     /// The daemon found a semantic near duplicate.
     Similar,
+    /// A purge dropped the session's frozen block.
+    Purged,
 }
 
 impl Changed {
@@ -84,6 +86,7 @@ impl Changed {
         match self {
             Changed::Drift => uri == INJECT_URI || uri == DRIFT_URI,
             Changed::Similar => uri == SIMILAR_URI,
+            Changed::Purged => uri == INJECT_URI,
         }
     }
 }
@@ -215,6 +218,7 @@ impl Session {
             match push {
                 Response::Event(Event::Drift(e)) => self.drift(e),
                 Response::Event(Event::Similar(e)) => self.similar(e),
+                Response::Event(Event::Purged(e)) => self.purged(&e),
                 _ => {}
             }
         }
@@ -228,6 +232,12 @@ impl Session {
         }
         tracing::info!(generation = event.generation, "memory changed outside memd");
         let _ = self.events.send(Changed::Drift);
+    }
+
+    fn purged(&self, event: &memd_proto::PurgedEvent) {
+        if event.block_dropped {
+            let _ = self.events.send(Changed::Purged);
+        }
     }
 
     fn similar(&self, event: SimilarEvent) {
@@ -407,6 +417,10 @@ async fn pump(session: Arc<Session>) {
                     Ok(Event::Similar(e)) => {
                         drop(conn);
                         session.similar(e);
+                    }
+                    Ok(Event::Purged(e)) => {
+                        drop(conn);
+                        session.purged(&e);
                     }
                     Err(e) => {
                         conn.broken = true;

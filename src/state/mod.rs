@@ -4,6 +4,7 @@
 //! (see ARCHITECTURE.md "Layers"). Handlers see it through the narrower
 //! `handler::Ctx`.
 
+pub mod purge;
 pub mod shutdown;
 pub mod web;
 
@@ -60,6 +61,8 @@ pub struct Shared {
     /// Ids purged this run: a connection's frozen block that holds one is
     /// dropped at its next inject (named sessions' blocks at the purge).
     pub purged: Mutex<HashSet<i64>>,
+    /// Each purge's erased ids, told to every connected session.
+    pub purge_told: tokio::sync::broadcast::Sender<memd_proto::PurgedEvent>,
 }
 
 impl Shared {
@@ -100,6 +103,7 @@ impl Shared {
             embed,
             web: web::Web::default(),
             purged: Mutex::default(),
+            purge_told: tokio::sync::broadcast::channel(64).0,
         }
     }
 

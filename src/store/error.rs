@@ -77,6 +77,19 @@ pub enum StoreError {
     /// No such row, or not visible to the session.
     #[error("memory {0} not found")]
     NotFound(i64),
+    /// The memory was erased by `memd purge`: only that fact is kept.
+    #[error(
+        "memory {id} was erased by memd purge at {at} ({by}): nothing of it is kept, its history \
+         included"
+    )]
+    Purged {
+        /// Its id.
+        id: i64,
+        /// When.
+        at: String,
+        /// By whom.
+        by: String,
+    },
     /// `expect_rev` mismatch and similar.
     #[error("{message}")]
     Conflict {

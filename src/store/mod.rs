@@ -169,6 +169,9 @@ pub struct Store {
     /// Team memory as the write path sees it (`None` unless `[team]`
     /// shares namespaces).
     pub(in crate::store) wing: team::wing::Wing,
+    /// Purges the team pull applied here, for the daemon to finish (frozen
+    /// blocks, drift backups, compacting the files).
+    pub purge_events: tokio::sync::broadcast::Sender<ops::purge::Purged>,
 }
 
 impl Store {
@@ -223,6 +226,7 @@ impl Store {
             wing: team
                 .map(|t| team::wing::Wing::Postgres(Arc::new(t)))
                 .unwrap_or_default(),
+            purge_events: tokio::sync::broadcast::channel(64).0,
         })
     }
 

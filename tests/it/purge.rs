@@ -130,6 +130,13 @@ fn a_purged_secret_is_in_no_file_of_the_data_directory() {
     assert!(!v.to_string().to_lowercase().contains("akiaqx7"), "{v}");
     let (v, code) = d.json(&["history", &edited]);
     assert_eq!((code, v["code"].as_str()), (1, Some("not_found")), "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("erased by memd purge"),
+        "{v}"
+    );
     // Once more: nothing holds it any more.
     let (v, code) = d.json(&["purge", "--matching", "akiaqx7purge", "--yes"]);
     assert_eq!((code, v["purged"].as_bool()), (0, Some(false)), "{v}");
@@ -183,4 +190,35 @@ fn purge_refuses_what_it_cannot_take_and_erases_nothing() {
     let other = v["id"].as_i64().unwrap().to_string();
     let (v, code) = d.json(&["purge", &other, "--yes"]);
     assert_eq!((code, v["purged"].as_bool()), (0, Some(true)), "{v}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connected_session_whose_block_held_it_is_told_and_gets_a_new_block() {
+    let d = Daemon::start();
+    let (v, _) = d.json(&["add", &format!("the key is {SECRET}")]);
+    let id = v["id"].as_i64().unwrap();
+    d.json(&["add", "deploys go out on tuesdays"]);
+    let mut s = d.client().await;
+    s.subscribe().await.unwrap();
+    let before = s.inject().await.unwrap();
+    assert!(before.block.contains(SECRET));
+    // Frozen: the same bytes again.
+    assert_eq!(s.inject().await.unwrap().hash, before.hash);
+    let (v, code) = d.json(&["purge", &id.to_string(), "--yes"]);
+    assert_eq!(code, 0, "{v}");
+    let event = loop {
+        let e = tokio::time::timeout(Duration::from_secs(10), s.next_event())
+            .await
+            .expect("a push within 10 s")
+            .unwrap();
+        if let memd_client::proto::Event::Purged(p) = e {
+            break p;
+        }
+    };
+    assert!(event.block_dropped, "{event:?}");
+    assert_eq!(event.ids, [id]);
+    let after = s.inject().await.unwrap();
+    assert_ne!(after.hash, before.hash);
+    assert!(!after.block.contains(SECRET), "{}", after.block);
+    assert!(after.block.contains("tuesdays"), "{}", after.block);
 }

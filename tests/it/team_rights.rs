@@ -316,7 +316,7 @@ fn a_version_1_team_schema_migrates_to_grants_without_losing_a_row() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(
         (v["from"].as_i64(), v["to"].as_i64()),
-        (Some(1), Some(2)),
+        (Some(1), Some(3)),
         "{v}"
     );
     assert_eq!(
@@ -340,7 +340,7 @@ fn a_version_1_team_schema_migrates_to_grants_without_losing_a_row() {
             "SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class \
              WHERE relnamespace = 'memd'::regnamespace AND relforcerowsecurity"
         ),
-        "memories,ops,revisions"
+        "memories,ops,purges,revisions"
     );
     // The role that migrated administers; a machine reads every row.
     assert_eq!(
@@ -354,5 +354,139 @@ fn a_version_1_team_schema_migrates_to_grants_without_losing_a_row() {
     assert_eq!(
         pg.psql("SELECT changed_role FROM memd.memories WHERE content = 'after the migration'"),
         "postgres"
+    );
+}
+
+#[test]
+fn a_purge_erases_a_shared_memory_everywhere_and_needs_admin() {
+    const SECRET: &str = "AKIAQX7TEAMPURGE99";
+    let Some(pg) = Pg::start() else { return };
+    let (v, code) = team_as(&pg, "postgres", &["init"]);
+    assert_eq!(code, 0, "{v}");
+    pg.psql("CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN");
+    for (role, glob, right) in [("alice", "*", "admin"), ("bob", "team-*", "write")] {
+        let (v, code) = team_as(&pg, "postgres", &["grant", role, glob, right]);
+        assert_eq!(code, 0, "{v}");
+    }
+    let a = machine(&pg, "alice");
+    let b = machine(&pg, "bob");
+    let (v, code) = a.json(&[
+        "--namespace",
+        "team-web",
+        "add",
+        &format!("the upload key is {SECRET}"),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let id = v["id"].as_i64().unwrap().to_string();
+    // An earlier version in PostgreSQL's revisions holds it too.
+    let (v, code) = a.json(&[
+        "--namespace",
+        "team-web",
+        "update",
+        &id,
+        "--content",
+        &format!("the upload key is {SECRET}, rotate it monthly"),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    a.json(&[
+        "--namespace",
+        "team-web",
+        "add",
+        "deploys go out on tuesdays",
+    ]);
+    a.json(&[
+        "--namespace",
+        "local-notes",
+        "add",
+        &format!("my copy: {SECRET}"),
+    ]);
+    wait_contents(
+        &b,
+        "team-web",
+        &[
+            "deploys go out on tuesdays",
+            &format!("the upload key is {SECRET}, rotate it monthly"),
+        ],
+    );
+    let block = b
+        .cli(&["--namespace", "team-web", "--session", "s1", "inject"])
+        .stdout;
+    assert!(block.contains(SECRET), "{block}");
+
+    // A writer without admin: forbidden, nothing erased anywhere.
+    let (v, code) = b.json(&[
+        "--namespace",
+        "team-web",
+        "purge",
+        "--matching",
+        SECRET,
+        "--yes",
+    ]);
+    assert_eq!((code, v["code"].as_str()), (7, Some("forbidden")), "{v}");
+    assert_eq!(
+        pg.psql(&format!(
+            "SELECT count(*) FROM memd.revisions WHERE content LIKE '%{SECRET}%'"
+        )),
+        "1"
+    );
+    assert!(!files_holding(&b.data_dir(), SECRET, false).is_empty());
+
+    // PostgreSQL down: the shared memory is refused, the local one goes.
+    pg.stop("fast");
+    let (v, code) = a.json(&["purge", "--matching", SECRET, "--yes"]);
+    assert_eq!(
+        (code, v["code"].as_str()),
+        (5, Some("team_unavailable")),
+        "{v}"
+    );
+    let (v, code) = a.json(&["--namespace", "local-notes", "list"]);
+    assert_eq!(code, 0, "{v}");
+    let local = v["memories"][0]["id"].as_i64().unwrap().to_string();
+    let (v, code) = a.json(&["purge", &local, "--yes"]);
+    assert_eq!((code, v["purged"].as_bool()), (0, Some(true)), "{v}");
+    pg.start_server();
+
+    // The admin purges: gone from PostgreSQL (a dump holds no byte of it)
+    // and from every machine's files; b's block is rebuilt.
+    Pg::wait_for(
+        Duration::from_secs(20),
+        "alice's machine reconnected",
+        || {
+            let (v, code) = a.json(&["purge", "--matching", SECRET, "--yes"]);
+            code == 0 && v["purged"] == true
+        },
+    );
+    let dump = pg.dir.join("after-purge.sql");
+    pg.dump(&dump);
+    let dumped = std::fs::read(&dump).unwrap();
+    assert!(
+        !dumped.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()),
+        "the dump holds the secret"
+    );
+    assert_eq!(pg.psql("SELECT count(*) FROM memd.purges"), "1");
+    let kept = files_holding(&a.data_dir(), SECRET, false);
+    assert!(kept.is_empty(), "alice's machine keeps it in {kept:?}");
+    Pg::wait_for(Duration::from_secs(20), "bob's machine erased it", || {
+        files_holding(&b.data_dir(), SECRET, false).is_empty()
+    });
+    wait_contents(&b, "team-web", &["deploys go out on tuesdays"]);
+    let block = b
+        .cli(&["--namespace", "team-web", "--session", "s1", "inject"])
+        .stdout;
+    assert!(!block.contains(SECRET), "{block}");
+    assert!(block.contains("tuesdays"), "{block}");
+    // The history check holds (no resync, no drift backup), and the team
+    // goes on.
+    assert!(
+        !b.log().contains("no longer holds the history"),
+        "{}",
+        b.log()
+    );
+    let (v, code) = b.json(&["--namespace", "team-web", "add", "after the purge"]);
+    assert_eq!(code, 0, "{v}");
+    wait_contents(
+        &a,
+        "team-web",
+        &["after the purge", "deploys go out on tuesdays"],
     );
 }

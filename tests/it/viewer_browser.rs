@@ -235,6 +235,37 @@ fn a_person_finds_reads_corrects_and_forgets_memories_in_a_browser() {
     ]);
     assert_eq!(code, 1, "forgotten");
 
+    // Purge (the confirmation answered yes): gone with its history.
+    let (v, _) = d.json(&["--namespace", "github.com/acme/shop", "list"]);
+    let tabs = v["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["content"].as_str().unwrap().contains("tabs"))
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    browser.go(&format!("{base}/m/{tabs}"));
+    browser.run("window.confirm = () => true; return true;");
+    browser.find("#purge").click();
+    browser.wait(Duration::from_secs(10), "the start page", |b| {
+        b.current_url() == format!("{base}/")
+    });
+    let (v, code) = d.json(&[
+        "--namespace",
+        "github.com/acme/shop",
+        "history",
+        &tabs.to_string(),
+    ]);
+    assert_eq!(code, 1, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("erased by memd purge"),
+        "{v}"
+    );
+
     // A session's block, byte for byte what inject gave.
     let (inject, _) = d.json(&[
         "--namespace",

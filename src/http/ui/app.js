@@ -194,5 +194,21 @@
       if (r.ok) location.href = "/";
       else showRefusal(r.doc);
     });
+    $("#purge").addEventListener("click", async () => {
+      if (!confirm("Purge this memory? It is erased with its whole history, from drift backups " +
+                   "and frozen blocks too. This cannot be undone.")) return;
+      $("#result").textContent = "Purging…";
+      const r = await fetch("/v1/purge", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ id: Number(edit.dataset.id), confirm: true }),
+      });
+      const doc = await r.json().catch(() => ({}));
+      if (r.ok && doc.purged) location.href = "/";
+      else {
+        $("#result").textContent = "";
+        showRefusal(doc);
+      }
+    });
   }
 })();

@@ -686,6 +686,7 @@ pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpRespo
          <div class=\"refusal\" id=\"refusal\" role=\"alert\" hidden></div>\
          <div class=\"actions\"><button type=\"submit\" id=\"save\">Save</button>\
          <button type=\"button\" class=\"danger\" id=\"forget\">Forget…</button>\
+         <button type=\"button\" class=\"danger\" id=\"purge\" title=\"Erase it and every trace of its text: history, backups, frozen blocks\">Purge…</button>\
          <span class=\"result\" id=\"result\" role=\"status\"></span></div></form></section>\
          <section class=\"history\" aria-labelledby=\"hist-h\"><h2 id=\"hist-h\">History</h2>{history}</section>",
         id = m.id,

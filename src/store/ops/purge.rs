@@ -73,11 +73,13 @@ impl Store {
         Ok(read.value)
     }
 
-    /// Erases the memories `uids` (see the module). A memory of a namespace
-    /// shared with the team is refused, and then nothing is erased.
+    /// Erases the memories `uids` (see the module). Those of a namespace
+    /// shared with the team are erased in PostgreSQL first (needs the
+    /// `admin` right there): when PostgreSQL refuses or cannot be reached,
+    /// nothing is erased anywhere.
     ///
     /// # Errors
-    /// `InvalidInput` for a shared memory; SQLite errors.
+    /// `Forbidden`, `TeamUnavailable`; SQLite errors.
     pub async fn purge(
         &self,
         author: Author,
@@ -85,26 +87,63 @@ impl Store {
         uids: Vec<String>,
     ) -> Result<Purged, StoreError> {
         let wing = self.wing.clone();
+        let asked = uids.clone();
+        let places = self
+            .readers
+            .read(ReadKind::Internal, move |conn| {
+                asked
+                    .iter()
+                    .map(|uid| place(conn, uid).map(|p| (uid.clone(), p)))
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .await?
+            .value;
+        let shared: Vec<String> = places
+            .into_iter()
+            .filter(|(_, p)| p.as_ref().is_some_and(|(ns, scope)| wing.shares(ns, scope)))
+            .map(|(uid, _)| uid)
+            .collect();
+        if !shared.is_empty() {
+            let team = wing.team().ok_or_else(|| {
+                StoreError::TeamUnavailable("team memory is not running here".into())
+            })?;
+            team.purge(&shared).await.map_err(|e| match e {
+                crate::store::team::TeamError::Forbidden(m) => StoreError::Forbidden(m),
+                other => StoreError::TeamUnavailable(other.to_string()),
+            })?;
+        }
+        self.erase(author, by, uids).await
+    }
+
+    /// Erases `uids` here only: a purge already made in PostgreSQL (the
+    /// team pull applies one another machine made). What was erased also
+    /// goes to [`Store::purge_events`], for the daemon to finish.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn erase_pulled(&self, uids: Vec<String>) -> Result<Purged, StoreError> {
+        let done = self
+            .erase(
+                Author::Team,
+                "the team (a purge in PostgreSQL)".into(),
+                uids,
+            )
+            .await?;
+        if !done.uids.is_empty() {
+            let _ = self.purge_events.send(done.clone());
+        }
+        Ok(done)
+    }
+
+    async fn erase(
+        &self,
+        author: Author,
+        by: String,
+        uids: Vec<String>,
+    ) -> Result<Purged, StoreError> {
         self.writer
             .call(author, move |ctx| {
                 let conn = ctx.conn;
-                for uid in &uids {
-                    let row: Option<(i64, String, String)> = conn
-                        .query_row(
-                            "SELECT id, namespace, scope FROM memories WHERE uid = ?1",
-                            [uid],
-                            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                        )
-                        .optional()?;
-                    if let Some((id, namespace, scope)) = row
-                        && wing.shares(&namespace, &scope)
-                    {
-                        return Err(StoreError::InvalidInput(format!(
-                            "memory {id} is shared with the team (namespace {namespace}): purging \
-                             a shared memory is not built yet; nothing was erased"
-                        )));
-                    }
-                }
                 conn.pragma_update(None, "secure_delete", true)?;
                 let erased = erase(conn, &uids, &by);
                 conn.pragma_update(None, "secure_delete", false)?;
@@ -121,6 +160,57 @@ impl Store {
     pub async fn scrub(&self) -> Result<bool, StoreError> {
         self.writer.scrub().await
     }
+}
+
+/// The purge that erased memory `id`, as the error that says so; `None`
+/// when it was never purged.
+///
+/// # Errors
+/// SQLite errors.
+pub fn purged(conn: &Connection, id: i64) -> Result<Option<StoreError>, StoreError> {
+    Ok(conn
+        .query_row(
+            "SELECT purged_at, purged_by FROM memory_purges WHERE memory_id = ?1 \
+             ORDER BY rowid DESC LIMIT 1",
+            [id],
+            |r| {
+                Ok(StoreError::Purged {
+                    id,
+                    at: r.get(0)?,
+                    by: r.get(1)?,
+                })
+            },
+        )
+        .optional()?)
+}
+
+/// Where memory `uid` lives (namespace, scope), from its row or its newest
+/// revision; `None` when this database holds nothing of it.
+fn place(conn: &Connection, uid: &str) -> Result<Option<(String, String)>, StoreError> {
+    let row = conn
+        .query_row(
+            "SELECT namespace, scope FROM memories WHERE uid = ?1",
+            [uid],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?;
+    if row.is_some() {
+        return Ok(row);
+    }
+    Ok(conn
+        .query_row(
+            "SELECT namespace, scope FROM memory_revisions WHERE uid = ?1 \
+             ORDER BY rev_id DESC LIMIT 1",
+            [uid],
+            |r| {
+                Ok((
+                    r.get::<_, Option<String>>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                ))
+            },
+        )
+        .optional()?
+        .and_then(|(ns, scope)| Some((ns?, scope.unwrap_or_else(|| "project".into())))))
 }
 
 fn erase(conn: &Connection, uids: &[String], by: &str) -> Result<Purged, StoreError> {
@@ -166,6 +256,9 @@ fn erase(conn: &Connection, uids: &[String], by: &str) -> Result<Purged, StoreEr
         )?;
         out.uids.push(uid.clone());
         out.ids.extend(id);
+    }
+    if out.uids.is_empty() {
+        return Ok(out);
     }
     // A deleted entry leaves its terms in older index segments until they
     // merge: merged now, every segment rewritten.

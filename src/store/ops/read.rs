@@ -98,7 +98,14 @@ impl Store {
     /// `NotFound` when `view` does not show it; SQLite errors.
     pub async fn history(&self, id: i64, view: View) -> Result<Read<chains::Chain>, StoreError> {
         self.readers
-            .read(ReadKind::Client, move |conn| chains::walk(conn, id, &view))
+            .read(ReadKind::Client, move |conn| {
+                match chains::walk(conn, id, &view) {
+                    Err(StoreError::NotFound(id)) => {
+                        Err(super::purge::purged(conn, id)?.unwrap_or(StoreError::NotFound(id)))
+                    }
+                    other => other,
+                }
+            })
             .await
     }
 

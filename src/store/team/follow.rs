@@ -276,6 +276,7 @@ async fn pull_all(
             .await
     };
     let mut page = fetch(mark.applied, mark.patterns.clone()).await?;
+    let mut from = mark.applied;
     loop {
         let full = page.rows.len() as i64 >= PAGE;
         if page.rows.is_empty() && page.through <= mark.applied {
@@ -296,6 +297,8 @@ async fn pull_all(
             (apply.await?, None)
         };
         keep_lost(store, backups, applied.lost).await;
+        apply_purges(store, team, link, from, mark.applied).await?;
+        from = mark.applied;
         team.note_pull(mark.applied, head);
         match next {
             Some(n) => page = n,
@@ -308,6 +311,31 @@ async fn pull_all(
             secs = started.elapsed().as_secs_f64(),
             "team memory: pulled"
         );
+    }
+    Ok(())
+}
+
+/// Erases here the memories purged in PostgreSQL by the commits numbered
+/// after `from` up to `through` (another machine's purge, or this one's
+/// coming back: erasing is idempotent).
+async fn apply_purges(
+    store: &Store,
+    team: &Team,
+    link: &Link,
+    from: i64,
+    through: i64,
+) -> Result<(), Failure> {
+    if through <= from {
+        return Ok(());
+    }
+    let uids = team
+        .bounded(pull::purges(&link.client, from, through))
+        .await?;
+    if !uids.is_empty() {
+        let done = store.erase_pulled(uids).await?;
+        if !done.uids.is_empty() {
+            tracing::warn!(uids = ?done.uids, "team memory: erased memories the team purged");
+        }
     }
     Ok(())
 }
@@ -335,6 +363,13 @@ async fn resync(
     let rows = team
         .bounded(pull::everything(&link.client, &patterns))
         .await?;
+    // Purged memories are erased, never kept in a backup.
+    let purged = team
+        .bounded(pull::purges(&link.client, 0, i64::MAX))
+        .await?;
+    if !purged.is_empty() {
+        store.erase_pulled(purged).await?;
+    }
     let known: HashSet<String> = rows.iter().map(|r| r.uid.clone()).collect();
     let last = rows.last().map(|r| (r.uid.clone(), r.rev, r.changed_seq));
     let mark = Mark {

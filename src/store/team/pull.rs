@@ -144,7 +144,8 @@ pub async fn history_holds(client: &Client, mark: &Mark) -> Result<bool, TeamErr
             "SELECT (SELECT value FROM memd.generation WHERE id = 1), \
                     (SELECT value FROM memd.meta WHERE key = 'db_uuid'), \
                     (SELECT rev FROM memd.memories WHERE uid = $1), \
-                    (SELECT changed_seq FROM memd.memories WHERE uid = $1)",
+                    (SELECT changed_seq FROM memd.memories WHERE uid = $1), \
+                    (SELECT seq FROM memd.purges WHERE uid = $1)",
             &[&uid],
         )
         .await
@@ -156,8 +157,28 @@ pub async fn history_holds(client: &Client, mark: &Mark) -> Result<bool, TeamErr
     let Some((_, rev, seq)) = &mark.last else {
         return Ok(true);
     };
+    // A purged row is not history going back: its record says so.
+    if row.get::<_, Option<i64>>(4).is_some() {
+        return Ok(true);
+    }
     let (r_rev, r_seq): (Option<i64>, Option<i64>) = (row.get(2), row.get(3));
     Ok(matches!((r_rev, r_seq), (Some(r), Some(q)) if r >= *rev && q >= *seq))
+}
+
+/// The memories purged in PostgreSQL by the transactions numbered after
+/// `after` up to `through` (of the namespaces this role may read).
+///
+/// # Errors
+/// [`TeamError::Unavailable`].
+pub async fn purges(client: &Client, after: i64, through: i64) -> Result<Vec<String>, TeamError> {
+    client
+        .query(
+            "SELECT uid FROM memd.purges WHERE seq > $1 AND seq <= $2 ORDER BY seq",
+            &[&after, &through],
+        )
+        .await
+        .map(|rows| rows.iter().map(|r| r.get(0)).collect())
+        .map_err(|e| fail(&e))
 }
 
 /// Every shared row PostgreSQL holds (tombstones included), for a resync.

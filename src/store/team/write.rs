@@ -234,6 +234,54 @@ impl Team {
     }
 }
 
+impl Team {
+    /// Erases the shared memories `uids` in PostgreSQL (`memd.purge`: the
+    /// row and its revisions, a purge record without text every machine
+    /// applies), in one transaction; then asks PostgreSQL to vacuum the
+    /// dead tuples (only the schema's owner or a superuser may: otherwise
+    /// autovacuum does it later).
+    ///
+    /// # Errors
+    /// [`TeamError::Forbidden`] without the `admin` right (nothing erased),
+    /// [`TeamError::Unavailable`].
+    pub async fn purge(&self, uids: &[String]) -> Result<(), TeamError> {
+        let machine = self.machine().to_string();
+        self.with_writer(async |link| {
+            let run = async {
+                let tx = link.client.transaction().await?;
+                for uid in uids {
+                    tx.query_one("SELECT memd.purge($1, $2)", &[uid, &machine])
+                        .await?;
+                }
+                tx.commit().await
+            };
+            match self.bounded(async { Ok(run.await) }).await? {
+                Ok(()) => {}
+                Err(e)
+                    if e.code()
+                        == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) =>
+                {
+                    return Ok(Err(TeamError::Forbidden(describe(&e))));
+                }
+                Err(e) => return Err(TeamError::Unavailable(describe(&e))),
+            }
+            let vacuum = self
+                .bounded(async {
+                    link.client
+                        .batch_execute("VACUUM memd.memories, memd.revisions")
+                        .await
+                        .map_err(|e| TeamError::Unavailable(describe(&e)))
+                })
+                .await;
+            if let Err(e) = vacuum {
+                tracing::info!(error = %e, "team memory: PostgreSQL did not vacuum after a purge");
+            }
+            Ok(Ok(()))
+        })
+        .await?
+    }
+}
+
 /// Operation `plan.op_id` as PostgreSQL committed it: its number and each
 /// row it wrote as it is now, paired with the local id the job gave it
 /// (`memd.ops.uids` lists the rows in the order of the plan's changes; a

@@ -30,6 +30,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "login roles, grants by namespace, row-level security, an owner nobody logs in as",
         sql: include_str!("v2.sql"),
     },
+    Migration {
+        version: 3,
+        name: "purge: a memory erased with its revisions, a record without text",
+        sql: include_str!("v3.sql"),
+    },
 ];
 
 /// The version this binary knows.

@@ -23,6 +23,7 @@ mod eval;
 mod hook;
 mod http;
 mod perf;
+mod purge;
 mod semantic;
 mod stats;
 mod team;
@@ -56,6 +57,8 @@ enum Command {
     /// Team memory on a real PostgreSQL: shared and local adds, propagation,
     /// the initial pull, search on a replica, a partition
     Team(team::TeamArgs),
+    /// What `memd purge` costs at a database size, against `forget`
+    Purge(purge::PurgeArgs),
     /// Run the daemon (used by the other commands)
     #[command(hide = true)]
     Daemon {
@@ -83,6 +86,7 @@ fn main() -> anyhow::Result<()> {
         Command::Capture(args) => capture::run(args),
         Command::Http(args) => http::run(args),
         Command::Team(args) => team::run(args),
+        Command::Purge(args) => purge::run(args),
         Command::Daemon { data_dir, config } => daemon::run_child(data_dir, config),
         Command::Echo { socket } => perf::echo(&socket),
     }

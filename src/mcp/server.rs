@@ -68,7 +68,8 @@ const INSTRUCTIONS: &str = "memd is a persistent memory shared by every session 
     again (memory_get), then retry; a retry without reading is refused again. In a namespace \
     shared with a team, `team_unavailable` means nothing was written (retry later), and \
     `team_outcome_unknown` means it may have been written: search for it before storing it \
-    again.";
+    again; `forbidden` means this machine's team role may not write there (nothing was \
+    written).";
 
 /// What changed, for resource-updated notifications.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -404,6 +404,22 @@ class Client:
         d = self._call("DELETE", f"/v1/memories/{int(id)}", headers=self._if_match(rev))
         return d.get("generation", 0)
 
+    def purge(self, id: Optional[int] = None, matching: Optional[str] = None,
+              confirm: bool = False) -> Dict[str, Any]:
+        """Erases memory ``id``, or every memory whose text (now or in any
+        earlier version) holds ``matching``, and every trace of their text
+        on the daemon's machine. Without ``confirm=True`` it only lists them.
+        The report: ``targets``, ``purged``, ``blocks_rebuilt``,
+        ``backups_rewritten``, ``not_rewritten``, ``scrubbed``."""
+        if (id is None) == (matching is None):
+            raise TypeError("purge takes one of id or matching")
+        body: Dict[str, Any] = {"confirm": bool(confirm)}
+        if id is not None:
+            body["id"] = int(id)
+        else:
+            body["matching"] = str(matching)
+        return self._call("POST", "/v1/purge", body=body)
+
     def history(self, id: int) -> History:
         """A memory's supersession chain and earlier versions."""
         d = self._call("GET", f"/v1/memories/{int(id)}/history")

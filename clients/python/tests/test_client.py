@@ -94,6 +94,29 @@ def test_errors_have_memds_codes(daemon):
     assert e.value.status == 400 and e.value.code == "invalid_input"
 
 
+def test_a_leaked_secret_is_purged(daemon):
+    c = client(daemon)
+    leaked = c.add("the staging key is AKIAQXPYTHONPURGE1").id
+    kept = c.add("deploys go out on tuesdays").id
+    listed = c.purge(matching="akiaqxpython")
+    assert not listed["purged"]
+    assert [t["id"] for t in listed["targets"]] == [leaked]
+    assert c.get(leaked).id == leaked
+    done = c.purge(matching="akiaqxpython", confirm=True)
+    assert done["purged"] and done["scrubbed"]
+    with pytest.raises(NotFound):
+        c.get(leaked)
+    with pytest.raises(NotFound) as e:
+        c.history(leaked)
+    assert "purge" in str(e.value)
+    assert c.get(kept).id == kept
+    with pytest.raises(MemdError) as e:
+        c.purge(matching="ak", confirm=True)
+    assert e.value.code == "invalid_input"
+    with pytest.raises(TypeError):
+        c.purge()
+
+
 def test_no_daemon_is_unreachable_naming_the_socket(tmp_path):
     sock = str(tmp_path / "nobody.sock")
     with pytest.raises(Unreachable) as e:

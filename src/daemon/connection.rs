@@ -398,9 +398,7 @@ async fn serve_requests(
             event = purges.recv() => {
                 match event {
                     Ok(mut e) => {
-                        e.block_dropped = session
-                            .built()
-                            .is_some_and(|b| b.rows.iter().any(|(id, _)| e.ids.contains(id)));
+                        e.block_dropped = session.built().is_some_and(|b| b.holds_any(&e.ids));
                         if e.block_dropped {
                             session.invalidate();
                         }

@@ -145,24 +145,7 @@ impl Backups {
                     std::process::id(),
                     f.stamp
                 ));
-                let file = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .custom_flags(libc::O_NOFOLLOW)
-                    .open(&tmp)?;
-                let written = (|| {
-                    let mut out = BufWriter::new(file);
-                    serde_json::to_writer(&mut out, &doc)?;
-                    out.write_all(b"\n")?;
-                    out.into_inner()
-                        .map_err(std::io::IntoInnerError::into_error)?
-                        .sync_all()
-                })();
-                if let Err(e) = written {
-                    let _ = std::fs::remove_file(&tmp);
-                    return Err(e);
-                }
+                write_new(&tmp, &doc)?;
                 std::fs::rename(&tmp, &f.path)?;
                 rewritten += 1;
             }
@@ -200,25 +183,7 @@ fn unix_now() -> u64 {
 fn write(dir: &Path, observed: u64, actual: u64, rows: &[Memory]) -> std::io::Result<PathBuf> {
     let stamp = unix_now();
     let tmp = dir.join(format!(".memory.bak.{stamp}.{}.tmp", std::process::id()));
-    let file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)?;
-    let written = (|| {
-        let mut out = BufWriter::new(file);
-        serde_json::to_writer(&mut out, &document(observed, actual, rows))?;
-        out.write_all(b"\n")?;
-        let file = out
-            .into_inner()
-            .map_err(std::io::IntoInnerError::into_error)?;
-        file.sync_all()
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
+    write_new(&tmp, &document(observed, actual, rows))?;
     // A name nobody holds (a planted symlink counts as held: rename would
     // replace the link, never follow it, but we do not touch it at all).
     let mut seq = 1u32;
@@ -239,6 +204,29 @@ fn write(dir: &Path, observed: u64, actual: u64, rows: &[Memory]) -> std::io::Re
         let _ = d.sync_all();
     }
     Ok(path)
+}
+
+/// Writes `doc` to the new file `tmp` (owner-only, never through a
+/// symlink) and syncs it; removes it again when that fails.
+fn write_new(tmp: &Path, doc: &Value) -> std::io::Result<()> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(tmp)?;
+    let written = (|| {
+        let mut out = BufWriter::new(file);
+        serde_json::to_writer(&mut out, doc)?;
+        out.write_all(b"\n")?;
+        out.into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?
+            .sync_all()
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(tmp);
+    }
+    written
 }
 
 /// Backup files in `dir`, oldest first.

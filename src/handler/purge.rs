@@ -43,11 +43,7 @@ pub(super) async fn handle(
     let finished = cx.finish_purge(&done).await?;
     // This connection's own block (other connections' at their next inject).
     let mut blocks = finished.blocks;
-    if session.named.is_none()
-        && session
-            .built()
-            .is_some_and(|b| b.rows.iter().any(|(id, _)| done.ids.contains(id)))
-    {
+    if session.named.is_none() && session.built().is_some_and(|b| b.holds_any(&done.ids)) {
         session.invalidate();
         blocks += 1;
     }

@@ -82,6 +82,13 @@ pub struct Built {
     pub at: String,
 }
 
+impl Built {
+    /// Whether the block shows one of the memories `ids` (a purge's).
+    pub fn holds_any(&self, ids: &[i64]) -> bool {
+        self.rows.iter().any(|(id, _)| ids.contains(id))
+    }
+}
+
 impl View {
     /// A view at `seen`, no block yet.
     pub fn new(seen: u64) -> View {

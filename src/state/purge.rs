@@ -36,11 +36,7 @@ pub async fn finish(shared: &Shared, done: &Purged) -> Result<Finished, StoreErr
     for named in shared.named.all() {
         {
             let mut view = lock(&named.view);
-            let holds = view
-                .built
-                .as_ref()
-                .is_some_and(|b| b.rows.iter().any(|(id, _)| done.ids.contains(id)));
-            if !holds {
+            if !view.built.as_ref().is_some_and(|b| b.holds_any(&done.ids)) {
                 continue;
             }
             view.snapshot = None;

@@ -3,39 +3,11 @@
 //! WAL, sessions file, drift backups, log); a frozen block that held it is
 //! rebuilt; a neighbour in the same thread is still found by its own words.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::{Daemon, sqlite3};
+use crate::common::{Daemon, files_holding, sqlite3};
 
 const SECRET: &str = "AKIAQX7PURGEME42ZZ";
-
-/// Every file under `dir` whose bytes hold `needle` in upper or lower case.
-fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
-    let forms = [needle.to_uppercase(), needle.to_lowercase()];
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let Ok(bytes) = std::fs::read(&p) else {
-                continue;
-            };
-            if forms
-                .iter()
-                .any(|f| bytes.windows(f.len()).any(|w| w == f.as_bytes()))
-            {
-                out.push(p.display().to_string());
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -93,7 +65,7 @@ fn a_purged_secret_is_in_no_file_of_the_data_directory() {
     assert_eq!(code, 3, "{err}");
     let backup = err["drift_backup"].as_str().unwrap().to_string();
     assert!(std::fs::read_to_string(&backup).unwrap().contains(SECRET));
-    assert!(!files_holding(&data, SECRET).is_empty());
+    assert!(!files_holding(&data, SECRET, false).is_empty());
 
     // Without --yes and without a terminal: listed, refused, nothing erased.
     let out = d.cli(&["purge", "--matching", "akiaqx7purge"]);
@@ -102,7 +74,7 @@ fn a_purged_secret_is_in_no_file_of_the_data_directory() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["purged"], false);
     assert_eq!(v["targets"].as_array().unwrap().len(), 2, "{v}");
-    assert!(!files_holding(&data, SECRET).is_empty());
+    assert!(!files_holding(&data, SECRET, false).is_empty());
 
     let (v, code) = d.json(&["purge", "--matching", "akiaqx7purge", "--yes"]);
     assert_eq!(code, 0, "{v}");
@@ -110,7 +82,7 @@ fn a_purged_secret_is_in_no_file_of_the_data_directory() {
     assert_eq!(v["blocks_rebuilt"], 1, "{v}");
     assert_eq!(v["backups_rewritten"], 1, "{v}");
     assert_eq!(v["scrubbed"], true, "{v}");
-    let left = files_holding(&data, SECRET);
+    let left = files_holding(&data, SECRET, false);
     assert!(left.is_empty(), "the secret is still in {left:?}");
     // The backup is still there, without that row.
     let text = std::fs::read_to_string(&backup).unwrap();

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::Daemon;
 use crate::common::pg::Pg;
+use crate::common::{Daemon, contents, wait_contents};
 
 /// A machine: a daemon whose config shares `team-*`.
 fn machine(pg: &Pg, name: &str) -> Daemon {
@@ -36,29 +36,6 @@ fn add(d: &Daemon, ns: &str, text: &str) -> i64 {
     let (v, code) = d.json(&["--namespace", ns, "add", text]);
     assert_eq!(code, 0, "add failed: {v}");
     v["id"].as_i64().unwrap()
-}
-
-fn contents(d: &Daemon, ns: &str) -> Vec<String> {
-    let (v, code) = d.json(&["--namespace", ns, "list", "--limit", "1000"]);
-    assert_eq!(code, 0, "list failed: {v}");
-    let mut out: Vec<String> = v["memories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect();
-    out.sort();
-    out
-}
-
-fn wait_contents(d: &Daemon, ns: &str, want: &[&str]) {
-    let mut want: Vec<String> = want.iter().map(|s| (*s).to_string()).collect();
-    want.sort();
-    Pg::wait_for(
-        Duration::from_secs(15),
-        &format!("{want:?} on a machine"),
-        || contents(d, ns) == want,
-    );
 }
 
 #[test]

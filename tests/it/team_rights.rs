@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::Daemon;
 use crate::common::pg::Pg;
+use crate::common::{Daemon, contents, files_holding, wait_contents};
 
 /// The server's URL as `role` (trust on the private socket).
 fn url_as(pg: &Pg, role: &str) -> String {
@@ -71,52 +71,6 @@ fn pg_bin(program: &str) -> std::path::PathBuf {
         .collect();
     dirs.sort();
     dirs.pop().unwrap().join(program)
-}
-
-fn contents(d: &Daemon, ns: &str) -> Vec<String> {
-    let (v, code) = d.json(&["--namespace", ns, "list", "--limit", "1000"]);
-    assert_eq!(code, 0, "list failed: {v}");
-    let mut out: Vec<String> = v["memories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect();
-    out.sort();
-    out
-}
-
-fn wait_contents(d: &Daemon, ns: &str, want: &[&str]) {
-    let want: Vec<String> = want.iter().map(|s| (*s).to_string()).collect();
-    Pg::wait_for(
-        Duration::from_secs(20),
-        &format!("{want:?} in {ns}"),
-        || contents(d, ns) == want,
-    );
-}
-
-/// Every file under `dir` whose bytes hold `needle`.
-fn files_holding(dir: &Path, needle: &str, skip_db: bool) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let name = p.file_name().unwrap().to_string_lossy().to_string();
-            if skip_db && name.starts_with("memory.db") {
-                continue;
-            }
-            let bytes = std::fs::read(&p).unwrap_or_default();
-            if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
-                out.push(p.display().to_string());
-            }
-        }
-    }
-    out
 }
 
 #[test]

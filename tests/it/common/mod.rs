@@ -424,3 +424,64 @@ pub fn model_dir() -> Option<PathBuf> {
     )
     .then_some(dir)
 }
+
+/// The contents of namespace `ns` on daemon `d`, sorted.
+pub fn contents(d: &Daemon, ns: &str) -> Vec<String> {
+    let (v, code) = d.json(&["--namespace", ns, "list", "--limit", "1000"]);
+    assert_eq!(code, 0, "list failed: {v}");
+    let mut out: Vec<String> = v["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+/// Waits until namespace `ns` on `d` holds exactly `want` (a machine of a
+/// team catching up).
+pub fn wait_contents(d: &Daemon, ns: &str, want: &[&str]) {
+    let mut want: Vec<String> = want.iter().map(|s| (*s).to_string()).collect();
+    want.sort();
+    pg::Pg::wait_for(
+        std::time::Duration::from_secs(20),
+        &format!("{want:?} in {ns}"),
+        || contents(d, ns) == want,
+    );
+}
+
+/// Every file under `dir` whose bytes hold `needle` in upper or lower
+/// case (`skip_db`: leave `memory.db*` out).
+pub fn files_holding(dir: &Path, needle: &str, skip_db: bool) -> Vec<String> {
+    let forms = [
+        needle.to_uppercase(),
+        needle.to_lowercase(),
+        needle.to_string(),
+    ];
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if skip_db && e.file_name().to_string_lossy().starts_with("memory.db") {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&p) else {
+                continue;
+            };
+            if forms
+                .iter()
+                .any(|f| bytes.windows(f.len()).any(|w| w == f.as_bytes()))
+            {
+                out.push(p.display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -67,7 +67,9 @@ pub fn hit(h: &Hit) -> Value {
     v
 }
 
-/// An add result: `{accepted, id, deduped, merged_into, similar_to, reason, drift}`.
+/// An add result: `{accepted, id, deduped, merged_into, similar_to, reason, drift,
+/// status, proposal}` (`status`: `stored`, or `proposed` where the namespace
+/// requires review and `proposal` names the proposal).
 pub fn add_result(r: &AddResult) -> Map<String, Value> {
     let mut obj = Map::new();
     obj.insert("accepted".into(), json!(r.accepted));
@@ -86,6 +88,13 @@ pub fn add_result(r: &AddResult) -> Map<String, Value> {
             None => Value::Null,
         },
     );
+    let status = if r.proposal.is_some() {
+        "proposed"
+    } else {
+        "stored"
+    };
+    obj.insert("status".into(), json!(status));
+    obj.insert("proposal".into(), json!(r.proposal));
     obj
 }
 

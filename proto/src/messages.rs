@@ -1293,6 +1293,9 @@ pub struct AddResult {
     pub drift: Option<DriftNotice>,
     /// Generation after the write.
     pub generation: u64,
+    /// The namespace requires review (team memory): the add is this
+    /// proposal, not a memory yet (`reason` is `proposed`, `id` is `None`).
+    pub proposal: Option<i64>,
 }
 
 /// An add that went through on a stale view.
@@ -1362,6 +1365,10 @@ pub struct MemoryReply {
     pub memory: Memory,
     /// Generation of the read transaction or after the write.
     pub generation: u64,
+    /// An update where review is required (team memory): the change is
+    /// this proposal, `memory` as proposed; the stored memory is unchanged
+    /// until a reviewer approves it.
+    pub proposal: Option<i64>,
 }
 
 /// List memories.
@@ -1433,6 +1440,9 @@ pub struct ForgetResult {
     pub id: i64,
     /// Generation after the delete.
     pub generation: u64,
+    /// Where review is required (team memory): the forget is this
+    /// proposal; the memory stays until a reviewer approves it.
+    pub proposal: Option<i64>,
 }
 
 /// Search mode.

@@ -319,6 +319,7 @@ fn responses() -> Vec<(&'static str, Response)> {
                     generation_actual: 7,
                 }),
                 generation: 8,
+                proposal: Some(3),
             }),
         ),
         (
@@ -326,6 +327,7 @@ fn responses() -> Vec<(&'static str, Response)> {
             Response::Memory(Box::new(MemoryReply {
                 memory: memory(),
                 generation: 9,
+                proposal: None,
             })),
         ),
         (
@@ -340,6 +342,7 @@ fn responses() -> Vec<(&'static str, Response)> {
             Response::Forgotten(ForgetResult {
                 id: 42,
                 generation: 10,
+                proposal: None,
             }),
         ),
         (
@@ -1013,6 +1016,7 @@ fn which_replies_move_a_sessions_seen_generation() {
     let reply = Response::Memory(Box::new(MemoryReply {
         memory: memory(),
         generation: 9,
+        proposal: None,
     }));
     assert_eq!(reply.seen_generation("get"), Some(9), "a read");
     assert_eq!(reply.seen_generation("update"), None, "an own write");

@@ -181,7 +181,11 @@ fn memory() -> impl Strategy<Value = Memory> {
 fn response() -> impl Strategy<Value = Response> {
     prop_oneof![
         (memory(), any::<u64>()).prop_map(|(memory, generation)| Response::Memory(Box::new(
-            MemoryReply { memory, generation }
+            MemoryReply {
+                memory,
+                generation,
+                proposal: None
+            }
         ))),
         (
             proptest::collection::vec((memory(), float()), 0..3),

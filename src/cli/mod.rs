@@ -64,23 +64,18 @@ pub fn run(cli: args::Cli) -> i32 {
     let mut g = cli.global;
     // The daemon and the service and config commands open no session, so
     // they need no namespace; `hook` takes its project from the event.
-    let sessionless = matches!(
-        cli.command,
-        Command::Daemon
-            | Command::Service(_)
-            | Command::Config(_)
-            | Command::Team(
-                args::TeamCommand::Init
-                    | args::TeamCommand::Grant { .. }
-                    | args::TeamCommand::Revoke { .. }
-                    | args::TeamCommand::Members
-            )
-            | Command::Model(_)
-            | Command::Socket
-            | Command::Help(_)
-            | Command::Completions(_)
-            | Command::Man
-    );
+    let sessionless = matches!(&cli.command, Command::Team(t) if t.is_direct())
+        || matches!(
+            cli.command,
+            Command::Daemon
+                | Command::Service(_)
+                | Command::Config(_)
+                | Command::Model(_)
+                | Command::Socket
+                | Command::Help(_)
+                | Command::Completions(_)
+                | Command::Man
+        );
     if !sessionless {
         resolve_namespace(&mut g, !matches!(cli.command, Command::Hook(_)));
     }

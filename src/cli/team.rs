@@ -1,4 +1,4 @@
-//! `memd team init|grant|revoke|members`: run straight from this process
+//! `memd team init|grant|revoke|members|review-required|review`: run straight from this process
 //! against the team's PostgreSQL (no daemon needed): the URL from
 //! `MEMD_TEAM_URL` or `[team] url`, the password where libpq keeps it, the
 //! role the URL names. `init` creates or migrates the schema `memd`; the
@@ -6,11 +6,11 @@
 
 use serde_json::json;
 
-use crate::commands::args::{Global, TeamCommand};
+use crate::commands::args::{Global, ReviewArgs, ReviewCommand, TeamCommand};
 use crate::commands::{CommandError, Output, paths};
 use crate::config::Config;
 use crate::store::team::config::Target;
-use crate::store::team::{TeamError, grants, schema};
+use crate::store::team::{TeamError, grants, review, schema};
 
 /// The team's PostgreSQL as this machine's config names it, and a runtime
 /// to talk to it.
@@ -42,6 +42,7 @@ fn failure(target: &Target, e: TeamError) -> CommandError {
         )),
         TeamError::Forbidden(m) => CommandError::Forbidden(m),
         TeamError::Invalid(m) => CommandError::Usage(m),
+        TeamError::NotFound(m) => CommandError::NotFound(m),
         other => CommandError::Io(other.to_string()),
     }
 }
@@ -176,9 +177,119 @@ pub fn rights(g: &Global, command: &TeamCommand) -> Result<Output, CommandError>
                 json: json!({"success": true, "role": me, "members": all}),
             }
         }
+        TeamCommand::ReviewRequired { glob, state } => {
+            let on = state == "on";
+            let changed = runtime
+                .block_on(review::require(&target, limit, glob, on))
+                .map_err(|e| failure(&target, e))?;
+            let human = match (on, changed) {
+                (true, true) => format!(
+                    "{glob} now requires review: writers without the review right only propose there"
+                ),
+                (true, false) => format!("{glob} requires review already"),
+                (false, true) => format!("{glob} no longer requires review"),
+                (false, false) => format!("{glob} did not require review (exactly this glob)"),
+            };
+            Output {
+                human,
+                json: json!({"success": true, "glob": glob, "review_required": on, "changed": changed}),
+            }
+        }
+        TeamCommand::Review(args) => return review_command(&runtime, &target, limit, args),
         _ => return Err(CommandError::Usage("not a team rights command".into())),
     };
     Ok(out)
+}
+
+/// `memd team review [--all]`, `approve ID`, `reject ID [--reason]`.
+fn review_command(
+    runtime: &tokio::runtime::Runtime,
+    target: &Target,
+    limit: std::time::Duration,
+    args: &ReviewArgs,
+) -> Result<Output, CommandError> {
+    let (id, approve, reason) = match &args.decide {
+        None => {
+            let queue = runtime
+                .block_on(review::queue(target, limit, args.all))
+                .map_err(|e| failure(target, e))?;
+            return Ok(Output {
+                human: queue_lines(&queue),
+                json: json!({"success": true, "review": queue}),
+            });
+        }
+        Some(ReviewCommand::Approve { id }) => (*id, true, None),
+        Some(ReviewCommand::Reject { id, reason }) => (*id, false, reason.as_deref()),
+    };
+    let done = runtime
+        .block_on(review::decide(target, limit, id, approve, reason))
+        .map_err(|e| failure(target, e))?;
+    let human = if approve {
+        format!(
+            "proposal {id} approved: memory {} is team knowledge in {}",
+            done.uid, done.namespace
+        )
+    } else {
+        format!("proposal {id} rejected: it never becomes a memory")
+    };
+    Ok(Output {
+        human,
+        json: json!({"success": true, "decision": done}),
+    })
+}
+
+/// The review queue as lines a person reads.
+fn queue_lines(queue: &review::Queue) -> String {
+    let mut lines = Vec::new();
+    if queue.required.is_empty() {
+        lines.push("no namespace requires review".to_string());
+    } else {
+        lines.push(format!("review required in: {}", queue.required.join(", ")));
+    }
+    if queue.proposals.is_empty() {
+        lines.push(format!(
+            "no proposal for role {} (its own, or in namespaces it reviews)",
+            queue.role
+        ));
+    }
+    for p in &queue.proposals {
+        let by = [p.machine.as_deref(), p.agent.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("/");
+        let by = if by.is_empty() {
+            p.proposed_by.clone()
+        } else {
+            format!("{} ({by})", p.proposed_by)
+        };
+        lines.push(format!(
+            "#{} {} {} in {} by {by} at {} [{}]",
+            p.id, p.action, p.uid, p.namespace, p.proposed_at, p.state
+        ));
+        if let Some(current) = &p.current {
+            lines.push(format!("    now:      {}", one_line(current)));
+        }
+        let label = if p.action == "forget" {
+            "removes: "
+        } else {
+            "proposed:"
+        };
+        lines.push(format!("    {label} {}", one_line(&p.content)));
+        if let Some(reason) = &p.reason {
+            lines.push(format!("    reason:   {}", one_line(reason)));
+        }
+    }
+    lines.join("\n")
+}
+
+/// `text` on one line, cut at 200 characters.
+fn one_line(text: &str) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match flat.char_indices().nth(200) {
+        Some((cut, _)) => format!("{}…", &flat[..cut]),
+        None => flat,
+    }
 }
 
 /// Wakes the daemon of this data dir, when one runs (none is started):

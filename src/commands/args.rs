@@ -262,6 +262,45 @@ pub enum TeamCommand {
     },
     /// The roles, their globs and rights, as this machine's role may see them
     Members,
+    /// Require review in the namespaces a glob matches, or stop (needs admin there)
+    ReviewRequired {
+        /// The namespaces: `*` and `?` are wildcards, `_` and `%` are not
+        glob: String,
+        /// on: writers without the review right only propose there; off: they write
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
+    /// Proposals waiting for review (yours, and those you may review); approve or reject one
+    Review(ReviewArgs),
+}
+
+/// Options of `team review`.
+#[derive(Debug, Clone, Args)]
+pub struct ReviewArgs {
+    /// Decided proposals too (approved, rejected, with the reason)
+    #[arg(long)]
+    pub all: bool,
+    /// Decide one
+    #[command(subcommand)]
+    pub decide: Option<ReviewCommand>,
+}
+
+/// `team review approve|reject`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum ReviewCommand {
+    /// Make a proposal team knowledge (needs the review right on its namespace)
+    Approve {
+        /// The proposal's number
+        id: i64,
+    },
+    /// Turn a proposal down: it never becomes a memory
+    Reject {
+        /// The proposal's number
+        id: i64,
+        /// Why (shown to the one who proposed it)
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
 impl TeamCommand {
@@ -274,6 +313,8 @@ impl TeamCommand {
                 | TeamCommand::Grant { .. }
                 | TeamCommand::Revoke { .. }
                 | TeamCommand::Members
+                | TeamCommand::ReviewRequired { .. }
+                | TeamCommand::Review(_)
         )
     }
 }

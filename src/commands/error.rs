@@ -20,6 +20,9 @@ pub enum CommandError {
     /// The role this machine connects to the team's PostgreSQL as lacks
     /// the right (`memd team grant` without admin).
     Forbidden(String),
+    /// What the command names is not there (a proposal of `memd team
+    /// review`).
+    NotFound(String),
     /// `check` found problems.
     Check {
         /// The report.
@@ -45,6 +48,7 @@ impl CommandError {
             CommandError::Io(_) | CommandError::Check { .. } => exit::ERROR,
             CommandError::TeamUnavailable(_) => exit::of(ErrorCode::TeamUnavailable),
             CommandError::Forbidden(_) => exit::of(ErrorCode::Forbidden),
+            CommandError::NotFound(_) => exit::of(ErrorCode::NotFound),
         }
     }
 
@@ -55,7 +59,8 @@ impl CommandError {
             CommandError::Usage(m)
             | CommandError::Io(m)
             | CommandError::TeamUnavailable(m)
-            | CommandError::Forbidden(m) => m.clone(),
+            | CommandError::Forbidden(m)
+            | CommandError::NotFound(m) => m.clone(),
             CommandError::Check { human, .. } => format!("check failed:\n{human}"),
         }
     }
@@ -76,6 +81,9 @@ impl CommandError {
             }
             CommandError::Forbidden(m) => {
                 json!({"success": false, "code": "forbidden", "error": m})
+            }
+            CommandError::NotFound(m) => {
+                json!({"success": false, "code": "not_found", "error": m})
             }
             CommandError::Check { report, .. } => {
                 let mut v = report.clone();

@@ -266,7 +266,9 @@ pub async fn execute(
             args::TeamCommand::Init
             | args::TeamCommand::Grant { .. }
             | args::TeamCommand::Revoke { .. }
-            | args::TeamCommand::Members,
+            | args::TeamCommand::Members
+            | args::TeamCommand::ReviewRequired { .. }
+            | args::TeamCommand::Review(_),
         )
         | Command::Model(_)
         | Command::Service(_)
@@ -420,6 +422,9 @@ async fn update(
         expect_rev: a.expect_rev,
     };
     let r = client.update(req).await?;
+    if let Some(p) = r.proposal {
+        return Ok(output::proposed_update(&r.memory, p));
+    }
     Ok(output::memory(
         &r.memory,
         Some(r.generation),

@@ -101,7 +101,12 @@ pub fn added(r: &AddResult) -> Output {
     let mut fields = wire_json::add_result(r);
     fields.insert("generation".into(), json!(r.generation));
     let id = r.id.map(|i| format!("#{i}")).unwrap_or_default();
-    let mut human = if r.deduped {
+    let mut human = if let Some(p) = r.proposal {
+        format!(
+            "proposed (proposal {p}): this namespace requires review; it becomes a memory when a \
+             reviewer approves it (memd team review)"
+        )
+    } else if r.deduped {
         format!("already stored as {id} (duplicate; observation counted)")
     } else if let Some(into) = r.merged_into {
         format!("merged into #{into} (near-duplicate)")
@@ -380,11 +385,40 @@ pub fn tasks(l: &MemoryList) -> Output {
 pub fn forgotten(r: &ForgetResult) -> Output {
     let mut fields = Map::new();
     fields.insert("id".into(), json!(r.id));
-    fields.insert("forgotten".into(), json!(true));
+    fields.insert("forgotten".into(), json!(r.proposal.is_none()));
     fields.insert("generation".into(), json!(r.generation));
+    let human = match r.proposal {
+        Some(p) => {
+            fields.insert("status".into(), json!("proposed"));
+            fields.insert("proposal".into(), json!(p));
+            format!(
+                "proposed forgetting #{} (proposal {p}): this namespace requires review; the \
+                 memory stays until a reviewer approves it",
+                r.id
+            )
+        }
+        None => format!("forgot #{}", r.id),
+    };
     Output {
         json: success(fields),
-        human: format!("forgot #{}", r.id),
+        human,
+    }
+}
+
+/// `update` where the namespace requires review: the change is a
+/// proposal, shown as proposed.
+pub fn proposed_update(m: &Memory, proposal: i64) -> Output {
+    let mut fields = Map::new();
+    fields.insert("memory".into(), wire_json::memory(m));
+    fields.insert("status".into(), json!("proposed"));
+    fields.insert("proposal".into(), json!(proposal));
+    Output {
+        json: success(fields),
+        human: format!(
+            "proposed a change of #{} (proposal {proposal}): this namespace requires review; \
+             the memory is unchanged until a reviewer approves it",
+            m.id
+        ),
     }
 }
 

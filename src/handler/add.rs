@@ -49,7 +49,9 @@ pub(super) async fn handle(
     };
     let written =
         super::support::write(cx, session, kind, |guard| cx.store().add(guard, op)).await?;
-    Ok(Response::Added(written.value))
+    let mut added = written.value;
+    added.proposal = written.proposals.first().copied();
+    Ok(Response::Added(added))
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ pub(super) async fn handle(
     Ok(Response::Forgotten(ForgetResult {
         id: req.id,
         generation: written.generation,
+        proposal: written.proposals.first().copied(),
     }))
 }
 

@@ -26,6 +26,7 @@ pub(super) async fn handle(
     Ok(Response::Memory(Box::new(MemoryReply {
         memory,
         generation: read.generation,
+        proposal: None,
     })))
 }
 

@@ -188,7 +188,9 @@ pub async fn create(
     let mut fields = wire_json::add_result(&r);
     fields.insert("generation".into(), json!(r.generation));
     let created = r.accepted && !r.deduped && r.merged_into.is_none();
-    let status = if created {
+    let status = if r.proposal.is_some() {
+        StatusCode::ACCEPTED
+    } else if created {
         StatusCode::CREATED
     } else {
         StatusCode::OK
@@ -315,6 +317,11 @@ pub async fn change(
     let Response::Memory(r) = caller.run(&app, req, read).await? else {
         return Err(unexpected());
     };
+    if let Some(p) = r.proposal {
+        let body = json!({"memory": wire_json::memory(&r.memory), "status": "proposed",
+            "proposal": p, "generation": r.generation});
+        return Ok((StatusCode::ACCEPTED, Json(body)).into_response());
+    }
     Ok(memory_reply(&r.memory, r.generation))
 }
 
@@ -324,7 +331,7 @@ pub async fn forget(
     headers: HeaderMap,
     Path(id): Path<String>,
     RawQuery(query): RawQuery,
-) -> Result<Json<Value>, Problem> {
+) -> Result<HttpResponse, Problem> {
     let id = params::id(&id)?;
     let (caller, read) = acting(&app, &headers, query.as_deref(), id).await?;
     let req = Request::Forget(ForgetRequest {
@@ -334,7 +341,17 @@ pub async fn forget(
     let Response::Forgotten(r) = caller.run(&app, req, read).await? else {
         return Err(unexpected());
     };
-    Ok(Json(json!({"forgotten": r.id, "generation": r.generation})))
+    Ok(match r.proposal {
+        Some(p) => (
+            StatusCode::ACCEPTED,
+            Json(
+                json!({"forgotten": null, "status": "proposed", "proposal": p,
+                "generation": r.generation}),
+            ),
+        )
+            .into_response(),
+        None => Json(json!({"forgotten": r.id, "generation": r.generation})).into_response(),
+    })
 }
 
 /// `GET /v1/memories/{id}/history`: its supersession chain and every

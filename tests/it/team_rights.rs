@@ -270,7 +270,7 @@ fn a_version_1_team_schema_migrates_to_grants_without_losing_a_row() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(
         (v["from"].as_i64(), v["to"].as_i64()),
-        (Some(1), Some(3)),
+        (Some(1), Some(4)),
         "{v}"
     );
     assert_eq!(
@@ -294,7 +294,7 @@ fn a_version_1_team_schema_migrates_to_grants_without_losing_a_row() {
             "SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class \
              WHERE relnamespace = 'memd'::regnamespace AND relforcerowsecurity"
         ),
-        "memories,ops,purges,revisions"
+        "memories,ops,proposals,purges,revisions"
     );
     // The role that migrated administers; a machine reads every row.
     assert_eq!(
@@ -443,4 +443,213 @@ fn a_purge_erases_a_shared_memory_everywhere_and_needs_admin() {
         "team-web",
         &["after the purge", "deploys go out on tuesdays"],
     );
+}
+
+#[test]
+fn in_a_reviewed_namespace_writers_propose_and_reviewers_decide() {
+    let Some(pg) = Pg::start() else { return };
+    let (v, code) = team_as(&pg, "postgres", &["init"]);
+    assert_eq!(code, 0, "{v}");
+    pg.psql("CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; CREATE ROLE carol LOGIN; CREATE ROLE dave LOGIN");
+    let (v, code) = team_as(&pg, "postgres", &["grant", "alice", "*", "admin"]);
+    assert_eq!(code, 0, "{v}");
+    for (role, right) in [("bob", "write"), ("carol", "review"), ("dave", "read")] {
+        let (v, code) = team_as(&pg, "alice", &["grant", role, "team-*", right]);
+        assert_eq!(code, 0, "{v}");
+    }
+    // Only an admin decides where review is required.
+    let (v, code) = team_as(&pg, "bob", &["review-required", "team-web", "on"]);
+    assert_eq!((code, v["code"].as_str()), (7, Some("forbidden")), "{v}");
+    let (v, code) = team_as(&pg, "alice", &["review-required", "team-web", "on"]);
+    assert_eq!((code, v["changed"].as_bool()), (0, Some(true)), "{v}");
+
+    let bob = machine(&pg, "bob");
+    let carol = machine(&pg, "carol");
+    let dave = machine(&pg, "dave");
+    // A reviewer's write is not a proposal.
+    let (v, code) = carol.json(&["--namespace", "team-web", "add", "staging runs on pg-12"]);
+    assert_eq!((code, v["status"].as_str()), (0, Some("stored")), "{v}");
+    wait_contents(&dave, "team-web", &["staging runs on pg-12"]);
+    wait_contents(&bob, "team-web", &["staging runs on pg-12"]);
+
+    // A writer's add is a proposal: acknowledged, and no memory anywhere.
+    let (v, code) = bob.json(&["--namespace", "team-web", "add", "the cache is redis 7"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["status"], "proposed", "{v}");
+    assert!(v["id"].is_null(), "{v}");
+    let added = v["proposal"].as_i64().unwrap().to_string();
+    assert_eq!(
+        pg.psql("SELECT count(*) FROM memd.memories"),
+        "1",
+        "only the approved memory"
+    );
+    assert_eq!(contents(&bob, "team-web"), ["staging runs on pg-12"]);
+    // A writer's change and forget of team knowledge are proposals too.
+    let id = bob.json(&["--namespace", "team-web", "list"]).0["memories"][0]["id"]
+        .as_i64()
+        .unwrap()
+        .to_string();
+    let (v, code) = bob.json(&[
+        "--namespace",
+        "team-web",
+        "update",
+        &id,
+        "--content",
+        "staging runs on pg-15",
+    ]);
+    assert_eq!((code, v["status"].as_str()), (0, Some("proposed")), "{v}");
+    let changed = v["proposal"].as_i64().unwrap().to_string();
+    let (v, code) = bob.json(&["--namespace", "team-web", "forget", &id]);
+    assert_eq!((code, v["status"].as_str()), (0, Some("proposed")), "{v}");
+    assert_eq!(v["forgotten"], false, "{v}");
+    let forget = v["proposal"].as_i64().unwrap().to_string();
+    assert_eq!(contents(&bob, "team-web"), ["staging runs on pg-12"]);
+    // Over HTTP a proposal is 202 Accepted.
+    let r = crate::common::http::request(
+        &bob.socket(),
+        "POST",
+        "/v1/memories",
+        &[("Memd-Namespace", "team-web")],
+        Some(&serde_json::json!({"content": "the logs go to loki"})),
+    );
+    assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["status"], "proposed");
+    let logs = r.json()["proposal"].as_i64().unwrap().to_string();
+    // A confirmation changes counts only: not a change of team knowledge.
+    let (v, code) = bob.json(&["--namespace", "team-web", "confirm", &id]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(pg.psql("SELECT confirmed_count FROM memd.memories"), "1");
+
+    // PostgreSQL enforces it for psql too; proposals are seen by their
+    // author and by reviewers only.
+    let err = psql_as(
+        &pg,
+        "bob",
+        "INSERT INTO memd.memories (namespace, content) VALUES ('team-web', 'by hand')",
+    )
+    .unwrap_err();
+    assert!(err.contains("requires review"), "{err}");
+    let err = psql_as(
+        &pg,
+        "bob",
+        "UPDATE memd.memories SET content = 'by hand' WHERE namespace = 'team-web'",
+    )
+    .unwrap_err();
+    assert!(err.contains("requires review"), "{err}");
+    let err = psql_as(&pg, "bob", "DELETE FROM memd.memories").unwrap_err();
+    assert!(err.contains("requires review"), "{err}");
+    let err = psql_as(&pg, "bob", "UPDATE memd.proposals SET state = 'approved'").unwrap_err();
+    assert!(err.contains("permission denied"), "{err}");
+    assert_eq!(
+        psql_as(&pg, "bob", "SELECT count(*) FROM memd.proposals").unwrap(),
+        "4"
+    );
+    assert_eq!(
+        psql_as(&pg, "dave", "SELECT count(*) FROM memd.proposals").unwrap(),
+        "0"
+    );
+    let (v, _) = team_as(&pg, "dave", &["review"]);
+    assert_eq!(v["review"]["proposals"], serde_json::json!([]), "{v}");
+    assert_eq!(
+        v["review"]["required"],
+        serde_json::json!(["team-web"]),
+        "{v}"
+    );
+    let (v, code) = team_as(&pg, "carol", &["review"]);
+    assert_eq!(code, 0, "{v}");
+    let queue = v["review"]["proposals"].as_array().unwrap();
+    let actions: Vec<&str> = queue
+        .iter()
+        .map(|p| p["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["add", "update", "forget", "add"], "{v}");
+    assert_eq!(queue[0]["proposed_by"], "bob", "{v}");
+    assert_eq!(queue[0]["machine"], "bob-laptop", "{v}");
+    assert_eq!(queue[1]["current"], "staging runs on pg-12", "{v}");
+
+    // Only a reviewer decides.
+    let (v, code) = team_as(&pg, "bob", &["review", "approve", &added]);
+    assert_eq!((code, v["code"].as_str()), (7, Some("forbidden")), "{v}");
+    let (v, code) = team_as(&pg, "carol", &["review", "approve", "999999"]);
+    assert_eq!((code, v["code"].as_str()), (1, Some("not_found")), "{v}");
+    let (v, code) = team_as(&pg, "carol", &["review", "approve", &added]);
+    assert_eq!(
+        (code, v["decision"]["state"].as_str()),
+        (0, Some("approved")),
+        "{v}"
+    );
+    let (v, code) = team_as(&pg, "carol", &["review", "approve", &added]);
+    assert_eq!(code, 2, "decided already: {v}");
+    let (v, code) = team_as(
+        &pg,
+        "carol",
+        &[
+            "review",
+            "reject",
+            &changed,
+            "--reason",
+            "pg-12 still serves staging",
+        ],
+    );
+    assert_eq!(
+        (code, v["decision"]["state"].as_str()),
+        (0, Some("rejected")),
+        "{v}"
+    );
+    wait_contents(
+        &dave,
+        "team-web",
+        &["staging runs on pg-12", "the cache is redis 7"],
+    );
+    // Writes that cannot be proposed are refused there.
+    wait_contents(
+        &bob,
+        "team-web",
+        &["staging runs on pg-12", "the cache is redis 7"],
+    );
+    let redis = bob.json(&["--namespace", "team-web", "search", "redis"]).0["hits"][0]["id"]
+        .as_i64()
+        .unwrap()
+        .to_string();
+    let (v, code) = bob.json(&["--namespace", "team-web", "supersede", &id, &redis]);
+    assert_eq!((code, v["code"].as_str()), (7, Some("forbidden")), "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("requires review"),
+        "{v}"
+    );
+    // The approved add is the reviewer's change, authored as bob's machine.
+    assert_eq!(
+        pg.psql(
+            "SELECT changed_role || ' ' || changed_machine FROM memd.memories \
+             WHERE content = 'the cache is redis 7'"
+        ),
+        "carol bob-laptop"
+    );
+    // Bob sees what became of his proposals.
+    let (v, _) = team_as(&pg, "bob", &["review", "--all"]);
+    let rejected = v["review"]["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["state"] == "rejected")
+        .cloned()
+        .unwrap();
+    assert_eq!(rejected["reason"], "pg-12 still serves staging", "{v}");
+    assert_eq!(rejected["decided_by"], "carol", "{v}");
+    let (v, code) = team_as(&pg, "carol", &["review", "reject", &logs]);
+    assert_eq!(code, 0, "{v}");
+    // The forget, approved, leaves every machine.
+    let (v, code) = team_as(&pg, "carol", &["review", "approve", &forget]);
+    assert_eq!(code, 0, "{v}");
+    wait_contents(&dave, "team-web", &["the cache is redis 7"]);
+    wait_contents(&bob, "team-web", &["the cache is redis 7"]);
+    let (v, _) = team_as(&pg, "carol", &["review"]);
+    assert_eq!(v["review"]["proposals"], serde_json::json!([]), "{v}");
+
+    // Review off: the writer writes.
+    let (v, code) = team_as(&pg, "alice", &["review-required", "team-web", "off"]);
+    assert_eq!(code, 0, "{v}");
+    let (v, code) = bob.json(&["--namespace", "team-web", "add", "the queue is nats"]);
+    assert_eq!((code, v["status"].as_str()), (0, Some("stored")), "{v}");
+    assert!(v["id"].is_i64(), "{v}");
 }

@@ -96,7 +96,8 @@ class Hit:
 @dataclass
 class AddResult:
     """What an add did: stored (``id``), merged into a duplicate, or said
-    what it is similar to."""
+    what it is similar to; where the namespace requires review (team
+    memory), a ``proposal`` (``id`` is None until a reviewer approves it)."""
 
     accepted: bool
     id: Optional[int]
@@ -105,6 +106,7 @@ class AddResult:
     similar_to: Optional[int] = None
     reason: Optional[str] = None
     generation: int = 0
+    proposal: Optional[int] = None
 
 
 @dataclass
@@ -361,7 +363,7 @@ class Client:
             accepted=d.get("accepted", False), id=d.get("id"),
             deduped=d.get("deduped", False), merged_into=d.get("merged_into"),
             similar_to=d.get("similar_to"), reason=d.get("reason"),
-            generation=d.get("generation", 0),
+            generation=d.get("generation", 0), proposal=d.get("proposal"),
         )
 
     def get(self, id: int) -> Memory:

@@ -55,6 +55,7 @@ pub(crate) fn memory_reply(written: Written<Memory>) -> Response {
     Response::Memory(Box::new(MemoryReply {
         memory: written.value,
         generation: written.generation,
+        proposal: written.proposals.first().copied(),
     }))
 }
 

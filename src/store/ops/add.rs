@@ -48,6 +48,7 @@ impl Store {
     /// for the memory it supersedes, SQLite errors.
     pub async fn add(&self, guard: Guard, op: AddOp) -> Result<Written<AddResult>, StoreError> {
         self.guarded(guard, move |ctx, drift| {
+            ctx.set_proposable();
             let AddOp {
                 new,
                 supersedes,
@@ -66,6 +67,7 @@ impl Store {
                 reason: new.redacted.then(|| "redacted".to_string()),
                 drift,
                 generation: 0,
+                proposal: None,
             };
             if let Some(old) = supersedes {
                 let current =

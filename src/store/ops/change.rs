@@ -25,6 +25,7 @@ impl Store {
         view: View,
     ) -> Result<Written<Memory>, StoreError> {
         self.guarded(guard, move |ctx, _| {
+            ctx.set_proposable();
             let current =
                 memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
             ctx.check_row(id, expect_rev)?;

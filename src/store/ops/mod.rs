@@ -50,6 +50,9 @@ pub struct Written<T> {
     pub rows: Vec<(i64, i64)>,
     /// The generation after the write (inside its transaction).
     pub generation: u64,
+    /// Where review is required (team memory): the proposals the write
+    /// became instead, by number (nothing else of it was written).
+    pub proposals: Vec<i64>,
 }
 
 impl Store {
@@ -85,6 +88,7 @@ impl Store {
                         value,
                         rows: ctx.written_revs()?,
                         generation: ctx.generation()?,
+                        proposals: Vec::new(),
                     })
                 })
                 .await;
@@ -105,6 +109,7 @@ impl Store {
                             value,
                             rows: ctx.written_revs()?,
                             generation: ctx.generation()?,
+                            proposals: Vec::new(),
                         })),
                         Route::NotSynced => {
                             ctx.discard();
@@ -138,8 +143,29 @@ impl Store {
                 Step::Deferred(value, plan) => (value, plan),
             };
             match team.write_through(&plan).await {
+                Ok(committed) if committed.rows.is_empty() && !committed.proposals.is_empty() => {
+                    // Review: nothing was written but the proposals; the
+                    // answer names no row the job created.
+                    let created: HashSet<i64> = plan
+                        .changes
+                        .iter()
+                        .filter(|c| c.before.is_none())
+                        .map(|c| c.id)
+                        .collect();
+                    return Ok(Written {
+                        value: value.proposed(&created),
+                        rows: Vec::new(),
+                        generation: self.generations.current(),
+                        proposals: committed.proposals,
+                    });
+                }
                 Ok(committed) => {
-                    return self.apply_committed(author, value, &plan, committed).await;
+                    let proposals = committed.proposals.clone();
+                    let mut written = self
+                        .apply_committed(author, value, &plan, committed)
+                        .await?;
+                    written.proposals = proposals;
+                    return Ok(written);
                 }
                 Err(team::write::Refusal::Moved(rows)) if !moved_once => {
                     // This machine's copy was behind: take PostgreSQL's rows
@@ -264,6 +290,7 @@ impl Store {
                         value,
                         rows: ctx.written_revs()?,
                         generation,
+                        proposals: Vec::new(),
                     })
                 })
                 .await;
@@ -280,6 +307,7 @@ impl Store {
             value: value.unapplied(&created),
             rows: Vec::new(),
             generation: self.generations.current(),
+            proposals: Vec::new(),
         })
     }
 
@@ -370,6 +398,12 @@ pub trait Remap: Sized + Clone + Send + Sync {
     fn unapplied(self, _created: &HashSet<i64>) -> Self {
         self
     }
+
+    /// The answer when the write became proposals (review): no id of a
+    /// row the job created.
+    fn proposed(self, _created: &HashSet<i64>) -> Self {
+        self
+    }
 }
 
 impl Remap for () {
@@ -425,6 +459,17 @@ impl Remap for memd_proto::AddResult {
             self.id = None;
             self.reason = Some("committed; not yet applied here".into());
         }
+        self
+    }
+
+    fn proposed(mut self, created: &HashSet<i64>) -> Self {
+        if self.id.is_some_and(|id| created.contains(&id)) {
+            self.id = None;
+        }
+        if self.merged_into.is_some_and(|id| created.contains(&id)) {
+            self.merged_into = None;
+        }
+        self.reason = Some("proposed".into());
         self
     }
 }
@@ -487,6 +532,7 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Wing) -> Result<Route, StoreError> {
         resurrect: ctx.resurrects(),
         external: false,
         strict,
+        proposable: ctx.proposable(),
     }))
 }
 

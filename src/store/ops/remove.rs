@@ -20,6 +20,7 @@ impl Store {
         view: View,
     ) -> Result<Written<()>, StoreError> {
         self.guarded(guard, move |ctx, _| {
+            ctx.set_proposable();
             let current =
                 memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
             ctx.check_row(current.id, expect_rev)?;

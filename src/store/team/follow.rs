@@ -211,6 +211,7 @@ async fn push_local_edits(
             resurrect: false,
             external: true,
             strict: None,
+            proposable: false,
         };
         match team.write_through(&plan).await {
             Ok(committed) => {

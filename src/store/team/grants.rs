@@ -47,9 +47,10 @@ pub struct Right {
     pub access: String,
 }
 
-fn fail(e: &tokio_postgres::Error) -> TeamError {
+pub(super) fn fail(e: &tokio_postgres::Error) -> TeamError {
     match e.code() {
         Some(c) if *c == SqlState::INSUFFICIENT_PRIVILEGE => TeamError::Forbidden(describe(e)),
+        Some(c) if *c == SqlState::NO_DATA_FOUND => TeamError::NotFound(describe(e)),
         Some(c) if c.code().starts_with("22") || c.code().starts_with("23") => {
             TeamError::Invalid(describe(e))
         }
@@ -67,7 +68,10 @@ fn check_access(access: &str) -> Result<(), TeamError> {
     }
 }
 
-async fn connect(target: &Target, timeout: std::time::Duration) -> Result<pg::Link, TeamError> {
+pub(super) async fn connect(
+    target: &Target,
+    timeout: std::time::Duration,
+) -> Result<pg::Link, TeamError> {
     let link = pg::connect(target, timeout, false).await?;
     super::schema::check(&link.client).await?;
     Ok(link)
@@ -75,7 +79,7 @@ async fn connect(target: &Target, timeout: std::time::Duration) -> Result<pg::Li
 
 /// Whether the connection's role administers `glob`; a refusal naming
 /// what it lacks otherwise.
-async fn require_admin(client: &Client, glob: &str) -> Result<(), TeamError> {
+pub(super) async fn require_admin(client: &Client, glob: &str) -> Result<(), TeamError> {
     let row = client
         .query_one(
             "SELECT current_user::text, memd.admin_of(current_user, $1)",
@@ -283,7 +287,7 @@ pub async fn unreadable(client: &Client, namespaces: &[String]) -> Result<Vec<St
         .map_err(|e| fail(&e))
 }
 
-async fn bounded<T>(
+pub(super) async fn bounded<T>(
     limit: std::time::Duration,
     call: impl Future<Output = Result<T, TeamError>>,
 ) -> Result<T, TeamError> {

@@ -28,6 +28,7 @@ pub mod grants;
 pub(in crate::store) mod pg;
 pub mod pull;
 pub mod push;
+pub mod review;
 pub mod row;
 pub mod schema;
 pub mod wing;
@@ -71,6 +72,9 @@ pub enum TeamError {
     /// grant that is not there).
     #[error("{0}")]
     Invalid(String),
+    /// What was named is not there (a proposal).
+    #[error("{0}")]
+    NotFound(String),
 }
 
 /// What `status` shows of team memory.

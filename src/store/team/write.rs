@@ -46,6 +46,10 @@ pub struct Plan {
     /// namespace after this PostgreSQL number (what the session's view
     /// had applied).
     pub strict: Option<(String, i64)>,
+    /// Where review is required and the role may only propose, the write
+    /// becomes proposals (an add, update or forget); otherwise it is
+    /// refused there (`forbidden`).
+    pub proposable: bool,
 }
 
 /// Why a write-through did not commit.
@@ -78,6 +82,8 @@ pub struct Committed {
     pub seq: i64,
     /// The rows.
     pub rows: Vec<(Option<i64>, TeamRow)>,
+    /// The proposals made instead of changes (review), by number.
+    pub proposals: Vec<i64>,
 }
 
 enum Step {
@@ -316,7 +322,21 @@ async fn lookup(
         .into_iter()
         .filter_map(|(id, uid)| rows.remove(uid).map(|row| (id, row)))
         .collect();
-    Ok(Some(Committed { seq, rows }))
+    let proposals = client
+        .query(
+            "SELECT id FROM memd.proposals WHERE op_id = $1 ORDER BY id",
+            &[&plan.op_id],
+        )
+        .await
+        .map_err(db)?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    Ok(Some(Committed {
+        seq,
+        rows,
+        proposals,
+    }))
 }
 
 /// Pairs the uids an operation recorded with the local ids of the plan's
@@ -400,14 +420,17 @@ async fn transaction(
         .collect();
     namespaces.sort_unstable();
     namespaces.dedup();
+    // And the namespaces where it may only propose (review).
     let first = tx
         .query_one(
             "SELECT memd.take_seq(), current_user::text, ARRAY(SELECT n FROM unnest($1::text[]) n \
-             WHERE NOT n LIKE ANY (memd.patterns(current_user, 'write')))",
+             WHERE NOT n LIKE ANY (memd.patterns(current_user, 'write'))), \
+             ARRAY(SELECT n FROM unnest($1::text[]) n WHERE memd.proposes(session_user, n))",
             &[&namespaces],
         )
         .await?;
     let denied: Vec<String> = first.get(2);
+    let reviewed: Vec<String> = first.get(3);
     if !denied.is_empty() {
         let role: String = first.get(1);
         tx.rollback().await?;
@@ -435,8 +458,39 @@ async fn transaction(
     }
     let mut moved = Vec::new();
     let mut out = Vec::with_capacity(plan.changes.len());
+    let mut proposals = Vec::new();
     let select = format!("SELECT {COLUMNS} FROM memd.memories WHERE uid = $1 FOR UPDATE");
+    let held = |change: &Change| -> Option<String> {
+        let before = change.before.as_ref().map(|b| &b.namespace);
+        let after = change.after.as_ref().map(|a| &a.namespace);
+        before
+            .into_iter()
+            .chain(after)
+            .find(|n| reviewed.contains(n))
+            .cloned()
+    };
     for change in &plan.changes {
+        if let Some(namespace) = held(change) {
+            let counts_only = match (&change.before, &change.after) {
+                (Some(b), Some(a)) => a.rev == b.rev,
+                _ => false,
+            };
+            if !counts_only {
+                if !plan.proposable {
+                    let role: String = first.get(1);
+                    tx.rollback().await?;
+                    return Ok(Step::Forbidden(format!(
+                        "namespace {namespace} requires review and role {role} may only \
+                         propose there (add, update, forget): nothing was written"
+                    )));
+                }
+                match propose(&tx, plan, change, &select, author).await? {
+                    Proposed::Made(id) => proposals.push(id),
+                    Proposed::Moved(row) => moved.push(*row),
+                }
+                continue;
+            }
+        }
         let Some(before) = &change.before else {
             // A row the job created; its uid may be PostgreSQL's already (an
             // import of a row this machine has not pulled, or deleted).
@@ -529,7 +583,95 @@ async fn transaction(
     commit_sent.store(true, std::sync::atomic::Ordering::Release);
     tx.commit().await?;
     crate::store::team::fault("after-team-commit");
-    Ok(Step::Done(Committed { seq, rows: out }))
+    Ok(Step::Done(Committed {
+        seq,
+        rows: out,
+        proposals,
+    }))
+}
+
+enum Proposed {
+    Made(i64),
+    /// The row moved in PostgreSQL after this machine's copy.
+    Moved(Box<TeamRow>),
+}
+
+/// Records `change` as a proposal: an add of a row the job created, an
+/// update or forget of a row compared with its rev like any write.
+async fn propose(
+    tx: &tokio_postgres::Transaction<'_>,
+    plan: &Plan,
+    change: &Change,
+    select: &str,
+    author: &str,
+) -> Result<Proposed, TxError> {
+    let (action, base_rev, row) = match (&change.before, &change.after) {
+        (None, Some(after)) => ("add", None, after.clone()),
+        (Some(before), after) => {
+            let Some(current) = tx.query_opt(select, &[&before.uid]).await? else {
+                // Never in PostgreSQL: the row the job left is proposed whole.
+                let Some(after) = after else {
+                    return Err(TxError::Db(DbRefusal {
+                        message: format!("memory {} is not in the team's PostgreSQL", before.uid),
+                        code: tokio_postgres::error::SqlState::NO_DATA_FOUND,
+                    }));
+                };
+                return Ok(Proposed::Made(
+                    insert_proposal(tx, plan, "add", None, after, author).await?,
+                ));
+            };
+            let current = TeamRow::from_pg(&current)?;
+            if Some(current.rev) != before.team_rev || current.deleted {
+                return Ok(Proposed::Moved(Box::new(current)));
+            }
+            match after {
+                Some(after) => ("update", Some(current.rev), after.clone()),
+                None => ("forget", Some(current.rev), current),
+            }
+        }
+        (None, None) => unreachable!("a change changes a row"),
+    };
+    Ok(Proposed::Made(
+        insert_proposal(tx, plan, action, base_rev, &row, author).await?,
+    ))
+}
+
+/// Inserts one proposal: the row's columns as [`INSERT`] writes them, and
+/// what it proposes; its number.
+async fn insert_proposal(
+    tx: &tokio_postgres::Transaction<'_>,
+    plan: &Plan,
+    action: &str,
+    base_rev: Option<i64>,
+    row: &TeamRow,
+    author: &str,
+) -> Result<i64, TxError> {
+    let sql = INSERT
+        .replacen(
+            "INSERT INTO memd.memories (",
+            "INSERT INTO memd.proposals (action, base_rev, op_id, changed_kind, changed_machine, \
+             changed_agent, changed_session, ",
+            1,
+        )
+        .replacen(
+            ") VALUES (",
+            ") VALUES ($29, $30, $31, 'session', $32, $33, $34, ",
+            1,
+        )
+        + " RETURNING id";
+    let mut lines = author
+        .split('\n')
+        .skip(1)
+        .map(|s| (!s.is_empty()).then_some(s));
+    let (machine, agent, session) = (
+        lines.next().flatten(),
+        lines.next().flatten(),
+        lines.next().flatten(),
+    );
+    let values = Insert::of(row);
+    let mut params: Vec<&(dyn ToSql + Sync)> = values.params().to_vec();
+    params.extend_from_slice(&[&action, &base_rev, &plan.op_id, &machine, &agent, &session]);
+    Ok(tx.query_one(&sql, &params).await?.get(0))
 }
 
 /// Inserts a row the job created; two machines adding the same memory at

@@ -61,6 +61,9 @@ pub struct WriteCtx<'a> {
     /// Rows the job creates bring back a tombstoned uid (team memory:
     /// `import --replace`).
     resurrect: bool,
+    /// Where review is required, the job's shared changes may become
+    /// proposals (an add, update or forget).
+    proposable: bool,
 }
 
 impl<'a> WriteCtx<'a> {
@@ -82,6 +85,7 @@ impl<'a> WriteCtx<'a> {
             capture: None,
             discard: false,
             resurrect: false,
+            proposable: false,
             start,
         }
     }
@@ -308,6 +312,17 @@ impl WriteCtx<'_> {
     /// Whether they do.
     pub(in crate::store) fn resurrects(&self) -> bool {
         self.resurrect
+    }
+
+    /// Where review is required (team memory), this job's shared changes
+    /// become proposals instead of being refused.
+    pub(in crate::store) fn set_proposable(&mut self) {
+        self.proposable = true;
+    }
+
+    /// Whether the job's shared changes may become proposals.
+    pub(in crate::store) fn proposable(&self) -> bool {
+        self.proposable
     }
 
     /// Under `strict`: the session's namespace and seen generation (team

@@ -35,6 +35,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "purge: a memory erased with its revisions, a record without text",
         sql: include_str!("v3.sql"),
     },
+    Migration {
+        version: 4,
+        name: "review: namespaces that require it, proposals, decided by reviewers",
+        sql: include_str!("v4.sql"),
+    },
 ];
 
 /// The version this binary knows.

@@ -68,6 +68,10 @@ pub struct ConnectOptions {
     pub previous_namespace: Option<String>,
     /// Time limit for connecting and the handshake.
     pub connect_timeout: Duration,
+    /// How this program reaches memd, for the provenance of what it
+    /// stores: `cli`, `mcp`, `hook`, `agent-cli`; `client` for any other
+    /// program. Sent as the prefix of the handshake's client version.
+    pub via: String,
 }
 
 impl ConnectOptions {
@@ -84,6 +88,7 @@ impl ConnectOptions {
             hold_block: false,
             previous_namespace: None,
             connect_timeout: Duration::from_secs(10),
+            via: "client".into(),
         }
     }
 }
@@ -157,7 +162,7 @@ impl Client {
         let asked = opts.seen_generation;
         let hello = Hello {
             protocol: memd_proto::PROTOCOL_VERSION,
-            client_version: env!("CARGO_PKG_VERSION").to_string(),
+            client_version: format!("{}/{}", opts.via, env!("CARGO_PKG_VERSION")),
             agent_id: opts.agent_id,
             namespace: opts.namespace,
             policy: opts.policy,

@@ -1232,6 +1232,73 @@ pub struct Memory {
     /// For a turn captured from an agent host's conversation: where it came
     /// from (`<host>:<session>:<line id>`), unique.
     pub turn: Option<String>,
+    /// Where it came from, and every source a merge added (`None` for a row
+    /// not read from this machine's database: a team row in transit).
+    #[serde(default)]
+    pub provenance: Option<Provenance>,
+}
+
+/// Where a memory came from: its origin, then each source a merge of a
+/// duplicate added, and the lowest trust among them (a merge never raises
+/// it: an agent's guess merged into a person's note stays marked).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Provenance {
+    /// `high` (a person), `medium` (an agent, an import, memd itself) or
+    /// `low` (another tool, a captured turn): the lowest of `sources`.
+    pub trust: String,
+    /// The origin first, then the merged sources, oldest first.
+    pub sources: Vec<Origin>,
+}
+
+/// One source of a memory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Origin {
+    /// `user` (a person), `agent`, `capture`, `import`, `external` (another
+    /// tool) or `system` (memd).
+    pub source: String,
+    /// How it came: `cli`, `viewer`, `http`, `mcp`, `hook`, `agent-cli`
+    /// (the CLI run by an agent), `client` (another program through the
+    /// client library), `team` (another machine, through PostgreSQL);
+    /// `None` when not known (another tool's insert, an older row).
+    pub via: Option<String>,
+    /// The agent.
+    pub agent: Option<String>,
+    /// The session.
+    pub session: Option<String>,
+    /// Another machine (team memory).
+    pub machine: Option<String>,
+    /// The PostgreSQL role that wrote it (team memory).
+    pub role: Option<String>,
+    /// When (RFC 3339, UTC).
+    pub at: String,
+}
+
+impl Origin {
+    /// How far a source is trusted: 3 a person, 2 an agent, an import or
+    /// memd, 1 another tool or a captured turn.
+    pub fn trust_rank(&self) -> u8 {
+        match self.source.as_str() {
+            "user" => 3,
+            "agent" | "import" | "system" => 2,
+            _ => 1,
+        }
+    }
+}
+
+impl Provenance {
+    /// The provenance of `sources` (origin first): trust is the lowest.
+    pub fn of(sources: Vec<Origin>) -> Provenance {
+        let rank = sources.iter().map(Origin::trust_rank).min().unwrap_or(1);
+        let trust = match rank {
+            3 => "high",
+            2 => "medium",
+            _ => "low",
+        };
+        Provenance {
+            trust: trust.into(),
+            sources,
+        }
+    }
 }
 
 /// Store a memory.

@@ -43,6 +43,26 @@ fn memory() -> Memory {
         thread_pos: Some(4),
         occurred_at: Some("2026-06-07T16:00:00.000Z".into()),
         turn: None,
+        provenance: Some(Provenance::of(vec![
+            Origin {
+                source: "user".into(),
+                via: Some("cli".into()),
+                agent: Some("default".into()),
+                session: Some("s-1".into()),
+                machine: None,
+                role: None,
+                at: "2026-06-07T17:00:00.000Z".into(),
+            },
+            Origin {
+                source: "agent".into(),
+                via: Some("team".into()),
+                agent: Some("agent-7".into()),
+                session: None,
+                machine: Some("bob-laptop".into()),
+                role: Some("bob".into()),
+                at: "2026-06-07T17:20:00.000Z".into(),
+            },
+        ])),
     }
 }
 

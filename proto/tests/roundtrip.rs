@@ -174,6 +174,14 @@ fn memory() -> impl Strategy<Value = Memory> {
                 occurred_at: None,
                 turn: None,
                 rev,
+                provenance: (rev % 2 == 0).then(|| {
+                    Provenance::of(vec![Origin {
+                        source: "agent".into(),
+                        via: Some("mcp".into()),
+                        at: "t".into(),
+                        ..Origin::default()
+                    }])
+                }),
             },
         )
 }

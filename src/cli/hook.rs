@@ -218,6 +218,7 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
     }
     g.session = Some(format!("{}:{session_id}", host.name()));
     g.hold_block = true;
+    g.via = Some("hook");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -65,6 +65,10 @@ pub struct Global {
     /// earlier derivation gave this checkout (its memories move once).
     #[arg(skip)]
     pub previous_namespace: Option<String>,
+    /// How this process reaches memd (provenance): set by `memd mcp` and
+    /// `memd hook`; the CLI otherwise.
+    #[arg(skip)]
+    pub via: Option<&'static str>,
     /// Print exactly one compact JSON value per command
     #[arg(long, global = true)]
     pub json: bool,

@@ -34,6 +34,25 @@ pub fn client_paths(g: &Global) -> Paths {
     p
 }
 
+/// The CLI's way in: `agent-cli` when an agent host runs it (its shell
+/// tool's environment names the host's session), `cli` for a person.
+fn cli_via() -> &'static str {
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    if [
+        "CLAUDECODE",
+        "CLAUDE_CODE_SESSION_ID",
+        "CODEX_THREAD_ID",
+        "GEMINI_SESSION_ID",
+    ]
+    .into_iter()
+    .any(set)
+    {
+        "agent-cli"
+    } else {
+        "cli"
+    }
+}
+
 /// Connects with the global flags, autostarting a daemon when allowed.
 ///
 /// # Errors
@@ -60,6 +79,7 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, Comm
     opts.session = g.session.clone();
     opts.hold_block = g.hold_block;
     opts.previous_namespace = g.previous_namespace.clone();
+    opts.via = g.via.unwrap_or_else(cli_via).into();
     let spec = if autostart_allowed && !g.no_autostart {
         // A daemon started on a config file it refuses would only exit:
         // say why now (a daemon already running keeps the config it read).

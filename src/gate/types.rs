@@ -79,6 +79,7 @@ pub fn blank_row() -> Memory {
         thread_pos: None,
         occurred_at: None,
         turn: None,
+        provenance: None,
     }
 }
 

@@ -21,6 +21,16 @@ pub(super) async fn handle(
     let config = cx.config();
     let mut new = gate::check_add(&req, &session.who, &config.gate_rules(), now)?;
     session.owns_session_rows |= new.row.scope == "session";
+    // Provenance: a person through the CLI or the viewer, an agent
+    // otherwise; the way in and the session.
+    new.row.source = crate::session::source_of(session.via).into();
+    new.row.provenance = Some(memd_proto::Provenance::of(vec![memd_proto::Origin {
+        source: new.row.source.clone(),
+        via: Some(session.via.into()),
+        agent: Some(session.agent().to_string()),
+        session: Some(session.id().to_string()),
+        ..memd_proto::Origin::default()
+    }]));
     let supersedes = req.supersedes;
     // The memory to supersede is looked up even when superseded or archived,
     // so a double supersession is a conflict, not a "not found".

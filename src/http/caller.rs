@@ -30,6 +30,8 @@ pub struct Caller {
     pub session: Option<String>,
     /// `Memd-Agent`.
     pub agent: Option<String>,
+    /// `Memd-Client: viewer`: the viewer, a person's (provenance).
+    pub viewer: bool,
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Result<Option<String>, Problem> {
@@ -66,6 +68,7 @@ impl Caller {
             namespace,
             session: header(headers, "memd-session")?,
             agent: header(headers, "memd-agent")?,
+            viewer: header(headers, "memd-client")?.as_deref() == Some("viewer"),
         };
         if caller.session.is_some() && caller.namespace.is_none() {
             return Err(Problem::bad(
@@ -101,7 +104,11 @@ impl Caller {
         let namespace = self.namespace.clone().unwrap_or_else(|| "default".into());
         let hello = Hello {
             protocol: memd_proto::PROTOCOL_VERSION,
-            client_version: format!("http/{}", env!("CARGO_PKG_VERSION")),
+            client_version: format!(
+                "{}/{}",
+                if self.viewer { "viewer" } else { "http" },
+                env!("CARGO_PKG_VERSION")
+            ),
             agent_id: self.agent.clone().unwrap_or_else(|| DEFAULT_AGENT.into()),
             namespace,
             policy: None,

@@ -76,6 +76,7 @@ fn join_host_session(g: &mut Global, env: impl Fn(&str) -> Option<String>) {
 /// The session opens in the namespace every command gets (see
 /// [`resolve_namespace`]).
 pub fn run(mut g: Global) -> i32 {
+    g.via = Some("mcp");
     resolve_namespace(&mut g, true);
     join_host_session(&mut g, |k| std::env::var(k).ok());
     init_logging_with("warn");

@@ -58,6 +58,27 @@ pub struct Session {
     /// The session wrote session-scope memories: its end is recorded (the
     /// lifecycle archives them a while after it).
     pub owns_session_rows: bool,
+    /// How this connection reaches memd (provenance of what it stores):
+    /// `cli`, `agent-cli`, `mcp`, `hook`, `http`, `viewer` or `client`.
+    pub via: &'static str,
+}
+
+/// The way in a handshake's client version names (`<via>/<version>`).
+pub fn via_of(client_version: &str) -> &'static str {
+    let prefix = client_version.split_once('/').map_or("", |(p, _)| p);
+    ["cli", "agent-cli", "mcp", "hook", "http", "viewer"]
+        .into_iter()
+        .find(|v| *v == prefix)
+        .unwrap_or("client")
+}
+
+/// The source of what a connection that came `via` stores: a person
+/// through the CLI or the viewer, an agent otherwise.
+pub fn source_of(via: &str) -> &'static str {
+    match via {
+        "cli" | "viewer" => "user",
+        _ => "agent",
+    }
 }
 
 /// What a session has seen and shows: its seen generation and its frozen
@@ -233,6 +254,7 @@ impl Session {
                 upload: None,
                 owns_session_rows: false,
                 download: None,
+                via: via_of(&hello.client_version),
             });
         }
         Ok(Session {
@@ -251,6 +273,7 @@ impl Session {
             upload: None,
             owns_session_rows: false,
             download: None,
+            via: via_of(&hello.client_version),
         })
     }
 

@@ -111,6 +111,13 @@ pub fn entry(v: &Value, session_namespace: &str) -> Result<Entry, String> {
         thread_pos: int("thread_pos"),
         occurred_at: text("occurred_at"),
         turn: text("turn"),
+        // Where it came from, as the export said (a malformed one is left
+        // out: the row's own source stands).
+        provenance: obj
+            .get("provenance")
+            .and_then(|p| serde_json::from_value::<memd_proto::Provenance>(p.clone()).ok())
+            .filter(|p| !p.sources.is_empty())
+            .map(|p| memd_proto::Provenance::of(p.sources)),
         ..gate::blank_row()
     };
     Ok(Entry {
@@ -298,6 +305,10 @@ pub fn chunk(
             .execute(params_from_iter(values))?;
         let id = conn.last_insert_rowid();
         super::memories::tags_of_new_row(conn, id, &e.row.tags)?;
+        if let Some(p) = &e.row.provenance {
+            // An export carries where each memory came from.
+            super::memories::set_sources(conn, id, &p.sources)?;
+        }
         ctx.wrote(id);
     }
     Ok(counts)

@@ -22,7 +22,9 @@ pub const COLUMNS: &str = "m.id, m.uid, m.namespace, m.scope, m.scope_owner, m.c
     m.superseded_by, m.superseded_at, m.dedupe_key, m.observation_count, m.confirmed_count, \
     m.last_confirmed_at, m.use_count, m.last_used_at, m.access_score, m.source, m.created_by, \
     m.expires_at, m.created_at, m.updated_at, m.rev, m.changed_generation, m.thread, \
-    m.thread_pos, m.occurred_at, m.turn";
+    m.thread_pos, m.occurred_at, m.turn, \
+    (SELECT json_group_array(json_array(source, via, agent, session, machine, role, at)) \
+        FROM (SELECT * FROM memory_sources s WHERE s.memory_id = m.id ORDER BY n)) AS sources";
 
 /// Maps a row selected with [`COLUMNS`] (starting at column 0).
 ///
@@ -66,7 +68,38 @@ pub fn row_to_memory(row: &Row<'_>) -> rusqlite::Result<Memory> {
         thread_pos: row.get(32)?,
         occurred_at: row.get(33)?,
         turn: row.get(34)?,
+        provenance: Some(provenance(&row.get::<_, String>(35)?)),
     })
+}
+
+/// The provenance of a row from its `memory_sources` as JSON arrays (the
+/// origin first).
+fn provenance(sources: &str) -> memd_proto::Provenance {
+    type Columns = (
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        String,
+    );
+    let rows: Vec<Columns> = serde_json::from_str(sources).unwrap_or_default();
+    memd_proto::Provenance::of(
+        rows.into_iter()
+            .map(
+                |(source, via, agent, session, machine, role, at)| memd_proto::Origin {
+                    source,
+                    via,
+                    agent,
+                    session,
+                    machine,
+                    role,
+                    at,
+                },
+            )
+            .collect(),
+    )
 }
 
 /// Reads a text column that an external writer may have filled with another
@@ -207,6 +240,13 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
         .execute(params_from_iter(&values[..CHOSEN]))?;
     let id = conn.last_insert_rowid();
     tags_of_new_row(conn, id, &m.row.tags)?;
+    if let Some(p) = &m.row.provenance {
+        // What memd knows of the origin beyond the row's own columns (the
+        // insert trigger's row 0), and the sources an exported row had.
+        for (n, origin) in p.sources.iter().enumerate() {
+            write_source(conn, id, n, origin)?;
+        }
+    }
     match &m.sketch {
         Some(sketch) => store_sketch(conn, id, sketch)?,
         // A captured turn is never a merge target: no sketch.
@@ -391,12 +431,93 @@ pub fn sketch_candidates(
 ///
 /// # Errors
 /// SQLite errors.
-pub fn merge_into(conn: &Connection, id: i64, tags: &[String]) -> Result<(), StoreError> {
+pub fn merge_into(conn: &Connection, id: i64, new: &Memory) -> Result<(), StoreError> {
     conn.prepare_cached(
         "UPDATE memories SET observation_count = observation_count + 1 WHERE id = ?1",
     )?
     .execute([id])?;
-    tag_edit(conn, id, true, |conn| add_tags(conn, id, tags))
+    // The merged add is one more source of the row (its trust is the
+    // lowest of them).
+    let origin = new
+        .provenance
+        .as_ref()
+        .and_then(|p| p.sources.first().cloned())
+        .unwrap_or_else(|| memd_proto::Origin {
+            source: new.source.clone(),
+            agent: new.created_by.clone(),
+            at: new.created_at.clone(),
+            ..memd_proto::Origin::default()
+        });
+    let n: i64 = conn
+        .prepare_cached("SELECT coalesce(max(n) + 1, 0) FROM memory_sources WHERE memory_id = ?1")?
+        .query_row([id], |r| r.get(0))?;
+    write_source(conn, id, usize::try_from(n).unwrap_or(0), &origin)?;
+    tag_edit(conn, id, true, |conn| add_tags(conn, id, &new.tags))
+}
+
+/// Makes `sources` (origin first) row `id`'s sources, replacing what it
+/// held (an imported row).
+///
+/// # Errors
+/// SQLite errors.
+pub fn set_sources(
+    conn: &Connection,
+    id: i64,
+    sources: &[memd_proto::Origin],
+) -> Result<(), StoreError> {
+    if sources.is_empty() {
+        return Ok(());
+    }
+    conn.prepare_cached("DELETE FROM memory_sources WHERE memory_id = ?1")?
+        .execute([id])?;
+    for (n, o) in sources.iter().enumerate() {
+        write_source(conn, id, n, o)?;
+    }
+    Ok(())
+}
+
+/// Records the sources of `sources` (origin first) that row `id` does not
+/// hold yet (a merge's added one).
+///
+/// # Errors
+/// SQLite errors.
+pub fn add_sources(
+    conn: &Connection,
+    id: i64,
+    sources: &[memd_proto::Origin],
+) -> Result<(), StoreError> {
+    let held: i64 = conn
+        .prepare_cached("SELECT count(*) FROM memory_sources WHERE memory_id = ?1")?
+        .query_row([id], |r| r.get(0))?;
+    let held = usize::try_from(held).unwrap_or(0);
+    for (n, o) in sources.iter().enumerate().skip(held.max(1)) {
+        write_source(conn, id, n, o)?;
+    }
+    Ok(())
+}
+
+/// Records source `n` of row `id` (0: its origin).
+///
+/// # Errors
+/// SQLite errors.
+pub fn write_source(
+    conn: &Connection,
+    id: i64,
+    n: usize,
+    o: &memd_proto::Origin,
+) -> Result<(), StoreError> {
+    let n = i64::try_from(n).unwrap_or(i64::MAX);
+    conn.prepare_cached(
+        "INSERT OR REPLACE INTO memory_sources \
+         (memory_id, n, source, via, agent, session, machine, role, at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, \
+         coalesce(nullif(?9, ''), (SELECT created_at FROM memories WHERE id = ?1), \
+             strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))",
+    )?
+    .execute(rusqlite::params![
+        id, n, o.source, o.via, o.agent, o.session, o.machine, o.role, o.at
+    ])?;
+    Ok(())
 }
 
 /// Runs `f`, which changes the tags of row `id`, as one change of the row

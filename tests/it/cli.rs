@@ -38,7 +38,7 @@ fn add_get_search_update_forget_round_trip_json() {
     assert_eq!(m["metadata"]["port"], 5432);
     assert_eq!(m["rev"], 1);
     assert_eq!(m["scope"], "project");
-    assert_eq!(m["source"], "agent");
+    assert_eq!(m["source"], "user", "a person at the CLI");
     // Every memory has the one shape: SQL columns plus tags.
     for key in [
         "id",

@@ -37,6 +37,7 @@ mod named_sessions;
 mod peer;
 mod portability;
 mod project_namespace;
+mod provenance;
 mod purge;
 mod python;
 mod search;

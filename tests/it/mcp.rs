@@ -132,6 +132,13 @@ async fn rmcp_client_uses_every_tool_resource_and_prompt() {
     assert_eq!(hits["hits"][0]["id"], id);
     let got = ok(&s, "memory_get", json!({"id": id})).await;
     assert_eq!(got["memory"]["metadata"], json!({"cores": 2}));
+    // An agent's, through MCP.
+    let origin = &got["memory"]["provenance"]["sources"][0];
+    assert_eq!(
+        (origin["source"].as_str(), origin["via"].as_str()),
+        (Some("agent"), Some("mcp")),
+        "{got}"
+    );
     let listed = ok(&s, "memory_list", json!({"category": "fact", "limit": 5})).await;
     assert_eq!(listed["count"], 1);
     let upd = ok(

@@ -122,6 +122,27 @@ fn people_see_and_change_exactly_what_their_grants_allow() {
         pg.psql("SELECT changed_role FROM memd.memories WHERE namespace = 'team-web'"),
         "bob"
     );
+    // Provenance, in one shape on both machines: bob's own says how it
+    // came; carol's says whose machine and role it came from.
+    let (v, _) = carol.json(&["--namespace", "team-web", "list"]);
+    let o = &v["memories"][0]["provenance"]["sources"][0];
+    assert_eq!(
+        (
+            o["source"].as_str(),
+            o["via"].as_str(),
+            o["machine"].as_str(),
+            o["role"].as_str()
+        ),
+        (Some("user"), Some("team"), Some("bob-laptop"), Some("bob")),
+        "{v}"
+    );
+    let (v, _) = bob.json(&["--namespace", "team-web", "list"]);
+    let o = &v["memories"][0]["provenance"]["sources"][0];
+    assert_eq!(
+        (o["via"].as_str(), o["machine"].as_str(), o["role"].as_str()),
+        (Some("cli"), None, Some("bob")),
+        "{v}"
+    );
 
     // A write without the right: forbidden, exit 7, nothing anywhere.
     let (v, code) = carol.json(&["--namespace", "team-web", "add", "carol's guess"]);
@@ -566,6 +587,31 @@ fn in_a_reviewed_namespace_writers_propose_and_reviewers_decide() {
     assert_eq!(queue[0]["proposed_by"], "bob", "{v}");
     assert_eq!(queue[0]["machine"], "bob-laptop", "{v}");
     assert_eq!(queue[1]["current"], "staging runs on pg-12", "{v}");
+
+    // The viewer's team page shows the queue: carol's all three, dave's
+    // none.
+    let page = crate::common::http::get(&carol.socket(), "/team", &[]);
+    let html = String::from_utf8_lossy(&page.body).into_owned();
+    assert!(
+        html.contains("Review is required in <code>team-web</code>"),
+        "{html}"
+    );
+    assert!(html.contains("the cache is redis 7"), "{html}");
+    assert!(html.contains("<del>staging runs on pg-12</del>"), "{html}");
+    let page = crate::common::http::get(&dave.socket(), "/team", &[]);
+    let html = String::from_utf8_lossy(&page.body).into_owned();
+    assert!(!html.contains("redis"), "{html}");
+    if let Some((chromium, driver)) = crate::common::webdriver::tools() {
+        let (address, token) = super::viewer::open(&carol, false);
+        let browser = crate::common::webdriver::Browser::start(&chromium, &driver, &[]);
+        browser.go(&format!("http://{address}/team?token={token}"));
+        let rows = browser.find_all("table.table tbody tr");
+        assert_eq!(rows.len(), 4, "the open proposals");
+        browser.screenshot(
+            &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("target/viewer-screenshots/team-review.png"),
+        );
+    }
 
     // Only a reviewer decides.
     let (v, code) = team_as(&pg, "bob", &["review", "approve", &added]);

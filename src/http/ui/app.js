@@ -153,7 +153,7 @@
   }
 
   async function change(method, body) {
-    const headers = { "If-Match": `"${edit.dataset.rev}"` };
+    const headers = { "If-Match": `"${edit.dataset.rev}"`, "Memd-Client": "viewer" };
     if (body) headers["Content-Type"] = "application/json";
     const r = await fetch(`/v1/memories/${edit.dataset.id}`, {
       method, headers, body: body ? JSON.stringify(body) : undefined,
@@ -200,7 +200,7 @@
       $("#result").textContent = "Purging…";
       const r = await fetch("/v1/purge", {
         method: "POST",
-        headers: { "Content-Type": "application/json" },
+        headers: { "Content-Type": "application/json", "Memd-Client": "viewer" },
         body: JSON.stringify({ id: Number(edit.dataset.id), confirm: true }),
       });
       const doc = await r.json().catch(() => ({}));

@@ -637,7 +637,30 @@ pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpRespo
         field("confidence", &format!("{:.2}", m.confidence)),
         field("pinned", if m.pinned { "yes" } else { "no" }),
         field("status", &esc(&m.status)),
-        field("source", &esc(&m.source)),
+        field(
+            "from",
+            &m.provenance.as_ref().map_or_else(
+                || esc(&m.source),
+                |p| {
+                    p.sources
+                        .iter()
+                        .enumerate()
+                        .map(|(i, o)| {
+                            let line = esc(&crate::commands::output::origin_line(o));
+                            if i == 0 {
+                                line
+                            } else {
+                                format!("<br>merged: {line}")
+                            }
+                        })
+                        .collect::<String>()
+                },
+            ),
+        ),
+        field(
+            "trust",
+            &esc(m.provenance.as_ref().map_or("?", |p| p.trust.as_str())),
+        ),
         field("created by", &opt(m.created_by.as_deref())),
         field("created", &when(&m.created_at)),
         field("changed", &when(&m.updated_at)),
@@ -938,8 +961,7 @@ pub async fn team(State(app): State<App>) -> HttpResponse {
             other => esc(&other.to_string()),
         };
         format!(
-            "<h1>Team</h1><dl class=\"fields\">{}{}{}{}{}{}{}{}{}</dl>\
-             <p class=\"hint\">Proposals waiting for review are not built yet.</p>",
+            "<h1>Team</h1><dl class=\"fields\">{}{}{}{}{}{}{}{}{}</dl>{}",
             field("server", &v("url")),
             field("this machine", &v("machine")),
             field("shared namespaces", &v("namespaces")),
@@ -954,7 +976,78 @@ pub async fn team(State(app): State<App>) -> HttpResponse {
                     .map_or_else(|| v("last_pull_at"), when)
             ),
             field("last error", &v("last_error")),
+            review_section(&app).await,
         )
     };
     html(frame("Team", Tab::Team, &body))
+}
+
+/// The team page's review queue: the namespaces that require review and
+/// the open proposals this machine's role may see (decided with `memd team
+/// review approve|reject`).
+async fn review_section(app: &App) -> String {
+    let Some(team) = app.shared.store.team() else {
+        return String::new();
+    };
+    let queue = match team.review_queue().await {
+        Ok(q) => q,
+        Err(e) => {
+            return format!(
+                "<h2>Review</h2><p class=\"summary\">The review queue could not be read: {}</p>",
+                esc(&e.to_string())
+            );
+        }
+    };
+    let required = if queue.required.is_empty() {
+        "No namespace requires review.".to_string()
+    } else {
+        format!(
+            "Review is required in {}.",
+            queue
+                .required
+                .iter()
+                .map(|g| format!("<code>{}</code>", esc(g)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let n = queue.proposals.len();
+    let mut out = format!(
+        "<h2>Review</h2><p class=\"summary\">{required} {n} open proposal{} that role \
+         <code>{}</code> may see.</p>",
+        if n == 1 { "" } else { "s" },
+        esc(&queue.role),
+    );
+    if queue.proposals.is_empty() {
+        return out;
+    }
+    out.push_str(
+        "<table class=\"table\"><thead><tr><th>#</th><th>what</th><th>namespace</th>\
+         <th>proposed by</th><th>when</th><th>text</th></tr></thead><tbody>",
+    );
+    for p in &queue.proposals {
+        let by = match (&p.machine, &p.agent) {
+            (Some(m), Some(a)) => format!("{} ({m}, {a})", p.proposed_by),
+            (Some(m), None) => format!("{} ({m})", p.proposed_by),
+            _ => p.proposed_by.clone(),
+        };
+        let text = match &p.current {
+            Some(now) => format!("<del>{}</del><br><ins>{}</ins>", esc(now), esc(&p.content)),
+            None if p.action == "forget" => format!("<del>{}</del>", esc(&p.content)),
+            None => esc(&p.content),
+        };
+        out.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{text}</td></tr>",
+            p.id,
+            esc(&p.action),
+            esc(&p.namespace),
+            esc(&by),
+            when(&p.proposed_at),
+        ));
+    }
+    out.push_str(
+        "</tbody></table><p class=\"hint\">A reviewer decides with <code>memd team review \
+         approve ID</code> or <code>memd team review reject ID --reason …</code>.</p>",
+    );
+    out
 }

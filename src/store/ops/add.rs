@@ -96,7 +96,7 @@ impl Store {
             if dedup && let Some(id) = memories::find_duplicate(ctx.conn, new, now)? {
                 // A merge changes that row: it is checked like an update.
                 ctx.check_row(id, None)?;
-                memories::merge_into(ctx.conn, id, &new.row.tags)?;
+                memories::merge_into(ctx.conn, id, &new.row)?;
                 result.id = Some(id);
                 result.deduped = true;
                 result.reason = Some("duplicate".into());
@@ -115,7 +115,7 @@ impl Store {
                 match placement {
                     Placement::Merge(id) => {
                         ctx.check_row(id, None)?;
-                        memories::merge_into(ctx.conn, id, &new.row.tags)?;
+                        memories::merge_into(ctx.conn, id, &new.row)?;
                         result.id = Some(id);
                         result.merged_into = Some(id);
                         result.reason = Some("near_duplicate".into());

@@ -257,17 +257,39 @@ impl Store {
             rows = committed.rows.len(),
             "team memory: PostgreSQL committed a shared write; applying it here"
         );
+        // Where the rows came from as the job left them (the way in, the
+        // session, a merge's added source): the job knew it, PostgreSQL's
+        // row does not.
+        let origins: HashMap<i64, Vec<memd_proto::Origin>> = plan
+            .changes
+            .iter()
+            .filter_map(|c| {
+                let p = c.after.as_ref()?.provenance.as_ref()?;
+                Some((c.id, p.sources.clone()))
+            })
+            .collect();
         let committed = std::sync::Arc::new(committed);
         let uids = std::sync::Arc::new(uids);
+        let origins = std::sync::Arc::new(origins);
+        let own = self.wing.machine().to_string();
         let mut failure = None;
         for _ in 0..2 {
             let (value, committed, uids) = (value.clone(), committed.clone(), uids.clone());
+            let (origins, own) = (origins.clone(), own.clone());
             let applied = self
                 .writer
                 .call(author.clone(), move |ctx| {
                     let mut t = Translation::default();
                     for (old, row) in &committed.rows {
                         let outcome = team::apply::apply(ctx.conn, row, false)?;
+                        let job = old.and_then(|o| origins.get(&o));
+                        if let team::apply::Outcome::Inserted(id) = outcome {
+                            let first = job.and_then(|s| s.first());
+                            team::apply::record_origin(ctx.conn, id, row, &own, first)?;
+                        }
+                        if let (Some(id), Some(sources)) = (outcome.id(), job) {
+                            crate::store::memories::add_sources(ctx.conn, id, sources)?;
+                        }
                         if let Some(id) = outcome.id() {
                             ctx.wrote(id);
                             if let Some(old) = old {
@@ -328,6 +350,9 @@ impl Store {
                 let mut lost = Vec::new();
                 for row in &rows {
                     let outcome = team::apply::apply_keeping(ctx.conn, row, force, &mut lost)?;
+                    if let team::apply::Outcome::Inserted(id) = outcome {
+                        team::apply::record_origin(ctx.conn, id, row, &own, None)?;
+                    }
                     if outcome.edited()
                         && let Some(id) = outcome.id()
                     {

@@ -110,6 +110,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "the purge log: which memory was erased, when, by whom (never its text)",
         sql: include_str!("v16.sql"),
     },
+    Migration {
+        version: 17,
+        name: "provenance: where each memory came from, and every source a merge added",
+        sql: include_str!("v17.sql"),
+    },
 ];
 
 /// The schema version this binary produces.

@@ -372,6 +372,47 @@ pub fn link(conn: &Connection, row: &TeamRow) -> Result<(), StoreError> {
 ///
 /// # Errors
 /// SQLite errors.
+/// Records where a row this machine just inserted from PostgreSQL came
+/// from (its provenance's origin): the machine and role PostgreSQL names
+/// (none for this machine's own), and `job`'s way in when this machine's
+/// session wrote it.
+///
+/// # Errors
+/// SQLite errors.
+pub fn record_origin(
+    conn: &Connection,
+    id: i64,
+    row: &TeamRow,
+    own: &str,
+    job: Option<&memd_proto::Origin>,
+) -> Result<(), StoreError> {
+    // PostgreSQL names who made the row's last change: the creator while
+    // the row is at its first version.
+    let first = row.rev <= 1;
+    let machine = row.author.machine.clone().filter(|m| m != own && first);
+    let via = match (job, &machine) {
+        (Some(j), _) => j.via.clone(),
+        (None, Some(_)) => Some("team".to_string()),
+        (None, None) if !first => Some("team".to_string()),
+        (None, None) => None,
+    };
+    let origin = memd_proto::Origin {
+        source: row.source.clone(),
+        via,
+        agent: row
+            .author
+            .agent
+            .clone()
+            .filter(|_| first)
+            .or_else(|| row.created_by.clone()),
+        session: row.author.session.clone().filter(|_| first),
+        machine,
+        role: row.author.role.clone().filter(|_| first),
+        at: row.created_at.clone(),
+    };
+    memories::write_source(conn, id, 0, &origin)
+}
+
 pub fn record_author(
     conn: &Connection,
     id: i64,

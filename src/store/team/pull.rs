@@ -103,7 +103,7 @@ pub async fn page(client: &Client, after: i64, patterns: &[String]) -> Result<Pa
     let mut all = client.query(&sql, &params).await.map_err(|e| fail(&e))?;
     let head: i64 = all
         .pop()
-        .and_then(|r| r.get::<_, Option<i64>>(35))
+        .and_then(|r| r.get::<_, Option<i64>>(super::row::COLUMN_COUNT))
         .ok_or_else(|| TeamError::Unavailable("the page had no head".into()))?;
     let rows = all
         .iter()
@@ -129,7 +129,7 @@ const NULLS: &str = "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
     NULL::text, NULL::text[], NULL::text, NULL::text, NULL::text, NULL::integer, \
     NULL::integer, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, \
     NULL::text, NULL::bigint, NULL::text, NULL::bigint, NULL::boolean, NULL::bigint, \
-    NULL::text, NULL::text, NULL::text, NULL::text";
+    NULL::text, NULL::text, NULL::text, NULL::text, NULL::text";
 
 /// Whether PostgreSQL still holds the history this machine applied: the
 /// same database, a head not below what was applied, and the last row
@@ -259,6 +259,9 @@ impl Store {
                 let mut applied = Applied::default();
                 for row in &rows {
                     let outcome = apply::apply_keeping(ctx.conn, row, force, &mut applied.lost)?;
+                    if let Outcome::Inserted(id) = outcome {
+                        apply::record_origin(ctx.conn, id, row, &own, None)?;
+                    }
                     match outcome {
                         Outcome::Deleted => applied.deleted += 1,
                         Outcome::Inserted(_) | Outcome::Updated(_) => applied.changed += 1,
@@ -434,5 +437,18 @@ impl Store {
             })
             .await?;
         Ok(read.value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_heads_nulls_match_the_row_columns() {
+        let count = |s: &str| s.split(',').count();
+        assert_eq!(count(super::NULLS), super::super::row::COLUMN_COUNT);
+        assert_eq!(
+            count(super::super::row::COLUMNS),
+            super::super::row::COLUMN_COUNT
+        );
     }
 }

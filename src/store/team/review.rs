@@ -135,27 +135,47 @@ pub async fn queue(
 ) -> Result<Queue, TeamError> {
     bounded(timeout, async {
         let link = connect(target, timeout).await?;
-        let client = &link.client;
-        let role: String = client
-            .query_one("SELECT current_user::text", &[])
-            .await
-            .map_err(|e| fail(&e))?
-            .get(0);
-        let required = client
-            .query("SELECT glob FROM memd.reviewed ORDER BY glob", &[])
-            .await
-            .map_err(|e| fail(&e))?
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        let proposals = proposals(client, all).await?;
-        Ok(Queue {
-            role,
-            required,
-            proposals,
-        })
+        queue_on(&link.client, all).await
     })
     .await
+}
+
+/// [`queue`] on a connection this process holds (the daemon's, for the
+/// viewer).
+///
+/// # Errors
+/// [`TeamError::Unavailable`].
+pub async fn queue_on(client: &Client, all: bool) -> Result<Queue, TeamError> {
+    let role: String = client
+        .query_one("SELECT current_user::text", &[])
+        .await
+        .map_err(|e| fail(&e))?
+        .get(0);
+    let required = client
+        .query("SELECT glob FROM memd.reviewed ORDER BY glob", &[])
+        .await
+        .map_err(|e| fail(&e))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let proposals = proposals(client, all).await?;
+    Ok(Queue {
+        role,
+        required,
+        proposals,
+    })
+}
+
+impl super::Team {
+    /// The review queue as this daemon's role sees it (the viewer's team
+    /// page).
+    ///
+    /// # Errors
+    /// [`TeamError`] when PostgreSQL cannot be asked.
+    pub async fn review_queue(&self) -> Result<Queue, TeamError> {
+        self.with_writer(async |link| self.bounded(queue_on(&link.client, false)).await)
+            .await
+    }
 }
 
 const UTC: &str = "'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'";

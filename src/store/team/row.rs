@@ -15,6 +15,8 @@ pub struct RemoteAuthor {
     pub agent: Option<String>,
     /// The session (a session's writes only).
     pub session: Option<String>,
+    /// The PostgreSQL role that made it (`session_user`).
+    pub role: Option<String>,
 }
 
 impl RemoteAuthor {
@@ -63,7 +65,12 @@ pub const COLUMNS: &str = "uid, namespace, scope, scope_owner, content, subject,
     tier, importance, confidence, pinned, status, metadata, tags, superseded_by_uid, \
     superseded_at, dedupe_key, observation_count, confirmed_count, last_confirmed_at, source, \
     created_by, expires_at, created_at, updated_at, thread, thread_pos, occurred_at, rev, \
-    deleted, changed_seq, changed_kind, changed_machine, changed_agent, changed_session";
+    deleted, changed_seq, changed_kind, changed_machine, changed_agent, changed_session, \
+    changed_role";
+
+/// How many columns [`COLUMNS`] names (a query may select more after
+/// them).
+pub const COLUMN_COUNT: usize = 36;
 
 impl TeamRow {
     /// Reads a row selected with [`COLUMNS`].
@@ -111,6 +118,7 @@ impl TeamRow {
                 machine: r.try_get(32)?,
                 agent: r.try_get(33)?,
                 session: r.try_get(34)?,
+                role: r.try_get(35)?,
             },
         })
     }

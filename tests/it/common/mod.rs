@@ -66,6 +66,16 @@ pub fn memd_command(home: &Path) -> Command {
         .env("XDG_CONFIG_HOME", home.join("xdg-config"))
         .env("XDG_RUNTIME_DIR", home.join("xdg-run"))
         .env_remove("NOTIFY_SOCKET");
+    // Not run by an agent host (the CLI would say its memories are an
+    // agent's).
+    for var in [
+        "CLAUDECODE",
+        "CLAUDE_CODE_SESSION_ID",
+        "CODEX_THREAD_ID",
+        "GEMINI_SESSION_ID",
+    ] {
+        cmd.env_remove(var);
+    }
     cmd
 }
 
@@ -276,6 +286,16 @@ impl Daemon {
     /// Runs the CLI against this daemon (never autostarting).
     pub fn cli(&self, args: &[&str]) -> CliOut {
         self.cli_stdin(args, None)
+    }
+
+    /// The CLI against this daemon, to add arguments and environment to.
+    pub fn cmd(&self) -> Command {
+        let mut cmd = memd_command(self.dir.path());
+        cmd.arg("--data-dir")
+            .arg(self.data_dir())
+            .arg("--no-autostart")
+            .stdin(Stdio::null());
+        cmd
     }
 
     /// Runs the CLI with bytes on stdin.

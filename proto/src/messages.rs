@@ -1274,6 +1274,33 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// The source on one line: `agent via mcp (claude-code, session …) on
+    /// bob-laptop as role bob at …`.
+    pub fn line(&self) -> String {
+        let mut s = self.source.clone();
+        if let Some(via) = &self.via {
+            s.push_str(&format!(" via {via}"));
+        }
+        let who: Vec<String> = [
+            self.agent.clone(),
+            self.session.as_ref().map(|x| format!("session {x}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !who.is_empty() {
+            s.push_str(&format!(" ({})", who.join(", ")));
+        }
+        if let Some(m) = &self.machine {
+            s.push_str(&format!(" on {m}"));
+        }
+        if let Some(r) = &self.role {
+            s.push_str(&format!(" as role {r}"));
+        }
+        s.push_str(&format!(" at {}", self.at));
+        s
+    }
+
     /// How far a source is trusted: 3 a person, 2 an agent, an import or
     /// memd, 1 another tool or a captured turn.
     pub fn trust_rank(&self) -> u8 {

@@ -95,39 +95,12 @@ pub fn memory_detail(m: &Memory) -> String {
     if let Some(p) = &m.provenance {
         for (i, o) in p.sources.iter().enumerate() {
             let key = if i == 0 { "from" } else { "merged" };
-            field(key, origin_line(o));
+            field(key, o.line());
         }
         field("trust", p.trust.clone());
     }
     field("uid", m.uid.clone());
     out.trim_end().to_string()
-}
-
-/// One source of a memory on one line: `agent via mcp (claude-code,
-/// session …) on bob-laptop as role bob at …`.
-pub fn origin_line(o: &memd_client::proto::Origin) -> String {
-    let mut s = o.source.clone();
-    if let Some(via) = &o.via {
-        s.push_str(&format!(" via {via}"));
-    }
-    let who: Vec<String> = [
-        o.agent.clone(),
-        o.session.as_ref().map(|x| format!("session {x}")),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    if !who.is_empty() {
-        s.push_str(&format!(" ({})", who.join(", ")));
-    }
-    if let Some(m) = &o.machine {
-        s.push_str(&format!(" on {m}"));
-    }
-    if let Some(r) = &o.role {
-        s.push_str(&format!(" as role {r}"));
-    }
-    s.push_str(&format!(" at {}", o.at));
-    s
 }
 
 /// `add`.

@@ -152,15 +152,33 @@ async fn no_update_is_lost_across_machines() {
         .output()
         .unwrap();
     assert!(out.status.success());
+    // With grants in place: each machine its own login role with write on
+    // the namespaces (none above row-level security), and a watcher that
+    // may only read.
+    for m in 0..MACHINES {
+        pg.psql(&format!(
+            "CREATE ROLE m{m} LOGIN; \
+             INSERT INTO memd.grants (role, glob, access) VALUES ('m{m}', 'team-*', 'write')"
+        ));
+    }
+    pg.psql(
+        "CREATE ROLE watcher LOGIN; \
+         INSERT INTO memd.grants (role, glob, access) VALUES ('watcher', 'team-*', 'read')",
+    );
+    let as_role = |role: &str| pg.url().replace("user=postgres", &format!("user={role}"));
     let machines: Vec<Daemon> = (0..MACHINES)
         .map(|m| {
             Daemon::with_config(&format!(
                 "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"m{m}\"\n\
                  [drift]\nread_set_rows = 64\n",
-                pg.url()
+                as_role(&format!("m{m}"))
             ))
         })
         .collect();
+    let watcher = Daemon::with_config(&format!(
+        "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"watcher\"\n",
+        as_role("watcher")
+    ));
     // Seed the hot rows on the first machine; every machine gets them.
     let mut seed = Client::connect(opts(&machines[0])).await.unwrap();
     let mut uids = Vec::new();
@@ -230,11 +248,20 @@ async fn no_update_is_lost_across_machines() {
 
     // Every machine converges to PostgreSQL's rows.
     let want = pg_rows(&pg);
-    for d in &machines {
+    for d in machines.iter().chain([&watcher]) {
         Pg::wait_for(Duration::from_secs(20), "a machine to converge", || {
             local_rows(d) == want
         });
     }
+    // PostgreSQL names each writer's own role on what it wrote.
+    assert_eq!(
+        pg.psql(
+            "SELECT count(*) FROM memd.memories \
+             WHERE changed_role IS DISTINCT FROM changed_machine"
+        ),
+        "0",
+        "every row's role is its machine's"
+    );
     assert_eq!(
         want.len(),
         HOT + all.appends as usize,

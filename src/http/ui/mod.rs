@@ -646,7 +646,7 @@ pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpRespo
                         .iter()
                         .enumerate()
                         .map(|(i, o)| {
-                            let line = esc(&crate::commands::output::origin_line(o));
+                            let line = esc(&o.line());
                             if i == 0 {
                                 line
                             } else {

@@ -96,8 +96,6 @@ impl Store {
     ) -> Result<Written<Memory>, StoreError> {
         self.guarded(guard, move |ctx, _| {
             memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
-            // Not an edit, but its counts are shared.
-            ctx.touch(id)?;
             memories::confirm(ctx.conn, id, &crate::clock::now())?;
             memories::fetch(ctx.conn, id)?.ok_or(StoreError::NotFound(id))
         })

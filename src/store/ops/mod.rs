@@ -101,7 +101,7 @@ impl Store {
             let step = self
                 .writer
                 .call(author.clone(), move |ctx| {
-                    ctx.capture();
+                    ctx.capture()?;
                     let notice = ctx.guard(job_guard)?;
                     let value = job_f(ctx, notice)?;
                     match team_plan(ctx, &job_team)? {
@@ -723,6 +723,45 @@ mod tests {
         }
         assert_eq!(team.calls.load(Ordering::Relaxed), 0);
         assert_eq!(rows(&store).await, 0);
+    }
+
+    #[tokio::test]
+    async fn a_change_no_store_function_reported_is_still_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = store(&dir, Wing::None);
+        add(
+            &store,
+            "team",
+            "the deploy runs at noon",
+            DriftPolicy::Off,
+            None,
+        )
+        .await
+        .unwrap();
+        let team = Failing::new("team", unavailable);
+        store.set_wing(Wing::Failing(team.clone()));
+        // A job that changes a shared row by hand, telling the context
+        // nothing: the database records the change, the team is asked,
+        // its refusal rolls the change back.
+        let guard = Guard {
+            policy: DriftPolicy::Off,
+            seen: 0,
+            kind: WriteKind::Destructive,
+            who: Arc::new(who("team")),
+            reads: Arc::new(Mutex::new(ReadSet::new(0, 64))),
+        };
+        let err = store
+            .guarded(guard, |ctx, _| {
+                ctx.conn
+                    .execute("UPDATE memories SET content = 'changed by hand'", [])?;
+                Ok(())
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::TeamUnavailable(_)), "{err:?}");
+        assert_eq!(team.calls.load(Ordering::Relaxed), 1);
+        let (all, _) = store.all_rows().await.unwrap();
+        assert_eq!(all[0].content, "the deploy runs at noon");
     }
 
     #[tokio::test]

@@ -33,30 +33,6 @@ pub struct Before {
     pub local: bool,
 }
 
-/// The state of row `id` before a change, if it exists.
-///
-/// # Errors
-/// SQLite errors.
-pub fn before(conn: &Connection, id: i64) -> Result<Option<Before>, StoreError> {
-    Ok(conn
-        .prepare_cached(
-            "SELECT uid, namespace, team_rev, rev, observation_count, confirmed_count, \
-             scope = 'session' OR source = 'capture' FROM memories WHERE id = ?1",
-        )?
-        .query_row([id], |r| {
-            Ok(Before {
-                uid: r.get(0)?,
-                namespace: r.get(1)?,
-                team_rev: r.get(2)?,
-                rev: r.get(3)?,
-                observation_count: r.get(4)?,
-                confirmed_count: r.get(5)?,
-                local: r.get(6)?,
-            })
-        })
-        .optional()?)
-}
-
 /// Row `id` as PostgreSQL would hold it (its supersession by uid), with its
 /// local rev; `None` when it is gone.
 ///

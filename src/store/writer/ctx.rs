@@ -19,6 +19,43 @@ use crate::store::team::{self, apply::Before};
 use crate::store::{Generations, StoreError, memories, read_generation};
 use crate::sync;
 
+/// The write connection's record of the rows a job changes (team memory):
+/// temporary triggers on `memories`, armed by a row in `job_capture`,
+/// keep each row's state before the job's first change of it (a row the
+/// job inserted: `created`). Temporary objects live in the connection, not
+/// in the database file; a job's rollback takes its records with it.
+const CAPTURE: &str = "
+CREATE TEMP TABLE IF NOT EXISTS job_capture (armed INTEGER);
+CREATE TEMP TABLE IF NOT EXISTS job_rows (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id INTEGER NOT NULL UNIQUE,
+    created INTEGER NOT NULL,
+    uid TEXT, namespace TEXT, team_rev INTEGER, rev INTEGER,
+    observation_count INTEGER, confirmed_count INTEGER, local INTEGER
+);
+CREATE TEMP TRIGGER IF NOT EXISTS job_rows_bu BEFORE UPDATE ON main.memories
+WHEN EXISTS (SELECT 1 FROM temp.job_capture)
+BEGIN
+    INSERT OR IGNORE INTO temp.job_rows (id, created, uid, namespace, team_rev, rev,
+        observation_count, confirmed_count, local)
+    VALUES (OLD.id, 0, OLD.uid, OLD.namespace, OLD.team_rev, OLD.rev, OLD.observation_count,
+        OLD.confirmed_count, OLD.scope = 'session' OR OLD.source = 'capture');
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS job_rows_bd BEFORE DELETE ON main.memories
+WHEN EXISTS (SELECT 1 FROM temp.job_capture)
+BEGIN
+    INSERT OR IGNORE INTO temp.job_rows (id, created, uid, namespace, team_rev, rev,
+        observation_count, confirmed_count, local)
+    VALUES (OLD.id, 0, OLD.uid, OLD.namespace, OLD.team_rev, OLD.rev, OLD.observation_count,
+        OLD.confirmed_count, OLD.scope = 'session' OR OLD.source = 'capture');
+END;
+CREATE TEMP TRIGGER IF NOT EXISTS job_rows_ai AFTER INSERT ON main.memories
+WHEN EXISTS (SELECT 1 FROM temp.job_capture)
+BEGIN
+    INSERT OR IGNORE INTO temp.job_rows (id, created) VALUES (NEW.id, 1);
+END;
+";
+
 /// Rows named in the message of a refusal on the whole view.
 pub(super) const CHANGES_NAMED: usize = 3;
 
@@ -52,9 +89,10 @@ pub struct WriteCtx<'a> {
     wrote: Vec<i64>,
     /// The generation when the job started.
     start: u64,
-    /// The rows the job changes, as they were before (team memory: what a
-    /// write-through compares and sets); `None` unless asked for.
-    capture: Option<Vec<(i64, Option<Before>)>>,
+    /// The rows the job changes are recorded by the database itself
+    /// (team memory: what a write-through compares and sets; see
+    /// [`WriteCtx::capture`]).
+    capture: bool,
     /// The job asks for its savepoint to be rolled back even though it
     /// succeeded (a write that goes through PostgreSQL first).
     discard: bool,
@@ -82,7 +120,7 @@ impl<'a> WriteCtx<'a> {
             log,
             guard: None,
             wrote: Vec::new(),
-            capture: None,
+            capture: false,
             discard: false,
             resurrect: false,
             proposable: false,
@@ -171,7 +209,6 @@ impl WriteCtx<'_> {
     /// [`StoreError::Conflict`] for an `expect_rev` mismatch,
     /// [`StoreError::Drift`] for a row-rule refusal, SQLite errors.
     pub fn check_row(&mut self, id: i64, expect_rev: Option<i64>) -> Result<(), StoreError> {
-        self.touch(id)?;
         self.wrote.push(id);
         let Some((rev_now, changed_generation)) = memories::change_mark(self.conn, id)? else {
             return Ok(());
@@ -256,48 +293,68 @@ impl WriteCtx<'_> {
     /// Remembers that this job wrote row `id` (a row it created): the
     /// session's read set gets the row's rev after the commit.
     pub fn wrote(&mut self, id: i64) {
-        if let Some(capture) = &mut self.capture
-            && !capture.iter().any(|(seen, _)| *seen == id)
-        {
-            // A row the job created: nothing before it.
-            capture.push((id, None));
-        }
         self.wrote.push(id);
     }
 
-    /// Records row `id` as it is now, before the job changes it, when the
-    /// rows a job changes are captured (see [`WriteCtx::capture`]).
+    /// From now on, every row of `memories` the job inserts, updates or
+    /// deletes is recorded by the database — as it was before the job's
+    /// first change of it — whatever store function changed it (temporary
+    /// triggers of the write connection, [`CAPTURE`]): no change of a
+    /// shared row can miss its write-through.
     ///
     /// # Errors
     /// SQLite errors.
-    pub(in crate::store) fn touch(&mut self, id: i64) -> Result<(), StoreError> {
-        if let Some(capture) = &self.capture
-            && !capture.iter().any(|(seen, _)| *seen == id)
-        {
-            let before = team::apply::before(self.conn, id)?;
-            if let Some(capture) = &mut self.capture {
-                capture.push((id, before));
-            }
-        }
+    pub(in crate::store) fn capture(&mut self) -> Result<(), StoreError> {
+        self.conn.execute_batch(CAPTURE)?;
+        self.conn
+            .execute_batch("DELETE FROM temp.job_rows; INSERT INTO temp.job_capture VALUES (1);")?;
+        self.capture = true;
         Ok(())
     }
 
-    /// Captures from now on what each changed row was before the job.
-    pub(in crate::store) fn capture(&mut self) {
-        self.capture.get_or_insert_with(Vec::new);
-    }
-
-    /// The rows the job changed: as they were, as they are now.
+    /// The rows the job changed: as they were, as they are now, in the
+    /// order of their first change. Capturing stops.
     ///
     /// # Errors
     /// SQLite errors.
-    pub(in crate::store) fn changes(&self) -> Result<Vec<team::write::Change>, StoreError> {
-        let mut out = Vec::new();
-        for (id, before) in self.capture.iter().flatten() {
+    pub(in crate::store) fn changes(&mut self) -> Result<Vec<team::write::Change>, StoreError> {
+        if !self.capture {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<(i64, Option<Before>)> = self
+            .conn
+            .prepare_cached(
+                "SELECT id, created, uid, namespace, team_rev, rev, observation_count, \
+                 confirmed_count, local FROM temp.job_rows ORDER BY seq",
+            )?
+            .query_map([], |r| {
+                let id: i64 = r.get(0)?;
+                let created: bool = r.get(1)?;
+                let before = if created {
+                    None
+                } else {
+                    Some(Before {
+                        uid: r.get(2)?,
+                        namespace: r.get(3)?,
+                        team_rev: r.get(4)?,
+                        rev: r.get(5)?,
+                        observation_count: r.get(6)?,
+                        confirmed_count: r.get(7)?,
+                        local: r.get(8)?,
+                    })
+                };
+                Ok((id, before))
+            })?
+            .collect::<Result<_, _>>()?;
+        self.conn
+            .execute_batch("DELETE FROM temp.job_capture; DELETE FROM temp.job_rows;")?;
+        self.capture = false;
+        let mut out = Vec::with_capacity(rows.len());
+        for (id, before) in rows {
             out.push(team::write::Change {
-                id: *id,
-                before: before.clone(),
-                after: team::apply::after(self.conn, *id)?,
+                id,
+                before,
+                after: team::apply::after(self.conn, id)?,
             });
         }
         Ok(out)

@@ -4,7 +4,8 @@
 //! PostgreSQL's commit and its local apply; a daemon down while the others
 //! write; the server restored from an older dump. After each: no
 //! acknowledged write lost, nothing applied twice, every machine converges,
-//! every refused write got a clear error.
+//! every refused write got a clear error. Each machine connects as a login
+//! role of its own with a grant (row-level security in force).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -14,10 +15,20 @@ use serde_json::Value;
 use crate::common::Daemon;
 use crate::common::pg::Pg;
 
+/// A machine connecting as a login role of its own, with write on
+/// `team-*`: grants in place, nobody above row-level security (its own
+/// backends are the only ones it may end).
 fn machine(pg: &Pg, name: &str, timeout_ms: u64) -> Daemon {
+    let role = format!("machine_{name}");
+    pg.psql(&format!(
+        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{role}') THEN \
+         CREATE ROLE {role} LOGIN; END IF; END $$; \
+         INSERT INTO memd.grants (role, glob, access) VALUES ('{role}', 'team-*', 'write') \
+         ON CONFLICT DO NOTHING"
+    ));
     Daemon::with_config(&format!(
         "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"{name}\"\ntimeout_ms = {timeout_ms}\n",
-        pg.url()
+        pg.url().replace("user=postgres", &format!("user={role}"))
     ))
 }
 

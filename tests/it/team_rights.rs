@@ -262,6 +262,33 @@ fn people_see_and_change_exactly_what_their_grants_allow() {
         pg.psql("SELECT count(*) FROM memd.memories WHERE deleted"),
         "0"
     );
+    // A config that lies about its machine cannot forge the role.
+    let liar = Daemon::with_config(&format!(
+        "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"alice-laptop\"\n",
+        url_as(&pg, "bob")
+    ));
+    let (v, code) = liar.json(&["--namespace", "team-web", "add", "signed as alice"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        pg.psql(
+            "SELECT changed_role || ' ' || changed_machine FROM memd.memories \
+             WHERE content = 'signed as alice'"
+        ),
+        "bob alice-laptop"
+    );
+    let (v, _) = carol.json(&["--namespace", "team-web", "search", "signed"]);
+    assert_eq!(
+        v["hits"][0]["provenance"]["sources"][0]["role"], "bob",
+        "{v}"
+    );
+    drop(liar);
+    psql_as(
+        &pg,
+        "alice",
+        "DELETE FROM memd.memories WHERE content = 'signed as alice'",
+    )
+    .unwrap();
+    wait_contents(&carol, "team-web", &["the deploy key rotates monthly"]);
 }
 
 #[test]

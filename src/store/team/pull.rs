@@ -254,8 +254,9 @@ impl Store {
         force: bool,
     ) -> Result<Applied, StoreError> {
         let own = self.wing.machine().to_string();
+        // A page is large: alone, its statement journal stays small.
         self.writer
-            .call(Author::Team, move |ctx| {
+            .call_alone(Author::Team, move |ctx| {
                 let mut applied = Applied::default();
                 for row in &rows {
                     let outcome = apply::apply_keeping(ctx.conn, row, force, &mut applied.lost)?;

@@ -17,6 +17,14 @@ use super::Thread;
 
 pub(super) trait Job: Send {
     fn author(&self) -> &Author;
+    /// A large job that runs in a batch of its own, without a savepoint
+    /// (its failure rolls the batch's transaction back): SQLite's
+    /// in-memory statement journal then never grows across its statements
+    /// (with a savepoint around it, each statement's release walks the
+    /// whole journal: quadratic in the job's size).
+    fn alone(&self) -> bool {
+        false
+    }
     /// Runs inside a savepoint; `false` rolls the savepoint back.
     fn run(&mut self, ctx: &mut WriteCtx<'_>) -> bool;
     /// Called after the batch's commit (or its failure).
@@ -25,12 +33,19 @@ pub(super) trait Job: Send {
 
 pub(super) struct CallJob<F, T> {
     author: Author,
+    alone: bool,
     f: Option<F>,
     out: Option<Result<T, StoreError>>,
     reply: oneshot::Sender<Result<T, StoreError>>,
 }
 
 impl<F, T> CallJob<F, T> {
+    /// The same job, run alone (see [`Job::alone`]).
+    pub(super) fn alone(mut self) -> CallJob<F, T> {
+        self.alone = true;
+        self
+    }
+
     pub(super) fn new(
         author: Author,
         f: F,
@@ -38,6 +53,7 @@ impl<F, T> CallJob<F, T> {
     ) -> CallJob<F, T> {
         CallJob {
             author,
+            alone: false,
             f: Some(f),
             out: None,
             reply,
@@ -52,6 +68,10 @@ where
 {
     fn author(&self) -> &Author {
         &self.author
+    }
+
+    fn alone(&self) -> bool {
+        self.alone
     }
 
     fn run(&mut self, ctx: &mut WriteCtx<'_>) -> bool {
@@ -93,16 +113,29 @@ impl Thread {
             return;
         }
         let mut logged = 0;
+        // A large job alone in its batch runs without a savepoint.
+        let bare = batch.len() == 1 && batch[0].alone();
         for job in &mut batch {
             let before = read_generation(&self.conn).unwrap_or(0);
-            let ok = run_cached(&self.conn, "SAVEPOINT job") && {
+            let ok = (bare || run_cached(&self.conn, "SAVEPOINT job")) && {
                 let author = job.author().clone();
                 let mut ctx =
                     WriteCtx::new(&self.conn, &self.generations, &author, &self.log, before);
                 job.run(&mut ctx)
             };
+            if !ok && bare {
+                // Nothing of the batch may stay: the job's own error is its
+                // answer.
+                let _ = self.conn.execute_batch("ROLLBACK");
+                for job in batch {
+                    job.finish(Ok(()));
+                }
+                return;
+            }
             if ok {
-                run_cached(&self.conn, "RELEASE job");
+                if !bare {
+                    run_cached(&self.conn, "RELEASE job");
+                }
                 let after = read_generation(&self.conn).unwrap_or(before);
                 if after > before {
                     // Logged at once: a later job of this batch must see it.

@@ -172,6 +172,21 @@ impl Writer {
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
+    /// As [`Writer::call`], for a large job (a page of the team pull): it
+    /// runs in a batch of its own without a savepoint (see `Job::alone`).
+    ///
+    /// # Errors
+    /// The job's own error, the commit's error, or [`StoreError::Closed`].
+    pub async fn call_alone<T, F>(&self, author: Author, f: F) -> Result<T, StoreError>
+    where
+        F: FnOnce(&mut WriteCtx<'_>) -> Result<T, StoreError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        self.send(Msg::Job(Box::new(CallJob::new(author, f, reply).alone())))?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
     /// Replaces the database's content with the SQLite file at `path`
     /// through the backup API; counted as an external change.
     ///
@@ -293,7 +308,10 @@ impl Thread {
                 Msg::Shutdown(ack) => *stop = Some(ack),
             };
             take(first, &mut batch, &mut stop);
-            while stop.is_none() && batch.len() < self.max_batch {
+            while stop.is_none()
+                && batch.len() < self.max_batch
+                && !batch.first().is_some_and(|j| j.alone())
+            {
                 match rx.try_recv() {
                     Ok(msg) => take(msg, &mut batch, &mut stop),
                     Err(_) => break,
@@ -365,5 +383,64 @@ impl Thread {
         if let Err((_, e)) = self.conn.close() {
             tracing::warn!(error = %e, "closing the write connection failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::session::ident::Author;
+    use crate::store::{StorageConfig, Store, StoreError};
+
+    fn insert(conn: &rusqlite::Connection, text: &str) -> Result<(), StoreError> {
+        conn.execute(
+            "INSERT INTO memories (uid, namespace, content) VALUES (?1, 'n', ?1)",
+            [text],
+        )?;
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn a_job_alone_commits_whole_or_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(
+            &dir.path().join("memory.db"),
+            &StorageConfig::default(),
+            std::time::Duration::from_secs(3600),
+            None,
+        )
+        .unwrap();
+        let err = store
+            .writer
+            .call_alone(Author::Daemon, |ctx| {
+                insert(ctx.conn, "one")?;
+                Err::<(), _>(StoreError::InvalidInput("refused halfway".into()))
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::InvalidInput(ref m) if m.contains("halfway")));
+        store
+            .writer
+            .call_alone(Author::Daemon, |ctx| insert(ctx.conn, "two"))
+            .await
+            .unwrap();
+        store
+            .writer
+            .call(Author::Daemon, |ctx| insert(ctx.conn, "three"))
+            .await
+            .unwrap();
+        let held: Vec<String> = store
+            .writer
+            .call(Author::Daemon, |ctx| {
+                let mut s = ctx
+                    .conn
+                    .prepare("SELECT content FROM memories ORDER BY id")?;
+                let rows = s
+                    .query_map([], |r| r.get(0))?
+                    .collect::<Result<Vec<String>, _>>()?;
+                Ok(rows)
+            })
+            .await
+            .unwrap();
+        assert_eq!(held, ["two", "three"]);
     }
 }

@@ -146,14 +146,8 @@ impl Store {
                 Ok(committed) if committed.rows.is_empty() && !committed.proposals.is_empty() => {
                     // Review: nothing was written but the proposals; the
                     // answer names no row the job created.
-                    let created: HashSet<i64> = plan
-                        .changes
-                        .iter()
-                        .filter(|c| c.before.is_none())
-                        .map(|c| c.id)
-                        .collect();
                     return Ok(Written {
-                        value: value.proposed(&created),
+                        value: value.proposed(&plan.created()),
                         rows: Vec::new(),
                         generation: self.generations.current(),
                         proposals: committed.proposals,
@@ -246,12 +240,7 @@ impl Store {
             .iter()
             .filter_map(|c| c.after.as_ref().map(|a| (c.id, a.uid.clone())))
             .collect();
-        let created: HashSet<i64> = plan
-            .changes
-            .iter()
-            .filter(|c| c.before.is_none())
-            .map(|c| c.id)
-            .collect();
+        let created = plan.created();
         tracing::debug!(
             team_seq = committed.seq,
             rows = committed.rows.len(),

@@ -52,6 +52,18 @@ pub struct Plan {
     pub proposable: bool,
 }
 
+impl Plan {
+    /// The local ids of the rows the job created (only the rolled-back job
+    /// had them).
+    pub fn created(&self) -> std::collections::HashSet<i64> {
+        self.changes
+            .iter()
+            .filter(|c| c.before.is_none())
+            .map(|c| c.id)
+            .collect()
+    }
+}
+
 /// Why a write-through did not commit.
 #[derive(Debug)]
 pub enum Refusal {

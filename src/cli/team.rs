@@ -7,6 +7,7 @@
 use serde_json::json;
 
 use crate::commands::args::{Global, ReviewArgs, ReviewCommand, TeamCommand};
+use crate::commands::output::flat;
 use crate::commands::{CommandError, Output, paths};
 use crate::config::Config;
 use crate::store::team::config::Target;
@@ -268,28 +269,19 @@ fn queue_lines(queue: &review::Queue) -> String {
             p.id, p.action, p.uid, p.namespace, p.proposed_at, p.state
         ));
         if let Some(current) = &p.current {
-            lines.push(format!("    now:      {}", one_line(current)));
+            lines.push(format!("    now:      {}", flat(current, 200)));
         }
         let label = if p.action == "forget" {
             "removes: "
         } else {
             "proposed:"
         };
-        lines.push(format!("    {label} {}", one_line(&p.content)));
+        lines.push(format!("    {label} {}", flat(&p.content, 200)));
         if let Some(reason) = &p.reason {
-            lines.push(format!("    reason:   {}", one_line(reason)));
+            lines.push(format!("    reason:   {}", flat(reason, 200)));
         }
     }
     lines.join("\n")
-}
-
-/// `text` on one line, cut at 200 characters.
-fn one_line(text: &str) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.char_indices().nth(200) {
-        Some((cut, _)) => format!("{}…", &flat[..cut]),
-        None => flat,
-    }
 }
 
 /// Wakes the daemon of this data dir, when one runs (none is started):

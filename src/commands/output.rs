@@ -26,13 +26,19 @@ pub fn success(mut fields: Map<String, Value>) -> Value {
     Value::Object(obj)
 }
 
+/// `text` on one line, at most `max` characters (cut with `…`).
+pub fn flat(text: &str, max: usize) -> String {
+    let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() > max {
+        text.chars().take(max - 1).collect::<String>() + "…"
+    } else {
+        text
+    }
+}
+
 /// One line for a memory in lists: id, category, text (shortened), tags.
 pub fn memory_line(m: &Memory) -> String {
-    let mut text: String = m.content.split_whitespace().collect::<Vec<_>>().join(" ");
-    if text.chars().count() > 100 {
-        text = text.chars().take(99).collect::<String>() + "…";
-    }
-    let mut line = format!("#{} [{}] {}", m.id, m.category, text);
+    let mut line = format!("#{} [{}] {}", m.id, m.category, flat(&m.content, 100));
     if m.pinned {
         line.insert_str(0, "* ");
     }

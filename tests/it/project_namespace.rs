@@ -51,15 +51,7 @@ fn memd_in(d: &Daemon, dir: &Path, args: &[&str]) -> Value {
 
 /// The contents of the memories a command in `dir` lists.
 fn listed(d: &Daemon, dir: &Path) -> Vec<String> {
-    let v = memd_in(d, dir, &["list"]);
-    let mut out: Vec<String> = v["memories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap().to_string())
-        .collect();
-    out.sort();
-    out
+    crate::common::listed_contents(&memd_in(d, dir, &["list"]))
 }
 
 /// The namespace `setup --project --dry-run` reports for `dir`.

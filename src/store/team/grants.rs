@@ -77,9 +77,13 @@ pub(super) async fn connect(
     Ok(link)
 }
 
-/// Whether the connection's role administers `glob`; a refusal naming
-/// what it lacks otherwise.
-pub(super) async fn require_admin(client: &Client, glob: &str) -> Result<(), TeamError> {
+/// Whether the connection's role administers `glob`; a refusal saying it
+/// may not be `doing` (`change grants on team-*`) otherwise.
+pub(super) async fn require_admin(
+    client: &Client,
+    glob: &str,
+    doing: &str,
+) -> Result<(), TeamError> {
     let row = client
         .query_one(
             "SELECT current_user::text, memd.admin_of(current_user, $1)",
@@ -92,8 +96,7 @@ pub(super) async fn require_admin(client: &Client, glob: &str) -> Result<(), Tea
         Ok(())
     } else {
         Err(TeamError::Forbidden(format!(
-            "role {me} may not change grants on {glob}: that needs the admin right on a glob \
-             covering it"
+            "role {me} may not {doing}: that needs the admin right on a glob covering it"
         )))
     }
 }
@@ -133,7 +136,7 @@ pub async fn grant(
                  (CREATE ROLE \"{role}\" LOGIN PASSWORD '…')"
             )));
         }
-        require_admin(client, glob).await?;
+        require_admin(client, glob, &format!("change grants on {glob}")).await?;
         client
             .execute(
                 "INSERT INTO memd.grants (role, glob, access) VALUES ($1, $2, $3) \
@@ -166,7 +169,7 @@ pub async fn revoke(
     bounded(timeout, async {
         let link = connect(target, timeout).await?;
         let client = &link.client;
-        require_admin(client, glob).await?;
+        require_admin(client, glob, &format!("change grants on {glob}")).await?;
         let gone = client
             .query_opt(
                 "DELETE FROM memd.grants WHERE role = $1 AND glob = $2 RETURNING access",

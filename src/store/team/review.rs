@@ -10,7 +10,7 @@ use tokio_postgres::Client;
 
 use super::TeamError;
 use super::config::Target;
-use super::grants::{bounded, connect, fail};
+use super::grants::{bounded, connect, fail, require_admin};
 
 /// One proposal, as the connection's role may see it (its own, and those
 /// of the namespaces it reviews).
@@ -98,20 +98,12 @@ pub async fn require(
     bounded(timeout, async {
         let link = connect(target, timeout).await?;
         let client = &link.client;
-        let row = client
-            .query_one(
-                "SELECT current_user::text, memd.admin_of(current_user, $1)",
-                &[&glob],
-            )
-            .await
-            .map_err(|e| fail(&e))?;
-        let (me, admin): (String, bool) = (row.get(0), row.get(1));
-        if !admin {
-            return Err(TeamError::Forbidden(format!(
-                "role {me} may not change whether {glob} requires review: that needs the admin \
-                 right on a glob covering it"
-            )));
-        }
+        require_admin(
+            client,
+            glob,
+            &format!("change whether {glob} requires review"),
+        )
+        .await?;
         let sql = if on {
             "INSERT INTO memd.reviewed (glob) VALUES ($1) ON CONFLICT DO NOTHING"
         } else {

@@ -449,6 +449,11 @@ pub fn model_dir() -> Option<PathBuf> {
 pub fn contents(d: &Daemon, ns: &str) -> Vec<String> {
     let (v, code) = d.json(&["--namespace", ns, "list", "--limit", "1000"]);
     assert_eq!(code, 0, "list failed: {v}");
+    listed_contents(&v)
+}
+
+/// The contents of the memories a `list --json` answer holds, sorted.
+pub fn listed_contents(v: &Value) -> Vec<String> {
     let mut out: Vec<String> = v["memories"]
         .as_array()
         .unwrap()

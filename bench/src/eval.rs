@@ -887,7 +887,7 @@ fn report(
     let mut report = json!({
         "data": set.name,
         "questions": set.questions.len(),
-        "latency_ms": {"p50": lat.p50_us / 1e3, "p95": lat.p95_us / 1e3},
+        "latency_ms": {"p50": lat.p50_us / 1e3, "p95": lat.p95_us / 1e3, "p99": lat.p99_us / 1e3},
         "mode": mode.as_str(),
         "variant": variant,
         "limit": args.limit,
@@ -946,9 +946,11 @@ fn report(
         println!("the questions name no evidence: ranked, not scored");
     }
     println!(
-        "query latency: p50 {:.2} ms, p95 {:.2} ms",
+        "query latency: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} queries)",
         lat.p50_us / 1e3,
-        lat.p95_us / 1e3
+        lat.p95_us / 1e3,
+        lat.p99_us / 1e3,
+        lat.n
     );
 }
 

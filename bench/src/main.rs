@@ -1,6 +1,7 @@
 //! `memd-bench`: measurements of memd through its real daemon and socket.
 //!
 //! - `perf`: latency and throughput of requests over the socket.
+//! - `commit`: group commit: durable adds through 1, 4 and 16 sessions.
 //! - `drift`: external-change detection latency, the guard's cost.
 //! - `eval`: retrieval quality (recall@k, MRR) on a conversation benchmark.
 //! - `hook`: wall time of `memd hook claude-code` per event process.
@@ -16,6 +17,7 @@
 //! numbers are those of a real daemon behind a real socket.
 
 mod capture;
+mod commit;
 mod corpus;
 mod daemon;
 mod drift;
@@ -41,6 +43,9 @@ struct Cli {
 enum Command {
     /// Latency and throughput over the socket
     Perf(perf::PerfArgs),
+    /// Group commit: durable adds/s through 1, 4 and 16 sessions, runs'
+    /// medians and ranges, against one session in the same run
+    Commit(commit::CommitArgs),
     /// External-change detection latency and the drift guard's cost
     Drift(drift::DriftArgs),
     /// Retrieval quality on a conversation benchmark
@@ -79,6 +84,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Perf(args) => perf::run(args),
+        Command::Commit(args) => commit::run(args),
         Command::Drift(args) => drift::run(args),
         Command::Eval(args) => eval::run(*args),
         Command::Semantic(args) => semantic::run(args),

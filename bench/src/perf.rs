@@ -54,7 +54,7 @@ pub struct PerfArgs {
 /// durability, scope limits lifted, no scheduled sweep, and no embedder (its
 /// background work would run through every figure here; `memd-bench
 /// semantic` measures semantic and hybrid search).
-const PERF_CONFIG: &str = "[lifecycle]\ninterval_hours = 0\n\
+pub(crate) const PERF_CONFIG: &str = "[lifecycle]\ninterval_hours = 0\n\
     [lifecycle.limits]\nproject = 100000000\nagent = 100000000\nsession = 100000000\n\
     [embed]\nprovider = \"none\"\n";
 
@@ -276,7 +276,7 @@ fn search_req(q: &str, mode: SearchMode) -> SearchRequest {
     }
 }
 
-async fn connect(daemon: &BenchDaemon) -> anyhow::Result<Client> {
+pub(crate) async fn connect(daemon: &BenchDaemon) -> anyhow::Result<Client> {
     connect_with(daemon, None).await
 }
 
@@ -313,7 +313,7 @@ async fn read_rows(c: &mut Client, total: usize) -> anyhow::Result<Vec<i64>> {
 }
 
 /// Adds through `sessions` concurrent sessions; summary over every add.
-async fn adds(
+pub(crate) async fn adds(
     daemon: &BenchDaemon,
     sessions: usize,
     total: usize,

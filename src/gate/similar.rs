@@ -3,8 +3,7 @@
 //! ("port 5432" vs "port 5433" is an update, not a duplicate) or the text is
 //! shorter than [`MIN_MERGE_WORDS`] words.
 
-use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 
 /// Texts shorter than this are never merged, only reported as similar.
 pub const MIN_MERGE_WORDS: usize = 8;
@@ -12,8 +11,8 @@ pub const MIN_MERGE_WORDS: usize = 8;
 /// A text prepared for comparison.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Profile {
-    /// Hashed word 3-shingles.
-    pub shingles: HashSet<u64>,
+    /// Hashed word 3-shingles, sorted, each once.
+    pub shingles: Vec<u64>,
     /// Words with a digit in them, sorted.
     pub numbers: Vec<String>,
     /// Number of words.
@@ -32,10 +31,17 @@ pub fn words(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn hash(parts: &[String]) -> u64 {
-    // FNV-1a: stable, and good enough for set membership.
+/// The FNV-1a hash of consecutive words, as `Hash` for `[String]` feeds
+/// them (a length prefix, then each word's bytes and `0xff`): stable, and
+/// good enough for set membership. Sketches stored in the database are
+/// these hashes, so the byte stream never changes.
+fn hash<'a>(parts: impl ExactSizeIterator<Item = &'a str>) -> u64 {
     let mut h = Fnv(0xcbf2_9ce4_8422_2325);
-    parts.hash(&mut h);
+    h.write_usize(parts.len());
+    for p in parts {
+        h.write(p.as_bytes());
+        h.write_u8(0xff);
+    }
     h.finish()
 }
 
@@ -53,24 +59,45 @@ impl Hasher for Fnv {
     }
 }
 
-/// Shingles, numbers and word count of a text.
+/// Shingles, numbers and word count of a text: the words of [`words`],
+/// laid end to end in one buffer (an add compares with up to a hundred
+/// candidates on the writer thread, so no allocation per word).
 pub fn profile(text: &str) -> Profile {
-    let words = words(text);
-    let shingles = if words.len() < 3 {
-        std::iter::once(hash(&words)).collect()
+    let mut buf = String::with_capacity(text.len());
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for w in text.split_whitespace() {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+        if w.is_empty() {
+            continue;
+        }
+        let start = buf.len();
+        if w.is_ascii() {
+            buf.push_str(w);
+            buf[start..].make_ascii_lowercase();
+        } else {
+            buf.push_str(&w.to_lowercase());
+        }
+        spans.push((start, buf.len()));
+    }
+    let word = |&(a, b): &(usize, usize)| &buf[a..b];
+    let mut shingles: Vec<u64> = if spans.len() < 3 {
+        vec![hash(spans.iter().map(word))]
     } else {
-        words.windows(3).map(hash).collect()
+        spans.windows(3).map(|w| hash(w.iter().map(word))).collect()
     };
-    let mut numbers: Vec<String> = words
+    shingles.sort_unstable();
+    shingles.dedup();
+    let mut numbers: Vec<String> = spans
         .iter()
+        .map(word)
         .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
-        .cloned()
+        .map(str::to_string)
         .collect();
     numbers.sort();
     Profile {
         shingles,
         numbers,
-        words: words.len(),
+        words: spans.len(),
     }
 }
 
@@ -82,10 +109,7 @@ pub const SKETCH: usize = 4;
 /// `J` share their smallest hash overall with probability `J`, so near
 /// duplicates share a sketch hash with near certainty.
 pub fn sketch(p: &Profile) -> Vec<i64> {
-    let mut hashes: Vec<u64> = p.shingles.iter().copied().collect();
-    hashes.sort_unstable();
-    hashes.truncate(SKETCH);
-    hashes.into_iter().map(|h| h as i64).collect()
+    p.shingles.iter().take(SKETCH).map(|&h| h as i64).collect()
 }
 
 /// Jaccard similarity of two shingle sets.
@@ -93,7 +117,19 @@ pub fn jaccard(a: &Profile, b: &Profile) -> f64 {
     if a.shingles.is_empty() && b.shingles.is_empty() {
         return 1.0;
     }
-    let inter = a.shingles.intersection(&b.shingles).count();
+    // Both sorted: one merge walk.
+    let (mut i, mut j, mut inter) = (0, 0, 0);
+    while i < a.shingles.len() && j < b.shingles.len() {
+        match a.shingles[i].cmp(&b.shingles[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                inter += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
     let union = a.shingles.len() + b.shingles.len() - inter;
     inter as f64 / union as f64
 }
@@ -166,6 +202,50 @@ pub fn place<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shingles as first defined: `Hash` of each window of [`words`]
+    /// (stored sketches depend on these exact values).
+    fn reference(text: &str) -> Vec<u64> {
+        use std::hash::Hash;
+        let hash = |parts: &[String]| {
+            let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+            parts.hash(&mut h);
+            h.finish()
+        };
+        let words = words(text);
+        let mut v: Vec<u64> = if words.len() < 3 {
+            vec![hash(&words)]
+        } else {
+            words.windows(3).map(hash).collect()
+        };
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    #[test]
+    fn shingles_keep_their_stored_values() {
+        for text in [
+            "",
+            "one",
+            "Two words",
+            "the staging database listens on port 5432, for the app!",
+            "ΣΊΣΥΦΟΣ rolls ΤΟ ΒΡΆΧΟ up (again) — and AGAIN…",
+            "  ops/deploy.sh   runs at 5.4 ... on \"Fridays\" ",
+            "a a a a a a a",
+            "Straße ÉCOLE İstanbul ǅemal",
+        ] {
+            let p = profile(text);
+            assert_eq!(p.shingles, reference(text), "{text}");
+            assert_eq!(p.words, words(text).len(), "{text}");
+            let mut numbers: Vec<String> = words(text)
+                .into_iter()
+                .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
+                .collect();
+            numbers.sort();
+            assert_eq!(p.numbers, numbers, "{text}");
+        }
+    }
 
     const T: f64 = 0.85;
 

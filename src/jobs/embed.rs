@@ -7,7 +7,9 @@
 //! recomputed from the database each time, so a crash loses no work —
 //! embeds them in batches on the blocking pool, and stores the vectors as
 //! the daemon's own commits (never drift for anyone). A vector is stored
-//! only if the row still has the text that was embedded.
+//! only if the row still has the text that was embedded. On a machine in a
+//! team it starts after the initial pull (or its first failure): the pull
+//! has the CPU to itself.
 //!
 //! Rows added after the daemon started serving are compared with their
 //! neighbors once embedded, however long the embedder took to load (rows
@@ -48,6 +50,13 @@ pub async fn run(shared: Arc<Shared>, existing: Option<i64>) {
     let svc = &shared.embed;
     if svc.config.provider == Provider::None {
         return;
+    }
+    if let Some(team) = shared.store.team() {
+        // A machine joining a team pulls its rows before it serves: the
+        // model's load and the vectors of rows arriving by the thousand
+        // would take most of the CPU from that pull. They wait for it (or
+        // for its first failure).
+        team.first_attempt().await;
     }
     let embedder = loop {
         let s = shared.clone();

@@ -256,6 +256,39 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
     Ok(id)
 }
 
+/// Holds the search index's inserts of new rows outside a thread until
+/// [`index_held`] (schema v18): a large job then writes the index once
+/// instead of one segment per row. Only inside a job, which must end with
+/// [`index_held`] ([`crate::store::WriteCtx::hold_index`] sees to it).
+///
+/// # Errors
+/// SQLite errors.
+pub fn hold_index(conn: &Connection) -> Result<(), StoreError> {
+    conn.prepare_cached("INSERT OR IGNORE INTO memory_fts_hold (id) VALUES (1)")?
+        .execute([])?;
+    Ok(())
+}
+
+/// Ends [`hold_index`]: indexes every row held, in one statement.
+///
+/// # Errors
+/// SQLite errors.
+pub fn index_held(conn: &Connection) -> Result<(), StoreError> {
+    for sql in [
+        "DELETE FROM memory_fts_hold",
+        // A held row a later statement of the job indexed already (its
+        // content changed) is indexed again, once.
+        "DELETE FROM memories_fts WHERE rowid IN (SELECT memory_id FROM memory_fts_pending)",
+        "INSERT INTO memories_fts (rowid, content, subject, ctx, date, ns) \
+         SELECT id, content, subject, ctx, date, ns FROM memories_fts_source \
+         WHERE id IN (SELECT memory_id FROM memory_fts_pending)",
+        "DELETE FROM memory_fts_pending",
+    ] {
+        conn.prepare_cached(sql)?.execute([])?;
+    }
+    Ok(())
+}
+
 /// Stores the near-duplicate sketch of a row's content (see schema v4).
 ///
 /// # Errors

@@ -24,6 +24,7 @@ impl Store {
         replace: bool,
     ) -> Result<Written<ImportCounts>, StoreError> {
         self.guarded(guard, move |ctx, _| {
+            ctx.hold_index()?;
             if replace {
                 ctx.set_resurrect();
             }

@@ -115,6 +115,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "provenance: where each memory came from, and every source a merge added",
         sql: include_str!("v17.sql"),
     },
+    Migration {
+        version: 18,
+        name: "the search index written once per bulk job",
+        sql: include_str!("v18.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -131,6 +136,10 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("table", "memory_revisions"),
     ("table", "memories_fts"),
     ("trigger", "memories_ai"),
+    ("trigger", "memories_ai_fts"),
+    ("trigger", "memories_ai_fts_held"),
+    ("table", "memory_fts_hold"),
+    ("table", "memory_fts_pending"),
     ("trigger", "memories_au"),
     ("trigger", "memories_au_fts"),
     ("trigger", "memories_ad"),

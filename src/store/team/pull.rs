@@ -257,6 +257,7 @@ impl Store {
         // A page is large: alone, its statement journal stays small.
         self.writer
             .call_alone(Author::Team, move |ctx| {
+                ctx.hold_index()?;
                 let mut applied = Applied::default();
                 for row in &rows {
                     let outcome = apply::apply_keeping(ctx.conn, row, force, &mut applied.lost)?;

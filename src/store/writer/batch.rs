@@ -76,7 +76,12 @@ where
 
     fn run(&mut self, ctx: &mut WriteCtx<'_>) -> bool {
         let f = self.f.take().expect("a job runs once");
-        let out = f(ctx);
+        let mut out = f(ctx);
+        if out.is_ok()
+            && let Err(e) = ctx.release_index()
+        {
+            out = Err(e);
+        }
         let ok = out.is_ok() && !ctx.discarded();
         self.out = Some(out);
         ok

@@ -102,6 +102,9 @@ pub struct WriteCtx<'a> {
     /// Where review is required, the job's shared changes may become
     /// proposals (an add, update or forget).
     proposable: bool,
+    /// The search index's inserts wait for the job's end
+    /// ([`WriteCtx::hold_index`]).
+    held: bool,
 }
 
 impl<'a> WriteCtx<'a> {
@@ -124,12 +127,37 @@ impl<'a> WriteCtx<'a> {
             discard: false,
             resurrect: false,
             proposable: false,
+            held: false,
             start,
         }
     }
 }
 
 impl WriteCtx<'_> {
+    /// Rows this job inserts outside a thread are indexed for search once,
+    /// when the job ends, instead of one index segment per row (a large
+    /// job: a page of the team pull, a chunk of an import). The job's
+    /// runner indexes them after the job succeeds; a failed job rolls the
+    /// hold back with the rest.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub fn hold_index(&mut self) -> Result<(), StoreError> {
+        memories::hold_index(self.conn)?;
+        self.held = true;
+        Ok(())
+    }
+
+    /// Indexes the rows held by [`WriteCtx::hold_index`] (the runner's,
+    /// after a job that succeeded).
+    pub(super) fn release_index(&mut self) -> Result<(), StoreError> {
+        if self.held {
+            memories::index_held(self.conn)?;
+            self.held = false;
+        }
+        Ok(())
+    }
+
     /// The generation as this transaction sees it now.
     ///
     /// # Errors

@@ -443,4 +443,90 @@ mod tests {
             .unwrap();
         assert_eq!(held, ["two", "three"]);
     }
+
+    /// Rows of a job that holds the index are searchable once the job
+    /// ends (the runner indexes them), a thread's row at once; a failed
+    /// job leaves neither rows nor a hold; an insert outside memd is
+    /// indexed at once afterwards.
+    #[tokio::test]
+    async fn a_held_index_is_written_when_the_job_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.db");
+        let store = Store::open(
+            &path,
+            &StorageConfig::default(),
+            std::time::Duration::from_secs(3600),
+            None,
+        )
+        .unwrap();
+        let found = |conn: &rusqlite::Connection, word: &str| -> Result<i64, StoreError> {
+            Ok(conn.query_row(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1",
+                [word],
+                |r| r.get(0),
+            )?)
+        };
+        let during = store
+            .writer
+            .call_alone(Author::Daemon, move |ctx| {
+                ctx.hold_index()?;
+                insert(ctx.conn, "quokka")?;
+                insert(ctx.conn, "wombat")?;
+                ctx.conn.execute(
+                    "INSERT INTO memories (uid, namespace, content, thread, thread_pos) \
+                     VALUES ('t', 'n', 'numbat', 'th', 1)",
+                    [],
+                )?;
+                ctx.conn.execute(
+                    "UPDATE memories SET content = 'quokkas' WHERE uid = 'quokka'",
+                    [],
+                )?;
+                Ok([
+                    found(ctx.conn, "wombat")?,
+                    found(ctx.conn, "quokkas")?,
+                    found(ctx.conn, "numbat")?,
+                ])
+            })
+            .await
+            .unwrap();
+        // Inside the job: not yet, but the updated row through the update's
+        // own trigger and the thread's row at once.
+        assert_eq!(during, [0, 1, 1]);
+        let failed = store
+            .writer
+            .call(Author::Daemon, |ctx| {
+                ctx.hold_index()?;
+                insert(ctx.conn, "dingo")?;
+                Err::<(), _>(StoreError::InvalidInput("refused".into()))
+            })
+            .await;
+        assert!(failed.is_err());
+        let after = store
+            .writer
+            .call(Author::Daemon, move |ctx| {
+                let words = ["quokka", "wombat", "numbat", "dingo"];
+                let mut n = Vec::new();
+                for w in words {
+                    n.push(found(ctx.conn, w)?);
+                }
+                let open: i64 = ctx.conn.query_row(
+                    "SELECT (SELECT count(*) FROM memory_fts_hold) \
+                     + (SELECT count(*) FROM memory_fts_pending)",
+                    [],
+                    |r| r.get(0),
+                )?;
+                n.push(open);
+                Ok(n)
+            })
+            .await
+            .unwrap();
+        assert_eq!(after, [1, 1, 1, 0, 0]);
+        store.close().await;
+        assert!(crate::store::testing::insert_by_hand(
+            &path,
+            "a platypus by hand"
+        ));
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        assert_eq!(found(&conn, "platypus").unwrap(), 1);
+    }
 }

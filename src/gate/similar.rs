@@ -22,13 +22,31 @@ pub struct Profile {
 /// Lower-cased words with the punctuation around them removed (inner
 /// punctuation such as `5.4` or `ops/deploy.sh` stays).
 pub fn words(text: &str) -> Vec<String> {
-    text.split_whitespace()
-        .map(|w| {
-            w.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        })
-        .filter(|w| !w.is_empty())
-        .collect()
+    let (buf, spans) = word_spans(text);
+    spans.iter().map(|&(a, b)| buf[a..b].to_string()).collect()
+}
+
+/// The words of [`words`] laid end to end in one buffer, and where each
+/// lies in it (no allocation per word: an add compares with up to a
+/// hundred candidates on the writer thread).
+fn word_spans(text: &str) -> (String, Vec<(usize, usize)>) {
+    let mut buf = String::with_capacity(text.len());
+    let mut spans = Vec::new();
+    for w in text.split_whitespace() {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric());
+        if w.is_empty() {
+            continue;
+        }
+        let start = buf.len();
+        if w.is_ascii() {
+            buf.push_str(w);
+            buf[start..].make_ascii_lowercase();
+        } else {
+            buf.push_str(&w.to_lowercase());
+        }
+        spans.push((start, buf.len()));
+    }
+    (buf, spans)
 }
 
 /// The FNV-1a hash of consecutive words, as `Hash` for `[String]` feeds
@@ -59,26 +77,9 @@ impl Hasher for Fnv {
     }
 }
 
-/// Shingles, numbers and word count of a text: the words of [`words`],
-/// laid end to end in one buffer (an add compares with up to a hundred
-/// candidates on the writer thread, so no allocation per word).
+/// Shingles, numbers and word count of a text (its [`words`]).
 pub fn profile(text: &str) -> Profile {
-    let mut buf = String::with_capacity(text.len());
-    let mut spans: Vec<(usize, usize)> = Vec::new();
-    for w in text.split_whitespace() {
-        let w = w.trim_matches(|c: char| !c.is_alphanumeric());
-        if w.is_empty() {
-            continue;
-        }
-        let start = buf.len();
-        if w.is_ascii() {
-            buf.push_str(w);
-            buf[start..].make_ascii_lowercase();
-        } else {
-            buf.push_str(&w.to_lowercase());
-        }
-        spans.push((start, buf.len()));
-    }
+    let (buf, spans) = word_spans(text);
     let word = |&(a, b): &(usize, usize)| &buf[a..b];
     let mut shingles: Vec<u64> = if spans.len() < 3 {
         vec![hash(spans.iter().map(word))]

@@ -256,6 +256,11 @@ pub fn insert(conn: &Connection, m: &NewMemory) -> Result<i64, StoreError> {
     Ok(id)
 }
 
+/// Indexes rows for search as the index triggers do (a `WHERE` on `id`
+/// may follow).
+pub const INDEX_FROM_SOURCE: &str = "INSERT INTO memories_fts (rowid, content, subject, ctx, date, ns) \
+     SELECT id, content, subject, ctx, date, ns FROM memories_fts_source";
+
 /// Holds the search index's inserts of new rows outside a thread until
 /// [`index_held`] (schema v18): a large job then writes the index once
 /// instead of one segment per row. Only inside a job, which must end with
@@ -279,9 +284,7 @@ pub fn index_held(conn: &Connection) -> Result<(), StoreError> {
         // A held row a later statement of the job indexed already (its
         // content changed) is indexed again, once.
         "DELETE FROM memories_fts WHERE rowid IN (SELECT memory_id FROM memory_fts_pending)",
-        "INSERT INTO memories_fts (rowid, content, subject, ctx, date, ns) \
-         SELECT id, content, subject, ctx, date, ns FROM memories_fts_source \
-         WHERE id IN (SELECT memory_id FROM memory_fts_pending)",
+        &format!("{INDEX_FROM_SOURCE} WHERE id IN (SELECT memory_id FROM memory_fts_pending)"),
         "DELETE FROM memory_fts_pending",
     ] {
         conn.prepare_cached(sql)?.execute([])?;

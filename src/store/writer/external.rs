@@ -9,7 +9,7 @@ use memd_proto::DriftEvent;
 use rusqlite::Connection;
 
 use crate::drift::log::Committer;
-use crate::store::{Cause, StoreError, meta, read_generation, schema};
+use crate::store::{Cause, StoreError, memories, meta, read_generation, schema};
 use crate::sync;
 
 use super::Thread;
@@ -38,11 +38,10 @@ pub(super) fn repair_schema(conn: &Connection) -> Result<Vec<String>, StoreError
         }
         conn.execute_batch(&sql)?;
     }
-    conn.execute_batch(
-        "DELETE FROM memories_fts;
-         INSERT INTO memories_fts (rowid, content, subject, ctx, date, ns)
-             SELECT id, content, subject, ctx, date, ns FROM memories_fts_source;",
-    )?;
+    conn.execute_batch(&format!(
+        "DELETE FROM memories_fts; {};",
+        memories::INDEX_FROM_SOURCE
+    ))?;
     Ok(missing)
 }
 

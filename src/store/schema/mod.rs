@@ -120,6 +120,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "the search index written once per bulk job",
         sql: include_str!("v18.sql"),
     },
+    Migration {
+        version: 19,
+        name: "captured turns marked in the search index",
+        sql: include_str!("v19.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -142,6 +147,7 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("table", "memory_fts_pending"),
     ("trigger", "memories_au"),
     ("trigger", "memories_au_fts"),
+    ("trigger", "memories_au_fts_class"),
     ("trigger", "memories_ad"),
     ("trigger", "memory_tags_ai"),
     ("trigger", "memory_tags_au"),
@@ -448,6 +454,56 @@ mod tests {
         let fts_ok =
             old.execute_batch("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')");
         assert!(fts_ok.is_ok(), "{fts_ok:?}");
+    }
+
+    /// Schema v19 marks the captured turns a v18 database already holds in
+    /// the search index, and only those.
+    #[test]
+    fn captured_turns_of_an_older_database_are_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("v18.db")).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE memd_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, \
+             applied_at TEXT NOT NULL DEFAULT 'then');",
+        )
+        .unwrap();
+        for m in MIGRATIONS.iter().filter(|m| m.version <= 18) {
+            conn.execute_batch(m.sql).unwrap();
+            conn.execute(
+                "INSERT INTO memd_schema (version, name) VALUES (?1, ?2)",
+                (m.version, m.name),
+            )
+            .unwrap();
+        }
+        for source in ["capture", "user", "capture"] {
+            conn.execute(
+                "INSERT INTO memories (namespace, content, source) VALUES ('p', 'deploy notes', ?1)",
+                [source],
+            )
+            .unwrap();
+        }
+        let marked = |conn: &Connection| -> Vec<i64> {
+            conn.prepare("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'ns : nscapture0' ORDER BY rowid")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        assert!(marked(&conn).is_empty());
+        migrate(&mut conn, dir.path()).unwrap();
+        assert_eq!(current_version(&conn).unwrap(), latest_version());
+        assert_eq!(marked(&conn), [1, 3]);
+        let n: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'ns : ns700 AND deploy'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(n, 3, "the namespace token is still there");
+        conn.execute_batch("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+            .unwrap();
     }
 
     #[test]

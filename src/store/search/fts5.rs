@@ -19,7 +19,8 @@
 //!
 //! ```sql
 //! memd_rank(memories_fts, long_words, long_exponent, coverage,
-//!           w_col0, …, w_col(C−1), df_phrase0, df_phrase1, …)
+//!           w_col0, …, w_col(C−1), df_phrase0, df_phrase1, …
+//!           [, cdf_phrase0, cdf_phrase1, …])
 //! ```
 //!
 //! One weight per column of the table. Per phrase, in the order the MATCH
@@ -27,6 +28,19 @@
 //! to count it here as `bm25()` does; a negative number for a phrase that
 //! is no query word (the namespace token): it adds nothing and does not
 //! count for coverage.
+//!
+//! **Two kinds of rows** (schema v19): a captured turn's namespace column
+//! holds a second token ([`CAPTURED_TOKEN`]). When every phrase's frequency
+//! is given twice — over all rows, then over captured turns only (a
+//! negative number again for the namespace token) — each row's words are
+//! weighed by their IDF among rows of its own kind, and the row's BM25 is
+//! scaled by `Σ IDF(all rows) / Σ IDF(its kind)` over the query's words:
+//! kept memories then rank among themselves exactly as without the
+//! captured turns, captured turns as without the kept memories, and the
+//! two kinds compare on one scale (a row's share of its kind's best
+//! possible match). Without captured turns it is the same as one kind.
+//! The length normalisation stays the whole index's: a short kept memory
+//! beside long turns keeps the advantage of its length.
 //!
 //! The only `unsafe` code of the store: FTS5's C API for auxiliary
 //! functions, which rusqlite does not wrap. Every pointer comes from SQLite
@@ -51,6 +65,14 @@ pub const NAME: &str = "memd_rank";
 const K1: f64 = 1.2;
 /// BM25's length normalisation (FTS5's `bm25()` value).
 const B: f64 = 0.75;
+
+/// The second token of a captured turn's namespace column (schema v19).
+/// No namespace token can be it: those are `ns`, hex digits and `0`.
+pub const CAPTURED_TOKEN: &str = "nscapture0";
+
+/// The namespace column of `memories_fts`: one token per row, two for a
+/// captured turn.
+const NS_COLUMN: c_int = 4;
 
 /// Registers `memd_rank` on `conn`.
 ///
@@ -119,12 +141,37 @@ struct Prepared {
     coverage: f64,
     /// Weight per column.
     weights: Vec<f64>,
-    /// Per phrase: its IDF, or `None` when it is not a query word.
-    idf: Vec<Option<f64>>,
+    /// The IDFs of kept memories (of every row with one kind).
+    kept: Kind,
+    /// Those of captured turns, when the caller gave their frequencies.
+    captured: Option<Kind>,
     /// Query words (phrases with an IDF).
     words: usize,
     /// Average row length in tokens, over all columns.
     avgdl: f64,
+}
+
+/// How one kind of row is scored.
+struct Kind {
+    /// Per phrase: its IDF among rows of this kind, or `None` when it is
+    /// not a query word.
+    idf: Vec<Option<f64>>,
+    /// `Σ IDF(all rows) / Σ IDF(this kind)` over the query's words.
+    scale: f64,
+}
+
+impl Kind {
+    /// The kind of rows `rows` of which hold each phrase as `df` says, on
+    /// the scale of `all` (the IDFs over every row).
+    fn of(rows: f64, df: &[Option<f64>], all: &[Option<f64>]) -> Kind {
+        let idf: Vec<Option<f64>> = df.iter().map(|d| d.map(|d| idf_of(rows, d))).collect();
+        let sum = |v: &[Option<f64>]| v.iter().flatten().sum::<f64>();
+        let own = sum(&idf);
+        Kind {
+            scale: if own > 0.0 { sum(all) / own } else { 1.0 },
+            idf,
+        }
+    }
 }
 
 /// An SQLite result code as an error.
@@ -209,14 +256,11 @@ unsafe fn prepared<'a>(
         let weights = (0..columns)
             .map(|c| real_arg(args, n, 3 + c).unwrap_or(1.0))
             .collect();
-        let mut idf = Vec::with_capacity(phrases as usize);
+        let mut df = Vec::with_capacity(phrases as usize);
         for p in 0..phrases {
-            let df = match real_arg(args, n, 3 + columns + p) {
-                Some(d) if d < 0.0 => {
-                    idf.push(None);
-                    continue;
-                }
-                Some(d) => d,
+            df.push(match real_arg(args, n, 3 + columns + p) {
+                Some(d) if d < 0.0 => None,
+                Some(d) => Some(d),
                 None => {
                     let mut hits: i64 = 0;
                     let query = api.xQueryPhrase.ok_or(Rc(ffi::SQLITE_ERROR))?;
@@ -226,18 +270,55 @@ unsafe fn prepared<'a>(
                         (&raw mut hits).cast::<c_void>(),
                         Some(count_row),
                     ))?;
-                    hits as f64
+                    Some(hits as f64)
                 }
-            };
-            idf.push(Some(idf_of(rows as f64, df)));
+            });
         }
+        let idf: Vec<Option<f64>> = df
+            .iter()
+            .map(|d| d.map(|d| idf_of(rows as f64, d)))
+            .collect();
+        // Captured turns' frequencies follow when every phrase has both.
+        let captured = if n == 3 + columns + 2 * phrases && columns > NS_COLUMN {
+            let mut ns_tokens: i64 = 0;
+            ok(api
+                .xColumnTotalSize
+                .map_or(ffi::SQLITE_ERROR, |f| f(fts, NS_COLUMN, &raw mut ns_tokens)))?;
+            // One namespace token per row, a second per captured turn.
+            let turns = (ns_tokens - rows).clamp(0, rows) as f64;
+            let cdf: Vec<Option<f64>> = (0..phrases)
+                .map(|p| real_arg(args, n, 3 + columns + phrases + p).filter(|d| *d >= 0.0))
+                .collect();
+            let kept_df: Vec<Option<f64>> = df
+                .iter()
+                .zip(&cdf)
+                .map(|(d, c)| d.map(|d| (d - c.unwrap_or(0.0)).max(0.0)))
+                .collect();
+            let captured_df: Vec<Option<f64>> = df
+                .iter()
+                .zip(&cdf)
+                .map(|(d, c)| d.map(|_| c.unwrap_or(0.0)))
+                .collect();
+            Some((
+                Kind::of(rows as f64 - turns, &kept_df, &idf),
+                Kind::of(turns, &captured_df, &idf),
+            ))
+        } else {
+            None
+        };
+        let words = idf.iter().filter(|i| i.is_some()).count();
+        let (kept, captured) = match captured {
+            Some((kept, turns)) => (kept, Some(turns)),
+            None => (Kind { idf, scale: 1.0 }, None),
+        };
         let prepared = Box::new(Prepared {
             long_words: real_arg(args, n, 0).unwrap_or(0.0),
             long_exponent: real_arg(args, n, 1).unwrap_or(0.0),
             coverage: real_arg(args, n, 2).unwrap_or(0.0).clamp(0.0, 1.0),
             weights,
-            words: idf.iter().filter(|i| i.is_some()).count(),
-            idf,
+            words,
+            kept,
+            captured,
             avgdl: if rows > 0 {
                 tokens as f64 / rows as f64
             } else {
@@ -281,10 +362,18 @@ unsafe fn score(
         ok(size(fts, -1, &raw mut all))?;
         let mut content: c_int = 0;
         ok(size(fts, 0, &raw mut content))?;
+        let kind = match &q.captured {
+            Some(turns) => {
+                let mut ns: c_int = 0;
+                ok(size(fts, NS_COLUMN, &raw mut ns))?;
+                if ns > 1 { turns } else { &q.kept }
+            }
+            None => &q.kept,
+        };
         let norm = K1 * (1.0 - B + B * f64::from(all) / q.avgdl);
         let mut bm25 = 0.0;
         let mut covered = 0usize;
-        for (p, idf) in q.idf.iter().enumerate() {
+        for (p, idf) in kind.idf.iter().enumerate() {
             let Some(idf) = idf else { continue };
             let mut it = ffi::Fts5PhraseIter {
                 a: ptr::null(),
@@ -321,7 +410,7 @@ unsafe fn score(
             q.long_words as usize,
             q.long_exponent,
         );
-        Ok(bm25 * coverage * length)
+        Ok(bm25 * kind.scale * coverage * length)
     }
 }
 
@@ -353,19 +442,40 @@ unsafe extern "C" fn rank(
 }
 
 /// Document frequencies of query words in the search index at one
-/// generation, shared by the readers. Exact: a read at another generation
-/// neither uses nor fills them (every change of the index's text moves the
-/// generation), and a newer generation starts them afresh.
+/// generation, shared by the readers: over all rows and, when the index
+/// holds captured turns, over those alone. Exact: a read at another
+/// generation neither uses nor fills them (every change of the index's text
+/// moves the generation), and a newer generation starts them afresh.
 #[derive(Debug, Default)]
 pub struct Frequencies {
-    at: Mutex<(u64, HashMap<String, i64>)>,
+    at: Mutex<Known>,
+}
+
+/// What [`Frequencies`] knows at one generation.
+#[derive(Debug, Default)]
+struct Known {
+    generation: u64,
+    /// Whether the index holds captured turns (`None`: not looked yet).
+    captured: Option<bool>,
+    /// Per word: its rows, and its captured turns.
+    words: HashMap<String, (i64, i64)>,
+}
+
+/// The frequencies of a query's words.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Rows holding each word.
+    pub all: Vec<i64>,
+    /// Captured turns holding each word; `None` when the index holds no
+    /// captured turn (one kind of row).
+    pub captured: Option<Vec<i64>>,
 }
 
 /// At most this many words are kept (a new generation clears them anyway).
 const MOST_WORDS: usize = 100_000;
 
 impl Frequencies {
-    /// The document frequency of each word (a quoted FTS5 phrase) at
+    /// The document frequencies of each word (a quoted FTS5 phrase) at
     /// `generation`, the generation of `conn`'s read transaction: known
     /// ones from memory, the others counted in the index.
     ///
@@ -376,41 +486,79 @@ impl Frequencies {
         conn: &Connection,
         generation: u64,
         words: &[String],
-    ) -> Result<Vec<i64>, StoreError> {
-        let mut out: Vec<Option<i64>> = {
+    ) -> Result<Counts, StoreError> {
+        let (mut captured, mut out): (Option<bool>, Vec<Option<(i64, i64)>>) = {
             let at = sync::lock(&self.at);
-            if at.0 == generation {
-                words.iter().map(|w| at.1.get(w).copied()).collect()
+            if at.generation == generation {
+                (
+                    at.captured,
+                    words.iter().map(|w| at.words.get(w).copied()).collect(),
+                )
             } else {
-                vec![None; words.len()]
+                (None, vec![None; words.len()])
+            }
+        };
+        let has_turns = match captured {
+            Some(c) => c,
+            None => {
+                let c = holds_captured(conn)?;
+                captured = Some(c);
+                c
             }
         };
         let mut counted = Vec::new();
         for (w, df) in words.iter().zip(&mut out) {
             if df.is_none() {
-                let n = count(conn, w)?;
-                *df = Some(n);
-                counted.push((w.clone(), n));
+                let phrase = super::words::phrase(w);
+                let all = count(conn, &phrase)?;
+                let turns = if has_turns && all > 0 {
+                    count(
+                        conn,
+                        &format!("ns : {} AND {phrase}", super::words::phrase(CAPTURED_TOKEN)),
+                    )?
+                } else {
+                    0
+                };
+                *df = Some((all, turns));
+                counted.push((w.clone(), (all, turns)));
             }
         }
-        if !counted.is_empty() {
+        {
             let mut at = sync::lock(&self.at);
-            if generation > at.0 || at.1.len() >= MOST_WORDS {
-                *at = (generation, HashMap::new());
+            if generation > at.generation || at.words.len() >= MOST_WORDS {
+                *at = Known {
+                    generation,
+                    ..Known::default()
+                };
             }
-            if at.0 == generation {
-                at.1.extend(counted);
+            if at.generation == generation {
+                at.captured = captured;
+                at.words.extend(counted);
             }
         }
-        Ok(out.into_iter().map(|d| d.unwrap_or(0)).collect())
+        let pairs: Vec<(i64, i64)> = out.into_iter().map(Option::unwrap_or_default).collect();
+        Ok(Counts {
+            all: pairs.iter().map(|p| p.0).collect(),
+            captured: has_turns.then(|| pairs.iter().map(|p| p.1).collect()),
+        })
     }
 }
 
-/// Rows of the index holding `word` (as FTS5 tokenizes it) in any column.
-fn count(conn: &Connection, word: &str) -> Result<i64, StoreError> {
+/// Whether the index holds a captured turn.
+fn holds_captured(conn: &Connection) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?1)")?
+        .query_row(
+            [format!("ns : {}", super::words::phrase(CAPTURED_TOKEN))],
+            |r| r.get(0),
+        )?)
+}
+
+/// Rows of the index matching an FTS5 query.
+fn count(conn: &Connection, fts_query: &str) -> Result<i64, StoreError> {
     Ok(conn
         .prepare_cached("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1")?
-        .query_row([super::words::phrase(word)], |r| r.get(0))?)
+        .query_row([fts_query], |r| r.get(0))?)
 }
 
 #[cfg(test)]
@@ -540,7 +688,7 @@ mod tests {
         ];
         // Any column counts: "script" is in row 3's context (its neighbour's
         // text).
-        assert_eq!(known.of(&conn, generation, &words).unwrap(), [4, 4, 0]);
+        assert_eq!(known.of(&conn, generation, &words).unwrap().all, [4, 4, 0]);
         let query = "\"deploy\" OR \"script\" OR \"nowhere\"";
         let counted = scores(
             &conn,
@@ -564,18 +712,135 @@ mod tests {
         add(&conn, "b", "deploy", None, None);
         let now = crate::store::read_generation(&conn).unwrap();
         assert!(now > generation);
-        assert_eq!(known.of(&conn, now, &words).unwrap(), [5, 4, 0]);
+        assert_eq!(known.of(&conn, now, &words).unwrap().all, [5, 4, 0]);
         // A read at the older generation is not served the newer counts
         // (here the file holds the newer rows, so it counts them), and does
         // not replace them.
-        assert_eq!(known.of(&conn, generation, &words[..1]).unwrap(), [5]);
+        assert_eq!(known.of(&conn, generation, &words[..1]).unwrap().all, [5]);
         conn.execute("DELETE FROM memories WHERE content = 'deploy'", [])
             .unwrap();
         assert_eq!(
-            known.of(&conn, now, &words[..1]).unwrap(),
+            known.of(&conn, now, &words[..1]).unwrap().all,
             [5],
             "kept for its generation"
         );
+    }
+
+    /// A row of `words` words, each `deploy`, `script` or `filler`, in
+    /// namespace `a`; a captured turn when `captured`.
+    fn add_kind(conn: &Connection, content: &str, captured: bool) {
+        conn.execute(
+            "INSERT INTO memories (namespace, content, source) VALUES ('a', ?1, ?2)",
+            (content, if captured { "capture" } else { "user" }),
+        )
+        .unwrap();
+    }
+
+    /// Every row's score for `query` with the frequencies `known` gives
+    /// (over all rows, and over captured turns when there are any).
+    fn kind_scores(conn: &Connection, words: &[String]) -> Vec<(i64, f64)> {
+        let generation = crate::store::read_generation(conn).unwrap();
+        let counts = Frequencies::default().of(conn, generation, words).unwrap();
+        let mut args: Vec<String> = counts.all.iter().map(ToString::to_string).collect();
+        args.extend(counts.captured.iter().flatten().map(ToString::to_string));
+        let query: Vec<String> = words
+            .iter()
+            .map(|w| super::super::words::phrase(w))
+            .collect();
+        scores(
+            conn,
+            &format!(
+                "memd_rank(memories_fts, 0, 0.0, 0.0, 1.0, 2.0, 0.7, 2.0, 0.0, {})",
+                args.join(", ")
+            ),
+            &query.join(" OR "),
+        )
+    }
+
+    /// Kept memories rank among themselves as if the captured turns beside
+    /// them were not there, and captured turns as if the kept memories were
+    /// not: each kind weighs the query's words by their rarity in its own
+    /// kind. Every row has the same length here (a captured turn's extra
+    /// namespace token against one word less), so that the length rule,
+    /// which stays the whole index's, is the same for all.
+    #[test]
+    fn each_kind_of_row_weighs_words_among_its_own_kind() {
+        let kept = [
+            "deploy script filler filler",
+            "deploy deploy filler filler",
+            "script filler filler filler",
+            "deploy script script filler",
+        ];
+        let turns = [
+            "deploy deploy deploy",
+            "deploy filler filler",
+            "deploy deploy filler",
+            "script filler filler",
+            "deploy filler deploy",
+            "filler filler filler",
+        ];
+        let words = ["deploy".to_string(), "script".to_string()];
+        let (_a, alone) = db();
+        for k in kept {
+            add_kind(&alone, k, false);
+        }
+        let (_t, only_turns) = db();
+        for t in turns {
+            add_kind(&only_turns, t, true);
+        }
+        let (_b, both) = db();
+        for k in kept {
+            add_kind(&both, k, false);
+        }
+        for t in turns {
+            add_kind(&both, t, true);
+        }
+        let generation = crate::store::read_generation(&both).unwrap();
+        let counts = Frequencies::default()
+            .of(&both, generation, &words)
+            .unwrap();
+        assert_eq!(counts.all, [7, 4]);
+        assert_eq!(counts.captured, Some(vec![4, 1]));
+        let g = crate::store::read_generation(&alone).unwrap();
+        assert_eq!(
+            Frequencies::default()
+                .of(&alone, g, &words)
+                .unwrap()
+                .captured,
+            None
+        );
+
+        // Score ratios within a kind are those of the kind alone.
+        let ratios = |scores: &[(i64, f64)]| -> Vec<f64> {
+            scores.iter().map(|s| s.1 / scores[0].1).collect()
+        };
+        let mixed = kind_scores(&both, &words);
+        let (mixed_kept, mixed_turns) = mixed.split_at(kept.len());
+        let close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-9);
+        let alone_kept = ratios(&kind_scores(&alone, &words));
+        let alone_turns = ratios(&kind_scores(&only_turns, &words));
+        assert!(close(&ratios(mixed_kept), &alone_kept), "{mixed_kept:?}");
+        assert!(
+            close(&ratios(&mixed_turns[..5]), &alone_turns),
+            "{mixed_turns:?}"
+        );
+        // One kind, as before schema v19, mixes them: the frequencies over
+        // all rows reorder the kept memories' scores.
+        let one_kind = scores(
+            &both,
+            "memd_rank(memories_fts, 0, 0.0, 0.0, 1.0, 2.0, 0.7, 2.0, 0.0, 7, 4)",
+            "\"deploy\" OR \"script\"",
+        );
+        assert!(!close(&ratios(&one_kind[..kept.len()]), &alone_kept));
+
+        // A row that stops being a captured turn is indexed again as kept.
+        both.execute("UPDATE memories SET source = 'user' WHERE id = 5", [])
+            .unwrap();
+        let generation = crate::store::read_generation(&both).unwrap();
+        let counts = Frequencies::default()
+            .of(&both, generation, &words)
+            .unwrap();
+        assert_eq!(counts.captured, Some(vec![3, 1]));
     }
 
     /// Coverage counts the query's words found in the content column (not

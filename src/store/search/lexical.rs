@@ -115,6 +115,10 @@ pub struct Scoring {
     /// The document frequency of each phrase of the query, in order, when
     /// known (the others are counted by FTS5).
     pub frequencies: Vec<i64>,
+    /// With `frequencies`: each phrase's captured turns, when the index
+    /// holds any (each kind of row then weighs words among its own kind,
+    /// [`super::fts5`]); empty: one kind.
+    pub captured: Vec<i64>,
 }
 
 impl Scoring {
@@ -127,6 +131,7 @@ impl Scoring {
             long_exponent: 0.0,
             coverage: 0.0,
             frequencies: Vec::new(),
+            captured: Vec::new(),
         }
     }
 
@@ -140,6 +145,10 @@ impl Scoring {
         ];
         params.extend(std::iter::repeat_n(Value::Integer(-1), skipped));
         params.extend(self.frequencies.iter().map(|&n| Value::Integer(n)));
+        if !self.frequencies.is_empty() && self.captured.len() == self.frequencies.len() {
+            params.extend(std::iter::repeat_n(Value::Integer(-1), skipped));
+            params.extend(self.captured.iter().map(|&n| Value::Integer(n)));
+        }
         let arg = |i: usize| format!("?{}", first + i);
         let mut args: Vec<String> = (0..3).map(arg).collect();
         args.push(self.weights.columns());

@@ -40,7 +40,9 @@
 //! two kinds compare on one scale (a row's share of its kind's best
 //! possible match). Without captured turns it is the same as one kind.
 //! The length normalisation stays the whole index's: a short kept memory
-//! beside long turns keeps the advantage of its length.
+//! beside long turns keeps the advantage of its length. The mark is no
+//! text: a row's length and the average leave it out, with or without the
+//! second list, so a captured chat ranks as the same chat ingested.
 //!
 //! The only `unsafe` code of the store: FTS5's C API for auxiliary
 //! functions, which rusqlite does not wrap. Every pointer comes from SQLite
@@ -147,7 +149,11 @@ struct Prepared {
     captured: Option<Kind>,
     /// Query words (phrases with an IDF).
     words: usize,
-    /// Average row length in tokens, over all columns.
+    /// Whether the index holds captured turns (rows whose length is
+    /// counted without their mark).
+    marked: bool,
+    /// Average row length in tokens, over all columns (without the
+    /// captured turns' marks).
     avgdl: f64,
 }
 
@@ -278,14 +284,19 @@ unsafe fn prepared<'a>(
             .iter()
             .map(|d| d.map(|d| idf_of(rows as f64, d)))
             .collect();
-        // Captured turns' frequencies follow when every phrase has both.
-        let captured = if n == 3 + columns + 2 * phrases && columns > NS_COLUMN {
+        // One namespace token per row, a second per captured turn.
+        let turns = if columns > NS_COLUMN {
             let mut ns_tokens: i64 = 0;
             ok(api
                 .xColumnTotalSize
                 .map_or(ffi::SQLITE_ERROR, |f| f(fts, NS_COLUMN, &raw mut ns_tokens)))?;
-            // One namespace token per row, a second per captured turn.
-            let turns = (ns_tokens - rows).clamp(0, rows) as f64;
+            (ns_tokens - rows).clamp(0, rows)
+        } else {
+            0
+        };
+        // Captured turns' frequencies follow when every phrase has both.
+        let captured = if n == 3 + columns + 2 * phrases && turns > 0 {
+            let turns = turns as f64;
             let cdf: Vec<Option<f64>> = (0..phrases)
                 .map(|p| real_arg(args, n, 3 + columns + phrases + p).filter(|d| *d >= 0.0))
                 .collect();
@@ -319,8 +330,10 @@ unsafe fn prepared<'a>(
             words,
             kept,
             captured,
+            marked: turns > 0,
+            // The captured turns' mark is no text: not part of a length.
             avgdl: if rows > 0 {
-                tokens as f64 / rows as f64
+                (tokens - turns) as f64 / rows as f64
             } else {
                 1.0
             },
@@ -362,13 +375,16 @@ unsafe fn score(
         ok(size(fts, -1, &raw mut all))?;
         let mut content: c_int = 0;
         ok(size(fts, 0, &raw mut content))?;
+        let mut captured = false;
+        if q.marked {
+            let mut ns: c_int = 0;
+            ok(size(fts, NS_COLUMN, &raw mut ns))?;
+            captured = ns > 1;
+            all -= (ns - 1).max(0);
+        }
         let kind = match &q.captured {
-            Some(turns) => {
-                let mut ns: c_int = 0;
-                ok(size(fts, NS_COLUMN, &raw mut ns))?;
-                if ns > 1 { turns } else { &q.kept }
-            }
-            None => &q.kept,
+            Some(turns) if captured => turns,
+            _ => &q.kept,
         };
         let norm = K1 * (1.0 - B + B * f64::from(all) / q.avgdl);
         let mut bm25 = 0.0;
@@ -760,9 +776,9 @@ mod tests {
     /// Kept memories rank among themselves as if the captured turns beside
     /// them were not there, and captured turns as if the kept memories were
     /// not: each kind weighs the query's words by their rarity in its own
-    /// kind. Every row has the same length here (a captured turn's extra
-    /// namespace token against one word less), so that the length rule,
-    /// which stays the whole index's, is the same for all.
+    /// kind. Every row has the same length here, so that the length rule,
+    /// which stays the whole index's, is the same for all. And captured
+    /// turns alone score as the same rows kept: their mark is no text.
     #[test]
     fn each_kind_of_row_weighs_words_among_its_own_kind() {
         let kept = [
@@ -772,12 +788,12 @@ mod tests {
             "deploy script script filler",
         ];
         let turns = [
-            "deploy deploy deploy",
-            "deploy filler filler",
-            "deploy deploy filler",
-            "script filler filler",
-            "deploy filler deploy",
-            "filler filler filler",
+            "deploy deploy deploy filler",
+            "deploy filler filler filler",
+            "deploy deploy filler filler",
+            "script filler filler filler",
+            "deploy filler deploy filler",
+            "filler filler filler filler",
         ];
         let words = ["deploy".to_string(), "script".to_string()];
         let (_a, alone) = db();
@@ -818,7 +834,29 @@ mod tests {
         let (mixed_kept, mixed_turns) = mixed.split_at(kept.len());
         let close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-9);
         let alone_kept = ratios(&kind_scores(&alone, &words));
-        let alone_turns = ratios(&kind_scores(&only_turns, &words));
+        // Of any lengths.
+        let uneven = [
+            "deploy filler",
+            "deploy script filler filler filler filler",
+            "script",
+        ];
+        let (_u, uneven_turns) = db();
+        for t in uneven {
+            add_kind(&uneven_turns, t, true);
+        }
+        for (set, rows) in [(&turns[..], &only_turns), (&uneven[..], &uneven_turns)] {
+            let (_k, kept_copy) = db();
+            for t in set {
+                add_kind(&kept_copy, t, false);
+            }
+            let (marked, plain) = (kind_scores(rows, &words), kind_scores(&kept_copy, &words));
+            assert_eq!(marked.len(), plain.len());
+            for (a, b) in marked.iter().zip(&plain) {
+                assert!((a.1 - b.1).abs() < 1e-12, "{marked:?} {plain:?}");
+            }
+        }
+        let turn_scores = kind_scores(&only_turns, &words);
+        let alone_turns = ratios(&turn_scores);
         assert!(close(&ratios(mixed_kept), &alone_kept), "{mixed_kept:?}");
         assert!(
             close(&ratios(&mixed_turns[..5]), &alone_turns),

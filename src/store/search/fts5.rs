@@ -72,6 +72,12 @@ const B: f64 = 0.75;
 /// No namespace token can be it: those are `ns`, hex digits and `0`.
 pub const CAPTURED_TOKEN: &str = "nscapture0";
 
+/// The FTS5 query of every captured turn (its mark in the namespace
+/// column).
+fn captured_turns() -> String {
+    format!("ns : {}", super::words::phrase(CAPTURED_TOKEN))
+}
+
 /// The namespace column of `memories_fts`: one token per row, two for a
 /// captured turn.
 const NS_COLUMN: c_int = 4;
@@ -300,16 +306,15 @@ unsafe fn prepared<'a>(
             let cdf: Vec<Option<f64>> = (0..phrases)
                 .map(|p| real_arg(args, n, 3 + columns + phrases + p).filter(|d| *d >= 0.0))
                 .collect();
-            let kept_df: Vec<Option<f64>> = df
+            // Per query word: its kept rows, its captured turns.
+            let (kept_df, captured_df): (Vec<Option<f64>>, Vec<Option<f64>>) = df
                 .iter()
                 .zip(&cdf)
-                .map(|(d, c)| d.map(|d| (d - c.unwrap_or(0.0)).max(0.0)))
-                .collect();
-            let captured_df: Vec<Option<f64>> = df
-                .iter()
-                .zip(&cdf)
-                .map(|(d, c)| d.map(|_| c.unwrap_or(0.0)))
-                .collect();
+                .map(|(d, c)| {
+                    let c = c.unwrap_or(0.0);
+                    (d.map(|d| (d - c).max(0.0)), d.map(|_| c))
+                })
+                .unzip();
             Some((
                 Kind::of(rows as f64 - turns, &kept_df, &idf),
                 Kind::of(turns, &captured_df, &idf),
@@ -528,10 +533,7 @@ impl Frequencies {
                 let phrase = super::words::phrase(w);
                 let all = count(conn, &phrase)?;
                 let turns = if has_turns && all > 0 {
-                    count(
-                        conn,
-                        &format!("ns : {} AND {phrase}", super::words::phrase(CAPTURED_TOKEN)),
-                    )?
+                    count(conn, &format!("{} AND {phrase}", captured_turns()))?
                 } else {
                     0
                 };
@@ -564,10 +566,7 @@ impl Frequencies {
 fn holds_captured(conn: &Connection) -> Result<bool, StoreError> {
     Ok(conn
         .prepare_cached("SELECT EXISTS (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ?1)")?
-        .query_row(
-            [format!("ns : {}", super::words::phrase(CAPTURED_TOKEN))],
-            |r| r.get(0),
-        )?)
+        .query_row([captured_turns()], |r| r.get(0))?)
 }
 
 /// Rows of the index matching an FTS5 query.

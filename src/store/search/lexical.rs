@@ -113,12 +113,10 @@ pub struct Scoring {
     /// content counts (0: not at all).
     pub coverage: f64,
     /// The document frequency of each phrase of the query, in order, when
-    /// known (the others are counted by FTS5).
-    pub frequencies: Vec<i64>,
-    /// With `frequencies`: each phrase's captured turns, when the index
-    /// holds any (each kind of row then weighs words among its own kind,
-    /// [`super::fts5`]); empty: one kind.
-    pub captured: Vec<i64>,
+    /// known (the others are counted by FTS5), and its captured turns when
+    /// the index holds any (each kind of row then weighs words among its
+    /// own kind, [`super::fts5`]).
+    pub frequencies: super::fts5::Counts,
 }
 
 impl Scoring {
@@ -130,8 +128,7 @@ impl Scoring {
             long_words: 0,
             long_exponent: 0.0,
             coverage: 0.0,
-            frequencies: Vec::new(),
-            captured: Vec::new(),
+            frequencies: super::fts5::Counts::default(),
         }
     }
 
@@ -144,10 +141,15 @@ impl Scoring {
             Value::Real(self.coverage),
         ];
         params.extend(std::iter::repeat_n(Value::Integer(-1), skipped));
-        params.extend(self.frequencies.iter().map(|&n| Value::Integer(n)));
-        if !self.frequencies.is_empty() && self.captured.len() == self.frequencies.len() {
+        let counts = &self.frequencies;
+        params.extend(counts.all.iter().map(|&n| Value::Integer(n)));
+        if let Some(turns) = counts
+            .captured
+            .as_ref()
+            .filter(|t| !t.is_empty() && t.len() == counts.all.len())
+        {
             params.extend(std::iter::repeat_n(Value::Integer(-1), skipped));
-            params.extend(self.captured.iter().map(|&n| Value::Integer(n)));
+            params.extend(turns.iter().map(|&n| Value::Integer(n)));
         }
         let arg = |i: usize| format!("?{}", first + i);
         let mut args: Vec<String> = (0..3).map(arg).collect();

@@ -214,17 +214,15 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
         // syntax: the share of the query's words in the content) × the
         // length rule ([`fts5`]); with plain syntax each phrase is a query
         // word, whose document frequency memd may know.
-        let counts = match q.frequencies {
-            Some((known, generation)) if plain => known.of(conn, generation, &words)?,
-            _ => fts5::Counts::default(),
-        };
         let scoring = lexical::Scoring {
             weights,
             long_words: q.rank.long_words,
             long_exponent: q.rank.long_exponent,
             coverage: if plain { COVERAGE_WEIGHT } else { 0.0 },
-            frequencies: counts.all,
-            captured: counts.captured.unwrap_or_default(),
+            frequencies: match q.frequencies {
+                Some((known, generation)) if plain => known.of(conn, generation, &words)?,
+                _ => fts5::Counts::default(),
+            },
         };
         let mut rows = lexical::candidates(conn, &fts, q.view, fetch, &scoring)?;
         if plain {

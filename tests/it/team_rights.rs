@@ -276,6 +276,11 @@ fn people_see_and_change_exactly_what_their_grants_allow() {
         ),
         "bob alice-laptop"
     );
+    // Carol's machine pulls it when it pulls: wait for it there.
+    Pg::wait_for(Duration::from_secs(20), "carol's machine pulled it", || {
+        let (v, _) = carol.json(&["--namespace", "team-web", "search", "signed"]);
+        v["count"] != 0
+    });
     let (v, _) = carol.json(&["--namespace", "team-web", "search", "signed"]);
     assert_eq!(
         v["hits"][0]["provenance"]["sources"][0]["role"], "bob",

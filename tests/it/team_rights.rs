@@ -731,3 +731,224 @@ fn in_a_reviewed_namespace_writers_propose_and_reviewers_decide() {
     assert_eq!((code, v["status"].as_str()), (0, Some("stored")), "{v}");
     assert!(v["id"].is_i64(), "{v}");
 }
+
+/// The URL of database `db` as `role`.
+fn url_db(pg: &Pg, role: &str, db: &str) -> String {
+    url_as(pg, role).replace("dbname=postgres", &format!("dbname={db}"))
+}
+
+/// `memd team init --json` as `role` on database `db`.
+fn init_on(pg: &Pg, role: &str, db: &str) -> (Value, i32) {
+    let home = tempfile::tempdir().unwrap();
+    let out = crate::common::memd_command(home.path())
+        .args(["team", "init", "--json"])
+        .env("MEMD_TEAM_URL", url_db(pg, role, db))
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "not JSON: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (v, out.status.code().unwrap_or(-1))
+}
+
+/// `psql` as `role` on database `db`: its output (it must succeed).
+fn psql_db(pg: &Pg, role: &str, db: &str, sql: &str) -> String {
+    let out = std::process::Command::new("runuser")
+        .args(["-u", "postgres", "--"])
+        .arg(pg_bin("psql"))
+        .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-d"])
+        .arg(url_db(pg, role, db))
+        .args(["-c", sql])
+        .current_dir(&pg.dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The login roles that are members of `memd_owner`.
+fn owner_members(pg: &Pg) -> String {
+    pg.psql(
+        "SELECT coalesce(string_agg(r.rolname, ',' ORDER BY r.rolname), '') \
+         FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member \
+         WHERE m.roleid = 'memd_owner'::regrole",
+    )
+}
+
+#[test]
+fn a_database_owner_who_is_not_superuser_sets_up_team_memory() {
+    let Some(pg) = Pg::start() else { return };
+    // A managed server: the database's owner is an ordinary role that may
+    // create roles, nobody memd runs as is superuser.
+    pg.psql("CREATE ROLE lead LOGIN CREATEROLE; CREATE ROLE bob LOGIN");
+    pg.psql("CREATE DATABASE memd OWNER lead");
+    let (v, code) = init_on(&pg, "lead", "memd");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["from"].as_i64(), v["to"].as_i64()),
+        (Some(0), Some(4)),
+        "{v}"
+    );
+    assert_eq!(v["bypasses_row_security"], false, "{v}");
+    // The schema belongs to the owner role; the lead held it only while
+    // migrating.
+    assert_eq!(owner_members(&pg), "");
+    let (v, code) = init_on(&pg, "lead", "memd");
+    assert_eq!((code, v["from"].as_i64()), (0, Some(4)), "{v}");
+    // The lead administers: grants bob, and bob's machine shares.
+    let home = tempfile::tempdir().unwrap();
+    let out = crate::common::memd_command(home.path())
+        .args(["team", "grant", "bob", "team-*", "write", "--json"])
+        .env("MEMD_TEAM_URL", url_db(&pg, "lead", "memd"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bob = Daemon::with_config(&format!(
+        "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"bob-laptop\"\n\
+         timeout_ms = 3000\n",
+        url_db(&pg, "bob", "memd")
+    ));
+    let (v, code) = bob.json(&[
+        "--namespace",
+        "team-web",
+        "add",
+        "shared without a superuser",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        psql_db(
+            &pg,
+            "postgres",
+            "memd",
+            "SELECT content || ' ' || changed_role FROM memd.memories"
+        ),
+        "shared without a superuser bob"
+    );
+}
+
+#[test]
+fn a_role_that_cannot_set_up_is_told_what_it_lacks() {
+    let Some(pg) = Pg::start() else { return };
+    // Owns its database, may not create roles: told the SQL an
+    // administrator runs, as `forbidden` (exit 7), nothing written.
+    pg.psql("CREATE ROLE plain LOGIN");
+    pg.psql("CREATE DATABASE plaindb OWNER plain");
+    let (v, code) = init_on(&pg, "plain", "plaindb");
+    assert_eq!(code, 7, "{v}");
+    assert_eq!(v["code"], "forbidden", "{v}");
+    let msg = v["error"].as_str().unwrap();
+    assert!(
+        msg.contains("CREATE ROLE memd_owner NOLOGIN; GRANT memd_owner TO \"plain\";")
+            && msg.contains("ALTER ROLE \"plain\" CREATEROLE;")
+            && !msg.contains("cannot reach"),
+        "{msg}"
+    );
+    let schema = |db: &str| {
+        psql_db(
+            &pg,
+            "postgres",
+            db,
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'memd'",
+        )
+    };
+    assert_eq!(schema("plaindb"), "0");
+    // The administrator does as told: the init goes through, and the
+    // membership it was given stays.
+    pg.psql("CREATE ROLE memd_owner NOLOGIN; GRANT memd_owner TO plain");
+    let (v, code) = init_on(&pg, "plain", "plaindb");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(owner_members(&pg), "plain");
+    // A role that does not own the database is told so.
+    pg.psql("CREATE ROLE other LOGIN CREATEROLE");
+    pg.psql("CREATE DATABASE otherdb");
+    let (v, code) = init_on(&pg, "other", "otherdb");
+    assert_eq!(code, 7, "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("ALTER DATABASE \"otherdb\" OWNER TO \"other\";"),
+        "{v}"
+    );
+    assert_eq!(schema("otherdb"), "0");
+}
+
+#[test]
+fn a_version_1_schema_migrates_as_its_owner_and_names_a_foreign_one() {
+    let Some(pg) = Pg::start() else { return };
+    let v1 = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/team/schema/v1.sql"),
+    )
+    .unwrap();
+    let setup = format!(
+        "CREATE SCHEMA memd; CREATE TABLE memd.migrations (version integer PRIMARY KEY, \
+         name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now()); \
+         INSERT INTO memd.migrations (version, name) VALUES (1, 'v1'); {v1}"
+    );
+    for sql in [
+        "CREATE ROLE lead LOGIN CREATEROLE",
+        "CREATE DATABASE mine OWNER lead",
+        "CREATE DATABASE theirs OWNER lead",
+    ] {
+        pg.psql(sql);
+    }
+    // Version 1 made by the lead itself: migrated by it.
+    let run = |role: &str, db: &str, sql: &str| psql_db(&pg, role, db, sql);
+    run("lead", "mine", &setup);
+    run(
+        "lead",
+        "mine",
+        "INSERT INTO memd.memories (namespace, content) VALUES ('team-web', 'kept')",
+    );
+    let (v, code) = init_on(&pg, "lead", "mine");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["from"].as_i64(), v["to"].as_i64()),
+        (Some(1), Some(4)),
+        "{v}"
+    );
+    assert_eq!(
+        run("postgres", "mine", "SELECT content FROM memd.memories"),
+        "kept"
+    );
+    assert_eq!(
+        run(
+            "postgres",
+            "mine",
+            "SELECT nspowner::regrole FROM pg_namespace WHERE nspname = 'memd'"
+        ),
+        "memd_owner"
+    );
+    // Version 1 made by a superuser: the lead is told who migrates it.
+    run("postgres", "theirs", &setup);
+    let (v, code) = init_on(&pg, "lead", "theirs");
+    assert_eq!(code, 7, "{v}");
+    let msg = v["error"].as_str().unwrap();
+    assert!(
+        msg.contains("owned by postgres") && msg.contains("as postgres"),
+        "{msg}"
+    );
+    assert_eq!(
+        run(
+            "postgres",
+            "theirs",
+            "SELECT max(version) FROM memd.migrations"
+        ),
+        "1"
+    );
+    // And the superuser does.
+    let (v, code) = init_on(&pg, "postgres", "theirs");
+    assert_eq!((code, v["to"].as_i64()), (0, Some(4)), "{v}");
+}

@@ -51,7 +51,9 @@ pub fn latest() -> i32 {
 ///
 /// # Errors
 /// [`TeamError::Unavailable`] for a failed query.
-pub async fn version(client: &Client) -> Result<Option<i32>, TeamError> {
+pub async fn version(
+    client: &impl tokio_postgres::GenericClient,
+) -> Result<Option<i32>, TeamError> {
     let exists: bool = client
         .query_one("SELECT to_regclass('memd.migrations') IS NOT NULL", &[])
         .await
@@ -117,31 +119,97 @@ pub async fn init_at(
     init(&mut link.client).await
 }
 
+/// Who runs `memd team init`, as PostgreSQL knows the role.
+struct Runner {
+    role: String,
+    /// A superuser: every privilege, membership in every role.
+    superuser: bool,
+    /// Above row-level security (a superuser or BYPASSRLS).
+    unbound: bool,
+    /// May create roles and (PostgreSQL 15) grant membership in any role
+    /// that is not a superuser.
+    createrole: bool,
+    /// The database's name.
+    database: String,
+    /// Owns the database (or may grant CREATE on it).
+    owns_database: bool,
+}
+
+/// The owner role every object of the schema belongs to; nobody logs in
+/// as it.
+const OWNER: &str = "memd_owner";
+
+/// A failed statement of the init: a refused privilege is `forbidden`
+/// (with what to do), anything else the server's own message.
+fn refused(role: &str, e: &tokio_postgres::Error) -> TeamError {
+    if e.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) {
+        TeamError::Forbidden(format!(
+            "role {role} may not set up the memd schema: {}. See docs/team.md \"Setting up \
+             without a superuser\" for what the role needs",
+            describe(e)
+        ))
+    } else {
+        TeamError::Unavailable(describe(e))
+    }
+}
+
 /// Creates or migrates the schema.
 ///
+/// A superuser may always. Any other role needs, for a new schema (or one
+/// at version 1), to own the database; and for every step, membership in
+/// `memd_owner` (the role that owns every object). `init` creates that
+/// role when it is missing (`CREATEROLE`) and holds the membership for
+/// the transaction only: it grants it when the runner lacks it (possible
+/// with `CREATEROLE`) and takes it back at the end, so no login role stays
+/// a member. An administrator may instead create `memd_owner` and grant it
+/// to the runner; that membership is left as it was. What is missing is
+/// refused before anything is written, naming the SQL an administrator
+/// runs.
+///
 /// # Errors
+/// [`TeamError::Forbidden`] when the role may not, naming what it lacks;
 /// [`TeamError::SchemaTooNew`], or the failed statement.
 pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
     let fail = |e: tokio_postgres::Error| TeamError::Unavailable(describe(&e));
     let who = client
         .query_one(
-            "SELECT session_user::text, rolsuper OR rolbypassrls FROM pg_roles \
-             WHERE rolname = session_user",
+            "SELECT session_user::text, r.rolsuper, r.rolsuper OR r.rolbypassrls, \
+                    r.rolcreaterole, current_database()::text, \
+                    d.datdba = r.oid OR has_database_privilege(session_user, \
+                        current_database(), 'CREATE WITH GRANT OPTION') \
+             FROM pg_roles r, pg_database d \
+             WHERE r.rolname = session_user AND d.datname = current_database()",
             &[],
         )
         .await
         .map_err(fail)?;
-    let (role, unbound): (String, bool) = (who.get(0), who.get(1));
+    let runner = Runner {
+        role: who.get(0),
+        superuser: who.get(1),
+        unbound: who.get(2),
+        createrole: who.get(3),
+        database: who.get(4),
+        owns_database: who.get(5),
+    };
+    let foreign = if runner.superuser {
+        Vec::new()
+    } else {
+        foreign_owners(client).await?
+    };
+    // A schema this role may not even read was made by another: say whose.
+    let current = version(client)
+        .await
+        .map_err(|e| foreign_refusal(&runner, &foreign).unwrap_or(e))?;
     // Up to date: nothing to create (a role that may not create anything
     // in the schema learns its version too).
-    if let Some(v) = version(client).await?
+    if let Some(v) = current
         && v == latest()
     {
         return Ok(Initialised {
             from: v,
             to: v,
-            role,
-            unbound,
+            role: runner.role,
+            unbound: runner.unbound,
         });
     }
     let tx = client.transaction().await.map_err(fail)?;
@@ -149,6 +217,19 @@ pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
     tx.execute("SELECT pg_advisory_xact_lock(7274031601)", &[])
         .await
         .map_err(fail)?;
+    let from = version(&tx).await?.unwrap_or(0);
+    if from > latest() {
+        return Err(TeamError::SchemaTooNew {
+            found: from,
+            known: latest(),
+        });
+    }
+    let granted = if runner.superuser {
+        false
+    } else {
+        preflight(&tx, &runner, from, &foreign).await?;
+        hold_owner(&tx, &runner).await?
+    };
     tx.batch_execute(
         "CREATE SCHEMA IF NOT EXISTS memd;
          CREATE TABLE IF NOT EXISTS memd.migrations (
@@ -158,36 +239,165 @@ pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
          );",
     )
     .await
-    .map_err(fail)?;
-    let from: i32 = tx
-        .query_one("SELECT coalesce(max(version), 0) FROM memd.migrations", &[])
-        .await
-        .map_err(fail)?
-        .get(0);
-    if from > latest() {
-        return Err(TeamError::SchemaTooNew {
-            found: from,
-            known: latest(),
-        });
-    }
+    .map_err(|e| refused(&runner.role, &e))?;
     for m in MIGRATIONS.iter().filter(|m| m.version > from) {
-        // Recorded first: a migration may hand the schema to its owner,
-        // after which the role running it may no longer write there.
         tx.execute(
             "INSERT INTO memd.migrations (version, name) VALUES ($1, $2)",
             &[&m.version, &m.name],
         )
         .await
-        .map_err(fail)?;
-        tx.batch_execute(m.sql).await.map_err(|e| {
-            TeamError::Unavailable(format!("migration {} failed: {}", m.version, describe(&e)))
-        })?;
+        .map_err(|e| refused(&runner.role, &e))?;
+        tx.batch_execute(m.sql)
+            .await
+            .map_err(|e| match refused(&runner.role, &e) {
+                TeamError::Unavailable(d) => {
+                    TeamError::Unavailable(format!("migration {} failed: {d}", m.version))
+                }
+                other => other,
+            })?;
+    }
+    if granted {
+        tx.batch_execute(&format!(
+            "REVOKE {OWNER} FROM {}",
+            quote_ident(&runner.role)
+        ))
+        .await
+        .map_err(|e| refused(&runner.role, &e))?;
     }
     tx.commit().await.map_err(fail)?;
     Ok(Initialised {
         from,
         to: latest(),
-        role,
-        unbound,
+        role: runner.role,
+        unbound: runner.unbound,
     })
+}
+
+/// What a role that is not a superuser needs before anything is written:
+/// the database (a new schema, or version 1's handed to the owner role),
+/// the owner role or the right to create it, and no object of the schema
+/// owned by a role it cannot act as. Refused with the SQL an
+/// administrator runs.
+async fn preflight(
+    tx: &tokio_postgres::Transaction<'_>,
+    runner: &Runner,
+    from: i32,
+    foreign: &[String],
+) -> Result<(), TeamError> {
+    let fail = |e: tokio_postgres::Error| TeamError::Unavailable(describe(&e));
+    let role = quote_ident(&runner.role);
+    let db = quote_ident(&runner.database);
+    if from < 2 && !runner.owns_database {
+        return Err(TeamError::Forbidden(format!(
+            "role {} does not own database {}: a new memd schema is set up by the database's \
+             owner. An administrator runs: ALTER DATABASE {db} OWNER TO {role};",
+            runner.role, runner.database
+        )));
+    }
+    let owner = tx
+        .query_opt(
+            "SELECT pg_has_role(session_user, oid, 'USAGE') FROM pg_roles WHERE rolname = $1",
+            &[&OWNER],
+        )
+        .await
+        .map_err(fail)?;
+    let member = owner.as_ref().is_some_and(|r| r.get::<_, bool>(0));
+    if !member && !runner.createrole {
+        let create = if owner.is_none() {
+            format!("CREATE ROLE {OWNER} NOLOGIN; ")
+        } else {
+            String::new()
+        };
+        return Err(TeamError::Forbidden(format!(
+            "role {} may not act as {OWNER}, the role that owns the memd schema, and may not \
+             create roles: an administrator runs either {create}GRANT {OWNER} TO {role}; or \
+             ALTER ROLE {role} CREATEROLE;",
+            runner.role
+        )));
+    }
+    if let Some(refusal) = foreign_refusal(runner, foreign) {
+        return Err(refusal);
+    }
+    Ok(())
+}
+
+/// The owners of the schema's objects (the schema, its tables, its
+/// functions) that `session_user` cannot act as, other than the owner
+/// role: a superuser (or another role) made them earlier, and only a role
+/// that can act as their owner may hand them on.
+async fn foreign_owners(
+    client: &impl tokio_postgres::GenericClient,
+) -> Result<Vec<String>, TeamError> {
+    Ok(client
+        .query(
+            "SELECT DISTINCT o::regrole::text FROM (
+                 SELECT nspowner AS o FROM pg_namespace WHERE nspname = 'memd'
+                 UNION SELECT relowner FROM pg_class WHERE relnamespace = \
+                     to_regnamespace('memd')
+                 UNION SELECT proowner FROM pg_proc WHERE pronamespace = \
+                     to_regnamespace('memd')) owners
+             WHERE o::regrole::text <> $1 AND NOT pg_has_role(session_user, o, 'USAGE')
+             ORDER BY 1",
+            &[&OWNER],
+        )
+        .await
+        .map_err(|e| TeamError::Unavailable(describe(&e)))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect())
+}
+
+/// The refusal for objects owned by roles the runner cannot act as.
+fn foreign_refusal(runner: &Runner, foreign: &[String]) -> Option<TeamError> {
+    if foreign.is_empty() {
+        return None;
+    }
+    let role = quote_ident(&runner.role);
+    Some(TeamError::Forbidden(format!(
+        "the memd schema has objects owned by {}, which role {} cannot act as: run `memd team \
+         init` as {} (or a superuser), or an administrator runs GRANT {} TO {role};",
+        foreign.join(", "),
+        runner.role,
+        foreign.join(" or "),
+        foreign
+            .iter()
+            .map(|f| quote_ident(f))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+/// Makes the runner a member of the owner role for this transaction:
+/// creates the role when missing, grants the membership when the runner
+/// lacks it. Whether it granted (to be taken back at the end).
+async fn hold_owner(
+    tx: &tokio_postgres::Transaction<'_>,
+    runner: &Runner,
+) -> Result<bool, TeamError> {
+    let fail = |e: tokio_postgres::Error| refused(&runner.role, &e);
+    let member: Option<bool> = tx
+        .query_opt(
+            "SELECT pg_has_role(session_user, oid, 'USAGE') FROM pg_roles WHERE rolname = $1",
+            &[&OWNER],
+        )
+        .await
+        .map_err(fail)?
+        .map(|r| r.get(0));
+    if member.is_none() {
+        tx.batch_execute(&format!("CREATE ROLE {OWNER} NOLOGIN"))
+            .await
+            .map_err(fail)?;
+    }
+    if member == Some(true) {
+        return Ok(false);
+    }
+    tx.batch_execute(&format!("GRANT {OWNER} TO {}", quote_ident(&runner.role)))
+        .await
+        .map_err(fail)?;
+    Ok(true)
+}
+
+/// An identifier quoted as SQL needs it (always, so any name is safe).
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }

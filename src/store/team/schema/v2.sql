@@ -15,12 +15,10 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'memd_owner') THEN
         CREATE ROLE memd_owner NOLOGIN;
     END IF;
-    -- Handing objects to a role needs membership in it (a superuser has
-    -- it) and, for the schema, that role's CREATE on the database; both
-    -- are taken back at the end of this migration.
-    IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
-        EXECUTE format('GRANT memd_owner TO %I', current_user);
-    END IF;
+    -- Handing objects to a role needs membership in it (`memd team init`
+    -- holds it for every step, see schema/mod.rs) and, for the schema,
+    -- that role's CREATE on the database, taken back at the end of this
+    -- migration.
     EXECUTE format('GRANT CREATE ON DATABASE %I TO memd_owner', current_database());
 END
 $$;
@@ -292,8 +290,5 @@ BEGIN
         EXECUTE format('ALTER FUNCTION %s OWNER TO memd_owner', o.name);
     END LOOP;
     EXECUTE format('REVOKE CREATE ON DATABASE %I FROM memd_owner', current_database());
-    IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
-        EXECUTE format('REVOKE memd_owner FROM %I', current_user);
-    END IF;
 END
 $$;

@@ -610,6 +610,21 @@ impl Client {
         }
     }
 
+    /// The namespace memory `id` lives in, whichever namespace this
+    /// session is in (the look is not a read of the row).
+    ///
+    /// # Errors
+    /// [`Error::NotFound`] when no namespace holds it (for this session).
+    pub async fn locate(&mut self, id: i64) -> Result<String> {
+        match self
+            .call(Request::Locate(memd_proto::LocateRequest { id }))
+            .await?
+        {
+            Response::Located(r) => Ok(r.namespace),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Counts a confirmation of a memory.
     ///
     /// # Errors

@@ -105,6 +105,10 @@ pub enum Request {
     /// Erase memories and every trace of their text this machine keeps
     /// (or, unconfirmed, list what would be erased).
     Purge(PurgeRequest),
+    /// The namespace a memory lives in, whichever namespace the session
+    /// is in (a person's by-id commands act on a memory wherever it lives;
+    /// an agent's tools never ask).
+    Locate(LocateRequest),
 }
 
 impl Request {
@@ -149,6 +153,7 @@ impl Request {
         "capture_status",
         "capture_forget",
         "purge",
+        "locate",
     ];
 
     /// The request's kind: a stable snake_case name, for logs and for
@@ -193,6 +198,7 @@ impl Request {
             Request::CaptureStatus(_) => "capture_status",
             Request::CaptureForget(_) => "capture_forget",
             Request::Purge(_) => "purge",
+            Request::Locate(_) => "locate",
         }
     }
 }
@@ -321,6 +327,8 @@ pub enum Response {
     CaptureForgotten(CaptureForgotten),
     /// Answer to [`Request::Purge`].
     Purged(PurgeReport),
+    /// Answer to [`Request::Locate`].
+    Located(LocateReply),
 }
 
 /// Run a sweep.
@@ -877,6 +885,22 @@ pub struct CaptureForgetRequest {
     pub host: String,
     /// The host's session id.
     pub session: String,
+}
+
+/// Where a memory lives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct LocateRequest {
+    /// The memory's id.
+    pub id: i64,
+}
+
+/// The namespace a memory lives in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LocateReply {
+    /// The memory's id.
+    pub id: i64,
+    /// Its namespace.
+    pub namespace: String,
 }
 
 /// Erase memories: one by id, or every memory whose text (now or in any

@@ -311,6 +311,7 @@ fn requests() -> Vec<(&'static str, Request)> {
                 confirm: true,
             }),
         ),
+        ("req_locate", Request::Locate(LocateRequest { id: 42 })),
     ]
 }
 
@@ -760,6 +761,13 @@ fn responses() -> Vec<(&'static str, Response)> {
                 generation: 12,
             })),
         ),
+        (
+            "resp_located",
+            Response::Located(LocateReply {
+                id: 42,
+                namespace: "github.com/acme/api".into(),
+            }),
+        ),
     ]
 }
 
@@ -841,9 +849,10 @@ fn request_kind(r: &Request) -> usize {
         Request::CaptureStatus(_) => 35,
         Request::CaptureForget(_) => 36,
         Request::Purge(_) => 37,
+        Request::Locate(_) => 38,
     }
 }
-const REQUEST_KINDS: usize = 38;
+const REQUEST_KINDS: usize = 39;
 
 #[test]
 fn request_kinds_are_listed_in_tag_order() {
@@ -924,9 +933,10 @@ fn response_kind(r: &Response) -> usize {
         Response::CaptureStates(_) => 33,
         Response::CaptureForgotten(_) => 34,
         Response::Purged(_) => 35,
+        Response::Located(_) => 37,
     }
 }
-const RESPONSE_KINDS: usize = 37;
+const RESPONSE_KINDS: usize = 38;
 
 #[test]
 fn golden_bytes_cover_every_message_kind() {

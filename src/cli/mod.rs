@@ -76,6 +76,8 @@ pub fn run(cli: args::Cli) -> i32 {
                 | Command::Completions(_)
                 | Command::Man
         );
+    // `--namespace` or `MEMD_NAMESPACE`: a by-id command stays there.
+    let named_namespace = g.namespace.is_some();
     if !sessionless {
         resolve_namespace(&mut g, !matches!(cli.command, Command::Hook(_)));
     }
@@ -145,11 +147,63 @@ pub fn run(cli: args::Cli) -> i32 {
                     Command::Status | Command::Stop | Command::Team(args::TeamCommand::Status)
                 );
                 let mut client = connect(&g, autostart).await?;
-                execute(command, &mut client, &client_paths(&g), true).await
+                if !named_namespace
+                    && let Some(id) = by_id(&command)
+                    && let Some(there) = elsewhere(&mut client, id, g.namespace.as_deref()).await
+                {
+                    // A person's by-id command acts on the memory wherever
+                    // it lives, in a session of that namespace (as HTTP).
+                    let mut g = g.clone();
+                    g.namespace = Some(there);
+                    g.previous_namespace = None;
+                    drop(client);
+                    client = connect(&g, autostart).await?;
+                }
+                let id = by_id(&command);
+                let done = execute(command, &mut client, &client_paths(&g), true).await;
+                match (done, id) {
+                    // Named a namespace that does not hold it: say which does.
+                    (Err(CommandError::Client(memd_client::Error::NotFound(_))), Some(id))
+                        if named_namespace
+                            && let Some(there) =
+                                elsewhere(&mut client, id, g.namespace.as_deref()).await =>
+                    {
+                        Err(CommandError::NotFound(format!(
+                            "memory {id} is not in namespace {}: it is in namespace {there} \
+                             (run without --namespace, or with --namespace {there})",
+                            g.namespace.as_deref().unwrap_or("default")
+                        )))
+                    }
+                    (done, _) => done,
+                }
             });
             emit(g.json, result)
         }
     }
+}
+
+/// The memory a by-id command of a person acts on: `get`, `update`,
+/// `forget`, `history`.
+fn by_id(command: &Command) -> Option<i64> {
+    match command {
+        Command::Get(a) => Some(a.id),
+        Command::Update(a) => Some(a.id),
+        Command::Forget(a) => Some(a.id),
+        Command::History(a) => Some(a.id),
+        _ => None,
+    }
+}
+
+/// The namespace memory `id` lives in when it is not the session's own;
+/// `None` when it is here, nowhere, or the daemon cannot say (an older
+/// one): the command then runs here and says what it finds.
+async fn elsewhere(
+    client: &mut memd_client::Client,
+    id: i64,
+    here: Option<&str>,
+) -> Option<String> {
+    let there = client.locate(id).await.ok()?;
+    (there != here.unwrap_or("default")).then_some(there)
 }
 
 fn daemon(g: &Global) -> i32 {

@@ -114,6 +114,11 @@ fn filter(f: &FilterArgs) -> Filter {
     }
 }
 
+/// Whether a listing may span namespaces (its lines then name each one).
+fn across(f: &FilterArgs) -> bool {
+    f.all_namespaces || !f.namespaces.is_empty()
+}
+
 fn add_request(content: String, f: MemoryFields, supersedes: Option<i64>) -> AddRequest {
     AddRequest {
         thread: None,
@@ -177,7 +182,7 @@ pub async fn execute(
                     offset: a.offset,
                 })
                 .await?;
-            Ok(output::list(&r))
+            Ok(output::list(&r, across(&a.filter)))
         }
         Command::Search(a) => search(a, client).await,
         Command::Update(a) => update(a, client, stdin_allowed).await,
@@ -389,7 +394,7 @@ async fn search(a: args::SearchArgs, client: &mut Client) -> Result<Output, Comm
             offset: a.offset,
         })
         .await?;
-    Ok(output::hits(&r))
+    Ok(output::hits(&r, across(&a.filter)))
 }
 
 /// `update`: the fields given, the new content from TEXT, stdin or a file.

@@ -38,7 +38,18 @@ pub fn flat(text: &str, max: usize) -> String {
 
 /// One line for a memory in lists: id, category, text (shortened), tags.
 pub fn memory_line(m: &Memory) -> String {
-    let mut line = format!("#{} [{}] {}", m.id, m.category, flat(&m.content, 100));
+    memory_line_in(m, false)
+}
+
+/// [`memory_line`], with the memory's namespace after its id when the
+/// listing spans namespaces (`#3 github.com/acme/api [fact] …`).
+pub fn memory_line_in(m: &Memory, namespace: bool) -> String {
+    let id = if namespace {
+        format!("#{} {}", m.id, m.namespace)
+    } else {
+        format!("#{}", m.id)
+    };
+    let mut line = format!("{id} [{}] {}", m.category, flat(&m.content, 100));
     if m.pinned {
         line.insert_str(0, "* ");
     }
@@ -218,7 +229,10 @@ pub fn memory(m: &Memory, generation: Option<u64>, verb: Option<&str>) -> Output
 }
 
 /// `list`.
-pub fn list(l: &MemoryList) -> Output {
+///
+/// `across`: the listing may span namespaces (it asked for others): each
+/// line names its memory's namespace.
+pub fn list(l: &MemoryList, across: bool) -> Output {
     let mut fields = Map::new();
     fields.insert(
         "memories".into(),
@@ -231,7 +245,7 @@ pub fn list(l: &MemoryList) -> Output {
     } else {
         l.memories
             .iter()
-            .map(memory_line)
+            .map(|m| memory_line_in(m, across))
             .collect::<Vec<_>>()
             .join("\n")
     };
@@ -241,8 +255,8 @@ pub fn list(l: &MemoryList) -> Output {
     }
 }
 
-/// `search`.
-pub fn hits(r: &SearchResult) -> Output {
+/// `search` (`across` as for [`list`]).
+pub fn hits(r: &SearchResult, across: bool) -> Output {
     let mut fields = Map::new();
     fields.insert(
         "hits".into(),
@@ -257,7 +271,11 @@ pub fn hits(r: &SearchResult) -> Output {
         r.hits
             .iter()
             .map(|h| {
-                let mut line = format!("{:>7.3}  {}", h.score, memory_line(&h.memory));
+                let mut line = format!(
+                    "{:>7.3}  {}",
+                    h.score,
+                    memory_line_in(&h.memory, across)
+                );
                 if h.matched != memd_client::proto::MatchKind::Lexical {
                     line.push_str(&format!("  [{}]", h.matched.as_str()));
                 }
@@ -373,7 +391,7 @@ pub fn pruned(r: &memd_client::proto::PruneResult) -> Output {
 
 /// `task list`.
 pub fn tasks(l: &MemoryList) -> Output {
-    let mut out = list(l);
+    let mut out = list(l, false);
     if l.memories.is_empty() {
         out.human = "no open tasks".into();
     } else {

@@ -29,6 +29,7 @@ mod history;
 mod import;
 mod inject;
 mod list;
+mod locate;
 mod prune;
 mod purge;
 mod reembed;
@@ -246,6 +247,7 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::Supersede(r) => supersede::handle(r, session, &cx).await,
         Request::History(r) => history::handle(r, session, &cx).await,
         Request::Confirm(r) => confirm::handle(r, session, &cx).await,
+        Request::Locate(r) => locate::handle(r, session, &cx).await,
         Request::Prune(r) => prune::handle(r, session, &cx).await,
         Request::Task(r) => task::handle(r, session, &cx).await,
         Request::Sweep(r) => sweep::handle(r, session, &cx).await,

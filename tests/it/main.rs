@@ -6,6 +6,7 @@
 mod common;
 
 mod bad_input;
+mod by_id;
 mod capture;
 mod claude_code;
 mod cli;

@@ -1020,3 +1020,59 @@ fn a_gemini_session_through_its_hooks() {
     let (v, _) = d.json(&["--namespace", &ns, "session", "list"]);
     assert_eq!(v["sessions"], json!([]), "{v}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agents_tools_stay_inside_their_namespace() {
+    // A hostile repository must not read other projects by counting ids:
+    // the MCP tools never look a memory up across namespaces.
+    let d = Daemon::start();
+    let (v, code) = d.json(&[
+        "--namespace",
+        "github.com/acme/secret",
+        "add",
+        "the vault pin is 4711",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let id = v["id"].as_i64().unwrap();
+    let mut child = tokio::process::Command::new(BIN)
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args([
+            "--no-autostart",
+            "--namespace",
+            "github.com/evil/clone",
+            "mcp",
+        ])
+        .env("HOME", d.dir.path())
+        .current_dir(d.dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let s: Session = Host::default().serve(transport).await.unwrap();
+    for (tool, args) in [
+        ("memory_get", json!({"id": id})),
+        ("memory_history", json!({"id": id})),
+        ("memory_update", json!({"id": id, "content": "overwritten"})),
+        ("memory_forget", json!({"id": id})),
+    ] {
+        let r = call(&s, tool, args).await;
+        assert_eq!(r.is_error, Some(true), "{tool}: {r:?}");
+        let text = r.content[0].as_text().unwrap().text.clone();
+        assert!(
+            text.contains("not_found") && !text.contains("4711"),
+            "{tool}: {text}"
+        );
+    }
+    let (v, _) = d.json(&[
+        "--namespace",
+        "github.com/acme/secret",
+        "get",
+        &id.to_string(),
+    ]);
+    assert_eq!(v["memory"]["content"], "the vault pin is 4711");
+    s.cancel().await.unwrap();
+}

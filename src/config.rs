@@ -220,12 +220,16 @@ fn de_policy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DriftPolicy, D::E
 pub struct InjectConfig {
     /// Character budget of a session's memory block.
     pub budget_chars: u32,
+    /// The most of that budget, in percent, the person's own memories
+    /// (namespace `@me`) may take in every session's block; 0: none.
+    pub personal_share: u32,
 }
 
 impl Default for InjectConfig {
     fn default() -> Self {
         InjectConfig {
             budget_chars: 4_000,
+            personal_share: 25,
         }
     }
 }
@@ -631,6 +635,12 @@ impl Config {
             return Err((
                 "gate.near_duplicate_threshold",
                 "gate.near_duplicate_threshold must be above 0".into(),
+            ));
+        }
+        if self.inject.personal_share > 100 {
+            return Err((
+                "inject.personal_share",
+                "inject.personal_share is a percentage: at most 100".into(),
             ));
         }
         if self.inject.budget_chars > crate::session::MAX_BUDGET_CHARS {

@@ -108,6 +108,8 @@ pub struct Client {
     seen: u64,
     /// The last request went out whole.
     written: bool,
+    /// The namespace the session opened in.
+    namespace: String,
 }
 
 impl Client {
@@ -158,6 +160,7 @@ impl Client {
             rbuf,
             seen: 0,
             written: false,
+            namespace: opts.namespace.clone(),
         };
         let asked = opts.seen_generation;
         let hello = Hello {
@@ -186,6 +189,11 @@ impl Client {
     /// The handshake's answer: session id, generation, daemon version.
     pub fn welcome(&self) -> &Welcome {
         &self.welcome
+    }
+
+    /// The namespace the session opened in.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
     }
 
     /// The generation this session has seen (ARCHITECTURE.md "Drift"), as far as

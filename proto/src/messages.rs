@@ -887,6 +887,11 @@ pub struct CaptureForgetRequest {
     pub session: String,
 }
 
+/// The namespace of a person's own memories (`memd add --personal`): shown
+/// in the block of every session, in every namespace, under its own
+/// heading; never matched by a team glob but `@me` itself.
+pub const PERSONAL_NAMESPACE: &str = "@me";
+
 /// Where a memory lives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct LocateRequest {

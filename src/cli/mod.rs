@@ -81,6 +81,21 @@ pub fn run(cli: args::Cli) -> i32 {
     if !sessionless {
         resolve_namespace(&mut g, !matches!(cli.command, Command::Hook(_)));
     }
+    if let Command::Add(a) = &cli.command
+        && a.personal
+    {
+        if named_namespace && g.namespace.as_deref() != Some(memd_client::proto::PERSONAL_NAMESPACE)
+        {
+            return emit(
+                g.json,
+                Err(CommandError::Usage(
+                    "--personal stores in your own namespace (@me): leave --namespace out".into(),
+                )),
+            );
+        }
+        g.namespace = Some(memd_client::proto::PERSONAL_NAMESPACE.into());
+        g.previous_namespace = None;
+    }
     match cli.command {
         Command::Daemon => daemon(&g),
         Command::Shell => shell::run(&g),
@@ -149,7 +164,7 @@ pub fn run(cli: args::Cli) -> i32 {
                 let mut client = connect(&g, autostart).await?;
                 if !named_namespace
                     && let Some(id) = by_id(&command)
-                    && let Some(there) = elsewhere(&mut client, id, g.namespace.as_deref()).await
+                    && let Some(there) = elsewhere(&mut client, id).await
                 {
                     // A person's by-id command acts on the memory wherever
                     // it lives, in a session of that namespace (as HTTP).
@@ -165,8 +180,7 @@ pub fn run(cli: args::Cli) -> i32 {
                     // Named a namespace that does not hold it: say which does.
                     (Err(CommandError::Client(memd_client::Error::NotFound(_))), Some(id))
                         if named_namespace
-                            && let Some(there) =
-                                elsewhere(&mut client, id, g.namespace.as_deref()).await =>
+                            && let Some(there) = elsewhere(&mut client, id).await =>
                     {
                         Err(CommandError::NotFound(format!(
                             "memory {id} is not in namespace {}: it is in namespace {there} \
@@ -197,13 +211,9 @@ fn by_id(command: &Command) -> Option<i64> {
 /// The namespace memory `id` lives in when it is not the session's own;
 /// `None` when it is here, nowhere, or the daemon cannot say (an older
 /// one): the command then runs here and says what it finds.
-async fn elsewhere(
-    client: &mut memd_client::Client,
-    id: i64,
-    here: Option<&str>,
-) -> Option<String> {
+async fn elsewhere(client: &mut memd_client::Client, id: i64) -> Option<String> {
     let there = client.locate(id).await.ok()?;
-    (there != here.unwrap_or("default")).then_some(there)
+    (there != client.namespace()).then_some(there)
 }
 
 fn daemon(g: &Global) -> i32 {

@@ -489,6 +489,11 @@ pub struct AddArgs {
     /// came from in the metadata (`kept_from`)
     #[arg(long, value_name = "ID")]
     pub from: Option<i64>,
+    /// Yours, not the project's: stored in your own namespace (`@me`), shown
+    /// in the memory block of every session in every project, never shared
+    /// with a team unless `[team] namespaces` names `@me`
+    #[arg(long)]
+    pub personal: bool,
 }
 
 /// `get`.

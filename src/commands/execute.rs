@@ -299,6 +299,14 @@ async fn add(
     client: &mut Client,
     stdin_allowed: bool,
 ) -> Result<Output, CommandError> {
+    if a.personal && client.namespace() != memd_client::proto::PERSONAL_NAMESPACE {
+        // A session holds one namespace (`memd shell`): never store a
+        // person's own memory in the project's.
+        return Err(CommandError::Usage(
+            "--personal stores in your own namespace (@me), and this session is in another:              run `memd add --personal`"
+                .into(),
+        ));
+    }
     let content = content_from(a.text, a.file.as_deref(), stdin_allowed)?;
     let mut req = AddRequest {
         thread: a.thread,

@@ -10,9 +10,8 @@ use memd_proto::{InjectRequest, InjectStats, Injection, Response};
 
 use super::{Ctx, HandlerError};
 use crate::session::Session;
-use crate::session::snapshot::{self, Builder};
+use crate::session::snapshot;
 use crate::store::ops::read::BlockFor;
-use crate::store::readers::ReadKind;
 
 pub(super) async fn handle(
     _req: InjectRequest,
@@ -47,9 +46,15 @@ pub(super) async fn handle(
         agent: session.agent().to_string(),
         session: session.id().to_string(),
     };
+    let share = cx.config().inject.personal_share;
     let read = cx
         .store()
-        .block(ReadKind::Client, who, Builder::new(budget as usize))
+        .session_block(
+            who,
+            budget as usize,
+            Some(memd_proto::PERSONAL_NAMESPACE.to_string()),
+            share,
+        )
         .await?;
     stats.snapshot_builds.fetch_add(1, Ordering::Relaxed);
     let (rendered, eligible) = read.value;

@@ -380,6 +380,21 @@ impl Session {
         }
     }
 
+    /// Stores the user's own memory (`memory_store` with `personal`): in a
+    /// session of `@me` of its own, so this session's frozen block does not
+    /// change (the next session shows it).
+    async fn run_personal(&self, command: Command) -> Result<Value, CommandError> {
+        let mut g = self.global.clone();
+        g.namespace = Some(memd_client::proto::PERSONAL_NAMESPACE.into());
+        g.previous_namespace = None;
+        g.session = None;
+        g.seen_generation = None;
+        let mut client = crate::commands::connect(&g, true).await?;
+        crate::commands::execute(command, &mut client, &self.paths, false)
+            .await
+            .map(|out| out.json)
+    }
+
     async fn inject(&self) -> Result<String, CommandError> {
         match self.request(Job::Inject).await? {
             Reply::Block(b) => Ok(b),
@@ -610,7 +625,13 @@ impl ServerHandler for Memd {
                 return Ok(error_result(&CommandError::Usage(message)).into());
             }
         };
-        let result = match self.session.run(command).await {
+        let personal = matches!(&command, Command::Add(a) if a.personal);
+        let ran = if personal {
+            self.session.run_personal(command).await
+        } else {
+            self.session.run(command).await
+        };
+        let result = match ran {
             Ok(value) => CallToolResult::structured(value),
             Err(e) => error_result(&e),
         };

@@ -68,7 +68,8 @@ pub fn specs() -> Vec<ToolSpec> {
                     "metadata": {"type": "object", "description": "Free-form JSON object stored with the memory (e.g. {\"ticket\": \"OPS-12\"})."},
                     "supersedes": {"type": "integer", "description": "Id of an older memory this one replaces; the old one is kept in history but no longer shown."},
                     "expires": {"type": "string", "description": "When it stops being true: a duration such as 30m, 12h, 7d, 2w, or an RFC 3339 time."},
-                    "from": {"type": "integer", "description": "Id of a captured conversation turn (a search hit whose source is capture) this memory keeps: where it came from is recorded in its metadata (kept_from)."}
+                    "from": {"type": "integer", "description": "Id of a captured conversation turn (a search hit whose source is capture) this memory keeps: where it came from is recorded in its metadata (kept_from)."},
+                    "personal": {"type": "boolean", "description": "The user's own, not this project's (a personal preference or habit of the user's that holds in every project): stored in the user's personal memory (@me), shown in every project's memory block from the next session on. Default false."}
                 }),
                 &["content"],
             ),
@@ -264,6 +265,8 @@ struct StoreArgs {
     supersedes: Option<i64>,
     expires: Option<String>,
     from: Option<i64>,
+    #[serde(default)]
+    personal: bool,
 }
 
 #[derive(Deserialize)]
@@ -408,6 +411,7 @@ pub fn command(name: &str, args: Map<String, Value>) -> Result<Command, ToolErro
                 position: None,
                 occurred_at: None,
                 from: a.from,
+                personal: a.personal,
             })
         }
         "memory_search" => {

@@ -29,6 +29,10 @@
 /// The first line of every block.
 pub const HEADER: &str = "## Memory\n";
 
+/// The heading of the person's own memories (the `@me` namespace), after
+/// the project's: `\n## Personal\n`, then its sections as above.
+pub const PERSONAL_HEADER: &str = "\n## Personal\n";
+
 /// A row offered to the builder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
@@ -69,6 +73,7 @@ pub struct Rendered {
 /// Collects rows within a budget.
 #[derive(Debug)]
 pub struct Builder {
+    header: &'static str,
     budget: usize,
     used: usize,
     /// Sections in the order their first memory was taken.
@@ -129,12 +134,18 @@ fn section_header(category: &str) -> String {
 impl Builder {
     /// A builder for `budget` characters.
     pub fn new(budget: usize) -> Builder {
+        Builder::headed(HEADER, budget)
+    }
+
+    /// A builder whose block starts with `header` (see [`PERSONAL_HEADER`]).
+    pub fn headed(header: &'static str, budget: usize) -> Builder {
         // A budget too small for the header gives an empty block: the block
         // is never longer than its budget.
-        let header = HEADER.chars().count();
+        let chars = header.chars().count();
         Builder {
+            header,
             budget,
-            used: if budget < header { budget + 1 } else { header },
+            used: if budget < chars { budget + 1 } else { chars },
             sections: Vec::new(),
             rows: Vec::new(),
             skipped_in_a_row: 0,
@@ -179,7 +190,7 @@ impl Builder {
             };
         }
         let mut block = String::with_capacity(self.used);
-        block.push_str(HEADER);
+        block.push_str(self.header);
         let mut included = 0;
         for (category, lines) in &self.sections {
             block.push_str(&section_header(category));
@@ -196,6 +207,19 @@ impl Builder {
             chars,
             rows: self.rows,
         }
+    }
+}
+
+impl Rendered {
+    /// This block followed by `more` (the personal section after the
+    /// project's).
+    #[must_use]
+    pub fn then(mut self, more: Rendered) -> Rendered {
+        self.block.push_str(&more.block);
+        self.included += more.included;
+        self.chars += more.chars;
+        self.rows.extend(more.rows);
+        self
     }
 }
 
@@ -284,6 +308,29 @@ mod tests {
         let r = b.finish();
         assert_eq!(r.chars as usize, r.block.chars().count());
         assert!(r.block.len() > r.chars as usize);
+    }
+
+    #[test]
+    fn a_personal_section_follows_under_its_own_heading() {
+        let mut b = Builder::new(200);
+        b.offer(&row(3, "fact", "The deploy script lives in ops/deploy.sh."));
+        let mut p = Builder::headed(PERSONAL_HEADER, 60);
+        assert_eq!(
+            p.offer(&row(12, "preference", "Tabs, not spaces.")),
+            Offer::Taken
+        );
+        assert_eq!(
+            p.offer(&row(13, "preference", &"long ".repeat(20))),
+            Offer::Skipped
+        );
+        let r = b.finish().then(p.finish());
+        assert_eq!(
+            r.block,
+            "## Memory\n\n### Facts\n- #3 The deploy script lives in ops/deploy.sh.\n\n\
+             ## Personal\n\n### Preferences\n- #12 Tabs, not spaces.\n"
+        );
+        assert_eq!((r.included, r.rows.len()), (2, 2));
+        assert_eq!(r.chars as usize, r.block.chars().count());
     }
 
     #[test]

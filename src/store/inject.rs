@@ -4,7 +4,7 @@
 use rusqlite::Connection;
 
 use super::StoreError;
-use crate::session::snapshot::{Builder, Rendered, Row};
+use crate::session::snapshot::{Builder, PERSONAL_HEADER, Rendered, Row};
 
 /// The `WHERE` of eligible rows: `?1` namespace, `?2` agent, `?3` session,
 /// `?4` now. A captured turn never is, whatever its status.
@@ -25,6 +25,42 @@ pub struct For<'a> {
     pub session: &'a str,
     /// Now (stored time format), for expiry.
     pub now: &'a str,
+}
+
+/// The block of a session: its namespace's rows within `budget`
+/// characters and, when `personal` names a namespace other than the
+/// session's (`@me`, see [`memd_proto::PERSONAL_NAMESPACE`]), that
+/// namespace's rows after them under their own heading, within
+/// `personal_share` percent of the budget (what they leave unused goes to
+/// the project; without personal rows the block is the project's alone,
+/// byte for byte). Returns the rendering and the number of eligible rows.
+///
+/// # Errors
+/// SQLite errors.
+pub fn build_for(
+    conn: &Connection,
+    who: &For<'_>,
+    budget: usize,
+    personal: Option<&str>,
+    personal_share: u32,
+) -> Result<(Rendered, u32), StoreError> {
+    let personal = personal.filter(|ns| *ns != who.namespace && personal_share > 0);
+    let Some(ns) = personal else {
+        return build(conn, who, Builder::new(budget));
+    };
+    let share = budget * personal_share.min(100) as usize / 100;
+    let mine = For {
+        namespace: ns,
+        ..who.clone()
+    };
+    let (own, own_eligible) = build(conn, &mine, Builder::headed(PERSONAL_HEADER, share))?;
+    if own.included == 0 {
+        let (project, eligible) = build(conn, who, Builder::new(budget))?;
+        return Ok((project, eligible + own_eligible));
+    }
+    let rest = budget.saturating_sub(own.chars as usize);
+    let (project, eligible) = build(conn, who, Builder::new(rest))?;
+    Ok((project.then(own), eligible + own_eligible))
 }
 
 /// Builds the block: offers rows in priority order until the builder is

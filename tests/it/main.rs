@@ -36,6 +36,7 @@ mod mcp;
 mod model_fetch;
 mod named_sessions;
 mod peer;
+mod personal;
 mod portability;
 mod project_namespace;
 mod provenance;

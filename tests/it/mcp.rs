@@ -1076,3 +1076,50 @@ async fn an_agents_tools_stay_inside_their_namespace() {
     assert_eq!(v["memory"]["content"], "the vault pin is 4711");
     s.cancel().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn memory_store_personal_goes_to_the_users_own_namespace() {
+    let d = Daemon::start();
+    let mut child = tokio::process::Command::new(BIN)
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args([
+            "--no-autostart",
+            "--namespace",
+            "github.com/acme/api",
+            "mcp",
+        ])
+        .env("HOME", d.dir.path())
+        .current_dir(d.dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let s: Session = Host::default().serve(transport).await.unwrap();
+    ok(&s, "memory_store", json!({"content": "the api uses axum"})).await;
+    let before = inject(&s).await;
+    let a = ok(
+        &s,
+        "memory_store",
+        json!({"content": "the user prefers short answers", "category": "preference",
+               "personal": true}),
+    )
+    .await;
+    let id = a["id"].as_i64().unwrap();
+    // This session's frozen block is unchanged; the memory is the user's.
+    assert_eq!(inject(&s).await, before);
+    let (v, _) = d.json(&["get", &id.to_string()]);
+    assert_eq!(v["memory"]["namespace"], "@me", "{v}");
+    let (v, _) = d.json(&["--namespace", "github.com/acme/other", "inject"]);
+    assert!(
+        v["block"]
+            .as_str()
+            .unwrap()
+            .contains("the user prefers short answers"),
+        "{v}"
+    );
+    s.cancel().await.unwrap();
+}

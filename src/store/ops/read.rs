@@ -134,6 +134,33 @@ impl Store {
             .await
     }
 
+    /// A session's memory block: its namespace's rows within `budget`
+    /// and the person's own (`personal`) within `personal_share` percent of
+    /// it (see `store::inject::build_for`); with the number of eligible rows.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn session_block(
+        &self,
+        who: BlockFor,
+        budget: usize,
+        personal: Option<String>,
+        personal_share: u32,
+    ) -> Result<Read<(Rendered, u32)>, StoreError> {
+        self.readers
+            .read(ReadKind::Client, move |conn| {
+                let now = crate::clock::now();
+                let for_ = inject::For {
+                    namespace: &who.namespace,
+                    agent: &who.agent,
+                    session: &who.session,
+                    now: &now,
+                };
+                inject::build_for(conn, &for_, budget, personal.as_deref(), personal_share)
+            })
+            .await
+    }
+
     /// Writes an export of `namespaces` (every namespace when `None`) into
     /// `out`, synced; returns the number of memories.
     ///

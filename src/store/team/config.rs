@@ -65,9 +65,20 @@ impl TeamConfig {
         Duration::from_millis(self.timeout_ms.max(1))
     }
 
-    /// Whether `namespace` is shared.
+    /// Whether `namespace` is shared. The person's own namespace (`@me`)
+    /// only when a pattern is exactly `@me`: no wider glob (`*`) takes it.
     pub fn shares(&self, namespace: &str) -> bool {
+        if namespace == memd_proto::PERSONAL_NAMESPACE {
+            return self.shares_personal();
+        }
         self.namespaces.iter().any(|g| glob_matches(g, namespace))
+    }
+
+    /// Whether the person shares their own namespace (`@me` named as is).
+    pub fn shares_personal(&self) -> bool {
+        self.namespaces
+            .iter()
+            .any(|g| g == memd_proto::PERSONAL_NAMESPACE)
     }
 
     /// What is wrong with the section, if anything.
@@ -638,6 +649,17 @@ mod tests {
         assert!(glob_matches("github.com/acme/*", "github.com/acme/api"));
         assert!(glob_matches("*/api", "github.com/acme/api"));
         assert!(!glob_matches("proj", "proj2"));
+        // The person's own namespace is shared only when named as is.
+        let wide = TeamConfig {
+            namespaces: vec!["*".into(), "@*".into()],
+            ..TeamConfig::default()
+        };
+        assert!(wide.shares("github.com/acme/api") && !wide.shares("@me"));
+        let mine = TeamConfig {
+            namespaces: vec!["@me".into()],
+            ..TeamConfig::default()
+        };
+        assert!(mine.shares("@me") && !mine.shares("github.com/acme/api"));
         assert_eq!(glob_to_like("a_b*%?"), "a\\_b%\\%_");
     }
 

@@ -78,6 +78,17 @@ pub async fn head(client: &Client) -> Result<(i64, String), TeamError> {
     Ok((row.get(0), row.get(1)))
 }
 
+/// A person's own namespace (`@me`) is pulled only when a pattern names
+/// it as is (`$4`: whether one does): no wider glob takes it.
+const PERSONAL_RULE: &str = "(namespace <> '@me' OR $4)";
+/// [`PERSONAL_RULE`] with its flag as `$2`.
+const PERSONAL_RULE_1: &str = "(namespace <> '@me' OR $2)";
+
+/// Whether `patterns` name the person's own namespace as is.
+fn personal_of(patterns: &[String]) -> bool {
+    patterns.iter().any(|g| g == memd_proto::PERSONAL_NAMESPACE)
+}
+
 /// The commits after `after` of the namespaces `patterns` match, up to
 /// about [`PAGE`] rows, ending on a transaction boundary — one statement,
 /// one snapshot.
@@ -90,16 +101,18 @@ pub async fn page(client: &Client, after: i64, patterns: &[String]) -> Result<Pa
     // up to it (its whole transaction), or everything when there is none.
     // The head is read in the same snapshot: a snapshot that holds a number
     // holds every number below it.
+    let personal = personal_of(patterns);
     let sql = format!(
         "WITH b AS (SELECT changed_seq FROM memd.memories WHERE changed_seq > $1 \
-             AND namespace LIKE ANY($2) ORDER BY changed_seq OFFSET $3 LIMIT 1) \
+             AND namespace LIKE ANY($2) AND {PERSONAL_RULE} \
+             ORDER BY changed_seq OFFSET $3 LIMIT 1) \
          SELECT {COLUMNS}, NULL::bigint AS head FROM memd.memories \
-         WHERE changed_seq > $1 AND namespace LIKE ANY($2) \
+         WHERE changed_seq > $1 AND namespace LIKE ANY($2) AND {PERSONAL_RULE} \
            AND changed_seq <= coalesce((SELECT changed_seq FROM b), 9223372036854775807) \
          UNION ALL SELECT {NULLS}, (SELECT value FROM memd.generation WHERE id = 1) \
          ORDER BY changed_seq NULLS LAST"
     );
-    let params: [&(dyn ToSql + Sync); 3] = [&after, &likes, &(PAGE - 1)];
+    let params: [&(dyn ToSql + Sync); 4] = [&after, &likes, &(PAGE - 1), &personal];
     let mut all = client.query(&sql, &params).await.map_err(|e| fail(&e))?;
     let head: i64 = all
         .pop()
@@ -187,11 +200,13 @@ pub async fn purges(client: &Client, after: i64, through: i64) -> Result<Vec<Str
 /// [`TeamError::Unavailable`].
 pub async fn everything(client: &Client, patterns: &[String]) -> Result<Vec<TeamRow>, TeamError> {
     let likes: Vec<String> = patterns.iter().map(|g| glob_to_like(g)).collect();
+    let personal = personal_of(patterns);
     let sql = format!(
-        "SELECT {COLUMNS} FROM memd.memories WHERE namespace LIKE ANY($1) ORDER BY changed_seq"
+        "SELECT {COLUMNS} FROM memd.memories WHERE namespace LIKE ANY($1) \
+         AND {PERSONAL_RULE_1} ORDER BY changed_seq"
     );
     client
-        .query(&sql, &[&likes])
+        .query(&sql, &[&likes, &personal])
         .await
         .map_err(|e| fail(&e))?
         .iter()
@@ -298,15 +313,12 @@ impl Store {
         team: &Team,
         known: HashSet<String>,
     ) -> Result<Vec<memd_proto::Memory>, StoreError> {
-        let patterns = team.config().namespaces.clone();
+        let config = team.config().clone();
         self.writer
             .call(Author::Team, move |ctx| {
                 let mut gone = Vec::new();
                 for (id, uid, namespace) in memories::synced_rows(ctx.conn)? {
-                    let shared = patterns
-                        .iter()
-                        .any(|g| super::config::glob_matches(g, &namespace));
-                    if shared
+                    if config.shares(&namespace)
                         && !known.contains(&uid)
                         && let Some(m) = memories::fetch(ctx.conn, id)?
                     {

@@ -118,6 +118,7 @@ pub async fn run(shared: Arc<Shared>) {
                             Vec::new(),
                             shared,
                             crate::http::Door::Loopback { port: local.port() },
+                            Arc::default(),
                         )
                         .await;
                     });

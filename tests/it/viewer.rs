@@ -507,3 +507,120 @@ fn the_pages_show_memories_history_and_the_exact_block_a_session_was_given() {
     assert_eq!(r.status, 404);
     let _: Value = json!(null);
 }
+
+/// Sockets the process `pid` holds open.
+fn sockets(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path()).is_ok_and(|t| t.to_string_lossy().starts_with("socket:"))
+        })
+        .count()
+}
+
+/// Sets the open-file limit of process `pid` with the `prlimit` tool.
+fn set_open_files(pid: u32, n: u64) -> bool {
+    std::process::Command::new("prlimit")
+        .args(["--pid", &pid.to_string(), &format!("--nofile={n}:{n}")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_flood_of_idle_connections_and_half_sent_bodies_leaves_the_socket_serving() {
+    if !crate::common::tool("prlimit", "the daemon's open-file limit is lowered")
+        || !crate::common::require(
+            set_open_files(std::process::id(), 8_192),
+            "this test needs 8,192 open files (prlimit, as root)",
+        )
+    {
+        return;
+    }
+    let d = Daemon::with_config("[limits]\nframe_timeout_ms = 1500\nhandshake_timeout_ms = 4000\n");
+    d.json(&[
+        "--namespace",
+        "web",
+        "add",
+        "the flood does not reach the socket",
+    ]);
+    let pid = d.child.as_ref().unwrap().id();
+    // A daemon with 512 descriptors: without a bound, the flood below
+    // takes them all and the socket refuses its clients.
+    assert!(set_open_files(pid, 512));
+    let (addr, code) = open(&d, false);
+    let (cookie, base) = login(&addr, &code);
+    let before = sockets(pid);
+    let search = || {
+        let (v, code) = d.json(&["--namespace", "web", "search", "flood"]);
+        assert_eq!(code, 0, "the socket answers: {v}");
+        assert_eq!(v["count"], 1, "{v}");
+    };
+
+    // 2,000 idle connections without a credential.
+    let idle: Vec<std::net::TcpStream> = (0..2_000)
+        .map(|_| std::net::TcpStream::connect(&addr).unwrap())
+        .collect();
+    search();
+    let held = sockets(pid).saturating_sub(before);
+    assert!(
+        held <= 64,
+        "the viewer holds at most its share of descriptors: {held}"
+    );
+    // The person's browser still gets in: an idle stranger makes room.
+    let r = tcp_request(&addr, "GET", &base, &[("Cookie", &cookie)], None);
+    assert_eq!(r.status, 200, "{}", body(&r));
+
+    // 1,024 half-sent bodies without a credential: refused at once, each
+    // connection closed.
+    let half = |headers: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        let req = format!(
+            "POST {base}v1/memories?namespace=web HTTP/1.1\r\nHost: {addr}\r\n{headers}Content-Type: \
+             application/json\r\nContent-Length: 100\r\n\r\n{{\"content\": \"half"
+        );
+        let _ = s.write_all(req.as_bytes());
+        s
+    };
+    let strangers: Vec<std::net::TcpStream> = (0..1_024).map(|_| half("")).collect();
+    search();
+    for s in strangers {
+        let mut text = String::new();
+        let _ = BufReader::new(s).read_to_string(&mut text);
+        assert!(
+            text.is_empty() || text.starts_with("HTTP/1.1 401"),
+            "refused and closed: {text}"
+        );
+    }
+    // Half-sent bodies with the person's cookie: held at most until their
+    // deadline, at most the listener's share at once, then cut off.
+    let started = std::time::Instant::now();
+    let own: Vec<std::net::TcpStream> = (0..200)
+        .map(|_| half(&format!("Cookie: {cookie}\r\n")))
+        .collect();
+    search();
+    let mut cut = 0;
+    for s in own {
+        let mut text = String::new();
+        let _ = BufReader::new(s).read_to_string(&mut text);
+        if text.starts_with("HTTP/1.1 400") {
+            assert!(text.contains("did not arrive whole"), "{text}");
+            cut += 1;
+        } else {
+            assert!(text.is_empty(), "closed without an answer: {text}");
+        }
+    }
+    assert!(cut >= 1, "a half-sent body is cut off at its deadline");
+    assert!(
+        started.elapsed() < Duration::from_secs(12),
+        "every connection ended: {:?}",
+        started.elapsed()
+    );
+    drop(idle);
+    search();
+    let r = tcp_request(&addr, "GET", &base, &[("Cookie", &cookie)], None);
+    assert_eq!(r.status, 200, "{}", body(&r));
+    let (v, _) = d.json(&["--namespace", "web", "list"]);
+    assert_eq!(v["count"], 1, "no half-sent body was stored: {v}");
+}

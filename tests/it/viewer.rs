@@ -623,4 +623,19 @@ fn a_flood_of_idle_connections_and_half_sent_bodies_leaves_the_socket_serving() 
     assert_eq!(r.status, 200, "{}", body(&r));
     let (v, _) = d.json(&["--namespace", "web", "list"]);
     assert_eq!(v["count"], 1, "no half-sent body was stored: {v}");
+    // A connection that sends nothing is closed after the head timeout
+    // (4 s here), as is a keep-alive connection left idle.
+    let started = std::time::Instant::now();
+    let mut quiet = std::net::TcpStream::connect(&addr).unwrap();
+    quiet
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut byte = [0u8; 1];
+    let n = quiet.read(&mut byte);
+    assert!(matches!(n, Ok(0) | Err(_)), "closed: {n:?}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(3_500) && waited < Duration::from_secs(15),
+        "{waited:?}"
+    );
 }

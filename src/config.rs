@@ -236,13 +236,30 @@ impl Default for InjectConfig {
 
 /// `[http]`: the loopback listener browsers use (the viewer, `memd ui`).
 /// The API is always served on the daemon's socket; this adds a TCP port.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HttpConfig {
     /// A loopback address and port (`127.0.0.1:7420`, `[::1]:7420`) the
     /// daemon listens on from its start; empty: none until `memd ui` asks
     /// for one (then on a free port).
     pub listen: String,
+    /// Most connections the listener holds at once (and at most a quarter
+    /// of the daemon's open-file limit): past it, the oldest connection
+    /// that never presented a credential is closed to make room, or the
+    /// new one when every one did.
+    pub max_connections: usize,
+    /// Most connections from one peer address at once, by the same rule.
+    pub max_connections_per_peer: usize,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            listen: String::new(),
+            max_connections: 256,
+            max_connections_per_peer: 64,
+        }
+    }
 }
 
 impl HttpConfig {
@@ -716,6 +733,11 @@ impl Config {
         }
         for (key, value) in [
             ("limits.max_connections", self.limits.max_connections as u64),
+            ("http.max_connections", self.http.max_connections as u64),
+            (
+                "http.max_connections_per_peer",
+                self.http.max_connections_per_peer as u64,
+            ),
             (
                 "limits.handshake_timeout_ms",
                 self.limits.handshake_timeout_ms,

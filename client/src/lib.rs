@@ -871,7 +871,8 @@ impl Client {
     }
 
     /// Opens the viewer's loopback listener when it is not open (with
-    /// `new_token`, after making a new token); its address and token.
+    /// `new_token`, after making a new token); its address and a one-time
+    /// login code for a browser.
     ///
     /// # Errors
     /// The daemon's error (the listener could not start).

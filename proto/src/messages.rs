@@ -755,20 +755,23 @@ pub struct SessionDetail {
     pub read_set_rows: u64,
 }
 
-/// Open the viewer's listener.
+/// Open the viewer's listener and log a browser in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct UiRequest {
-    /// Make a new token first (every browser must open the new link).
+    /// Make a new token first: every browser session and login code given
+    /// before ends.
     pub new_token: bool,
 }
 
-/// Where the viewer listens and the token that opens it.
+/// Where the viewer listens and a one-time code that logs a browser in.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UiReport {
     /// `127.0.0.1:PORT` (or `[::1]:PORT`).
     pub address: String,
-    /// The token (`?token=` of the first URL).
-    pub token: String,
+    /// The login code (`/login?code=`): opens one browser session, once.
+    pub code: String,
+    /// Seconds the code stays valid.
+    pub expires_secs: u64,
 }
 
 /// One turn of a conversation, as a host's transcript holds it.

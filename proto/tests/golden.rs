@@ -689,7 +689,8 @@ fn responses() -> Vec<(&'static str, Response)> {
             "resp_ui_opened",
             Response::UiOpened(UiReport {
                 address: "127.0.0.1:7420".into(),
-                token: "0123456789abcdef".into(),
+                code: "0123456789abcdef".into(),
+                expires_secs: 120,
             }),
         ),
         (

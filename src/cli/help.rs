@@ -113,7 +113,7 @@ pub const TOPICS: &[Topic] = &[
     Topic {
         name: "viewer",
         page: "docs/viewer.md",
-        about: "the web viewer: memd ui, the loopback listener, what its token protects",
+        about: "the web viewer: memd ui, its one-time login, the loopback listener and its limits",
     },
     Topic {
         name: "team",

@@ -140,7 +140,7 @@ pub enum Command {
     /// Stop the daemon gracefully (never starts a daemon)
     Stop,
     /// Open the web viewer: start the daemon and its loopback listener when
-    /// needed, print the link (with its token) and open a browser
+    /// needed, print a one-time login link and open a browser with it
     Ui(UiArgs),
     /// Print the daemon's socket path (the binary protocol and the HTTP API:
     /// curl --unix-socket "$(memd socket)" http://memd/v1/status)
@@ -207,7 +207,7 @@ pub struct UiArgs {
     /// Print the link only; do not open a browser
     #[arg(long)]
     pub no_open: bool,
-    /// Make a new token first: links and cookies given before stop working
+    /// Make a new token first: every browser session and link given before ends
     #[arg(long)]
     pub new_token: bool,
 }

@@ -254,11 +254,19 @@ pub async fn execute(
         Command::Socket => Ok(output::socket(&paths.socket)),
         Command::Ui(a) => {
             let r = client.ui(a.new_token).await?;
-            let url = format!("http://{}/?token={}", r.address, r.token);
-            if !a.no_open {
-                open_browser(&url);
-            }
-            Ok(output::ui(&url, &r.address, a.new_token))
+            let url = format!("http://{}/login?code={}", r.address, r.code);
+            let opened = if a.no_open {
+                None
+            } else {
+                Some(open_browser(&url, &paths.data_dir))
+            };
+            Ok(output::ui(
+                &url,
+                &r.address,
+                r.expires_secs,
+                opened,
+                a.new_token,
+            ))
         }
         // Commands that open no session run elsewhere.
         Command::Shell
@@ -671,18 +679,64 @@ async fn wait_gone(socket: &Path) {
 /// Opens `url` in the desktop's browser (`xdg-open`, `open` on macOS), in
 /// the background; a machine without one is no error (the link is
 /// printed).
-fn open_browser(url: &str) {
+/// The launcher page `memd ui` writes in the data dir and opens.
+pub const LAUNCHER: &str = "ui-open.html";
+
+/// Opens the one-time login `url` in a browser without putting it on any
+/// command line (another user reads a browser's `/proc/PID/cmdline`): a
+/// launcher page that moves on to `url` is written to `<data_dir>/`
+/// [`LAUNCHER`] (mode 0600, in the data dir only its owner may enter) and
+/// the opener (`xdg-open`, `open`) is given its path. The path, or why
+/// nothing was opened.
+fn open_browser(url: &str, data_dir: &Path) -> Result<PathBuf, String> {
+    let path = write_launcher(url, data_dir)?;
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else {
         "xdg-open"
     };
-    let _ = std::process::Command::new(opener)
-        .arg(url)
+    std::process::Command::new(opener)
+        .arg(&path)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .spawn();
+        .spawn()
+        .map_err(|e| format!("cannot run {opener}: {e}"))?;
+    Ok(path)
+}
+
+/// Writes the launcher page for `url` into `dir`, which must be the
+/// user's own and closed to others.
+fn write_launcher(url: &str, dir: &Path) -> Result<PathBuf, String> {
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if meta.uid() != crate::sys::euid() || meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "{} is not yours alone (mode {:o}): no launcher page written there",
+            dir.display(),
+            meta.mode() & 0o777
+        ));
+    }
+    let url = crate::http::ui::page::esc(url);
+    let page = format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"referrer\" content=\"no-referrer\">\n\
+         <meta http-equiv=\"refresh\" content=\"0; url={url}\">\n<title>memd</title>\n</head>\n\
+         <body>\n<p><a href=\"{url}\">Open memd's viewer</a> (the link works once, within two \
+         minutes).</p>\n</body>\n</html>\n"
+    );
+    let path = dir.join(LAUNCHER);
+    let tmp = dir.join(format!("{LAUNCHER}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let written = crate::session::create_private(&tmp)
+        .and_then(|mut f| f.write_all(page.as_bytes()))
+        .and_then(|()| std::fs::rename(&tmp, &path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("cannot write {}: {e}", path.display()));
+    }
+    Ok(path)
 }
 
 /// `purge`: lists what it will erase, asks on a terminal (or takes

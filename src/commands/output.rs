@@ -976,17 +976,46 @@ pub fn socket(path: &std::path::Path) -> Output {
     }
 }
 
-/// `ui`: the viewer's link.
-pub fn ui(url: &str, address: &str, rotated: bool) -> Output {
-    let mut human = format!("memd's viewer: {url}");
+/// `ui`: the viewer's one-time login link, and what was opened with it
+/// (`None`: nothing was asked to; the launcher page, or why not).
+pub fn ui(
+    url: &str,
+    address: &str,
+    expires_secs: u64,
+    opened: Option<Result<std::path::PathBuf, String>>,
+    rotated: bool,
+) -> Output {
+    let mut human = format!(
+        "memd's viewer: {url}\n(this link logs one browser in, once, within {} minutes)",
+        expires_secs.div_ceil(60)
+    );
+    let (launcher, open_error) = match &opened {
+        Some(Ok(path)) => {
+            human.push_str(&format!(
+                "\nopening it in your browser through {}",
+                path.display()
+            ));
+            (Some(path.clone()), None)
+        }
+        Some(Err(e)) => {
+            human.push_str(&format!(
+                "\nnot opened ({e}): open the link above in your browser"
+            ));
+            (None, Some(e.clone()))
+        }
+        None => (None, None),
+    };
     if rotated {
-        human.push_str("\n(a new token: earlier links and browser cookies no longer open it)");
+        human.push_str("\n(a new token: every browser session and link given before has ended)");
     }
     Output {
         json: success(
             [
                 ("url".to_string(), json!(url)),
                 ("address".to_string(), json!(address)),
+                ("expires_secs".to_string(), json!(expires_secs)),
+                ("launcher".to_string(), json!(launcher)),
+                ("open_error".to_string(), json!(open_error)),
                 ("new_token".to_string(), json!(rotated)),
             ]
             .into_iter()

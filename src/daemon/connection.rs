@@ -279,7 +279,14 @@ pub async fn serve(mut stream: UnixStream, shared: Arc<Shared>) {
         return;
     };
     if kind == Speaks::Http {
-        crate::http::serve(stream, first, shared, crate::http::Door::Socket).await;
+        crate::http::serve(
+            stream,
+            first,
+            shared,
+            crate::http::Door::Socket,
+            Arc::default(),
+        )
+        .await;
         return;
     }
     let (rd, wr) = stream.into_split();

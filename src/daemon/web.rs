@@ -1,16 +1,29 @@
 //! The viewer's loopback listener: a TCP port on 127.0.0.1 (or ::1) for
 //! browsers, off until `[http] listen` names one or `memd ui` asks for one
 //! (then on a free port). Its connections are the HTTP API's with the
-//! browser rules of `http::guard` (the token and its cookie, Host and
-//! Origin checks). The token lives in `<data_dir>/ui.token` (0600), made on
-//! first use and rotated by `memd ui --new-token`.
+//! browser rules of `http::guard` (login codes, browser sessions, the
+//! bearer token, Host and Origin checks). The token lives in
+//! `<data_dir>/ui.token` (0600), made on first use and rotated by
+//! `memd ui --new-token`.
+//!
+//! Every local user can connect, so the listener holds a bounded share of
+//! the daemon's descriptors ([`Admission`]): `[http] max_connections` (and
+//! at most a quarter of the open-file limit) and `max_connections_per_peer`;
+//! past a bound the oldest connection that never presented a credential is
+//! closed to make room, so a flood of idle connections can neither starve
+//! the Unix socket nor keep the person's browser out. Each connection has
+//! the head timeout (`limits.handshake_timeout_ms`, also the keep-alive
+//! idle timeout), the body deadline (`limits.frame_timeout_ms`), and a
+//! refusal closes it.
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::net::TcpListener;
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, Id, JoinSet};
 
 use crate::state::Shared;
 use crate::state::shutdown::triggered;
@@ -87,11 +100,22 @@ pub async fn run(shared: Arc<Shared>) {
         rotations,
         error: None,
     });
+    let mut admission = Admission::new(&shared);
+    tracing::info!(
+        max_connections = admission.max_total,
+        max_connections_per_peer = admission.max_per_peer,
+        "the viewer's connection limits"
+    );
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
             () = triggered(&mut stop) => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            Some(done) = connections.join_next_with_id(), if !connections.is_empty() => {
+                match done {
+                    Ok((id, ())) => admission.left(id),
+                    Err(e) => admission.left(e.id()),
+                }
+            }
             r = ask.changed() => {
                 if r.is_err() {
                     break;
@@ -111,16 +135,30 @@ pub async fn run(shared: Arc<Shared>) {
             }
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) if peer.ip().is_loopback() => {
+                    let Some(evict) = admission.make_room(peer.ip()) else {
+                        // Every connection here presented a credential: the
+                        // new one waits for none of them to close.
+                        tracing::debug!(%peer, "the viewer is at its connection limit; closed a new connection");
+                        drop(stream);
+                        continue;
+                    };
+                    for id in evict {
+                        admission.close(id);
+                    }
                     let shared = shared.clone();
-                    connections.spawn(async move {
+                    let authenticated = Arc::new(AtomicBool::new(false));
+                    let mark = authenticated.clone();
+                    let handle = connections.spawn(async move {
                         crate::http::serve(
                             stream,
                             Vec::new(),
                             shared,
                             crate::http::Door::Loopback { port: local.port() },
+                            mark,
                         )
                         .await;
                     });
+                    admission.opened(handle, peer.ip(), authenticated);
                 }
                 Ok((_, peer)) => tracing::warn!(%peer, "refused a viewer connection that is not from this machine"),
                 Err(e) => {
@@ -139,7 +177,163 @@ pub async fn run(shared: Arc<Shared>) {
     connections.shutdown().await;
 }
 
+/// One open connection of the listener.
+struct Open<K> {
+    id: K,
+    peer: IpAddr,
+    /// It carried a credential (never closed to make room).
+    authenticated: bool,
+    /// Accepted before every connection of a higher number.
+    seq: u64,
+}
+
+/// Which open connections to close so that one more from `peer` fits
+/// within `max_total` and `max_per_peer`: the oldest that never presented
+/// a credential, of that peer first. `None` when not enough of them exist
+/// (the new connection is closed instead).
+fn make_room<K: Copy + PartialEq>(
+    open: &[Open<K>],
+    peer: IpAddr,
+    max_total: usize,
+    max_per_peer: usize,
+) -> Option<Vec<K>> {
+    let mut candidates: Vec<&Open<K>> = open.iter().filter(|o| !o.authenticated).collect();
+    candidates.sort_by_key(|o| o.seq);
+    let mut evict: Vec<K> = Vec::new();
+    let of_peer = open.iter().filter(|o| o.peer == peer).count();
+    if of_peer >= max_per_peer {
+        let need = of_peer + 1 - max_per_peer;
+        let theirs: Vec<K> = candidates
+            .iter()
+            .filter(|o| o.peer == peer)
+            .take(need)
+            .map(|o| o.id)
+            .collect();
+        if theirs.len() < need {
+            return None;
+        }
+        evict.extend(theirs);
+    }
+    let left = open.len() - evict.len();
+    if left >= max_total {
+        let need = left + 1 - max_total;
+        let more: Vec<K> = candidates
+            .iter()
+            .filter(|o| !evict.contains(&o.id))
+            .take(need)
+            .map(|o| o.id)
+            .collect();
+        if more.len() < need {
+            return None;
+        }
+        evict.extend(more);
+    }
+    Some(evict)
+}
+
+/// The listener's connections and its bounds.
+struct Admission {
+    open: HashMap<Id, (IpAddr, Arc<AtomicBool>, u64, AbortHandle)>,
+    next: u64,
+    max_total: usize,
+    max_per_peer: usize,
+}
+
+impl Admission {
+    /// The bounds of `[http]`, the total at most a quarter of the daemon's
+    /// open-file limit (the socket keeps the rest).
+    fn new(shared: &Shared) -> Admission {
+        let http = &shared.config().http;
+        let share = crate::sys::raise_open_file_limit().map_or(usize::MAX, |limit| {
+            usize::try_from(limit / 4).unwrap_or(usize::MAX)
+        });
+        let max_total = http.max_connections.min(share).max(1);
+        Admission {
+            open: HashMap::new(),
+            next: 0,
+            max_total,
+            max_per_peer: http.max_connections_per_peer.min(max_total).max(1),
+        }
+    }
+
+    /// The connections to close so one more from `peer` fits, or `None`.
+    fn make_room(&self, peer: IpAddr) -> Option<Vec<Id>> {
+        let open: Vec<Open<Id>> = self
+            .open
+            .iter()
+            .map(|(id, (p, auth, seq, _))| Open {
+                id: *id,
+                peer: *p,
+                authenticated: auth.load(Ordering::Relaxed),
+                seq: *seq,
+            })
+            .collect();
+        make_room(&open, peer, self.max_total, self.max_per_peer)
+    }
+
+    fn opened(&mut self, handle: AbortHandle, peer: IpAddr, authenticated: Arc<AtomicBool>) {
+        self.next += 1;
+        self.open
+            .insert(handle.id(), (peer, authenticated, self.next, handle));
+    }
+
+    /// Closes a connection to make room (its task ends; the stream drops).
+    fn close(&mut self, id: Id) {
+        if let Some((peer, _, _, handle)) = self.open.remove(&id) {
+            tracing::debug!(%peer, "closed an idle viewer connection without a credential to make room");
+            handle.abort();
+        }
+    }
+
+    fn left(&mut self, id: Id) {
+        self.open.remove(&id);
+    }
+}
+
 fn fail(shared: &Shared, message: String) {
     tracing::error!("{message}");
     shared.web.bound.send_modify(|b| b.error = Some(message));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(id: u32, peer: &str, authenticated: bool) -> Open<u32> {
+        Open {
+            id,
+            peer: peer.parse().unwrap(),
+            authenticated,
+            seq: u64::from(id),
+        }
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn room_is_made_by_closing_the_oldest_without_a_credential() {
+        let open = [
+            conn(1, "127.0.0.1", true),
+            conn(2, "127.0.0.1", false),
+            conn(3, "127.0.0.2", false),
+            conn(4, "127.0.0.1", false),
+        ];
+        // Room left: nothing to close.
+        assert_eq!(make_room(&open, ip("127.0.0.1"), 5, 4), Some(vec![]));
+        // The listener is full: the oldest one without a credential goes.
+        assert_eq!(make_room(&open, ip("127.0.0.3"), 4, 4), Some(vec![2]));
+        // The peer is full: its own oldest goes, not another peer's.
+        assert_eq!(make_room(&open, ip("127.0.0.1"), 10, 3), Some(vec![2]));
+        assert_eq!(make_room(&open, ip("127.0.0.2"), 10, 1), Some(vec![3]));
+        // Both: the peer's, then the oldest of the rest.
+        assert_eq!(make_room(&open, ip("127.0.0.1"), 3, 2), Some(vec![2, 4]));
+        // A credential keeps a connection: when only those are left, the
+        // new one is refused.
+        let all = [conn(1, "127.0.0.1", true), conn(2, "127.0.0.1", true)];
+        assert_eq!(make_room(&all, ip("127.0.0.1"), 2, 8), None);
+        assert_eq!(make_room(&all, ip("127.0.0.1"), 8, 2), None);
+        assert_eq!(make_room(&all, ip("127.0.0.2"), 8, 2), Some(vec![]));
+    }
 }

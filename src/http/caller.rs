@@ -30,7 +30,9 @@ pub struct Caller {
     pub session: Option<String>,
     /// `Memd-Agent`.
     pub agent: Option<String>,
-    /// `Memd-Client: viewer`: the viewer, a person's (provenance).
+    /// `Memd-Client: viewer`: the viewer, a person's (provenance). Only a
+    /// request of a browser session carries it: `guard::handle` sets it
+    /// there and removes it from every other request.
     pub viewer: bool,
 }
 

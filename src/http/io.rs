@@ -2,7 +2,8 @@
 //! tell the protocol are handed back first ([`Io::prefix`]), and a write
 //! that cannot go out for `write_timeout` fails, so a client that stops
 //! reading (an event stream it never consumes) is disconnected instead of
-//! holding a task forever.
+//! holding a task forever. A request body must arrive whole within its
+//! [`Deadline`], so a half-sent one is cut off.
 
 use std::io;
 use std::pin::Pin;
@@ -117,6 +118,57 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Io<S> {
     }
 }
 
+/// A request body that fails once `limit` has passed since its head was
+/// read and it is still not whole: the handler reading it gets an error,
+/// and the connection (whose body was not read to its end) closes.
+pub struct Deadline {
+    inner: axum::body::Body,
+    timer: Pin<Box<Sleep>>,
+    limit: Duration,
+}
+
+impl Deadline {
+    /// `inner`, due within `limit` from now.
+    pub fn new(inner: axum::body::Body, limit: Duration) -> Deadline {
+        Deadline {
+            inner,
+            timer: Box::pin(tokio::time::sleep(limit)),
+            limit,
+        }
+    }
+}
+
+impl hyper::body::Body for Deadline {
+    type Data = axum::body::Bytes;
+    type Error = axum::BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        let this = self.get_mut();
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => Poll::Ready(frame.map(|f| f.map_err(Into::into))),
+            Poll::Pending => {
+                ready!(this.timer.as_mut().poll(cx));
+                Poll::Ready(Some(Err(format!(
+                    "the body did not arrive whole within {} ms (limits.frame_timeout_ms)",
+                    this.limit.as_millis()
+                )
+                .into())))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -132,6 +184,30 @@ mod tests {
         let mut out = String::new();
         io.read_to_string(&mut out).await.unwrap();
         assert_eq!(out, "GET /v1/status");
+    }
+
+    #[tokio::test]
+    async fn a_body_that_stops_coming_fails_at_its_deadline() {
+        use futures_util::StreamExt;
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<axum::body::Bytes, io::Error>>(1);
+        tx.send(Ok(axum::body::Bytes::from_static(b"{\"con")))
+            .await
+            .unwrap();
+        let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|item| (item, rx))
+        });
+        let body = axum::body::Body::from_stream(stream.boxed());
+        let started = std::time::Instant::now();
+        let limited = axum::body::Body::new(Deadline::new(body, Duration::from_millis(80)));
+        let err = axum::body::to_bytes(limited, 1024).await.unwrap_err();
+        assert!(err.to_string().contains("did not arrive whole"), "{err}");
+        assert!(started.elapsed() >= Duration::from_millis(80));
+        drop(tx);
+        let whole = Deadline::new(axum::body::Body::from("{}"), Duration::from_millis(80));
+        let bytes = axum::body::to_bytes(axum::body::Body::new(whole), 1024)
+            .await
+            .unwrap();
+        assert_eq!(&bytes[..], b"{}");
     }
 
     #[tokio::test]

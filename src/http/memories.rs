@@ -236,36 +236,79 @@ pub async fn read(
     Ok(memory_reply(&r.memory, r.generation))
 }
 
-/// `If-Match: "<rev>"`: the request's read of the row (`*`: any version).
+/// What `If-Match` asks: any version (`*`), or one of these revs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IfMatch {
+    /// `*`: whatever version.
+    Any,
+    /// The strong tags that name a rev, from every `If-Match` line and
+    /// every item of each. Weak tags (`W/"3"`) never match (If-Match
+    /// compares strongly, RFC 9110 §13.1.1), nor do tags that are no rev:
+    /// neither is here, so the list may be empty.
+    Revs(Vec<i64>),
+}
+
+/// `If-Match: "<rev>"`: the request's read of the row. Every `If-Match`
+/// line and every comma-separated item of each is read.
 ///
 /// # Errors
-/// 400 for a value that is not one ETag.
-pub fn if_match(headers: &HeaderMap) -> Result<Option<Option<i64>>, Problem> {
-    let Some(v) = headers.get(header::IF_MATCH) else {
-        return Ok(None);
-    };
-    let text = v
-        .to_str()
-        .map_err(|_| Problem::bad("If-Match is not ASCII"))?
-        .trim();
-    if text == "*" {
-        return Ok(Some(None));
+/// 400 for a value that is not a list of entity tags, or `*` beside a tag.
+pub fn if_match(headers: &HeaderMap) -> Result<Option<IfMatch>, Problem> {
+    let mut any = false;
+    let mut items = 0;
+    let mut revs = Vec::new();
+    for v in headers.get_all(header::IF_MATCH) {
+        let text = v
+            .to_str()
+            .map_err(|_| Problem::bad("If-Match is not ASCII"))?;
+        let mut rest = text.trim_start_matches([' ', '\t', ',']);
+        while !rest.is_empty() {
+            items += 1;
+            if let Some(after) = rest.strip_prefix('*') {
+                any = true;
+                rest = after;
+            } else {
+                let (weak, tag) = match rest.strip_prefix("W/") {
+                    Some(t) => (true, t),
+                    None => (false, rest),
+                };
+                let bad = || {
+                    Problem::bad(format!(
+                        "If-Match `{text}` is not a list of ETags as a read gives them (\"3\")"
+                    ))
+                };
+                let inner = tag.strip_prefix('"').ok_or_else(bad)?;
+                let close = inner.find('"').ok_or_else(bad)?;
+                let opaque = &inner[..close];
+                if !weak && let Ok(rev) = opaque.parse::<i64>() {
+                    revs.push(rev);
+                }
+                rest = &inner[close + 1..];
+            }
+            let next = rest.trim_start_matches([' ', '\t']);
+            if !(next.is_empty() || next.starts_with(',')) {
+                return Err(Problem::bad(format!(
+                    "If-Match `{text}`: ETags are separated by commas"
+                )));
+            }
+            rest = next.trim_start_matches([' ', '\t', ',']);
+        }
     }
-    let tag = text.strip_prefix("W/").unwrap_or(text);
-    tag.strip_prefix('"')
-        .and_then(|t| t.strip_suffix('"'))
-        .and_then(|t| t.parse::<i64>().ok())
-        .map(|rev| Some(Some(rev)))
-        .ok_or_else(|| {
-            Problem::bad(format!(
-                "If-Match `{text}` is not one rev as an ETag gives it (\"3\")"
-            ))
-        })
+    match (items, any) {
+        (0, _) => Ok(None),
+        (1, true) => Ok(Some(IfMatch::Any)),
+        (_, true) => Err(Problem::bad("If-Match `*` stands alone, without ETags")),
+        (_, false) => Ok(Some(IfMatch::Revs(revs))),
+    }
 }
 
 /// The caller of a change by id, in the memory's namespace (a change by id
-/// acts on the memory wherever it lives), and the request's read of the row:
-/// refused with 428 when the request has neither a session nor `If-Match`.
+/// acts on the memory wherever it lives), and the request's read of the row.
+/// Refused with 428 when the request has neither `If-Match` nor a session
+/// that exists already (a session this request would make has read
+/// nothing: it cannot count as having seen the memory); with 412 when
+/// `If-Match` names no version the memory is at and no rev the row rule
+/// can judge (only weak tags).
 async fn acting(
     app: &App,
     headers: &HeaderMap,
@@ -274,29 +317,68 @@ async fn acting(
 ) -> Result<(Caller, Option<(i64, i64)>), Problem> {
     let p = Params::parse(query, &["namespace"])?;
     let caller = Caller::from(headers, p.one("namespace")?)?;
-    let read = if_match(headers)?;
-    if read.is_none() && caller.session.is_none() {
-        return Err(Problem::new(
-            StatusCode::PRECONDITION_REQUIRED,
-            "precondition_required",
-            "a change needs If-Match: \"<rev>\" (the rev your read showed, as its ETag) or a \
-             Memd-Session whose reads protect it",
-        ));
+    let cond = if_match(headers)?;
+    if cond.is_none() {
+        let Some(name) = &caller.session else {
+            return Err(Problem::new(
+                StatusCode::PRECONDITION_REQUIRED,
+                "precondition_required",
+                "a change needs If-Match: \"<rev>\" (the rev your read showed, as its ETag) or \
+                 a Memd-Session whose reads protect it",
+            ));
+        };
+        let namespace = caller.namespace.as_deref().unwrap_or("default");
+        if app.shared.named.find(namespace, name).is_none() {
+            return Err(Problem::new(
+                StatusCode::PRECONDITION_REQUIRED,
+                "precondition_required",
+                format!(
+                    "Memd-Session `{name}` names no session of namespace `{namespace}`: a \
+                     session protects a change only with what it read. Read the memory in that \
+                     session first, or send If-Match: \"<rev>\""
+                ),
+            ));
+        }
     }
-    let read = read.flatten().map(|rev| (id, rev));
-    if caller.namespace.is_some() {
-        return Ok((caller, read));
-    }
-    // Find where the memory lives, in a session of its own: this look must
-    // not count as the request's read of the row.
-    let look = Request::Get(GetRequest {
-        id,
-        include_inactive: true,
-    });
-    let Response::Memory(r) = caller.run(app, look, None).await? else {
-        return Err(unexpected());
+    let several = matches!(&cond, Some(IfMatch::Revs(r)) if r.len() != 1);
+    // Where the memory lives, and the rev it is at when If-Match names
+    // several or none: looked up in a session of its own (this look must
+    // not count as the request's read of the row).
+    let (caller, now) = if caller.namespace.is_none() || several {
+        let look = Request::Get(GetRequest {
+            id,
+            include_inactive: true,
+        });
+        let Response::Memory(r) = caller.run(app, look, None).await? else {
+            return Err(unexpected());
+        };
+        (caller.in_namespace(&r.memory.namespace), Some(r.memory))
+    } else {
+        (caller, None)
     };
-    Ok((caller.in_namespace(&r.memory.namespace), read))
+    let read = match (cond, now) {
+        (None | Some(IfMatch::Any), _) => None,
+        (Some(IfMatch::Revs(revs)), _) if revs.len() == 1 => Some((id, revs[0])),
+        (Some(IfMatch::Revs(revs)), Some(m)) if revs.contains(&m.rev) => Some((id, m.rev)),
+        // A version the memory is not at: the row rule refuses it, with
+        // the row as it is now and who changed it.
+        (Some(IfMatch::Revs(revs)), _) if !revs.is_empty() => Some((id, revs[0])),
+        (Some(IfMatch::Revs(_)), m) => {
+            let mut p = Problem::new(
+                StatusCode::PRECONDITION_FAILED,
+                "precondition_failed",
+                "If-Match names no version of this memory: a weak tag (W/\"3\") never matches \
+                 (If-Match compares strongly); send the ETag a read gave, \"3\"",
+            );
+            if let Some(m) = m {
+                p = p
+                    .with_field("current", wire_json::memory(&m))
+                    .with_field("rev_now", json!(m.rev));
+            }
+            return Err(p);
+        }
+    };
+    Ok((caller, read))
 }
 
 /// `PATCH /v1/memories/{id}`: changes fields through the drift guard
@@ -503,4 +585,49 @@ pub async fn purge(
         return Err(unexpected());
     };
     Ok(Json(serde_json::to_value(&r).map_err(|_| unexpected())?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(lines: &[&str]) -> Result<Option<IfMatch>, Problem> {
+        let mut h = HeaderMap::new();
+        for l in lines {
+            h.append(header::IF_MATCH, HeaderValue::from_str(l).unwrap());
+        }
+        if_match(&h)
+    }
+
+    #[test]
+    fn if_match_reads_every_line_and_item_and_compares_strongly() {
+        use IfMatch::{Any, Revs};
+        let cases: &[(&[&str], IfMatch)] = &[
+            (&["\"3\""], Revs(vec![3])),
+            (&[" \"3\" "], Revs(vec![3])),
+            (&["*"], Any),
+            (&["W/\"3\""], Revs(vec![])),
+            (&["\"abc\""], Revs(vec![])),
+            (&["\"1\", \"2\""], Revs(vec![1, 2])),
+            (&["\"1\",\"2\" ,W/\"3\""], Revs(vec![1, 2])),
+            (&["\"1\"", "\"2\""], Revs(vec![1, 2])),
+            (&["W/\"2\"", "\"4\""], Revs(vec![4])),
+            (&["\"a,b\", \"5\""], Revs(vec![5])),
+        ];
+        for (lines, want) in cases {
+            assert_eq!(read(lines).unwrap().as_ref(), Some(want), "{lines:?}");
+        }
+        assert_eq!(read(&[]).unwrap(), None);
+        for bad in [
+            &["3"][..],
+            &["\"3"],
+            &["\"3\" \"4\""],
+            &["*, \"3\""],
+            &["*", "\"3\""],
+            &["W/3"],
+        ] {
+            let p = read(bad).unwrap_err();
+            assert_eq!(p.status(), StatusCode::BAD_REQUEST, "{bad:?}");
+        }
+    }
 }

@@ -18,8 +18,10 @@
 //! - [`memories`], [`sessions`], [`events`], [`meta`]: the resources;
 //! - [`openapi`]: the OpenAPI document, held against [`router`] by a test;
 //! - [`ui`]: the web viewer's pages and assets;
-//! - [`guard`]: the browser rules of the viewer's loopback listener (token,
-//!   cookie, Host, Origin, security headers).
+//! - [`guard`]: what every request passes before the router: a deadline on
+//!   its body, and on the viewer's loopback listener the browser rules
+//!   (login codes, browser sessions under their own path, the bearer
+//!   token, Host, Origin, security headers).
 
 pub mod caller;
 pub mod events;
@@ -34,12 +36,13 @@ pub mod sessions;
 pub mod ui;
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use memd_proto::ErrorCode;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -67,6 +70,10 @@ pub struct App {
     pub shared: Arc<Shared>,
     /// Where the connection came in.
     pub door: Door,
+    /// Set once the connection carried a request with a credential (a
+    /// browser session, the bearer token, a login code): the listener
+    /// never closes such a connection to make room for another.
+    pub authenticated: Arc<AtomicBool>,
 }
 
 /// The largest request head (request line and headers) read, in bytes: a
@@ -146,10 +153,6 @@ pub fn router(app: App) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(
             memd_proto::MAX_FRAME_LEN,
         ))
-        .layer(axum::middleware::from_fn_with_state(
-            app.clone(),
-            guard::check,
-        ))
         .with_state(app)
 }
 
@@ -171,9 +174,16 @@ async fn method_not_allowed() -> Problem {
 
 /// Serves one HTTP connection whose first bytes (`first`) were read already,
 /// until the client leaves or the daemon stops (then the request in flight
-/// finishes and event streams end at once).
-pub async fn serve<S>(stream: S, first: Vec<u8>, shared: Arc<Shared>, door: Door)
-where
+/// finishes and event streams end at once). Each request passes
+/// [`guard::handle`] before the router; `authenticated` is set once one
+/// carried a credential.
+pub async fn serve<S>(
+    stream: S,
+    first: Vec<u8>,
+    shared: Arc<Shared>,
+    door: Door,
+    authenticated: Arc<AtomicBool>,
+) where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let limits = shared.config().limits.clone();
@@ -184,7 +194,19 @@ where
         Duration::from_millis(limits.write_timeout_ms),
     );
     tracing::debug!(?door, "HTTP connection");
-    let service = TowerToHyperService::new(router(App { shared, door }));
+    let app = App {
+        shared,
+        door,
+        authenticated,
+    };
+    let routes = router(app.clone());
+    let service = hyper::service::service_fn(move |req: axum::http::Request<Incoming>| {
+        let (app, routes) = (app.clone(), routes.clone());
+        async move {
+            let req = req.map(axum::body::Body::new);
+            Ok::<_, std::convert::Infallible>(guard::handle(app, routes, req).await)
+        }
+    });
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())

@@ -66,6 +66,12 @@ impl Problem {
         Problem::with(status, body)
     }
 
+    /// The same problem with one more member (`current`, `rev_now`…).
+    pub fn with_field(mut self, key: &str, value: Value) -> Problem {
+        self.body.insert(key.into(), value);
+        self
+    }
+
     /// Bad input: 400 with `invalid_input`.
     pub fn bad(detail: impl Into<String>) -> Problem {
         Problem::new(StatusCode::BAD_REQUEST, "invalid_input", detail)

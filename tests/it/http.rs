@@ -180,6 +180,103 @@ fn if_match_is_the_drift_guard_and_a_stale_one_gets_412_with_the_row_now() {
 }
 
 #[test]
+fn if_match_compares_strongly_and_reads_every_tag() {
+    let d = Daemon::start();
+    let id = create(&d, "the queue holds 100 jobs");
+    let path = format!("/v1/memories/{id}");
+    let patch = |headers: &[(&str, &str)], text: &str| {
+        request(
+            &d.socket(),
+            "PATCH",
+            &path,
+            headers,
+            Some(&json!({ "content": text })),
+        )
+    };
+    // A weak tag never matches, even of the version the memory is at:
+    // 412, nothing written, the memory as it is now.
+    let r = patch(&[("If-Match", "W/\"1\"")], "the queue holds 200 jobs");
+    assert_eq!(r.status, 412, "{}", String::from_utf8_lossy(&r.body));
+    let p = r.json();
+    assert_eq!(p["code"], "precondition_failed");
+    assert_eq!(p["current"]["content"], "the queue holds 100 jobs");
+    assert_eq!(p["rev_now"], 1);
+    // Repeated lines and lists: every tag counts.
+    let r = patch(
+        &[("If-Match", "W/\"7\""), ("If-Match", "\"9\", \"1\"")],
+        "the queue holds 300 jobs",
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(etag(&r), "\"2\"");
+    // A list none of whose versions the memory is at: the row rule's own
+    // refusal, with who changed it.
+    let r = patch(&[("If-Match", "\"1\", \"5\"")], "the queue holds 400 jobs");
+    assert_eq!(r.status, 412, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["code"], "drift");
+    assert_eq!(r.json()["current"]["content"], "the queue holds 300 jobs");
+    let r = request(
+        &d.socket(),
+        "DELETE",
+        &path,
+        &[("If-Match", "W/\"2\"")],
+        None,
+    );
+    assert_eq!(r.status, 412);
+    let r = patch(&[("If-Match", "*, \"2\"")], "x");
+    assert_eq!(r.status, 400, "`*` stands alone");
+    let (v, _) = d.json(&["--namespace", "web", "get", &id.to_string()]);
+    assert_eq!(v["memory"]["content"], "the queue holds 300 jobs");
+}
+
+#[test]
+fn a_made_up_session_does_not_skip_the_precondition() {
+    let d = Daemon::start();
+    let id = create(&d, "the deploy window is friday");
+    let path = format!("/v1/memories/{id}");
+    // A session nobody opened has read nothing: 428, as without one.
+    let made_up = [NS, ("Memd-Session", "never-used-4711")];
+    let r = request(
+        &d.socket(),
+        "PATCH",
+        &path,
+        &made_up,
+        Some(&json!({"content": "the deploy window is monday"})),
+    );
+    assert_eq!(r.status, 428, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["code"], "precondition_required");
+    assert!(
+        r.json()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("never-used-4711"),
+        "{}",
+        r.json()
+    );
+    let r = request(&d.socket(), "DELETE", &path, &made_up, None);
+    assert_eq!(r.status, 428);
+    let r = request(
+        &d.socket(),
+        "POST",
+        &format!("{path}/task"),
+        &made_up,
+        Some(&json!({"status": "in_progress"})),
+    );
+    assert_eq!(r.status, 428);
+    let (v, _) = d.json(&["--namespace", "web", "get", &id.to_string()]);
+    assert_eq!(v["memory"]["content"], "the deploy window is friday");
+    // Once the session read the memory, its read protects the change.
+    assert_eq!(get(&d.socket(), &path, &made_up).status, 200);
+    let r = request(
+        &d.socket(),
+        "PATCH",
+        &path,
+        &made_up,
+        Some(&json!({"content": "the deploy window is monday"})),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+}
+
+#[test]
 fn namespaces_sessions_and_history_as_the_contract_says() {
     let d = Daemon::start();
     // A create needs a namespace.

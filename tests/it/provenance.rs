@@ -48,7 +48,9 @@ fn every_memory_says_where_it_came_from_and_a_merge_keeps_every_source() {
         ("agent".into(), "agent-cli".into())
     );
 
-    // The HTTP API is a program's; the viewer is a person's.
+    // The HTTP API is a program's, even one that says it is the viewer;
+    // the viewer is a person's only through a browser session
+    // (`viewer::memd_client_viewer_is_a_persons_only_through_a_browser_session`).
     let ns = ("Memd-Namespace", "default");
     let r = request(
         &d.socket(),
@@ -71,7 +73,7 @@ fn every_memory_says_where_it_came_from_and_a_merge_keeps_every_source() {
     );
     assert_eq!(
         origin(&get(&d, r.json()["id"].as_i64().unwrap())),
-        ("user".into(), "viewer".into())
+        ("agent".into(), "http".into())
     );
 
     // Another tool's row: said so, and trusted least.

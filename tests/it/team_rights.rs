@@ -634,9 +634,10 @@ fn in_a_reviewed_namespace_writers_propose_and_reviewers_decide() {
     let html = String::from_utf8_lossy(&page.body).into_owned();
     assert!(!html.contains("redis"), "{html}");
     if let Some((chromium, driver)) = crate::common::webdriver::tools() {
-        let (address, token) = super::viewer::open(&carol, false);
+        let (address, code) = super::viewer::open(&carol, false);
         let browser = crate::common::webdriver::Browser::start(&chromium, &driver, &[]);
-        browser.go(&format!("http://{address}/team?token={token}"));
+        let base = super::viewer_browser::log_in(&browser, &address, &code);
+        browser.go(&format!("{base}/team"));
         let rows = browser.find_all("table.table tbody tr");
         assert_eq!(rows.len(), 4, "the open proposals");
         browser.screenshot(

@@ -2,7 +2,8 @@
 // reads without it; with it, search runs as you type, the keyboard moves
 // through results, the page follows changes (Server-Sent Events), and a
 // memory can be corrected or forgotten through the drift guard (a change
-// carries If-Match: the rev this page showed).
+// carries If-Match: the rev this page showed). Every URL is relative: it
+// resolves against the page's <base>, the browser session's own path.
 "use strict";
 
 (function () {
@@ -28,10 +29,10 @@
     if (!form || !results) return;
     const params = query();
     const mine = ++seq;
-    const url = "/?" + params.toString();
+    const url = "./?" + params.toString();
     params.set("fragment", "results");
     const focused = keepFocus ? document.activeElement?.dataset?.id : null;
-    const r = await fetch("/?" + params.toString(), { headers: { Accept: "text/html" } });
+    const r = await fetch("./?" + params.toString(), { headers: { Accept: "text/html" } });
     if (mine !== seq || !r.ok) return;
     results.innerHTML = await r.text();
     history.replaceState(null, "", url);
@@ -86,7 +87,7 @@
   const page = $("#memory");
   let first = true;
   if (window.EventSource) {
-    const events = new EventSource("/v1/events");
+    const events = new EventSource("v1/events");
     events.addEventListener("open", () => { const l = $("#live"); if (l) l.hidden = false; });
     events.addEventListener("error", () => { const l = $("#live"); if (l) l.hidden = true; });
     events.addEventListener("change", () => {
@@ -99,7 +100,7 @@
   // --- one memory: changes made elsewhere, editing, forgetting -----------
 
   async function current() {
-    const r = await fetch(`/v1/memories/${page.dataset.id}?include_inactive=true`);
+    const r = await fetch(`v1/memories/${page.dataset.id}?include_inactive=true`);
     if (!r.ok) return null;
     return (await r.json()).memory;
   }
@@ -153,9 +154,9 @@
   }
 
   async function change(method, body) {
-    const headers = { "If-Match": `"${edit.dataset.rev}"`, "Memd-Client": "viewer" };
+    const headers = { "If-Match": `"${edit.dataset.rev}"` };
     if (body) headers["Content-Type"] = "application/json";
-    const r = await fetch(`/v1/memories/${edit.dataset.id}`, {
+    const r = await fetch(`v1/memories/${edit.dataset.id}`, {
       method, headers, body: body ? JSON.stringify(body) : undefined,
     });
     const doc = await r.json().catch(() => ({}));
@@ -191,20 +192,20 @@
     $("#forget").addEventListener("click", async () => {
       if (!confirm("Forget this memory? Its history keeps what it said.")) return;
       const r = await change("DELETE", null);
-      if (r.ok) location.href = "/";
+      if (r.ok) location.href = "./";
       else showRefusal(r.doc);
     });
     $("#purge").addEventListener("click", async () => {
       if (!confirm("Purge this memory? It is erased with its whole history, from drift backups " +
                    "and frozen blocks too. This cannot be undone.")) return;
       $("#result").textContent = "Purging…";
-      const r = await fetch("/v1/purge", {
+      const r = await fetch("v1/purge", {
         method: "POST",
-        headers: { "Content-Type": "application/json", "Memd-Client": "viewer" },
+        headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ id: Number(edit.dataset.id), confirm: true }),
       });
       const doc = await r.json().catch(() => ({}));
-      if (r.ok && doc.purged) location.href = "/";
+      if (r.ok && doc.purged) location.href = "./";
       else {
         $("#result").textContent = "";
         showRefusal(doc);

@@ -26,7 +26,7 @@ use super::caller::Caller;
 use super::memories::{LIST_PARAMS, filter};
 use super::params::Params;
 use super::problem::Problem;
-use page::{Tab, enc, esc, frame, memory_item, when};
+use page::{Here, Tab, enc, esc, frame, memory_item, when};
 
 /// Memories per page of the start page.
 pub const PAGE: u32 = 50;
@@ -63,17 +63,17 @@ pub async fn js() -> HttpResponse {
 }
 
 /// A page that could not be made: the problem, as a page.
-fn failed(p: &Problem) -> HttpResponse {
+fn failed(here: &Here, p: &Problem) -> HttpResponse {
     let status = StatusCode::from_u16(p.body()["status"].as_u64().unwrap_or(500) as u16)
         .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let detail = p.body()["detail"].as_str().unwrap_or("error");
     let title = status.canonical_reason().unwrap_or("Error");
     let body = format!(
-        "<section class=\"notice\"><h1>{}</h1><p>{}</p><p><a href=\"/\">Back to the memories</a></p></section>",
+        "<section class=\"notice\"><h1>{}</h1><p>{}</p><p><a href=\"./\">Back to the memories</a></p></section>",
         esc(title),
         esc(detail)
     );
-    (status, html(frame(title, Tab::None, &body))).into_response()
+    (status, html(frame(here, title, Tab::None, &body))).into_response()
 }
 
 /// A person's view: every namespace and every owner's memories.
@@ -211,14 +211,14 @@ async fn results(app: &App, query: &Query) -> Result<String, Problem> {
     if query.offset > 0 {
         let _ = write!(
             out,
-            "<a rel=\"prev\" href=\"/?{}\">← Previous</a>",
+            "<a rel=\"prev\" href=\"./?{}\">← Previous</a>",
             esc(&query.with_offset(query.offset.saturating_sub(PAGE)))
         );
     }
     if count == PAGE as usize {
         let _ = write!(
             out,
-            "<a rel=\"next\" href=\"/?{}\">Next →</a>",
+            "<a rel=\"next\" href=\"./?{}\">Next →</a>",
             esc(&query.with_offset(query.offset + PAGE))
         );
     }
@@ -245,12 +245,12 @@ fn select(name: &str, label: &str, current: &str, options: &[(String, String)]) 
 }
 
 /// `GET /`: the newest memories, search and filters.
-pub async fn index(State(app): State<App>, RawQuery(raw): RawQuery) -> HttpResponse {
+pub async fn index(State(app): State<App>, here: Here, RawQuery(raw): RawQuery) -> HttpResponse {
     let mut known: Vec<&str> = LIST_PARAMS.to_vec();
     known.push("fragment");
     let params = match Params::parse(raw.as_deref(), &known) {
         Ok(p) => p,
-        Err(p) => return failed(&p),
+        Err(p) => return failed(&here, &p),
     };
     let query = Query {
         q: params.one("q").ok().flatten().unwrap_or_default(),
@@ -259,14 +259,14 @@ pub async fn index(State(app): State<App>, RawQuery(raw): RawQuery) -> HttpRespo
     };
     let list = match results(&app, &query).await {
         Ok(l) => l,
-        Err(p) => return failed(&p),
+        Err(p) => return failed(&here, &p),
     };
     if query.get("fragment") == "results" {
         return html(list);
     }
     let status = match status(&app).await {
         Ok(s) => s,
-        Err(p) => return failed(&p),
+        Err(p) => return failed(&here, &p),
     };
     let namespaces: Vec<(String, String)> = status["counts"]["by_namespace"]
         .as_array()
@@ -320,13 +320,13 @@ pub async fn index(State(app): State<App>, RawQuery(raw): RawQuery) -> HttpRespo
     .concat();
     let body = format!(
         "<h1 class=\"sr-only\">Memories</h1>\
-         <form class=\"search\" id=\"search\" method=\"get\" action=\"/\" role=\"search\">\
+         <form class=\"search\" id=\"search\" method=\"get\" action=\"./\" role=\"search\">\
          <div class=\"searchbar\"><input type=\"search\" name=\"q\" id=\"q\" value=\"{q}\" \
          placeholder=\"Search {total} memories\" aria-label=\"Search memories\" autocomplete=\"off\" \
          spellcheck=\"false\"><kbd title=\"Press / to search\">/</kbd>\
          <button type=\"submit\">Search</button></div>\
          <details class=\"filters\"{open}><summary>Filters</summary><div class=\"grid\">{filters}</div>\
-         <p class=\"hint\">Filters apply as you change them. <a href=\"/\">Clear all</a></p></details>\
+         <p class=\"hint\">Filters apply as you change them. <a href=\"./\">Clear all</a></p></details>\
          </form>\
          <section id=\"results\" aria-live=\"polite\" aria-label=\"Results\">{list}</section>\
          <p class=\"keys\">Keys: <kbd>/</kbd> search · <kbd>↓</kbd><kbd>↑</kbd> move through \
@@ -349,7 +349,7 @@ pub async fn index(State(app): State<App>, RawQuery(raw): RawQuery) -> HttpRespo
             ""
         },
     );
-    html(frame("Memories", Tab::Memories, &body))
+    html(frame(&here, "Memories", Tab::Memories, &body))
 }
 
 fn field(name: &str, value: &str) -> String {
@@ -539,9 +539,9 @@ fn history_html(
 }
 
 /// `GET /m/{id}`: one memory, its history, and the forms that change it.
-pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpResponse {
+pub async fn memory(State(app): State<App>, here: Here, Path(id): Path<String>) -> HttpResponse {
     let Ok(id) = id.parse::<i64>() else {
-        return failed(&Problem::bad(format!("`{id}` is not a memory id")));
+        return failed(&here, &Problem::bad(format!("`{id}` is not a memory id")));
     };
     let caller = person();
     let got = caller
@@ -556,16 +556,16 @@ pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpRespo
         .await;
     let m = match got {
         Ok(Response::Memory(r)) => r.memory,
-        Ok(_) => return failed(&super::memories::unexpected()),
-        Err(p) => return failed(&p),
+        Ok(_) => return failed(&here, &super::memories::unexpected()),
+        Err(p) => return failed(&here, &p),
     };
     let history = match caller
         .run(&app, Request::History(HistoryRequest { id }), None)
         .await
     {
         Ok(Response::History(h)) => h,
-        Ok(_) => return failed(&super::memories::unexpected()),
-        Err(p) => return failed(&p),
+        Ok(_) => return failed(&here, &super::memories::unexpected()),
+        Err(p) => return failed(&here, &p),
     };
     let mut chain = String::new();
     if history.chain.len() > 1 {
@@ -577,7 +577,7 @@ pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpRespo
                 if c.id == m.id {
                     format!("<strong>#{}</strong>", c.id)
                 } else {
-                    format!("<a href=\"/m/{0}\">#{0}</a>", c.id)
+                    format!("<a href=\"m/{0}\">#{0}</a>", c.id)
                 }
             })
             .collect();
@@ -608,7 +608,7 @@ pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpRespo
         field(
             "namespace",
             &format!(
-                "<a href=\"/?namespace={}\">{}</a>",
+                "<a href=\"./?namespace={}\">{}</a>",
                 enc(&m.namespace),
                 esc(&m.namespace)
             ),
@@ -628,7 +628,7 @@ pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpRespo
             } else {
                 m.tags
                     .iter()
-                    .map(|t| format!("<a class=\"tag\" href=\"/?tag={}\">{}</a>", enc(t), esc(t)))
+                    .map(|t| format!("<a class=\"tag\" href=\"./?tag={}\">{}</a>", enc(t), esc(t)))
                     .collect()
             },
         ),
@@ -689,7 +689,7 @@ pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpRespo
         .map(|s| format!("<span class=\"subject\">{}</span>", esc(s)))
         .unwrap_or_default();
     let body = format!(
-        "<nav class=\"crumbs\" aria-label=\"Breadcrumb\"><a href=\"/\">Memories</a> / #{id}</nav>\
+        "<nav class=\"crumbs\" aria-label=\"Breadcrumb\"><a href=\"./\">Memories</a> / #{id}</nav>\
          <article class=\"memory-page\" id=\"memory\" data-id=\"{id}\" data-rev=\"{rev}\" data-namespace=\"{ns}\">\
          <header><h1>#{id} <span class=\"cat c-{cat}\">{cat}</span> <span class=\"rev\" id=\"rev\">rev {rev}</span></h1></header>\
          {subject}<p class=\"content\" id=\"content\">{content}</p>{chain}\
@@ -725,11 +725,11 @@ pub async fn memory(State(app): State<App>, Path(id): Path<String>) -> HttpRespo
         pinned = if m.pinned { " checked" } else { "" },
         history = history_html(&m, &history.revisions, &history.authors),
     );
-    html(frame(&format!("#{id}"), Tab::Memories, &body))
+    html(frame(&here, &format!("#{id}"), Tab::Memories, &body))
 }
 
 /// `GET /sessions`: the named sessions.
-pub async fn sessions(State(app): State<App>) -> HttpResponse {
+pub async fn sessions(State(app): State<App>, here: Here) -> HttpResponse {
     let l = match person()
         .run(
             &app,
@@ -741,14 +741,14 @@ pub async fn sessions(State(app): State<App>) -> HttpResponse {
         .await
     {
         Ok(Response::Sessions(l)) => l,
-        Ok(_) => return failed(&super::memories::unexpected()),
-        Err(p) => return failed(&p),
+        Ok(_) => return failed(&here, &super::memories::unexpected()),
+        Err(p) => return failed(&here, &p),
     };
     let mut rows = String::new();
     for s in &l.sessions {
         let _ = write!(
             rows,
-            "<tr><td><a href=\"/sessions/{nse}/{namee}\">{name}</a></td><td>{ns}</td><td>{agent}</td>\
+            "<tr><td><a href=\"sessions/{nse}/{namee}\">{name}</a></td><td>{ns}</td><td>{agent}</td>\
              <td>{conn}</td><td>{idle}</td><td>{block}</td></tr>",
             nse = enc(&s.namespace),
             namee = enc(&s.name),
@@ -773,7 +773,7 @@ pub async fn sessions(State(app): State<App>) -> HttpResponse {
             l.sessions.len()
         )
     };
-    html(frame("Sessions", Tab::Sessions, &body))
+    html(frame(&here, "Sessions", Tab::Sessions, &body))
 }
 
 fn idle(secs: u64) -> String {
@@ -789,6 +789,7 @@ fn idle(secs: u64) -> String {
 /// given, and the memories in it.
 pub async fn session(
     State(app): State<App>,
+    here: Here,
     Path((namespace, name)): Path<(String, String)>,
 ) -> HttpResponse {
     let caller = person();
@@ -804,8 +805,8 @@ pub async fn session(
         .await
     {
         Ok(Response::SessionShown(d)) => d,
-        Ok(_) => return failed(&super::memories::unexpected()),
-        Err(p) => return failed(&p),
+        Ok(_) => return failed(&here, &super::memories::unexpected()),
+        Err(p) => return failed(&here, &p),
     };
     let mut rows = String::new();
     for (id, rev) in &d.block_rows {
@@ -837,7 +838,7 @@ pub async fn session(
             .unwrap_or_default();
         let _ = write!(
             rows,
-            "<tr><td><a href=\"/m/{id}\">#{id}</a></td><td>{rev}</td><td>{state}</td><td>{content}</td></tr>"
+            "<tr><td><a href=\"m/{id}\">#{id}</a></td><td>{rev}</td><td>{state}</td><td>{content}</td></tr>"
         );
     }
     let block = match &d.block {
@@ -861,7 +862,7 @@ pub async fn session(
             .into(),
     };
     let body = format!(
-        "<nav class=\"crumbs\" aria-label=\"Breadcrumb\"><a href=\"/sessions\">Sessions</a> / {name}</nav>\
+        "<nav class=\"crumbs\" aria-label=\"Breadcrumb\"><a href=\"sessions\">Sessions</a> / {name}</nav>\
          <h1>{name}</h1><dl class=\"fields\">{ns}{agent}{policy}{hold}{seen}{conns}</dl>{block}",
         name = esc(&d.info.name),
         ns = field("namespace", &esc(&d.info.namespace)),
@@ -878,14 +879,14 @@ pub async fn session(
         seen = field("seen generation", &d.info.seen_generation.to_string()),
         conns = field("connections", &d.info.connections.to_string()),
     );
-    html(frame(&d.info.name, Tab::Sessions, &body))
+    html(frame(&here, &d.info.name, Tab::Sessions, &body))
 }
 
 /// `GET /drift`: the drift guard, recent drift events, backups.
-pub async fn drift(State(app): State<App>) -> HttpResponse {
+pub async fn drift(State(app): State<App>, here: Here) -> HttpResponse {
     let s = match status(&app).await {
         Ok(s) => s,
-        Err(p) => return failed(&p),
+        Err(p) => return failed(&here, &p),
     };
     let d = &s["drift"];
     let mut events = String::new();
@@ -939,14 +940,14 @@ pub async fn drift(State(app): State<App>) -> HttpResponse {
             "No drift backup."
         ),
     );
-    html(frame("Drift", Tab::Drift, &body))
+    html(frame(&here, "Drift", Tab::Drift, &body))
 }
 
 /// `GET /team`: team memory's connection.
-pub async fn team(State(app): State<App>) -> HttpResponse {
+pub async fn team(State(app): State<App>, here: Here) -> HttpResponse {
     let s = match status(&app).await {
         Ok(s) => s,
-        Err(p) => return failed(&p),
+        Err(p) => return failed(&here, &p),
     };
     let t = &s["team"];
     let body = if t.is_null() {
@@ -979,7 +980,7 @@ pub async fn team(State(app): State<App>) -> HttpResponse {
             review_section(&app).await,
         )
     };
-    html(frame("Team", Tab::Team, &body))
+    html(frame(&here, "Team", Tab::Team, &body))
 }
 
 /// The team page's review queue: the namespaces that require review and

@@ -5,8 +5,42 @@
 
 use std::fmt::Write;
 
+use axum::extract::FromRequestParts;
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use memd_proto::Memory;
+
+use crate::http::guard::Base;
+
+/// Where a page is: the base its links are relative to (`/s/<key>/` for a
+/// browser session, `/` on the socket) and its own address under it (so
+/// the "skip to content" link stays on the page: a fragment alone would
+/// resolve against the base).
+#[derive(Debug, Clone)]
+pub struct Here {
+    /// The base, with its trailing `/`.
+    pub base: String,
+    /// The page's path and query, relative to the base.
+    pub own: String,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Here {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Here, Self::Rejection> {
+        let base = parts
+            .extensions
+            .get::<Base>()
+            .map_or_else(|| "/".to_string(), |b| b.0.clone());
+        let path = parts.uri.path().trim_start_matches('/');
+        let own = match parts.uri.query() {
+            Some(q) => format!("{path}?{q}"),
+            None if path.is_empty() => "./".to_string(),
+            None => path.to_string(),
+        };
+        Ok(Here { base, own })
+    }
+}
 
 /// Escapes text for HTML content and attribute values.
 pub fn esc(s: &str) -> String {
@@ -44,14 +78,16 @@ pub enum Tab {
     None,
 }
 
-/// A whole page.
-pub fn frame(title: &str, tab: Tab, body: &str) -> String {
+/// A whole page at `here`. Every link in a page is relative: it resolves
+/// against the `<base>`, so the same page serves every browser session's
+/// path and the socket.
+pub fn frame(here: &Here, title: &str, tab: Tab, body: &str) -> String {
     let mut nav = String::new();
     for (t, href, label) in [
-        (Tab::Memories, "/", "Memories"),
-        (Tab::Sessions, "/sessions", "Sessions"),
-        (Tab::Drift, "/drift", "Drift"),
-        (Tab::Team, "/team", "Team"),
+        (Tab::Memories, "./", "Memories"),
+        (Tab::Sessions, "sessions", "Sessions"),
+        (Tab::Drift, "drift", "Drift"),
+        (Tab::Team, "team", "Team"),
     ] {
         let current = if t == tab {
             " aria-current=\"page\""
@@ -62,32 +98,50 @@ pub fn frame(title: &str, tab: Tab, body: &str) -> String {
     }
     format!(
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <base href=\"{base}\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"color-scheme\" content=\"light dark\">\n\
          <title>{title} · memd</title>\n\
-         <link rel=\"stylesheet\" href=\"/assets/app.css\">\n\
-         <script src=\"/assets/app.js\" defer></script>\n</head>\n<body>\n\
-         <a class=\"skip\" href=\"#main\">Skip to content</a>\n\
-         <header class=\"top\"><a class=\"brand\" href=\"/\">memd</a>\
+         <link rel=\"icon\" href=\"data:,\">\n\
+         <link rel=\"stylesheet\" href=\"assets/app.css\">\n\
+         <script src=\"assets/app.js\" defer></script>\n</head>\n<body>\n\
+         <a class=\"skip\" href=\"{own}#main\">Skip to content</a>\n\
+         <header class=\"top\"><a class=\"brand\" href=\"./\">memd</a>\
          <nav aria-label=\"Sections\">{nav}</nav>\
          <span class=\"live\" id=\"live\" hidden title=\"Live: the page follows every change\">live</span>\
          </header>\n<main id=\"main\">\n{body}\n</main>\n</body>\n</html>\n",
+        base = esc(&here.base),
+        own = esc(&here.own),
         title = esc(title)
     )
 }
 
-/// A refusal of the loopback listener, as a small page.
+/// A refusal of the loopback listener, as a small page of its own (no
+/// stylesheet, no link: nothing behind the listener opens without a
+/// credential).
 pub fn refusal(status: StatusCode, detail: &str) -> String {
-    frame(
-        status.canonical_reason().unwrap_or("Refused"),
-        Tab::None,
-        &format!(
-            "<section class=\"notice\"><h1>{}</h1><p>{}</p>\
-             <p>Run <code>memd ui</code> on this machine: it prints the link that opens the \
-             viewer.</p></section>",
-            esc(status.canonical_reason().unwrap_or("Refused")),
-            esc(detail)
-        ),
+    let title = esc(status.canonical_reason().unwrap_or("Refused"));
+    format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"color-scheme\" content=\"light dark\">\n\
+         <link rel=\"icon\" href=\"data:,\">\n<title>{title} · memd</title>\n</head>\n<body>\n\
+         <main><h1>{title}</h1><p>{}</p>\
+         <p>Run <code>memd ui</code> on this machine: it opens the viewer in your browser with a \
+         link that works once.</p></main>\n</body>\n</html>\n",
+        esc(detail)
+    )
+}
+
+/// The answer to a login: a page that moves on to `to` by itself (and a
+/// link, should the browser not follow).
+pub fn moving_on(to: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"refresh\" content=\"0; url={to}\">\n\
+         <meta name=\"color-scheme\" content=\"light dark\">\n\
+         <link rel=\"icon\" href=\"data:,\">\n<title>memd</title>\n</head>\n<body>\n\
+         <main><p><a href=\"{to}\">Open memd's viewer</a></p></main>\n</body>\n</html>\n",
+        to = esc(to)
     )
 }
 
@@ -143,7 +197,7 @@ pub fn memory_item(m: &Memory, score: Option<f64>) -> String {
         format!("<span class=\"status s-{0}\">{0}</span>", esc(&m.status))
     };
     format!(
-        "<li><a class=\"memory\" href=\"/m/{id}\" data-id=\"{id}\">\
+        "<li><a class=\"memory\" href=\"m/{id}\" data-id=\"{id}\">\
          <span class=\"line\"><span class=\"cat c-{cat}\">{cat}</span>{pin}{status}\
          <span class=\"content\">{subject}{content}</span>{score}</span>\
          <span class=\"meta\"><span class=\"ns\">{ns}</span> · #{id} · rev {rev} · {by} · {when}{tags}</span>\

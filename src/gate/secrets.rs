@@ -336,55 +336,32 @@ pub fn find(text: &str) -> Vec<Found> {
     let mut found: Vec<(usize, Found)> = Vec::new();
     for i in &rules.set.matches(text) {
         let rule = &rules.rules[i];
-        for caps in rule.re.captures_iter(text) {
-            let span = if rule.check == Check::Assignment {
-                let whole = caps.get(0).expect("group 0");
-                let sep = caps.get(1).map_or("", |m| m.as_str());
-                let name = name_before(&text[whole.start()..], sep);
-                if excluded_name(name) {
-                    continue;
+        let mut at = 0;
+        while let Some(caps) = rule.re.captures_at(text, at) {
+            let whole = caps.get(0).expect("group 0");
+            match judge(rule, text, &caps) {
+                Some(span) if !span.is_empty() => {
+                    // From the secret's end: what the match read past it
+                    // (a URL's host) may begin the next one.
+                    at = span.end.max(whole.start());
+                    found.push((
+                        i,
+                        Found {
+                            kind: rule.kind,
+                            span,
+                        },
+                    ));
                 }
-                let line = text[..whole.start()].rfind('\n').map_or(0, |n| n + 1);
-                let between = &text[whole.start() + name.len()..whole.end()];
-                let at = Assignment {
-                    name,
-                    name_quoted: between.contains(['"', '\'']),
-                    between,
-                    line_before: &text[line..whole.start()],
-                    sep,
-                };
-                match assignment_value(text, whole.end(), &at) {
-                    Some(span) => span,
-                    None => continue,
+                // Not a secret: the next match may begin inside this one
+                // (`mysql -p$X … mysql -pSECRET`).
+                _ => at = whole.start(),
+            }
+            // Past the first character of where this one began.
+            if at == whole.start() {
+                match text[at..].chars().next() {
+                    Some(c) => at += c.len_utf8(),
+                    None => break,
                 }
-            } else {
-                let Some(m) = caps.get(rule.group) else {
-                    continue;
-                };
-                let ok = match rule.check {
-                    Check::Always => true,
-                    Check::Shaped => !is_filler(m.as_str()),
-                    Check::Value => !is_placeholder(m.as_str()),
-                    Check::Token => is_token(m.as_str()) && !is_code(m.as_str()),
-                    Check::Secret => {
-                        let v = m.as_str().trim_matches(|c| c == '"' || c == '\'');
-                        v.chars().count() >= 4 && looks_secret(v) && !is_placeholder(v)
-                    }
-                    Check::Assignment => unreachable!("handled above"),
-                };
-                if !ok {
-                    continue;
-                }
-                m.range()
-            };
-            if !span.is_empty() {
-                found.push((
-                    i,
-                    Found {
-                        kind: rule.kind,
-                        span,
-                    },
-                ));
             }
         }
     }
@@ -404,6 +381,42 @@ pub fn find(text: &str) -> Vec<Found> {
         }
     }
     out.into_iter().map(|(_, f)| f).collect()
+}
+
+/// The secret of one match of `rule`, if it is one.
+fn judge(rule: &Rule, text: &str, caps: &regex::Captures<'_>) -> Option<Range<usize>> {
+    if rule.check == Check::Assignment {
+        let whole = caps.get(0).expect("group 0");
+        let sep = caps.get(1).map_or("", |m| m.as_str());
+        let name = name_before(&text[whole.start()..], sep);
+        if excluded_name(name) {
+            return None;
+        }
+        let line = text[..whole.start()].rfind('\n').map_or(0, |n| n + 1);
+        let between = &text[whole.start() + name.len()..whole.end()];
+        let at = Assignment {
+            name,
+            name_quoted: between.contains(['"', '\'']),
+            between,
+            line_before: &text[line..whole.start()],
+            sep,
+        };
+        return assignment_value(text, whole.end(), &at);
+    }
+    let m = caps.get(rule.group)?;
+    let v = m.as_str();
+    let ok = match rule.check {
+        Check::Always => true,
+        Check::Shaped => !is_filler(v),
+        Check::Value => !is_placeholder(v),
+        Check::Token => is_token(v) && !is_code(v),
+        Check::Secret => {
+            let v = v.trim_matches(|c| c == '"' || c == '\'');
+            v.chars().count() >= 4 && looks_secret(v) && !is_placeholder(v)
+        }
+        Check::Assignment => unreachable!("handled above"),
+    };
+    ok.then(|| m.range())
 }
 
 /// The name an assignment match begins with (the match less its quote and
@@ -934,8 +947,26 @@ pub fn redact(text: &str, found: &[Found]) -> String {
     redact_with(text, found, |_| "[REDACTED]".to_string())
 }
 
-/// `text` with each secret replaced by `marker(kind)`.
+/// `text` with each secret replaced by `marker(kind)`, and then whatever
+/// the replacement made a secret: a token glued to a key block
+/// (`AKIA…PuTTY-User-Key-File-2: …`) has its word boundary only once the
+/// block is a marker.
 pub fn redact_with(text: &str, found: &[Found], marker: impl Fn(&str) -> String) -> String {
+    if found.is_empty() {
+        return text.to_string();
+    }
+    let mut out = replace(text, found, &marker);
+    for _ in 0..4 {
+        let more = find(&out);
+        if more.is_empty() {
+            break;
+        }
+        out = replace(&out, &more, &marker);
+    }
+    out
+}
+
+fn replace(text: &str, found: &[Found], marker: &impl Fn(&str) -> String) -> String {
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
     for f in found {

@@ -227,3 +227,23 @@ fn detection_is_cheap() {
         "{per:?} per 2 KB"
     );
 }
+
+#[test]
+fn redaction_leaves_nothing_findable() {
+    for text in [
+        // A match read past its secret (a URL's host) where the next begins.
+        "https://du:p@hhsk-@https://u:q@hghp_",
+        // A token glued to a key block: its boundary comes with the marker.
+        "kAKIAABCDEFGHIJKLMNOPPuTTY-User-Key-File-2: ssh-rsa",
+        // A match that is no secret does not hide the next one inside it.
+        "mysql -p$X and then mysql -pS3cretPw",
+    ] {
+        let out = redact(text, &find(text));
+        assert!(find(&out).is_empty(), "{text} -> {out}");
+    }
+    let text = "mysql -p$X and then mysql -pS3cretPw";
+    assert_eq!(
+        redact(text, &find(text)),
+        "mysql -p$X and then mysql -p[REDACTED]"
+    );
+}

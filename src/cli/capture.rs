@@ -134,10 +134,18 @@ pub async fn capture(
                 out.unfinished = true;
                 break;
             }
-            Chunk::Lines(buf) => {
+            Chunk::Lines(buf, more) => {
                 let lines: Vec<&[u8]> = buf.split(|b| *b == b'\n').collect();
-                let (turns, invalid) = transcript::turns(src.format, &lines);
-                (from + buf.len() as u64, turns, invalid, None)
+                let mut read = transcript::turns(src.format, &lines);
+                let mut end = buf.len();
+                // The chunk ends inside an assistant message that may go
+                // on: the next chunk reads it again from its first line,
+                // so it is one turn and its private spans go whole.
+                if more && let Some(i) = read.last_message_from.filter(|i| *i > 0) {
+                    end = lines[..i].iter().map(|l| l.len() + 1).sum();
+                    read = transcript::turns(src.format, &lines[..i]);
+                }
+                (from + end as u64, read.turns, read.invalid, None)
             }
             Chunk::TooLong(end) => (
                 end,
@@ -213,8 +221,9 @@ async fn report_error(client: &mut Client, src: &Source<'_>, state: &CaptureStat
 
 /// A chunk of a transcript.
 enum Chunk {
-    /// Complete lines (the last newline included).
-    Lines(Vec<u8>),
+    /// Complete lines (the last newline included), and whether the file
+    /// has more after them.
+    Lines(Vec<u8>, bool),
     /// Only an unfinished line: nothing to capture yet.
     Partial,
     /// A line longer than a chunk, ending (after its newline) here.
@@ -237,8 +246,9 @@ fn read_chunk(file: &mut File, from: u64, chunk: u64) -> std::io::Result<Chunk> 
         .take(MAX_LINES)
         .last()
     {
+        let more = buf.len() > end + 1 || buf.len() as u64 == chunk;
         buf.truncate(end + 1);
-        return Ok(Chunk::Lines(buf));
+        return Ok(Chunk::Lines(buf, more));
     }
     if (buf.len() as u64) < chunk {
         return Ok(Chunk::Partial);
@@ -270,15 +280,28 @@ mod tests {
         let mut f = tempfile::tempfile().unwrap();
         f.write_all(b"{\"a\":1}\n{\"b\":2}\n{\"unfinished").unwrap();
         match read_chunk(&mut f, 0, 1 << 20).unwrap() {
-            Chunk::Lines(b) => assert_eq!(b, b"{\"a\":1}\n{\"b\":2}\n"),
+            Chunk::Lines(b, more) => {
+                assert_eq!(b, b"{\"a\":1}\n{\"b\":2}\n");
+                assert!(more, "an unfinished line follows");
+            }
             _ => panic!("lines expected"),
         }
         assert!(matches!(
             read_chunk(&mut f, 16, 1 << 20).unwrap(),
             Chunk::Partial
         ));
+        // Complete lines to the end of the file: nothing more.
+        let mut g = tempfile::tempfile().unwrap();
+        g.write_all(b"{\"a\":1}\n").unwrap();
+        assert!(matches!(
+            read_chunk(&mut g, 0, 1 << 20).unwrap(),
+            Chunk::Lines(_, false)
+        ));
         match read_chunk(&mut f, 0, 10).unwrap() {
-            Chunk::Lines(b) => assert_eq!(b, b"{\"a\":1}\n"),
+            Chunk::Lines(b, more) => {
+                assert_eq!(b, b"{\"a\":1}\n");
+                assert!(more);
+            }
             _ => panic!("lines expected"),
         }
     }
@@ -290,7 +313,8 @@ mod tests {
             writeln!(f, "{{\"n\":{i}}}").unwrap();
         }
         match read_chunk(&mut f, 0, 1 << 20).unwrap() {
-            Chunk::Lines(b) => {
+            Chunk::Lines(b, more) => {
+                assert!(more);
                 assert_eq!(b.iter().filter(|c| **c == b'\n').count(), MAX_LINES);
                 assert!(b.ends_with(format!("{{\"n\":{}}}\n", MAX_LINES - 1).as_bytes()));
             }

@@ -10,27 +10,45 @@
 //! command wrappers (`<command-name>`, `<local-command-stdout>`, …),
 //! hook output (memd's own block among it) and the model's thinking. A
 //! tool call is one line, the tool and its target (`[Bash: cargo test]`),
-//! in the reply it belongs to. Text inside `<private>…</private>` is left
-//! out here, before anything leaves the hook.
+//! in the reply it belongs to. Text inside `<private>…</private>` (across
+//! the lines of one message, nested spans closed at their match) and
+//! every secret the gate knows are left out here, before anything leaves
+//! the hook; a tool call's target is cut only after its secrets went.
 
 use memd_proto::CapturedTurn;
 use serde_json::Value;
 
-use crate::gate::capture::strip_private;
+use crate::gate::private::Private;
+use crate::gate::secrets;
 
 /// Longest target of a tool call kept in its line.
 const MAX_TARGET_CHARS: usize = 160;
 
-/// The turns of a stretch of complete lines and how many lines were not
-/// JSON. Consecutive lines of one assistant message (Claude Code writes
-/// each content block on its own line) are one turn, named by its first
-/// line.
-pub fn turns(host: Format, lines: &[&[u8]]) -> (Vec<CapturedTurn>, u64) {
-    let mut out: Vec<CapturedTurn> = Vec::new();
+/// What a stretch of lines holds.
+#[derive(Debug, Default)]
+pub struct Turns {
+    /// The turns, in order.
+    pub turns: Vec<CapturedTurn>,
+    /// Lines that were not JSON.
+    pub invalid: u64,
+    /// The line the last turn's message starts at, when it is an
+    /// assistant message whose next lines may follow the stretch: a reader
+    /// that stops in the middle of a message reads it again from there,
+    /// so the message is one turn, its private spans taken out whole.
+    pub last_message_from: Option<usize>,
+}
+
+/// The turns of a stretch of complete lines. Consecutive lines of one
+/// assistant message (Claude Code writes each content block on its own
+/// line) are one turn, named by its first line; its private spans are
+/// taken out once its lines are joined (a span may open in one line and
+/// close in another), and its secrets before anything is cut.
+pub fn turns(host: Format, lines: &[&[u8]]) -> Turns {
+    let mut pending: Vec<(Piece, usize)> = Vec::new();
     let mut invalid = 0;
     // The message the last turn came from (an assistant's, to join).
     let mut last_message: Option<String> = None;
-    for line in lines {
+    for (n, line) in lines.iter().enumerate() {
         let line = trim_ascii(line);
         if line.is_empty() {
             continue;
@@ -49,32 +67,38 @@ pub fn turns(host: Format, lines: &[&[u8]]) -> (Vec<CapturedTurn>, u64) {
         if piece.speaker == "Assistant"
             && piece.message.is_some()
             && piece.message == last_message
-            && let Some(prev) = out.last_mut()
+            && let Some((prev, _)) = pending.last_mut()
         {
-            if !piece.text.is_empty() {
-                if !prev.text.is_empty() {
-                    prev.text.push('\n');
-                }
-                prev.text.push_str(&piece.text);
-            }
+            prev.parts.extend(piece.parts);
             continue;
         }
         last_message.clone_from(&piece.message);
-        // An assistant message's first line may hold nothing to keep (its
-        // thinking): it still names the turn its next lines join.
-        if piece.text.trim().is_empty() && piece.message.is_none() {
-            continue;
-        }
-        out.push(CapturedTurn {
-            id: piece.id,
-            speaker: piece.speaker.into(),
-            text: piece.text,
-            at: piece.at,
-        });
+        pending.push((piece, n));
     }
-    // A message that kept nothing is no turn.
-    out.retain(|t| !t.text.trim().is_empty());
-    (out, invalid)
+    let last_message_from = pending
+        .last()
+        .filter(|(p, _)| p.speaker == "Assistant" && p.message.is_some())
+        .map(|(_, n)| *n);
+    let turns = pending
+        .into_iter()
+        .filter_map(|(piece, _)| {
+            let text = render(&piece.parts);
+            // A message that kept nothing is no turn; nor is a user line
+            // that is a host's wrapper.
+            let dropped = text.trim().is_empty() || (piece.speaker == "User" && is_wrapper(&text));
+            (!dropped).then(|| CapturedTurn {
+                id: piece.id,
+                speaker: piece.speaker.into(),
+                text,
+                at: piece.at,
+            })
+        })
+        .collect();
+    Turns {
+        turns,
+        invalid,
+        last_message_from,
+    }
 }
 
 /// A transcript's format.
@@ -88,14 +112,36 @@ pub enum Format {
     Codex,
 }
 
+/// A part of a message, in order.
+#[derive(Debug)]
+enum Part {
+    /// Text (system reminders out).
+    Text(String),
+    /// A tool call and its target as the input has it (not yet cut).
+    Tool {
+        name: String,
+        target: Option<String>,
+    },
+}
+
 /// A line's part of a turn.
 struct Piece {
     id: String,
     speaker: &'static str,
-    text: String,
+    parts: Vec<Part>,
     at: Option<String>,
     /// The assistant message it belongs to (lines of one are joined).
     message: Option<String>,
+}
+
+/// A line's parts as kept: none when its text holds memd's own block
+/// (hook output shown back in the transcript).
+fn kept(parts: Vec<Part>) -> Vec<Part> {
+    let memd_block = parts.iter().any(|p| {
+        matches!(p, Part::Text(t) if t.contains("SessionStart hook additional context:")
+            || t.contains("<memd-memory"))
+    });
+    if memd_block { Vec::new() } else { parts }
 }
 
 fn claude_code(v: &Value) -> Option<Piece> {
@@ -114,42 +160,35 @@ fn claude_code(v: &Value) -> Option<Piece> {
     let message = &v["message"];
     let mut parts = Vec::new();
     match &message["content"] {
-        Value::String(s) => parts.push(s.clone()),
+        Value::String(s) => parts.push(text_part(s)),
         Value::Array(blocks) => {
             for b in blocks {
                 match b["type"].as_str() {
-                    Some("text") => parts.extend(b["text"].as_str().map(str::to_string)),
-                    Some("tool_use") => {
-                        parts.push(tool_line(b["name"].as_str().unwrap_or("tool"), &b["input"]));
-                    }
+                    Some("text") => parts.extend(b["text"].as_str().map(text_part)),
+                    Some("tool_use") => parts.push(Part::Tool {
+                        name: b["name"].as_str().unwrap_or("tool").to_string(),
+                        target: tool_target(&b["input"]),
+                    }),
                     // A user line holding tool output is not a turn.
                     Some("tool_result") => return None,
-                    Some("image") => parts.push("[image]".into()),
+                    Some("image") => parts.push(Part::Text("[image]".into())),
                     _ => {}
                 }
             }
         }
         _ => return None,
     }
-    let text = clean(&parts.join("\n"));
-    if kind == "user" {
-        if is_wrapper(&text) {
-            return None;
-        }
-        return Some(Piece {
-            id,
-            speaker: "User",
-            text,
-            at,
-            message: None,
-        });
-    }
+    let (speaker, message) = if kind == "user" {
+        ("User", None)
+    } else {
+        ("Assistant", message["id"].as_str().map(str::to_string))
+    };
     Some(Piece {
         id,
-        speaker: "Assistant",
-        text,
+        speaker,
+        parts: kept(parts),
         at,
-        message: message["id"].as_str().map(str::to_string),
+        message,
     })
 }
 
@@ -176,17 +215,17 @@ fn codex(v: &Value, raw: &[u8]) -> Option<Piece> {
                 // `developer`: instructions, skills, memd's own block.
                 _ => return None,
             };
-            let text: Vec<&str> = payload["content"]
+            let parts = payload["content"]
                 .as_array()?
                 .iter()
                 .filter(|c| matches!(c["type"].as_str(), Some("input_text" | "output_text")))
                 .filter_map(|c| c["text"].as_str())
+                .map(text_part)
                 .collect();
-            let text = clean(&text.join("\n"));
-            (!is_wrapper(&text)).then(|| Piece {
+            Some(Piece {
                 id: id(),
                 speaker,
-                text,
+                parts: kept(parts),
                 at,
                 message: None,
             })
@@ -205,7 +244,10 @@ fn codex(v: &Value, raw: &[u8]) -> Option<Piece> {
             Some(Piece {
                 id: id(),
                 speaker: "Assistant",
-                text: tool_line(name, &input),
+                parts: vec![Part::Tool {
+                    name: name.to_string(),
+                    target: tool_target(&input),
+                }],
                 at,
                 message: None,
             })
@@ -214,8 +256,13 @@ fn codex(v: &Value, raw: &[u8]) -> Option<Piece> {
     }
 }
 
-/// A tool call as one line: `[Tool: target]`.
-fn tool_line(name: &str, input: &Value) -> String {
+/// A text block, system reminders out.
+fn text_part(text: &str) -> Part {
+    Part::Text(strip_spans(text, "<system-reminder>", "</system-reminder>"))
+}
+
+/// What a tool call is about: its file, command, pattern, URL or query.
+fn tool_target(input: &Value) -> Option<String> {
     const KEYS: &[&str] = &[
         "file_path",
         "notebook_path",
@@ -228,7 +275,7 @@ fn tool_line(name: &str, input: &Value) -> String {
         "description",
         "prompt",
     ];
-    let target = KEYS.iter().find_map(|k| match &input[*k] {
+    KEYS.iter().find_map(|k| match &input[*k] {
         Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
         Value::Array(a) if !a.is_empty() => Some(
             a.iter()
@@ -237,30 +284,58 @@ fn tool_line(name: &str, input: &Value) -> String {
                 .join(" "),
         ),
         _ => None,
+    })
+}
+
+/// A turn's text from its parts, in order: private spans out across all
+/// of them (a span opened in a text block hides the tool calls and text
+/// after it until it closes), each tool call one line, then every secret
+/// replaced by `[redacted:<kind>]` — before anything leaves the hook.
+fn render(parts: &[Part]) -> String {
+    let mut private = Private::new();
+    let mut lines: Vec<String> = Vec::new();
+    for part in parts {
+        match part {
+            Part::Text(text) => {
+                let kept = private.feed(text);
+                let kept = kept.trim();
+                if !kept.is_empty() {
+                    lines.push(kept.to_string());
+                }
+            }
+            Part::Tool { name, target } => {
+                let hidden = private.open();
+                let target = target.as_deref().map(|t| private.feed(t));
+                if !hidden {
+                    lines.push(tool_line(name, target.as_deref()));
+                }
+            }
+        }
+    }
+    let text = lines.join("\n");
+    let found = secrets::find(&text);
+    secrets::redact_with(&text, &found, secrets::capture_marker)
+}
+
+/// A tool call as one line: `[Tool: target]`, the target's secrets
+/// replaced before it is cut to [`MAX_TARGET_CHARS`] (a cut secret may
+/// keep all but its last characters and no longer have its shape).
+fn tool_line(name: &str, target: Option<&str>) -> String {
+    let target = target.map(|t| {
+        let t = secrets::redact_with(t, &secrets::find(t), secrets::capture_marker);
+        t.split_whitespace().collect::<Vec<_>>().join(" ")
     });
-    match target {
+    match target.filter(|t| !t.is_empty()) {
         Some(t) => {
-            let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
             let t: String = if t.chars().count() > MAX_TARGET_CHARS {
                 t.chars().take(MAX_TARGET_CHARS).chain(['…']).collect()
             } else {
                 t
             };
-            format!("[{name}: {}]", strip_private(&t).0)
+            format!("[{name}: {t}]")
         }
         None => format!("[{name}]"),
     }
-}
-
-/// The text of a message as stored: system reminders and private spans
-/// out, memd's block (hook output) out, trimmed.
-fn clean(text: &str) -> String {
-    let text = strip_spans(text, "<system-reminder>", "</system-reminder>");
-    let (text, _) = strip_private(&text);
-    if text.contains("SessionStart hook additional context:") || text.contains("<memd-memory") {
-        return String::new();
-    }
-    text.trim().to_string()
 }
 
 /// `text` without its `open…close` spans (an unclosed one hides the rest).
@@ -321,7 +396,23 @@ mod tests {
 
     fn run(format: Format, text: &str) -> (Vec<CapturedTurn>, u64) {
         let lines: Vec<&[u8]> = text.lines().map(str::as_bytes).collect();
-        turns(format, &lines)
+        let t = turns(format, &lines);
+        (t.turns, t.invalid)
+    }
+
+    /// A Claude Code assistant line of message `m` holding `blocks`.
+    fn assistant(uuid: &str, m: &str, blocks: serde_json::Value) -> String {
+        serde_json::json!({"type": "assistant", "uuid": uuid,
+            "message": {"id": m, "role": "assistant", "content": blocks}})
+        .to_string()
+    }
+
+    fn text(t: &str) -> serde_json::Value {
+        serde_json::json!({"type": "text", "text": t})
+    }
+
+    fn bash(command: &str) -> serde_json::Value {
+        serde_json::json!({"type": "tool_use", "name": "Bash", "input": {"command": command}})
     }
 
     #[test]
@@ -395,18 +486,109 @@ not json at all
     }
 
     #[test]
-    fn a_long_tool_target_is_cut_and_private_spans_never_leave() {
-        let long = "x".repeat(1_000);
-        let line = tool_line("Bash", &serde_json::json!({ "command": long }));
+    fn a_long_tool_target_is_cut_after_its_secrets_go() {
+        let line = tool_line("Bash", Some(&"x".repeat(1_000)));
         assert!(line.chars().count() < MAX_TARGET_CHARS + 20, "{line}");
-        let line = tool_line(
-            "Bash",
-            &serde_json::json!({"command": "echo <private>hunter2</private> done"}),
-        );
-        assert!(!line.contains("hunter2"), "{line}");
+        // A token at every offset around the cut: none of it is kept.
+        let token = "ghp_R8x2kQ9mN4vB7cT1wZ5yL3pH6jF0dS8aE2gU";
+        for at in 100..200 {
+            let command = format!("{} {token} && echo done", "a".repeat(at));
+            let line = tool_line("Bash", Some(&command));
+            assert!(!line.contains("R8x2kQ9m"), "{at}: {line}");
+            for n in (8..=token.len()).rev() {
+                assert!(!line.contains(&token[token.len() - n..]), "{at}: {line}");
+            }
+        }
+    }
+
+    #[test]
+    fn private_spans_never_leave_whole_messages() {
+        // Across the lines of one assistant message, tool calls between.
+        let t = [
+            assistant(
+                "a1",
+                "m1",
+                serde_json::json!([text("Here is the plan <private>the vault pin is 4471")]),
+            ),
+            assistant("a2", "m1", serde_json::json!([bash("echo 4471 > pin")])),
+            assistant(
+                "a3",
+                "m1",
+                serde_json::json!([text("and 4471 again</private> then deploy.")]),
+            ),
+            // Nested: closed at its match, not at the first close.
+            assistant(
+                "b1",
+                "m2",
+                serde_json::json!([text("a <private>x <private>y</private> ZZTOP</private> b")]),
+            ),
+            // Unclosed: the rest of the message is hidden, the next message is not.
+            assistant(
+                "c1",
+                "m3",
+                serde_json::json!([text("keep <private>hidden")]),
+            ),
+            assistant(
+                "c2",
+                "m3",
+                serde_json::json!([text("hidden too"), bash("cat secret")]),
+            ),
+            assistant("d1", "m4", serde_json::json!([text("visible again")])),
+            // A span inside a tool call's target.
+            assistant(
+                "e1",
+                "m5",
+                serde_json::json!([bash("echo <private>hunter2</private> done")]),
+            ),
+        ]
+        .join("\n");
+        let (turns, _) = run(Format::ClaudeCode, &t);
+        let got: Vec<(&str, &str)> = turns
+            .iter()
+            .map(|t| (t.id.as_str(), t.text.as_str()))
+            .collect();
         assert_eq!(
-            clean("a <private>x\ny</private> b <private>rest"),
-            "a  b".to_string()
+            got,
+            vec![
+                ("a1", "Here is the plan\nthen deploy."),
+                ("b1", "a  b"),
+                ("c1", "keep"),
+                ("d1", "visible again"),
+                ("e1", "[Bash: echo done]"),
+            ]
+        );
+    }
+
+    #[test]
+    fn secrets_never_leave_the_hook() {
+        let t = [assistant(
+            "a1",
+            "m1",
+            serde_json::json!([
+                text("the key is AKIAIOSFODNN7EXAMPLE"),
+                bash("PGPASSWORD=Tr0ub4dor3x psql -h db")
+            ]),
+        )]
+        .join("\n");
+        let (turns, _) = run(Format::ClaudeCode, &t);
+        assert_eq!(
+            turns[0].text,
+            "the key is [redacted:AWS-access-key]\n[Bash: PGPASSWORD=[redacted:credential-assignment] psql -h db]"
+        );
+    }
+
+    #[test]
+    fn the_last_message_may_go_on_after_the_stretch() {
+        let t = [
+            r#"{"type":"user","uuid":"u1","message":{"role":"user","content":"go"}}"#.to_string(),
+            assistant("a1", "m1", serde_json::json!([text("first")])),
+            assistant("a2", "m1", serde_json::json!([text("second")])),
+        ];
+        let lines: Vec<&[u8]> = t.iter().map(String::as_bytes).collect();
+        assert_eq!(turns(Format::ClaudeCode, &lines).last_message_from, Some(1));
+        assert_eq!(
+            turns(Format::ClaudeCode, &lines[..1]).last_message_from,
+            None
         );
     }
 }

@@ -17,14 +17,21 @@
 //!   assistant messages (tool calls, tool results, thinking and images are
 //!   left out), speaker `User` or `Assistant`, thread = the session id.
 //!
-//! Every turn goes through the write gate (a turn it refuses, e.g. a stack
-//! trace, is counted and skipped). Ingesting a transcript again adds
+//! Text inside `<private>…</private>` is left out before anything is sent
+//! (spans nest; a span may open in one line of an assistant message and
+//! close in a later one of the same message; one left open hides the rest
+//! of its message); a turn with nothing else keeps its position, unstored.
+//! Every turn goes through the write gate: secrets are refused or redacted
+//! as `[gate] secrets` says, and a turn it refuses (a secret, a stack
+//! trace) is counted and skipped. Ingesting a transcript again adds
 //! nothing: a thread position that holds a memory is that memory.
 
 use std::collections::HashMap;
 
 use memd_proto::AddRequest;
 use serde_json::{Map, Value, json};
+
+use crate::gate::private::Private;
 
 /// Transcript formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +95,9 @@ pub fn parse(
     let format = format.unwrap_or_else(|| detect(text));
     let mut out = Parsed::default();
     let mut next_pos: HashMap<String, i64> = HashMap::new();
+    // Private spans of the message the last line belonged to.
+    let mut private = Private::new();
+    let mut message: Option<String> = None;
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() {
@@ -108,7 +118,15 @@ pub fn parse(
         };
         let turn = match format {
             Format::Turns => turn_line(&v, default_thread),
-            Format::ClaudeCode => claude_code_line(&v),
+            Format::ClaudeCode => {
+                if let Some(starts) = starts_message(&v)
+                    && (starts.is_none() || starts != message)
+                {
+                    private = Private::new();
+                    message = starts;
+                }
+                claude_code_line(&v, &mut private)
+            }
         };
         match turn {
             Ok(Some(t)) => {
@@ -120,6 +138,12 @@ pub fn parse(
                         *p
                     }
                 };
+                // All of it private: its position stays taken, so the
+                // turns after it keep theirs.
+                if t.content.is_empty() {
+                    out.skipped += 1;
+                    continue;
+                }
                 out.adds.push(AddRequest {
                     content: t.content,
                     category: Some(
@@ -208,7 +232,32 @@ pub async fn send(
     Ok(counts)
 }
 
-/// One turn of a transcript.
+/// For a Claude Code line that is part of a conversation message: the
+/// assistant message it continues (`Some(Some(id))`), or a message of its
+/// own (`Some(None)`: a person's prompt); `None` for lines outside any
+/// (tool results, summaries), which leave the message open.
+fn starts_message(v: &Value) -> Option<Option<String>> {
+    match v.get("type").and_then(Value::as_str) {
+        Some("assistant") => Some(
+            v.pointer("/message/id")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        ),
+        Some("user") => match v.pointer("/message/content") {
+            Some(Value::Array(blocks))
+                if blocks
+                    .iter()
+                    .all(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")) =>
+            {
+                None
+            }
+            _ => Some(None),
+        },
+        _ => None,
+    }
+}
+
+/// One turn of a transcript (`content` empty: all of it was private).
 struct Turn {
     thread: String,
     position: Option<i64>,
@@ -238,12 +287,21 @@ fn content(speaker: Option<&str>, text: &str, caption: Option<&str>) -> String {
     c
 }
 
+/// `text` less its private spans (a line is a whole message), trimmed;
+/// `None` when nothing is left.
+fn public(text: Option<String>) -> Option<String> {
+    let text = crate::gate::private::strip(&text?).0;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
 fn turn_line(v: &Value, default_thread: &str) -> Result<Option<Turn>, String> {
     let Some(text) = text_of(v, "text").or_else(|| text_of(v, "content")) else {
         return Ok(None);
     };
     let speaker = text_of(v, "speaker");
-    let caption = text_of(v, "caption");
+    let caption = public(text_of(v, "caption"));
+    let text = public(Some(text)).unwrap_or_default();
     let mut metadata = match v.get("metadata") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(m)) => m.clone(),
@@ -262,14 +320,20 @@ fn turn_line(v: &Value, default_thread: &str) -> Result<Option<Turn>, String> {
     Ok(Some(Turn {
         thread: text_of(v, "thread").unwrap_or_else(|| default_thread.to_string()),
         position,
-        content: content(speaker.as_deref(), &text, caption.as_deref()),
+        content: if text.is_empty() && caption.is_none() {
+            String::new()
+        } else {
+            content(speaker.as_deref(), &text, caption.as_deref())
+        },
         time: text_of(v, "time"),
         category: text_of(v, "category"),
         metadata,
     }))
 }
 
-fn claude_code_line(v: &Value) -> Result<Option<Turn>, String> {
+/// A Claude Code line's turn; `private` holds the spans its message left
+/// open.
+fn claude_code_line(v: &Value, private: &mut Private) -> Result<Option<Turn>, String> {
     let speaker = match v.get("type").and_then(Value::as_str) {
         Some("user") => "User",
         Some("assistant") => "Assistant",
@@ -298,6 +362,8 @@ fn claude_code_line(v: &Value) -> Result<Option<Turn>, String> {
         // Tool calls and their results, thinking, images.
         return Ok(None);
     }
+    let text = private.feed(&text);
+    let text = text.trim();
     let mut metadata = Map::new();
     if let Some(uuid) = text_of(v, "uuid") {
         metadata.insert("turn".into(), json!(uuid));
@@ -305,7 +371,11 @@ fn claude_code_line(v: &Value) -> Result<Option<Turn>, String> {
     Ok(Some(Turn {
         thread: session,
         position: None,
-        content: content(Some(speaker), &text, None),
+        content: if text.is_empty() {
+            String::new()
+        } else {
+            content(Some(speaker), text, None)
+        },
         time: text_of(v, "timestamp"),
         category: None,
         metadata,
@@ -387,6 +457,56 @@ not json"#;
             Some("2026-11-01T10:00:00Z")
         );
         assert_eq!(p.skipped, 3);
+    }
+
+    #[test]
+    fn private_spans_are_left_out_whole() {
+        // Turn lines: each line a message; nested spans close at their
+        // match; a turn with nothing else keeps its position.
+        let text = r#"{"thread": "t", "speaker": "Ann", "text": "a <private>x <private>y</private> LEAK1</private> b"}
+{"thread": "t", "speaker": "Ann", "text": "<private>all of it</private>"}
+{"thread": "t", "speaker": "Bob", "text": "c <private>open to the end", "caption": "<private>LEAK2</private>"}
+{"thread": "t", "speaker": "Bob", "text": "d"}"#;
+        let p = parse(text, None, "f", None);
+        let got: Vec<(&str, Option<i64>)> = p
+            .adds
+            .iter()
+            .map(|a| (a.content.as_str(), a.position))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Ann: a  b", Some(1)),
+                ("Bob: c", Some(3)),
+                ("Bob: d", Some(4))
+            ]
+        );
+        assert_eq!(p.skipped, 1);
+
+        // Claude Code: a span across the lines of one assistant message
+        // (a tool result between them), one left open hides the rest of
+        // its message only.
+        let text = r#"{"type":"assistant","uuid":"a1","sessionId":"s","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"Plan: <private>the pin is LEAK3"}]}}
+{"type":"user","uuid":"u1","sessionId":"s","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}}
+{"type":"assistant","uuid":"a2","sessionId":"s","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"still LEAK4</private> then deploy"}]}}
+{"type":"assistant","uuid":"a3","sessionId":"s","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"x <private>LEAK5"}]}}
+{"type":"assistant","uuid":"a4","sessionId":"s","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"LEAK6</private> y"}]}}
+{"type":"user","uuid":"u2","sessionId":"s","message":{"role":"user","content":"next <private>LEAK7"}}
+{"type":"assistant","uuid":"a5","sessionId":"s","message":{"id":"m3","role":"assistant","content":[{"type":"text","text":"visible"}]}}"#;
+        let p = parse(text, None, "f", None);
+        let got: Vec<&str> = p.adds.iter().map(|a| a.content.as_str()).collect();
+        assert_eq!(
+            got,
+            [
+                "Assistant: Plan:",
+                "Assistant: then deploy",
+                "Assistant: x",
+                "Assistant: y",
+                "User: next",
+                "Assistant: visible"
+            ]
+        );
+        assert!(!format!("{:?}", p.adds).contains("LEAK"));
     }
 
     #[test]

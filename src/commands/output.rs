@@ -26,14 +26,11 @@ pub fn success(mut fields: Map<String, Value>) -> Value {
     Value::Object(obj)
 }
 
-/// `text` on one line, at most `max` characters (cut with `…`).
+/// `text` on one line, at most `max` characters (cut with `…`), its
+/// secrets redacted before the cut (a cut one may keep all but its last
+/// characters and no longer be recognised).
 pub fn flat(text: &str, max: usize) -> String {
-    let text: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if text.chars().count() > max {
-        text.chars().take(max - 1).collect::<String>() + "…"
-    } else {
-        text
-    }
+    crate::gate::secrets::shorten(text, max)
 }
 
 /// One line for a memory in lists: id, category, text (shortened), tags.

@@ -3,18 +3,21 @@
 //! replaced by `[redacted:<kind>]` (the turn is kept, the secret is not),
 //! and a turn the gate would refuse for another reason (a stack trace, its
 //! size) is stored marked and cut — so a refusal never stops a host's
-//! capture at that turn. Text inside `<private>…</private>` never reaches
-//! the store (the hook leaves it out; this leaves out what is left).
+//! capture at that turn. Secrets go before the cut, so a cut never keeps a
+//! secret's first part. Text inside `<private>…</private>` never reaches
+//! the store (the hook leaves it out of the whole message; this leaves out
+//! what is left, see [`super::private`]).
 
-use super::{code, secrets};
+use super::{code, private, secrets};
 
 /// A turn as it is stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Captured {
     /// `Speaker: text`, private spans and secrets out, cut to the limit.
     pub content: String,
-    /// The kinds of the secrets replaced.
-    pub redactions: Vec<&'static str>,
+    /// Secrets replaced: here, and by the hook before it sent the turn
+    /// (its `[redacted:<kind>]` markers).
+    pub redactions: usize,
     /// Why the gate would have refused it (`code_derivable`, `too_large`).
     pub marked: Option<&'static str>,
 }
@@ -29,51 +32,22 @@ pub fn uid(turn: &str) -> String {
     format!("cap-{hex}")
 }
 
-/// `text` without its `<private>…</private>` spans (tags in any case, across
-/// lines); an unclosed tag hides the rest. Whether anything was left out.
-pub fn strip_private(text: &str) -> (String, bool) {
-    let lower = text.to_ascii_lowercase();
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    let mut hid = false;
-    while let Some(open) = lower[at..].find("<private>") {
-        let start = at + open;
-        out.push_str(&text[at..start]);
-        hid = true;
-        match lower[start..].find("</private>") {
-            Some(close) => at = start + close + "</private>".len(),
-            None => return (out, true),
-        }
-    }
-    out.push_str(&text[at..]);
-    (out, hid)
-}
-
 /// A turn of `speaker` as it is stored, `None` when nothing of it is left.
 /// `max_bytes` is the content limit (`limits.max_content_bytes`).
 pub fn turn(speaker: &str, text: &str, max_bytes: usize) -> Option<Captured> {
-    let (text, _) = strip_private(text);
+    let (text, _) = private::strip(text);
     let text = text.replace('\0', "");
     let text = text.trim();
     if text.is_empty() {
         return None;
     }
-    let mut content = format!("{speaker}: {text}");
+    let content = format!("{speaker}: {text}");
     let found = secrets::find(&content);
-    let redactions: Vec<&'static str> = found.iter().map(|f| f.kind).collect();
-    if !found.is_empty() {
-        let mut out = String::with_capacity(content.len());
-        let mut at = 0;
-        for f in &found {
-            out.push_str(&content[at..f.span.start]);
-            out.push_str(&format!("[redacted:{}]", f.kind.replace(' ', "-")));
-            at = f.span.end;
-        }
-        out.push_str(&content[at..]);
-        content = out;
-    }
+    let content = secrets::redact_with(&content, &found, secrets::capture_marker);
+    let redactions = content.matches("[redacted:").count();
     let mut marked = code::detect(&content).map(|_| "code_derivable");
     const CUT: &str = " [cut]";
+    let mut content = content;
     if content.len() > max_bytes {
         let mut end = max_bytes.saturating_sub(CUT.len());
         while end > 0 && !content.is_char_boundary(end) {
@@ -96,19 +70,17 @@ mod tests {
 
     #[test]
     fn private_spans_never_pass() {
-        assert_eq!(
-            strip_private("a <private>secret\nplan</private> b <PRIVATE>x</Private> c"),
-            ("a  b  c".to_string(), true)
-        );
-        assert_eq!(
-            strip_private("keep <private>the rest is hidden"),
-            ("keep ".to_string(), true)
-        );
-        assert_eq!(
-            strip_private("nothing here"),
-            ("nothing here".into(), false)
-        );
         assert_eq!(turn("User", "<private>all of it</private>", 100), None);
+        assert_eq!(
+            turn(
+                "User",
+                "a <private>x <private>y</private> z</private> b",
+                100
+            )
+            .unwrap()
+            .content,
+            "User: a  b"
+        );
     }
 
     #[test]
@@ -122,7 +94,26 @@ mod tests {
         assert!(!t.content.contains("AKIAIOSFODNN7EXAMPLE"), "{}", t.content);
         assert!(t.content.contains("[redacted:"), "{}", t.content);
         assert!(t.content.starts_with("User: deploy with"));
-        assert_eq!(t.redactions.len(), 1);
+        assert_eq!(t.redactions, 1);
+        // A secret the hook replaced counts as well.
+        let t = turn(
+            "User",
+            "key [redacted:AWS-access-key] and sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            10_000,
+        )
+        .unwrap();
+        assert_eq!(t.redactions, 2, "{}", t.content);
+    }
+
+    #[test]
+    fn a_secret_is_redacted_before_the_cut() {
+        let token = "ghp_R8x2kQ9mN4vB7cT1wZ5yL3pH6jF0dS8aE2gU";
+        for at in 900..1_000 {
+            let text = format!("{} {token} more words after it", "w".repeat(at));
+            let t = turn("User", &text, 1_000).unwrap();
+            assert!(t.content.len() <= 1_000);
+            assert!(!t.content.contains("R8x2kQ9m"), "{}", t.content);
+        }
     }
 
     #[test]

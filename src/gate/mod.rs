@@ -2,9 +2,10 @@
 //! config to the plain values the store writes (ARCHITECTURE.md "Write gate").
 //!
 //! Order for an add: normalize the scope; category allowlist; size limit;
-//! code-derivable content ([`code`]); secrets ([`secrets`]); then the
-//! remaining fields. Exact and near-duplicate merges ([`similar`]) need the
-//! database and run in the writer (`handler::add`). A gate refusal is
+//! secrets ([`secrets`]); code-derivable content ([`code`]), judged on the
+//! text with its secrets redacted; then the remaining fields. Exact and
+//! near-duplicate merges ([`similar`]) need the database and run in the
+//! writer (`handler::add`). A gate refusal is
 //! [`GateError::Rejected`] with a reason code (exit 6 from the CLI); a
 //! malformed argument is [`GateError::InvalidInput`] (exit 2).
 //!
@@ -14,6 +15,7 @@
 //!
 //! # Layout
 //! - [`capture`]: what of a captured conversation turn is stored.
+//! - [`private`]: `<private>…</private>` spans, left out of what is stored.
 //! - [`code`]: diffs, stack traces, git log output, path dumps, blobs.
 //! - [`secrets`]: keys, tokens and credential assignments; redaction.
 //! - [`similar`]: shingles, Jaccard, the merge/similar verdict.
@@ -23,6 +25,7 @@
 
 pub mod capture;
 pub mod code;
+pub mod private;
 pub mod secrets;
 pub mod settings;
 pub mod similar;
@@ -141,8 +144,11 @@ fn content(text: &str, rules: &Rules<'_>) -> Result<(String, bool), GateError> {
             "content contains a NUL byte".into(),
         ));
     }
+    // Secrets first: a token is often what looks like an encoded blob,
+    // and once it is redacted the rest may be worth keeping.
+    let (text, redacted) = guard_secrets(text, rules)?;
     if rules.gate.code_derivable
-        && let Some(kind) = code::detect(text)
+        && let Some(kind) = code::detect(&text)
     {
         return Err(GateError::Rejected {
             reason: "code_derivable",
@@ -153,7 +159,7 @@ fn content(text: &str, rules: &Rules<'_>) -> Result<(String, bool), GateError> {
             ),
         });
     }
-    guard_secrets(text, rules)
+    Ok((text, redacted))
 }
 
 /// Applies the secret policy; `true` when something was redacted.
@@ -293,15 +299,17 @@ fn subject(s: Option<&str>, rules: &Rules<'_>) -> Result<(Option<String>, bool),
 /// [`GateError::InvalidInput`] for empty, too long or too many tags.
 pub fn tags(tags: &[String], rules: &Rules<'_>) -> Result<Vec<String>, GateError> {
     let mut out: Vec<String> = Vec::with_capacity(tags.len());
-    for t in tags {
-        let t = t.trim().to_lowercase();
+    for original in tags {
+        let t = original.trim().to_lowercase();
         if t.is_empty() {
             return Err(GateError::InvalidInput("a tag is empty".into()));
         }
         if t.chars().count() > rules.limits.max_tag_chars {
+            // Its start, secrets out before the cut (as given: a lower-cased
+            // token may no longer have its shape).
             return Err(GateError::InvalidInput(format!(
-                "tag `{}…` is longer than {} characters (limits.max_tag_chars)",
-                t.chars().take(20).collect::<String>(),
+                "tag `{}` is longer than {} characters (limits.max_tag_chars)",
+                secrets::shorten(original.trim(), 21),
                 rules.limits.max_tag_chars
             )));
         }
@@ -597,8 +605,8 @@ pub fn check_capture(
     if let Some(why) = c.marked {
         meta["capture"]["marked"] = why.into();
     }
-    if !c.redactions.is_empty() {
-        meta["capture"]["redacted"] = c.redactions.len().into();
+    if c.redactions > 0 {
+        meta["capture"]["redacted"] = c.redactions.into();
     }
     let add = AddRequest {
         content: c.content.clone(),

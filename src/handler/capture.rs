@@ -46,7 +46,7 @@ pub(super) async fn handle(
         if let Some((new, c)) =
             gate::check_capture(turn, &req.host, &req.session, &session.who, &rules, now)?
         {
-            turns.push((new, c.redactions.len(), c.marked.is_some()));
+            turns.push((new, c.redactions, c.marked.is_some()));
         }
     }
     let stretch = Stretch {
@@ -59,7 +59,10 @@ pub(super) async fn handle(
         to: req.to,
         turns,
         invalid_lines: req.invalid_lines,
-        error: req.error.map(|e| e.chars().take(1_000).collect()),
+        // Redacted before the cut: a cut secret may no longer be found.
+        error: req
+            .error
+            .map(|e| gate::secrets::redacted(&e).chars().take(1_000).collect()),
     };
     let report = cx
         .store()

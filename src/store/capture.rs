@@ -374,7 +374,7 @@ mod tests {
                 };
                 crate::gate::check_capture(&turn, "claude-code", session, &who, &rules, now)
                     .unwrap()
-                    .map(|(new, c)| (new, c.redactions.len(), c.marked.is_some()))
+                    .map(|(new, c)| (new, c.redactions, c.marked.is_some()))
             })
             .collect();
         Stretch {

@@ -43,6 +43,7 @@ mod provenance;
 mod purge;
 mod python;
 mod search;
+mod secrets;
 mod service;
 mod sessions;
 mod setup;

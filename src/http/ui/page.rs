@@ -212,9 +212,11 @@ pub fn memory_item(m: &Memory, score: Option<f64>) -> String {
     )
 }
 
-/// The first `n` characters of `s` (whitespace collapsed), with `…` when
+/// The first `n` characters of `s` (whitespace collapsed, a secret
+/// redacted before the cut so none is left almost whole), with `…` when
 /// cut.
 pub fn clip(s: &str, n: usize) -> String {
+    let s = crate::gate::secrets::redacted(s);
     let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= n {
         return flat;
@@ -289,6 +291,17 @@ pub fn word_diff(old: &str, new: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clip_never_leaves_a_secret_almost_whole() {
+        let token = format!("ghp_{}", "a1B2c3D4e5".repeat(4).get(..36).unwrap());
+        let text = format!("{} {token} and more", "word ".repeat(50));
+        for n in [250, 270, 280, 300] {
+            let c = clip(&text, n);
+            assert!(!c.contains(&token[..12]), "{n}: {c}");
+        }
+        assert_eq!(clip("short  text", 280), "short text");
+    }
 
     #[test]
     fn text_is_escaped_everywhere() {

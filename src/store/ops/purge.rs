@@ -321,10 +321,9 @@ fn target(conn: &Connection, uid: &str) -> Result<PurgeTarget, StoreError> {
             (None, ns.unwrap_or_default(), text.unwrap_or_default())
         }
     };
-    let mut preview: String = text.chars().take(60).collect();
-    if text.chars().count() > 60 {
-        preview.push('…');
-    }
+    // Secrets out before the cut: the preview of a leaked token must not
+    // show all but its last characters.
+    let preview = crate::gate::secrets::shorten(&text, 61);
     Ok(PurgeTarget {
         id,
         uid: uid.to_string(),

@@ -63,9 +63,9 @@ pub struct ConnectOptions {
     /// this connection keeps its block across writes (see
     /// [`Hello::hold_block`]).
     pub hold_block: bool,
-    /// The namespace an earlier derivation gave this project (see
-    /// [`Hello::previous_namespace`]).
-    pub previous_namespace: Option<String>,
+    /// The namespaces earlier derivations gave this project (see
+    /// [`Hello::previous_namespaces`]).
+    pub previous_namespaces: Vec<String>,
     /// Time limit for connecting and the handshake.
     pub connect_timeout: Duration,
     /// How this program reaches memd, for the provenance of what it
@@ -86,7 +86,7 @@ impl ConnectOptions {
             seen_generation: None,
             session: None,
             hold_block: false,
-            previous_namespace: None,
+            previous_namespaces: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             via: "client".into(),
         }
@@ -173,7 +173,7 @@ impl Client {
             seen_generation: opts.seen_generation,
             session: opts.session,
             hold_block: opts.hold_block,
-            previous_namespace: opts.previous_namespace,
+            previous_namespaces: opts.previous_namespaces,
         };
         match client.call(Request::Hello(hello)).await? {
             Response::Welcome(w) => {

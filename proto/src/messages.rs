@@ -1170,10 +1170,10 @@ pub struct Hello {
     /// created with it changes its block only at compaction, clear or
     /// refresh, never because of a write.
     pub hold_block: bool,
-    /// When the client derived `namespace` from the project: the name an
-    /// earlier derivation gave this checkout. Its memories move to
-    /// `namespace` once.
-    pub previous_namespace: Option<String>,
+    /// When the client derived `namespace` from the project: the names
+    /// earlier derivations gave this checkout (oldest last). Their memories,
+    /// named sessions and capture state move to `namespace` once.
+    pub previous_namespaces: Vec<String>,
 }
 
 /// Session opened.

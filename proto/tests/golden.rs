@@ -103,7 +103,7 @@ fn requests() -> Vec<(&'static str, Request)> {
                 seen_generation: Some(17),
                 session: Some("claude-code:4f1c".into()),
                 hold_block: true,
-                previous_namespace: Some("shop-1f0c3a9e".into()),
+                previous_namespaces: vec!["api-6eacb40f".into(), "shop-1f0c3a9e".into()],
             }),
         ),
         (

@@ -120,7 +120,7 @@ fn request() -> impl Strategy<Value = Request> {
                     seen_generation,
                     session: None,
                     hold_block: false,
-                    previous_namespace: None,
+                    previous_namespaces: Vec::new(),
                 })
             }),
     ]

@@ -94,7 +94,7 @@ pub fn run(cli: args::Cli) -> i32 {
             );
         }
         g.namespace = Some(memd_client::proto::PERSONAL_NAMESPACE.into());
-        g.previous_namespace = None;
+        g.previous_namespaces.clear();
     }
     match cli.command {
         Command::Daemon => daemon(&g),
@@ -170,7 +170,7 @@ pub fn run(cli: args::Cli) -> i32 {
                     // it lives, in a session of that namespace (as HTTP).
                     let mut g = g.clone();
                     g.namespace = Some(there);
-                    g.previous_namespace = None;
+                    g.previous_namespaces.clear();
                     drop(client);
                     client = connect(&g, autostart).await?;
                 }

@@ -61,10 +61,10 @@ pub struct Global {
     /// named session this creates keeps its block across writes.
     #[arg(skip)]
     pub hold_block: bool,
-    /// Set when the namespace was derived from the project: the name an
-    /// earlier derivation gave this checkout (its memories move once).
+    /// Set when the namespace was derived from the project: the names
+    /// earlier derivations gave this checkout (its memories move once).
     #[arg(skip)]
-    pub previous_namespace: Option<String>,
+    pub previous_namespaces: Vec<String>,
     /// How this process reaches memd (provenance): set by `memd mcp` and
     /// `memd hook`; the CLI otherwise.
     #[arg(skip)]

@@ -78,7 +78,7 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, Comm
     opts.seen_generation = g.seen_generation;
     opts.session = g.session.clone();
     opts.hold_block = g.hold_block;
-    opts.previous_namespace = g.previous_namespace.clone();
+    opts.previous_namespaces.clone_from(&g.previous_namespaces);
     opts.via = g.via.unwrap_or_else(cli_via).into();
     let spec = if autostart_allowed && !g.no_autostart {
         // A daemon started on a config file it refuses would only exit:
@@ -152,7 +152,7 @@ pub fn apply_project(g: &mut Global, dir: &Path) {
         return;
     }
     if let Some(p) = project(dir) {
-        g.previous_namespace = (p.previous != p.namespace).then_some(p.previous);
+        g.previous_namespaces = p.previous;
         g.namespace = Some(p.namespace);
     }
 }
@@ -162,9 +162,10 @@ pub fn apply_project(g: &mut Global, dir: &Path) {
 pub enum NamespaceSource {
     /// `namespace` in the `.memd.toml` at the work tree's root.
     File,
-    /// The repository's normalised `origin` URL.
+    /// The repository's normalised `origin` URL (`github.com/acme/api`).
     Origin,
-    /// The repository's common git directory (no `origin`).
+    /// The repository's name and a hash of its identity (`api-6eacb40f`):
+    /// no `origin`, or one that is a local path.
     GitDir,
 }
 
@@ -180,9 +181,10 @@ pub struct Project {
     pub namespace: String,
     /// Where it came from.
     pub source: NamespaceSource,
-    /// The name memd before this format gave this checkout (from the work
-    /// tree root's path).
-    pub previous: String,
+    /// The names earlier derivations gave this checkout (whose memories
+    /// move to `namespace`): `<name>-<hash>` of the repository's identity,
+    /// then of the work tree's path; each only when it is not `namespace`.
+    pub previous: Vec<String>,
 }
 
 /// The file at a work tree's root that can name the project's namespace.
@@ -192,15 +194,17 @@ pub const PROJECT_FILE: &str = ".memd.toml";
 ///
 /// Its namespace is the same for every worktree and every clone of one
 /// repository, on every machine: `namespace = "…"` in `.memd.toml` at the
-/// work tree's root when the file says so; else derived from the
-/// repository's identity — its `origin` URL, normalised (scheme, user,
-/// port, a trailing `.git` and `/` dropped, `host:path` as `host/path`,
-/// lower-cased; a local path made absolute), or, without an `origin`, its
-/// common git directory (the one every worktree shares) — as the
-/// repository's name (the identity's last part, lower-cased, characters
-/// other than letters, digits, `.`, `_`, `-` as `-`), a `-`, and the first
-/// 8 hex digits of the FNV-1a 64 hash of the identity: e.g.
-/// `shop-1f0c3a9e`.
+/// work tree's root when the file says so (and is trusted); else derived
+/// from the repository's identity — its `origin` URL, normalised (scheme,
+/// user, port, a trailing `.git` and `/` dropped, `host:path` as
+/// `host/path`, lower-cased: `github.com/acme/api`), which is the
+/// namespace itself. A repository without an `origin`, or whose `origin` is
+/// a local path, is named by its name (the identity's last part,
+/// lower-cased, characters other than letters, digits, `.`, `_`, `-` as
+/// `-`), a `-`, and the first 8 hex digits of the FNV-1a 64 hash of its
+/// identity (the `origin` path made absolute, or its common git directory,
+/// the one every worktree shares): e.g. `shop-1f0c3a9e` — no `/`, so never
+/// read as a host's path.
 pub fn project(dir: &Path) -> Option<Project> {
     let root = git_root(dir)?;
     let common = common_git_dir(&root);
@@ -216,8 +220,14 @@ pub fn project(dir: &Path) -> Option<Project> {
         .find(|part| !part.is_empty() && *part != ".git")
         .map(|n| n.strip_suffix(".git").unwrap_or(n))
         .unwrap_or_default();
-    let derived = namespace_name(name, &identity);
-    let previous = namespace_name(
+    let hashed = namespace_name(name, &identity);
+    // A local path is no host's: such an origin is named as no origin is.
+    let (derived, source) = if source == NamespaceSource::Origin && !identity.starts_with('/') {
+        (identity.clone(), source)
+    } else {
+        (hashed.clone(), NamespaceSource::GitDir)
+    };
+    let by_path = namespace_name(
         &root
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -228,6 +238,12 @@ pub fn project(dir: &Path) -> Option<Project> {
         Some(ns) => (ns, NamespaceSource::File),
         None => (derived, source),
     };
+    let mut previous = Vec::new();
+    for name in [hashed, by_path] {
+        if name != namespace && !previous.contains(&name) {
+            previous.push(name);
+        }
+    }
     Some(Project {
         root,
         identity,
@@ -481,8 +497,22 @@ mod tests {
         let p = project(&a).unwrap();
         assert_eq!(p.identity, "github.com/acme/shop");
         assert_eq!(p.source, NamespaceSource::Origin);
-        assert!(p.namespace.starts_with("shop-"), "{p:?}");
-        assert!(p.previous.starts_with("a-"), "{p:?}");
+        assert_eq!(p.namespace, "github.com/acme/shop");
+        // What earlier derivations named it: by the identity, by the path.
+        assert_eq!(p.previous.len(), 2, "{p:?}");
+        assert!(p.previous[0].starts_with("shop-"), "{p:?}");
+        assert!(p.previous[1].starts_with("a-"), "{p:?}");
+        // A local path is no host: named by its name and a hash.
+        std::fs::create_dir_all(dir.path().join("b/.git")).unwrap();
+        std::fs::write(
+            dir.path().join("b/.git/config"),
+            "[remote \"origin\"]\n\turl = /srv/git/blog.git\n",
+        )
+        .unwrap();
+        let local = project(&dir.path().join("b")).unwrap();
+        assert_eq!(local.source, NamespaceSource::GitDir);
+        assert!(local.namespace.starts_with("blog-") && !local.namespace.contains('/'));
+        assert!(local.previous.iter().all(|n| n != &local.namespace));
         // A worktree: its `.git` file names a git dir whose `commondir`
         // leads back to the repository.
         let wt = dir.path().join("elsewhere/feature");

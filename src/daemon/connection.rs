@@ -583,9 +583,9 @@ async fn handshake(
         .await;
         return None;
     }
-    if let Some(previous) = &hello.previous_namespace {
-        // Before the view's generation is read: the move is not a change
-        // the new session missed.
+    // Before the view's generation is read: the move is not a change the
+    // new session missed.
+    for previous in &hello.previous_namespaces {
         crate::jobs::namespaces::adopt(shared, previous, &hello.namespace).await;
     }
     let generation = shared.store.generations.current();

@@ -380,7 +380,7 @@ mod tests {
             seen_generation: None,
             session: None,
             hold_block: false,
-            previous_namespace: None,
+            previous_namespaces: Vec::new(),
         };
         kit.err(&mut s, Request::Hello(hello), ErrorCode::InvalidInput)
             .await;

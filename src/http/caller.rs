@@ -118,7 +118,7 @@ impl Caller {
             seen_generation: None,
             session: self.session.clone(),
             hold_block: false,
-            previous_namespace: None,
+            previous_namespaces: Vec::new(),
         };
         let config = shared.config();
         let mut session = Session::open(

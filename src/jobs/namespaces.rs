@@ -1,10 +1,13 @@
 //! A project's namespace moved (memd derives it from the repository's
-//! identity, where it once came from the checkout's path): a client that
-//! derived the new name also sends the old one, and the old namespace's
-//! memories move to the new one, once, before the session opens — so a
+//! origin, `github.com/acme/api`, where it once was `<name>-<hash>` of the
+//! identity, and before that of the checkout's path): a client that derived
+//! the new name also sends the old ones, and what the daemon keeps under
+//! them moves to the new one, once, before the session opens — so a
 //! checkout keeps what it had, and every worktree and clone of one
-//! repository ends up in one namespace.
+//! repository ends up in one namespace. A namespace someone named is never
+//! moved: only names of the derived shape are.
 
+use crate::session::ident::{Reach, Who};
 use crate::state::Shared;
 use crate::sync;
 
@@ -23,24 +26,21 @@ fn derived_shape(name: &str) -> bool {
     })
 }
 
-/// Moves the memories of `previous` (an earlier derived name of this
-/// checkout) to `namespace`. Once per name and daemon run; a failure is
-/// logged and the session opens anyway (the move is tried again by the
-/// next daemon).
+/// Moves what this daemon keeps under `previous` (an earlier derived name
+/// of this checkout) to `namespace`: its memories, named sessions (the
+/// same frozen block, seen generation and read set) and capture state.
+/// Once per name and daemon run; a failure is logged and the session opens
+/// anyway (the move is tried again by the next session that names it).
+///
+/// Team memory: when the team shares both names, the rows are moved in
+/// PostgreSQL first, in one transaction that also closes the old name to
+/// every writer (an older memd included), and every machine applies them
+/// at its next pull; when it shares only the new name, the moved rows are
+/// pushed; when it shares only the old one, nothing moves (they would
+/// leave the team): `memd doctor` says to add the new name to `[team]
+/// namespaces`.
 pub async fn adopt(shared: &Shared, previous: &str, namespace: &str) {
     if previous == namespace || !derived_shape(previous) {
-        return;
-    }
-    // A shared namespace's rows are written through PostgreSQL, never
-    // moved in the local file alone: such a checkout moves its memories
-    // with export and import.
-    if shared
-        .store
-        .team()
-        .is_some_and(|t| t.shares(previous, "project") || t.shares(namespace, "project"))
-    {
-        tracing::info!(from = %previous, to = %namespace,
-            "not moving memories between namespaces of which one is shared (team memory)");
         return;
     }
     {
@@ -49,11 +49,7 @@ pub async fn adopt(shared: &Shared, previous: &str, namespace: &str) {
             return;
         }
     }
-    let result = shared
-        .store
-        .move_namespace(previous.to_string(), namespace.to_string())
-        .await;
-    match result {
+    match move_all(shared, previous, namespace).await {
         Ok(0) => {}
         Ok(n) => tracing::info!(
             memories = n,
@@ -67,6 +63,61 @@ pub async fn adopt(shared: &Shared, previous: &str, namespace: &str) {
             sync::lock(&shared.namespaces_moved).remove(previous);
         }
     }
+}
+
+async fn move_all(shared: &Shared, from: &str, to: &str) -> Result<usize, String> {
+    let mut push = false;
+    if let Some(team) = shared.store.team() {
+        match (team.shares(from, "project"), team.shares(to, "project")) {
+            (true, true) => {
+                let n = team
+                    .rename_namespace(from, to)
+                    .await
+                    .map_err(|e| format!("renaming the shared namespace in PostgreSQL: {e}"))?;
+                tracing::info!(rows = n, from = %from, to = %to,
+                    "team memory: renamed the shared namespace in PostgreSQL");
+            }
+            (true, false) => {
+                tracing::warn!(from = %from, to = %to,
+                    "not moving memories out of a shared namespace into one the team does not                      share: add the new name to [team] namespaces");
+                return Ok(0);
+            }
+            (false, true) => push = true,
+            (false, false) => {}
+        }
+    }
+    let n = shared
+        .store
+        .move_namespace(from.to_string(), to.to_string())
+        .await
+        .map_err(|e| e.to_string())?;
+    let sessions = shared.named.move_namespace(from, to);
+    for name in &sessions {
+        shared.session_file.remove(from, name);
+    }
+    if !sessions.is_empty() {
+        crate::jobs::sessions::keep_all(shared);
+        if let Err(e) = shared.session_file.sync().await {
+            tracing::warn!(error = %e, "moved named sessions were not kept on disk yet");
+        }
+        tracing::info!(sessions = sessions.len(), from = %from, to = %to,
+            "moved named sessions to the project's namespace");
+    }
+    if push && n > 0 {
+        let who = Who {
+            namespace: to.to_string(),
+            agent: "memd".into(),
+            session: "namespace-move".into(),
+            reach: Reach::default(),
+        };
+        match shared.store.team_push(&who, to).await {
+            Ok(r) => tracing::info!(pushed = r.pushed, namespace = %to,
+                "team memory: pushed the memories moved into a shared namespace"),
+            Err(e) => tracing::warn!(error = %e, namespace = %to,
+                "team memory: the moved memories were not pushed: run `memd team push`"),
+        }
+    }
+    Ok(n)
 }
 
 #[cfg(test)]

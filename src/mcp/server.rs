@@ -386,7 +386,7 @@ impl Session {
     async fn run_personal(&self, command: Command) -> Result<Value, CommandError> {
         let mut g = self.global.clone();
         g.namespace = Some(memd_client::proto::PERSONAL_NAMESPACE.into());
-        g.previous_namespace = None;
+        g.previous_namespaces.clear();
         g.session = None;
         g.seen_generation = None;
         let mut client = crate::commands::connect(&g, true).await?;

@@ -429,7 +429,7 @@ mod tests {
             seen_generation: seen,
             session: None,
             hold_block: false,
-            previous_namespace: None,
+            previous_namespaces: Vec::new(),
         }
     }
 

@@ -97,6 +97,28 @@ impl Named {
         self
     }
 
+    /// The same session in `namespace` (its project's namespace moved):
+    /// the same block, seen generation, read set and times, to be kept anew.
+    fn moved(&self, namespace: &str) -> Named {
+        Named {
+            who: Arc::new(Who {
+                namespace: namespace.to_string(),
+                ..(*self.who).clone()
+            }),
+            policy: self.policy,
+            budget: self.budget,
+            hold_block: self.hold_block,
+            view: self.view.clone(),
+            reads: self.reads.clone(),
+            connections: AtomicUsize::new(0),
+            last_used: Mutex::new(self.last_used()),
+            created: self.created,
+            changes: AtomicU8::new(changed::STATE | changed::BLOCK),
+            keeping: Mutex::new(()),
+            ended: AtomicBool::new(false),
+        }
+    }
+
     fn touch(&self) {
         *sync::lock(&self.last_used) = SystemTime::now();
         self.mark(changed::STATE);
@@ -221,6 +243,29 @@ impl Registry {
         sync::lock(&self.map).remove(&(namespace.to_string(), name.to_string()))
     }
 
+    /// Moves the named sessions of namespace `from` that no connection
+    /// holds to `to` (a project's namespace moved), unless `to` has one of
+    /// that name already; returns the names moved. A session still
+    /// connected stays where its connection opened it.
+    pub fn move_namespace(&self, from: &str, to: &str) -> Vec<String> {
+        let mut map = sync::lock(&self.map);
+        let names: Vec<String> = map
+            .iter()
+            .filter(|((ns, name), n)| {
+                ns == from
+                    && n.connections() == 0
+                    && !map.contains_key(&(to.to_string(), name.clone()))
+            })
+            .map(|((_, name), _)| name.clone())
+            .collect();
+        for name in &names {
+            if let Some(old) = map.remove(&(from.to_string(), name.clone())) {
+                map.insert((to.to_string(), name.clone()), Arc::new(old.moved(to)));
+            }
+        }
+        names
+    }
+
     /// Named sessions (all namespaces).
     #[cfg(test)]
     pub fn count(&self) -> usize {
@@ -290,6 +335,26 @@ mod tests {
             View::new(7),
             ReadSet::new(7, 16),
         )
+    }
+
+    #[test]
+    fn a_moved_namespace_takes_its_idle_sessions_along() {
+        let r = Registry::default();
+        let idle = r.join("old", "idle", || make("old", "idle"));
+        sync::lock(&idle.view).seen = 42;
+        r.leave(&idle);
+        let busy = r.join("old", "busy", || make("old", "busy"));
+        r.join("new", "taken", || make("new", "taken"));
+        let taken = r.join("old", "taken", || make("old", "taken"));
+        r.leave(&taken);
+        assert_eq!(r.move_namespace("old", "new"), ["idle".to_string()]);
+        let moved = r.find("new", "idle").unwrap();
+        assert_eq!(moved.who.namespace, "new");
+        assert_eq!(sync::lock(&moved.view).seen, 42);
+        assert!(moved.take_changes().is_some());
+        assert!(r.find("old", "idle").is_none());
+        assert!(r.find("old", "busy").is_some() && r.find("old", "taken").is_some());
+        drop(busy);
     }
 
     #[test]

@@ -342,6 +342,17 @@ pub fn summary(conn: &Connection) -> Result<serde_json::Value, StoreError> {
     }))
 }
 
+/// Moves the capture state of sessions captured into namespace `from` to
+/// `to` (the project's namespace moved): their next turns go there.
+///
+/// # Errors
+/// SQLite errors.
+pub fn move_namespace(conn: &Connection, from: &str, to: &str) -> Result<usize, StoreError> {
+    Ok(conn
+        .prepare_cached("UPDATE capture_state SET namespace = ?2 WHERE namespace = ?1")?
+        .execute(rusqlite::params![from, to])?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

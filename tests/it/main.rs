@@ -35,6 +35,7 @@ mod limits;
 mod mcp;
 mod model_fetch;
 mod named_sessions;
+mod namespace_move;
 mod peer;
 mod personal;
 mod portability;

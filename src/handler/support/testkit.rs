@@ -69,7 +69,7 @@ impl Kit {
             seen_generation: None,
             session: name.map(str::to_string),
             hold_block: false,
-            previous_namespace: None,
+            previous_namespaces: Vec::new(),
         };
         let config = self.shared.config();
         Session::open(

@@ -300,6 +300,45 @@ impl Team {
     }
 }
 
+impl Team {
+    /// Moves the shared rows of namespace `old` to `new` in PostgreSQL and
+    /// records the rename (`memd.rename_namespace`), in one transaction:
+    /// every machine applies the moved rows at its next pull (same uids:
+    /// nothing duplicated), and no writer may put a row in `old` again.
+    /// The number of rows moved.
+    ///
+    /// # Errors
+    /// [`TeamError::Forbidden`] without `write` on both names (nothing
+    /// moved), [`TeamError::Unavailable`].
+    pub async fn rename_namespace(&self, old: &str, new: &str) -> Result<i64, TeamError> {
+        let author = format!("daemon\n{}\n\n", self.machine());
+        self.with_writer(async |link| {
+            let run = async {
+                let tx = link.client.transaction().await?;
+                tx.execute("SELECT set_config('memd.author', $1, true)", &[&author])
+                    .await?;
+                let n: i64 = tx
+                    .query_one("SELECT memd.rename_namespace($1, $2)", &[&old, &new])
+                    .await?
+                    .get(0);
+                tx.commit().await?;
+                Ok::<_, tokio_postgres::Error>(n)
+            };
+            match self.bounded(async { Ok(run.await) }).await? {
+                Ok(n) => Ok(Ok(n)),
+                Err(e)
+                    if e.code()
+                        == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) =>
+                {
+                    Ok(Err(TeamError::Forbidden(describe(&e))))
+                }
+                Err(e) => Err(TeamError::Unavailable(describe(&e))),
+            }
+        })
+        .await?
+    }
+}
+
 /// Operation `plan.op_id` as PostgreSQL committed it: its number and each
 /// row it wrote as it is now, paired with the local id the job gave it
 /// (`memd.ops.uids` lists the rows in the order of the plan's changes; a

@@ -31,7 +31,7 @@ pub fn hello() -> Request {
         seen_generation: None,
         session: None,
         hold_block: false,
-        previous_namespace: None,
+        previous_namespaces: Vec::new(),
     })
 }
 

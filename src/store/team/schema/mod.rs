@@ -40,6 +40,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "review: namespaces that require it, proposals, decided by reviewers",
         sql: include_str!("v4.sql"),
     },
+    Migration {
+        version: 5,
+        name: "renamed namespaces: rows moved once, the old name closed to writers",
+        sql: include_str!("v5.sql"),
+    },
 ];
 
 /// The version this binary knows.

@@ -24,7 +24,7 @@ fn token(path: &Path, rotate: bool) -> std::io::Result<String> {
     {
         return Ok(text.trim().to_string());
     }
-    let token: String = [crate::sys::random_bytes(), crate::sys::random_bytes()]
+    let token: String = [crate::sys::random_bytes()?, crate::sys::random_bytes()?]
         .concat()
         .iter()
         .map(|b| format!("{b:02x}"))

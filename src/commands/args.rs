@@ -796,6 +796,9 @@ pub struct PurgeArgs {
     /// Every memory whose text, now or in any earlier version, holds TEXT (any case)
     #[arg(long, value_name = "TEXT")]
     pub matching: Option<String>,
+    /// In every namespace (otherwise only the session's)
+    #[arg(long)]
+    pub all_namespaces: bool,
     /// Erase without asking (otherwise the list is shown and, on a terminal, confirmed)
     #[arg(long, short = 'y')]
     pub yes: bool,

@@ -42,13 +42,28 @@ impl Kit {
         self.session_with(agent, DriftPolicy::Standard, None)
     }
 
+    /// A new session of `agent` in `namespace`, policy `standard`.
+    pub fn session_in(&self, agent: &str, namespace: &str) -> Session {
+        self.open(agent, namespace, DriftPolicy::Standard, None)
+    }
+
     /// A new session with its policy and, optionally, a name.
     pub fn session_with(&self, agent: &str, policy: DriftPolicy, name: Option<&str>) -> Session {
+        self.open(agent, "default", policy, name)
+    }
+
+    fn open(
+        &self,
+        agent: &str,
+        namespace: &str,
+        policy: DriftPolicy,
+        name: Option<&str>,
+    ) -> Session {
         let hello = Hello {
             protocol: memd_proto::PROTOCOL_VERSION,
             client_version: "test".into(),
             agent_id: agent.into(),
-            namespace: "default".into(),
+            namespace: namespace.into(),
             policy: Some(policy),
             budget: None,
             seen_generation: None,

@@ -16,6 +16,39 @@ pub fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// The login name of `uid`, when the user database knows it.
+pub fn user_name(uid: u32) -> Option<String> {
+    let mut buf: Vec<libc::c_char> = vec![0; 1024];
+    loop {
+        // SAFETY: passwd is plain data (integers and pointers), for which
+        // all zeroes is a valid value; getpwuid_r fills it.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: pwd, buf and found are live locals and buf's length is
+        // the one given; on success found points at pwd, whose strings
+        // lie in buf.
+        let rc = unsafe {
+            libc::getpwuid_r(
+                uid,
+                &raw mut pwd,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &raw mut found,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+            return None;
+        }
+        // SAFETY: pw_name is a NUL-terminated string inside buf, alive here.
+        let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+        return Some(name.to_string_lossy().into_owned());
+    }
+}
+
 /// 16 random bytes from the kernel (`getrandom(2)`, else `/dev/urandom`).
 ///
 /// # Errors
@@ -244,6 +277,12 @@ pub fn open_private(path: &std::path::Path) -> std::io::Result<std::fs::File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_names_come_from_the_user_database() {
+        assert_eq!(user_name(0).as_deref(), Some("root"));
+        assert_eq!(user_name(4_000_000_123), None);
+    }
 
     #[test]
     fn random_bytes_come_from_the_kernel_and_differ_each_time() {

@@ -88,6 +88,12 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, Comm
         {
             return Err(CommandError::Usage(format!("cannot start the daemon: {e}")));
         }
+        // Nor on another user's data dir: the daemon refuses it.
+        if !paths.socket.exists()
+            && let Err(e) = crate::daemon::owner::check_existing(&paths.data_dir)
+        {
+            return Err(CommandError::Client(memd_client::Error::Autostart(e)));
+        }
         let program = std::env::current_exe()
             .map_err(|e| CommandError::Io(format!("cannot find the memd executable: {e}")))?;
         let mut spec = StartSpec::new(program, &paths.data_dir);

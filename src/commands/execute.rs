@@ -274,9 +274,11 @@ pub async fn execute(
         | Command::Service(_)
         | Command::Help(_)
         | Command::Completions(_)
-        | Command::Man => Err(CommandError::Usage(
-            "shell, daemon, mcp, hook, setup, config, model, service, completions and man cannot \
-             run inside a session"
+        | Command::Man
+        | Command::Trust(_)
+        | Command::Untrust(_) => Err(CommandError::Usage(
+            "shell, daemon, mcp, hook, setup, config, model, service, trust, untrust, \
+             completions and man cannot run inside a session"
                 .into(),
         )),
     }

@@ -278,6 +278,8 @@ pub fn project(dir: &Path) -> Option<Project> {
     );
     let (namespace, source, untrusted) = match project_file_namespace(&root) {
         Some((ns, _, Verdict::Trusted)) => (ns, NamespaceSource::File, None),
+        // Naming the derived namespace itself needs no trust.
+        Some((ns, _, _)) if ns == derived => (derived, source, None),
         Some((ns, path, verdict)) => (
             derived,
             source,
@@ -598,6 +600,13 @@ mod tests {
                 && note.contains("memd trust"),
             "{note}"
         );
+        // Naming the derived namespace needs no trust, and no note.
+        std::fs::write(
+            a.join(PROJECT_FILE),
+            format!("namespace = \"{}\"\n", p.namespace),
+        )
+        .unwrap();
+        assert_eq!(project(&a).unwrap(), p);
         std::fs::write(a.join(PROJECT_FILE), "namespace = [").unwrap();
         assert_eq!(
             project(&a).unwrap().namespace,

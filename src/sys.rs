@@ -16,26 +16,54 @@ pub fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// 16 random bytes from the kernel (`/dev/urandom`), or a mix of time,
-/// process id and a counter if that is unavailable.
-pub fn random_bytes() -> [u8; 16] {
-    use std::io::Read;
-    let mut buf = [0u8; 16];
-    if std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .is_ok()
-    {
-        return buf;
+/// The login name of `uid`, when the user database knows it.
+pub fn user_name(uid: u32) -> Option<String> {
+    let mut buf: Vec<libc::c_char> = vec![0; 1024];
+    loop {
+        // SAFETY: passwd is plain data (integers and pointers), for which
+        // all zeroes is a valid value; getpwuid_r fills it.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: pwd, buf and found are live locals and buf's length is
+        // the one given; on success found points at pwd, whose strings
+        // lie in buf.
+        let rc = unsafe {
+            libc::getpwuid_r(
+                uid,
+                &raw mut pwd,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &raw mut found,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+            return None;
+        }
+        // SAFETY: pw_name is a NUL-terminated string inside buf, alive here.
+        let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+        return Some(name.to_string_lossy().into_owned());
     }
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    buf[..8].copy_from_slice(&nanos.to_le_bytes());
-    buf[8..12].copy_from_slice(&std::process::id().to_le_bytes());
-    buf[12..].copy_from_slice(&(n as u32).to_le_bytes());
-    buf
+}
+
+/// 16 random bytes from the kernel (`getrandom(2)`, else `/dev/urandom`).
+///
+/// # Errors
+/// When the kernel gives none (a sandbox that forbids both): memd makes
+/// tokens and session keys from these bytes, so it fails rather than make
+/// guessable ones.
+pub fn random_bytes() -> std::io::Result<[u8; 16]> {
+    let mut buf = [0u8; 16];
+    getrandom::fill(&mut buf).map_err(|e| {
+        std::io::Error::other(format!(
+            "cannot read random bytes from the kernel ({e}); memd makes no token or key \
+             without them"
+        ))
+    })?;
+    Ok(buf)
 }
 
 /// Raises the soft limit on open files to the hard limit, so that
@@ -244,4 +272,30 @@ pub fn open_private(path: &std::path::Path) -> std::io::Result<std::fs::File> {
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW)
         .open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_names_come_from_the_user_database() {
+        assert_eq!(user_name(0).as_deref(), Some("root"));
+        assert_eq!(user_name(4_000_000_123), None);
+    }
+
+    #[test]
+    fn random_bytes_come_from_the_kernel_and_differ_each_time() {
+        let a = random_bytes().unwrap();
+        let b = random_bytes().unwrap();
+        assert_ne!(a, b);
+        assert_ne!(a, [0; 16]);
+        // Not the time-and-pid mix of earlier versions: no call carries
+        // this process's id where that mix put it.
+        let pid = std::process::id().to_le_bytes();
+        let with_pid = (0..64)
+            .filter(|_| random_bytes().unwrap()[8..12] == pid)
+            .count();
+        assert_eq!(with_pid, 0);
+    }
 }

@@ -759,9 +759,9 @@ impl Client {
         }
     }
 
-    /// Erases memory `id`, or every memory whose text holds `matching`, and
-    /// every trace of their text this machine keeps; without `confirm`, only
-    /// lists what would be erased.
+    /// Erases memory `id`, or every memory whose text holds `matching`, of
+    /// the session's namespace, and every trace of their text this machine
+    /// keeps; without `confirm`, only lists what would be erased.
     ///
     /// # Errors
     /// Transport and daemon errors (`not_found`, `invalid_input`).
@@ -771,14 +771,25 @@ impl Client {
         matching: Option<&str>,
         confirm: bool,
     ) -> Result<memd_proto::PurgeReport> {
-        match self
-            .call(Request::Purge(memd_proto::PurgeRequest {
-                id,
-                matching: matching.map(str::to_string),
-                confirm,
-            }))
-            .await?
-        {
+        self.purge_request(memd_proto::PurgeRequest {
+            id,
+            matching: matching.map(str::to_string),
+            confirm,
+            all_namespaces: false,
+        })
+        .await
+    }
+
+    /// A purge as [`Client::purge`], every field given (`all_namespaces`:
+    /// of every namespace).
+    ///
+    /// # Errors
+    /// Transport and daemon errors (`not_found`, `invalid_input`).
+    pub async fn purge_request(
+        &mut self,
+        req: memd_proto::PurgeRequest,
+    ) -> Result<memd_proto::PurgeReport> {
+        match self.call(Request::Purge(req)).await? {
             Response::Purged(r) => Ok(r),
             other => Err(unexpected(&other)),
         }

@@ -912,8 +912,9 @@ pub struct LocateReply {
 }
 
 /// Erase memories: one by id, or every memory whose text (now or in any
-/// earlier version) holds `matching`, case-insensitively. Without
-/// `confirm`, nothing is erased: the answer lists what would be.
+/// earlier version) holds `matching`, case-insensitively — of the
+/// session's namespace, or of every namespace with `all_namespaces`.
+/// Without `confirm`, nothing is erased: the answer lists what would be.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct PurgeRequest {
     /// The memory's id (a live row).
@@ -922,6 +923,9 @@ pub struct PurgeRequest {
     pub matching: Option<String>,
     /// Erase (otherwise only list).
     pub confirm: bool,
+    /// Every namespace, not only the session's.
+    #[serde(default)]
+    pub all_namespaces: bool,
 }
 
 /// One memory a purge erases (or would).

@@ -309,6 +309,7 @@ fn requests() -> Vec<(&'static str, Request)> {
                 id: None,
                 matching: Some("AKIA".into()),
                 confirm: true,
+                all_namespaces: true,
             }),
         ),
         ("req_locate", Request::Locate(LocateRequest { id: 42 })),

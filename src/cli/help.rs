@@ -37,6 +37,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
         &["inject", "compacted", "refresh", "session", "shell"],
     ),
     ("Hosts", &["setup", "hook", "mcp", "capture"]),
+    ("Projects", &["trust", "untrust"]),
     ("Team", &["team"]),
     (
         "Service",
@@ -183,6 +184,8 @@ const COMMAND_TOPICS: &[(&str, &str)] = &[
     ("socket", "http"),
     ("ui", "viewer"),
     ("capture", "capture"),
+    ("trust", "memory"),
+    ("untrust", "memory"),
 ];
 
 /// Where a page is read: in the source tree and on the web.

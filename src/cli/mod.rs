@@ -75,6 +75,8 @@ pub fn run(cli: args::Cli) -> i32 {
                 | Command::Help(_)
                 | Command::Completions(_)
                 | Command::Man
+                | Command::Trust(_)
+                | Command::Untrust(_)
         );
     // `--namespace` or `MEMD_NAMESPACE`: a by-id command stays there.
     let named_namespace = g.namespace.is_some();
@@ -137,6 +139,8 @@ pub fn run(cli: args::Cli) -> i32 {
             )
         }
         Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
+        Command::Trust(a) => emit(g.json, crate::commands::trust::trust_command(&a)),
+        Command::Untrust(a) => emit(g.json, crate::commands::trust::untrust_command(&a)),
         Command::Socket => emit(
             g.json,
             Ok(crate::commands::output::socket(&client_paths(&g).socket)),

@@ -169,6 +169,11 @@ pub enum Command {
     /// Configure an agent runtime to use memd (hooks and MCP server)
     #[command(subcommand)]
     Setup(SetupCommand),
+    /// Trust a repository's .memd.toml to choose its namespace (this content
+    /// of it: a changed file is untrusted again)
+    Trust(TrustArgs),
+    /// Stop trusting a repository's .memd.toml (its namespace is derived again)
+    Untrust(UntrustArgs),
     /// Rebuild every stored vector with the daemon's embedder (background)
     Reembed,
     /// Team memory: shared namespaces on the team's PostgreSQL
@@ -183,6 +188,27 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff)
     Man,
+}
+
+/// `trust`.
+#[derive(Debug, Clone, Args)]
+pub struct TrustArgs {
+    /// The .memd.toml, or a directory of the git work tree whose .memd.toml it
+    /// is [default: the work tree of the current directory]
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
+    /// List the trusted files, and whether each still has the content trusted
+    #[arg(long, conflicts_with = "path")]
+    pub list: bool,
+}
+
+/// `untrust`.
+#[derive(Debug, Clone, Args)]
+pub struct UntrustArgs {
+    /// The .memd.toml, or a directory of the git work tree whose .memd.toml it
+    /// is [default: the work tree of the current directory]
+    #[arg(value_name = "PATH")]
+    pub path: Option<PathBuf>,
 }
 
 /// `help`.
@@ -801,6 +827,9 @@ pub struct PurgeArgs {
     /// Every memory whose text, now or in any earlier version, holds TEXT (any case)
     #[arg(long, value_name = "TEXT")]
     pub matching: Option<String>,
+    /// In every namespace (otherwise only the session's)
+    #[arg(long)]
+    pub all_namespaces: bool,
     /// Erase without asking (otherwise the list is shown and, on a terminal, confirmed)
     #[arg(long, short = 'y')]
     pub yes: bool,

@@ -9,6 +9,7 @@ use memd_client::{Client, ConnectOptions, DriftPolicy};
 
 use super::CommandError;
 use super::args::Global;
+use super::trust::Verdict;
 use crate::config::{Config, PathFlags, Paths};
 
 /// Resolved paths from the global flags.
@@ -88,6 +89,12 @@ pub async fn connect(g: &Global, autostart_allowed: bool) -> Result<Client, Comm
         {
             return Err(CommandError::Usage(format!("cannot start the daemon: {e}")));
         }
+        // Nor on another user's data dir: the daemon refuses it.
+        if !paths.socket.exists()
+            && let Err(e) = crate::daemon::owner::check_existing(&paths.data_dir)
+        {
+            return Err(CommandError::Client(memd_client::Error::Autostart(e)));
+        }
         let program = std::env::current_exe()
             .map_err(|e| CommandError::Io(format!("cannot find the memd executable: {e}")))?;
         let mut spec = StartSpec::new(program, &paths.data_dir);
@@ -146,12 +153,17 @@ pub fn resolve_namespace(g: &mut Global, from_project: bool) {
 
 /// Gives `g` the namespace of the project that holds `dir` (and the name
 /// an earlier derivation gave that checkout, whose memories move to it),
-/// when there is one and `g` has no namespace yet.
+/// when there is one and `g` has no namespace yet. A `.memd.toml` namespace
+/// the person has not trusted is not used, and one line on stderr says so
+/// (the hooks' and the MCP server's stderr included).
 pub fn apply_project(g: &mut Global, dir: &Path) {
     if g.namespace.is_some() {
         return;
     }
     if let Some(p) = project(dir) {
+        if let Some(u) = &p.untrusted {
+            eprintln!("memd: {}", u.note(&p.namespace));
+        }
         g.previous_namespaces = p.previous;
         g.namespace = Some(p.namespace);
     }
@@ -160,7 +172,8 @@ pub fn apply_project(g: &mut Global, dir: &Path) {
 /// Where a project's namespace came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NamespaceSource {
-    /// `namespace` in the `.memd.toml` at the work tree's root.
+    /// `namespace` in the `.memd.toml` at the work tree's root, a file the
+    /// person trusts (`memd trust`).
     File,
     /// The repository's normalised `origin` URL (`github.com/acme/api`).
     Origin,
@@ -183,8 +196,46 @@ pub struct Project {
     pub source: NamespaceSource,
     /// The names earlier derivations gave this checkout (whose memories
     /// move to `namespace`): `<name>-<hash>` of the repository's identity,
-    /// then of the work tree's path; each only when it is not `namespace`.
+    /// then of the work tree's path; each only when it is not `namespace`,
+    /// and none when a `.memd.toml` names the namespace.
     pub previous: Vec<String>,
+    /// A namespace the work tree's `.memd.toml` names but that is not used:
+    /// the person has not trusted the file (or it changed since).
+    pub untrusted: Option<Untrusted>,
+}
+
+/// A `.memd.toml` whose namespace is not used because the person has not
+/// trusted the file ([`super::trust`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Untrusted {
+    /// The file (its directory canonical).
+    pub path: PathBuf,
+    /// The namespace it names.
+    pub namespace: String,
+    /// It was trusted with other content: it changed since.
+    pub changed: bool,
+}
+
+impl Untrusted {
+    /// The one line that says so: what the file names, the namespace
+    /// `used` instead, and the command that trusts it.
+    pub fn note(&self, used: &str) -> String {
+        let path = self.path.display().to_string();
+        let quoted =
+            shlex::try_quote(&path).map_or_else(|_| path.clone(), std::borrow::Cow::into_owned);
+        let ns = &self.namespace;
+        if self.changed {
+            format!(
+                "{path} changed since you trusted it: its namespace `{ns}` is not used (this \
+                 directory uses `{used}`) until you trust it again: memd trust {quoted}"
+            )
+        } else {
+            format!(
+                "{path} names namespace `{ns}`, but you have not trusted this file: this \
+                 directory uses `{used}`; to use `{ns}`, check the file, then: memd trust {quoted}"
+            )
+        }
+    }
 }
 
 /// The file at a work tree's root that can name the project's namespace.
@@ -194,7 +245,8 @@ pub const PROJECT_FILE: &str = ".memd.toml";
 ///
 /// Its namespace is the same for every worktree and every clone of one
 /// repository, on every machine: `namespace = "…"` in `.memd.toml` at the
-/// work tree's root when the file says so (and is trusted); else derived
+/// work tree's root when the file says so and the person trusts the file
+/// (`memd trust`; otherwise [`Project::untrusted`] says what it named); else derived
 /// from the repository's identity — its `origin` URL, normalised (scheme,
 /// user, port, a trailing `.git` and `/` dropped, `host:path` as
 /// `host/path`, lower-cased: `github.com/acme/api`), which is the
@@ -234,14 +286,30 @@ pub fn project(dir: &Path) -> Option<Project> {
             .unwrap_or_default(),
         &root.to_string_lossy(),
     );
-    let (namespace, source) = match project_file_namespace(&root) {
-        Some(ns) => (ns, NamespaceSource::File),
-        None => (derived, source),
+    let (namespace, source, untrusted) = match project_file_namespace(&root) {
+        Some((ns, _, Verdict::Trusted)) => (ns, NamespaceSource::File, None),
+        // Naming the derived namespace itself needs no trust.
+        Some((ns, _, _)) if ns == derived => (derived, source, None),
+        Some((ns, path, verdict)) => (
+            derived,
+            source,
+            Some(Untrusted {
+                path,
+                namespace: ns,
+                changed: verdict == Verdict::Changed,
+            }),
+        ),
+        None => (derived, source, None),
     };
+    // Earlier derived names move into the derived one only: a namespace a
+    // file names takes nothing along (another checkout may still derive
+    // the same name).
     let mut previous = Vec::new();
-    for name in [hashed, by_path] {
-        if name != namespace && !previous.contains(&name) {
-            previous.push(name);
+    if source != NamespaceSource::File {
+        for name in [hashed, by_path] {
+            if name != namespace && !previous.contains(&name) {
+                previous.push(name);
+            }
         }
     }
     Some(Project {
@@ -250,6 +318,7 @@ pub fn project(dir: &Path) -> Option<Project> {
         namespace,
         source,
         previous,
+        untrusted,
     })
 }
 
@@ -282,7 +351,9 @@ pub fn project_namespace(dir: &Path) -> Option<String> {
 }
 
 /// Whether the `.memd.toml` of the work tree that holds `dir` turns
-/// capture off (`capture = false`).
+/// capture off (`capture = false`). Trusted or not: it only keeps a
+/// repository's own conversations out of memory, which is what whoever
+/// wrote the file asks, and it can send nothing anywhere.
 pub fn project_capture_off(dir: &Path) -> bool {
     #[derive(serde::Deserialize)]
     struct File {
@@ -298,26 +369,43 @@ pub fn project_capture_off(dir: &Path) -> bool {
         == Some(false)
 }
 
-/// `namespace` in the work tree's `.memd.toml`, when the file names one. A
-/// file that cannot be read as TOML is reported on stderr and not used.
-fn project_file_namespace(root: &Path) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct File {
-        namespace: Option<String>,
-    }
+/// `namespace` in the work tree's `.memd.toml`, when the file names one,
+/// with the path the file is trusted under and whether it is (the content
+/// read once, for both). A file that cannot be read as TOML is reported on
+/// stderr and not used.
+fn project_file_namespace(root: &Path) -> Option<(String, PathBuf, Verdict)> {
     let path = root.join(PROJECT_FILE);
-    let text = std::fs::read_to_string(&path).ok()?;
-    match toml::from_str::<File>(&text) {
-        Ok(f) => f.namespace.filter(|ns| !ns.trim().is_empty()),
+    let bytes = std::fs::read(&path).ok()?;
+    match parse_project_file(&bytes) {
+        Ok(ns) => {
+            let ns = ns?;
+            let key = super::trust::key_path(&path).unwrap_or(path);
+            let verdict = super::trust::verdict(&key, &bytes);
+            Some((ns, key, verdict))
+        }
         Err(e) => {
             eprintln!(
-                "memd: {} is not valid ({}); the project's namespace is derived instead",
+                "memd: {} is not valid ({e}); the project's namespace is derived instead",
                 path.display(),
-                e.message()
             );
             None
         }
     }
+}
+
+/// The `namespace` a `.memd.toml`'s content names (`None`: none).
+///
+/// # Errors
+/// The TOML error (or that it is not UTF-8).
+pub fn parse_project_file(bytes: &[u8]) -> Result<Option<String>, String> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        namespace: Option<String>,
+    }
+    let text = std::str::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())?;
+    toml::from_str::<File>(text)
+        .map(|f| f.namespace.filter(|ns| !ns.trim().is_empty()))
+        .map_err(|e| e.message().to_string())
 }
 
 /// The repository's common git directory: the `.git` directory, or for a
@@ -525,12 +613,35 @@ mod tests {
         )
         .unwrap();
         assert_eq!(project(&wt).unwrap().namespace, p.namespace);
+        // A file nobody trusted: its namespace is only reported (the
+        // trusted case runs with the real binary, tests/it).
         std::fs::write(a.join(PROJECT_FILE), "namespace = \"team-shop\"\n").unwrap();
         let named = project(&a).unwrap();
         assert_eq!(
             (named.namespace.as_str(), named.source),
-            ("team-shop", NamespaceSource::File)
+            (p.namespace.as_str(), NamespaceSource::Origin)
         );
+        let untrusted = named.untrusted.unwrap();
+        assert_eq!(untrusted.namespace, "team-shop");
+        assert_eq!(
+            untrusted.path,
+            std::fs::canonicalize(&a).unwrap().join(PROJECT_FILE)
+        );
+        assert!(!untrusted.changed);
+        let note = untrusted.note(&p.namespace);
+        assert!(
+            note.contains("team-shop")
+                && note.contains(&p.namespace)
+                && note.contains("memd trust"),
+            "{note}"
+        );
+        // Naming the derived namespace needs no trust, and no note.
+        std::fs::write(
+            a.join(PROJECT_FILE),
+            format!("namespace = \"{}\"\n", p.namespace),
+        )
+        .unwrap();
+        assert_eq!(project(&a).unwrap(), p);
         std::fs::write(a.join(PROJECT_FILE), "namespace = [").unwrap();
         assert_eq!(
             project(&a).unwrap().namespace,

@@ -287,9 +287,11 @@ pub async fn execute(
         | Command::Service(_)
         | Command::Help(_)
         | Command::Completions(_)
-        | Command::Man => Err(CommandError::Usage(
-            "shell, daemon, mcp, hook, setup, config, model, service, completions and man cannot \
-             run inside a session"
+        | Command::Man
+        | Command::Trust(_)
+        | Command::Untrust(_) => Err(CommandError::Usage(
+            "shell, daemon, mcp, hook, setup, config, model, service, trust, untrust, \
+             completions and man cannot run inside a session"
                 .into(),
         )),
     }
@@ -747,11 +749,17 @@ async fn purge(
     stdin_allowed: bool,
 ) -> Result<Output, CommandError> {
     use std::io::{BufRead, IsTerminal, Write};
+    let req = |confirm| memd_proto::PurgeRequest {
+        id: a.id,
+        matching: a.matching.clone(),
+        confirm,
+        all_namespaces: a.all_namespaces,
+    };
     if a.yes {
-        let r = client.purge(a.id, a.matching.as_deref(), true).await?;
+        let r = client.purge_request(req(true)).await?;
         return Ok(output::purged(&r));
     }
-    let listed = client.purge(a.id, a.matching.as_deref(), false).await?;
+    let listed = client.purge_request(req(false)).await?;
     if a.dry_run || listed.targets.is_empty() {
         return Ok(output::purged(&listed));
     }
@@ -780,6 +788,6 @@ async fn purge(
     if answer.trim() != "yes" {
         return Err(CommandError::Usage("nothing was erased".into()));
     }
-    let r = client.purge(a.id, a.matching.as_deref(), true).await?;
+    let r = client.purge_request(req(true)).await?;
     Ok(output::purged(&r))
 }

@@ -19,6 +19,8 @@
 //!   from the global flags to a session.
 //! - [`ingest`], [`import_md`]: the local files `memd ingest` and `memd
 //!   import-md` read.
+//! - [`trust`]: the `.memd.toml` files the person trusts to name a
+//!   namespace (`memd trust`, `memd untrust`).
 //! - [`init_logging()`]: logs on stderr.
 
 pub mod args;
@@ -28,10 +30,12 @@ mod execute;
 pub mod import_md;
 pub mod ingest;
 pub mod output;
+pub mod trust;
 
 pub use client::{
-    NamespaceSource, PROJECT_FILE, Project, apply_project, client_paths, connect, normalize_url,
-    paths, project, project_capture_off, project_namespace, repository_root, resolve_namespace,
+    NamespaceSource, PROJECT_FILE, Project, Untrusted, apply_project, client_paths, connect,
+    normalize_url, parse_project_file, paths, project, project_capture_off, project_namespace,
+    repository_root, resolve_namespace,
 };
 pub use error::CommandError;
 pub use execute::execute;

@@ -75,8 +75,14 @@ pub struct Holder {
 /// is running: a client given only a data dir finds that data dir's daemon
 /// wherever it listens (a daemon started by systemd or with `--socket`).
 /// Reads the file without locking it (a lock, even shared, taken at the
-/// moment a daemon starts would make that daemon fail).
+/// moment a daemon starts would make that daemon fail). A file of another
+/// user names nobody: its socket could be anyone's.
 pub fn holder(path: &Path) -> Option<Holder> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if meta.uid() != crate::sys::euid() || !meta.is_file() {
+        return None;
+    }
     let text = std::fs::read_to_string(path).ok()?;
     let mut lines = text.lines();
     let pid: u32 = lines.next()?.trim().parse().ok()?;
@@ -110,5 +116,13 @@ mod tests {
         assert_eq!(holder(&path), None);
         std::fs::write(&path, "garbage").unwrap();
         assert_eq!(holder(&path), None);
+        // Another user's file names nobody, even a running daemon (root
+        // can make one here; others cannot, and their run skips this).
+        std::fs::write(&path, format!("{}\n/run/x.sock\n", std::process::id())).unwrap();
+        assert!(holder(&path).is_some());
+        if crate::sys::euid() == 0 {
+            std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+            assert_eq!(holder(&path), None);
+        }
     }
 }

@@ -12,9 +12,10 @@
 //! - this file: start-up ([`run`]), the serve sequence, signals;
 //! - [`listener`]: the accept loop (peer check, connection limit);
 //! - [`connection`]: one connection's loop (preamble, handshake, frames);
-//! - [`socket`], [`activation`], [`lock`], [`peer`], [`notify`],
-//!   [`reload`]: binding, socket activation, the data dir's lock, peer
-//!   credentials, systemd notifications, SIGHUP;
+//! - [`socket`], [`activation`], [`lock`], [`owner`], [`peer`],
+//!   [`notify`], [`reload`]: binding, socket activation, the data dir's
+//!   lock, whose the data dir is, peer credentials, systemd notifications,
+//!   SIGHUP;
 //! - [`web`]: the viewer's loopback listener (`[http] listen`, `memd ui`).
 
 pub(crate) mod activation;
@@ -22,6 +23,7 @@ pub(crate) mod connection;
 pub(crate) mod listener;
 pub(crate) mod lock;
 pub(crate) mod notify;
+pub(crate) mod owner;
 pub(crate) mod peer;
 pub(crate) mod reload;
 pub(crate) mod socket;
@@ -71,6 +73,9 @@ pub enum DaemonError {
     /// The database could not be opened.
     #[error("cannot open the database: {0}")]
     Store(#[from] StoreError),
+    /// The data dir, or something in it, belongs to another user.
+    #[error("{0}")]
+    NotOurs(String),
     /// A file-system failure (the `io::Error` is its source).
     #[error("{0}")]
     Io(#[source] Cause),

@@ -83,34 +83,34 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), DaemonError> {
     Ok(())
 }
 
-/// The data dir: created with mode 0700; one this user owns that others
-/// may read (made with a plain `mkdir`, 0755) is made 0700 once, with a
-/// note in the log. Another owner's directory is only warned about.
+/// The data dir: created with mode 0700. One of another user, or holding
+/// a file of another user, is refused ([`super::owner`]); one of this user
+/// that others may read or write (made with a plain `mkdir`, 0755) is made
+/// 0700 first, with a note in the log, so that nothing can be put in it
+/// between the check of its files and their use.
 ///
 /// # Errors
+/// [`DaemonError::NotOurs`] for another user's directory or file;
 /// [`DaemonError::Io`] when it cannot be created.
 pub fn ensure_private_data_dir(dir: &Path) -> Result<(), DaemonError> {
     create_private_dir(dir)?;
-    let Some(mode) = open_mode(dir) else {
-        return Ok(());
-    };
-    let ours = std::fs::metadata(dir).is_ok_and(|m| m.uid() == crate::sys::euid());
-    let tightened =
-        ours && std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).is_ok();
-    if tightened {
-        tracing::info!(
-            dir = %dir.display(),
-            was = format!("{mode:o}"),
-            "data directory made private (0700): it holds every memory"
-        );
-    } else {
-        tracing::warn!(
-            dir = %dir.display(),
-            mode = format!("{mode:o}"),
-            "directory is accessible to other users; memd expects 0700"
-        );
+    super::owner::check_dir(dir).map_err(DaemonError::NotOurs)?;
+    if let Some(mode) = open_mode(dir) {
+        match std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)) {
+            Ok(()) => tracing::info!(
+                dir = %dir.display(),
+                was = format!("{mode:o}"),
+                "data directory made private (0700): it holds every memory"
+            ),
+            Err(e) => tracing::warn!(
+                dir = %dir.display(),
+                mode = format!("{mode:o}"),
+                error = %e,
+                "directory is accessible to other users and cannot be made 0700"
+            ),
+        }
     }
-    Ok(())
+    super::owner::check_entries(dir).map_err(DaemonError::NotOurs)
 }
 
 fn create_private_dir(dir: &Path) -> Result<(), DaemonError> {

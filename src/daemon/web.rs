@@ -29,15 +29,17 @@ use crate::state::Shared;
 use crate::state::shutdown::triggered;
 use crate::state::web::Bound;
 
-/// Reads the token file, or makes one (or a new one, with `rotate`).
+/// Reads the token file, or makes one (or a new one, with `rotate`). A
+/// file another user could have written or read — not this user's, open
+/// to others, or a symlink — is never used: a new token replaces it.
 fn token(path: &Path, rotate: bool) -> std::io::Result<String> {
     if !rotate
-        && let Ok(text) = std::fs::read_to_string(path)
+        && let Some(text) = own_private_text(path)
         && text.trim().len() >= 32
     {
         return Ok(text.trim().to_string());
     }
-    let token: String = [crate::sys::random_bytes(), crate::sys::random_bytes()]
+    let token: String = [crate::sys::random_bytes()?, crate::sys::random_bytes()?]
         .concat()
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -53,6 +55,32 @@ fn token(path: &Path, rotate: bool) -> std::io::Result<String> {
     }
     std::fs::rename(&tmp, path)?;
     Ok(token)
+}
+
+/// The text of `path` when it is a file of this user that no one else may
+/// read or write (not followed through a symlink).
+fn own_private_text(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() || meta.uid() != crate::sys::euid() || meta.mode() & 0o077 != 0 {
+        tracing::warn!(
+            path = %path.display(),
+            "the viewer's token file is not this user's alone (owner uid {}, mode {:o}); a new \
+             token replaces it",
+            meta.uid(),
+            meta.mode() & 0o7777
+        );
+        return None;
+    }
+    let mut text = String::new();
+    file.take(4096).read_to_string(&mut text).ok()?;
+    Some(text)
 }
 
 /// Runs the listener's life: waits until it is asked for, binds, serves,

@@ -54,7 +54,9 @@ pub(super) async fn handle(
     };
     Ok(Response::UiOpened(UiReport {
         address: address.to_string(),
-        code: web.issue_code(),
+        code: web
+            .issue_code()
+            .map_err(|e| HandlerError::InvalidInput(e.to_string()))?,
         expires_secs: CODE_TTL.as_secs(),
     }))
 }
@@ -108,8 +110,8 @@ mod tests {
         let kit = Kit::new();
         listener(&kit);
         let web = &kit.shared.web;
-        let old = web.redeem(&web.issue_code()).unwrap();
-        let pending = web.issue_code();
+        let old = web.redeem(&web.issue_code().unwrap()).unwrap();
+        let pending = web.issue_code().unwrap();
         let shared = &kit.shared;
         let rotate = async {
             let mut ask = shared.web.ask.subscribe();

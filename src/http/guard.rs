@@ -354,7 +354,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread")]
     async fn a_login_code_opens_a_session_under_its_path_once() {
         let (app, _dir) = app(Door::Loopback { port: 7420 });
-        let code = app.shared.web.issue_code();
+        let code = app.shared.web.issue_code().unwrap();
         let r = send(&app, "/v1/status", &[]).await;
         assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
         assert_eq!(r.headers()[header::CONNECTION], "close");

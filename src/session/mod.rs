@@ -199,7 +199,8 @@ impl Session {
     ///
     /// # Errors
     /// A message when the agent id or namespace is empty, too long or has
-    /// control characters.
+    /// control characters, or when the kernel gives no random bytes for
+    /// the session's key.
     pub fn open(
         hello: &Hello,
         generation: u64,
@@ -261,7 +262,7 @@ impl Session {
             who: Arc::new(Who {
                 namespace: hello.namespace.clone(),
                 agent: hello.agent_id.clone(),
-                session: new_session_id(),
+                session: new_session_id().map_err(|e| e.to_string())?,
                 reach: crate::session::ident::Reach::default(),
             }),
             policy,
@@ -407,11 +408,14 @@ fn check_name(what: &str, s: &str) -> Result<(), String> {
 }
 
 /// A new random session key (32 hex digits).
-pub fn new_session_id() -> String {
-    crate::sys::random_bytes()
+///
+/// # Errors
+/// When the kernel gives no random bytes ([`crate::sys::random_bytes`]).
+pub fn new_session_id() -> std::io::Result<String> {
+    Ok(crate::sys::random_bytes()?
         .iter()
         .map(|b| format!("{b:02x}"))
-        .collect()
+        .collect())
 }
 
 #[cfg(test)]

@@ -71,7 +71,10 @@ impl Web {
     }
 
     /// A new one-time login code (the `ui` request).
-    pub fn issue_code(&self) -> String {
+    ///
+    /// # Errors
+    /// No random bytes from the kernel.
+    pub fn issue_code(&self) -> std::io::Result<String> {
         sync::lock(&self.logins).issue(Instant::now())
     }
 
@@ -128,17 +131,18 @@ pub struct Logins {
     sessions: Vec<BrowserSession>,
 }
 
-/// `n` random bytes as lower-case hex.
-fn random_hex(n: usize) -> String {
+/// `n` random bytes as lower-case hex; an error, never a weaker secret,
+/// when the kernel gives none.
+fn random_hex(n: usize) -> std::io::Result<String> {
     let mut out = String::with_capacity(n * 2);
     while out.len() < n * 2 {
-        for b in crate::sys::random_bytes() {
+        for b in crate::sys::random_bytes()? {
             if out.len() < n * 2 {
                 out.push_str(&format!("{b:02x}"));
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// Compares in time that does not depend on where the strings differ.
@@ -152,18 +156,21 @@ pub fn same(a: &str, b: &str) -> bool {
 
 impl Logins {
     /// A new code, valid for [`CODE_TTL`] from `now`, used once.
-    pub fn issue(&mut self, now: Instant) -> String {
+    ///
+    /// # Errors
+    /// No random bytes from the kernel.
+    pub fn issue(&mut self, now: Instant) -> std::io::Result<String> {
         self.codes
             .retain(|c| now.saturating_duration_since(c.issued) < CODE_TTL);
         if self.codes.len() >= MAX_CODES {
             self.codes.remove(0);
         }
-        let code = random_hex(16);
+        let code = random_hex(16)?;
         self.codes.push(Code {
             code: code.clone(),
             issued: now,
         });
-        code
+        Ok(code)
     }
 
     /// Trades `code` for a new browser session; `None` when it is not an
@@ -189,10 +196,11 @@ impl Logins {
         {
             self.sessions.remove(lru);
         }
-        let opened = Opened {
-            key: random_hex(16),
-            secret: random_hex(32),
+        let (Ok(key), Ok(secret)) = (random_hex(16), random_hex(32)) else {
+            tracing::error!("no random bytes from the kernel: no browser session made");
+            return None;
         };
+        let opened = Opened { key, secret };
         self.sessions.push(BrowserSession {
             opened: opened.clone(),
             last_used: now,
@@ -237,7 +245,7 @@ mod tests {
 
     /// A code issued and redeemed at `at`.
     fn open(l: &mut Logins, at: Instant) -> Option<Opened> {
-        let code = l.issue(at);
+        let code = l.issue(at).unwrap();
         l.redeem(&code, at)
     }
 
@@ -245,7 +253,7 @@ mod tests {
     fn a_code_opens_one_session_once() {
         let mut l = Logins::default();
         let t = Instant::now();
-        let code = l.issue(t);
+        let code = l.issue(t).unwrap();
         assert_eq!(code.len(), 32, "128 bits");
         let s = l
             .redeem(&code, t + Duration::from_secs(1))
@@ -273,13 +281,13 @@ mod tests {
     fn codes_expire_and_are_bounded() {
         let mut l = Logins::default();
         let t = Instant::now();
-        let old = l.issue(t);
+        let old = l.issue(t).unwrap();
         assert!(l.redeem(&old, t + CODE_TTL).is_none(), "expired");
-        let first = l.issue(t);
+        let first = l.issue(t).unwrap();
         for _ in 1..MAX_CODES {
-            l.issue(t);
+            l.issue(t).unwrap();
         }
-        let last = l.issue(t);
+        let last = l.issue(t).unwrap();
         assert!(l.redeem(&first, t).is_none(), "the oldest went");
         assert!(l.redeem(&last, t).is_some());
         assert!(l.redeem("", t).is_none());
@@ -312,7 +320,7 @@ mod tests {
         );
         assert!(l.check(&kept.key, &[&kept.secret], now));
         assert!(l.check(&extra.key, &[&extra.secret], now));
-        let code = l.issue(now);
+        let code = l.issue(now).unwrap();
         l.end_all();
         assert!(!l.check(&kept.key, &[&kept.secret], now));
         assert!(l.redeem(&code, now).is_none());

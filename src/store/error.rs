@@ -36,6 +36,17 @@ impl Cause {
         }
     }
 
+    /// An error told in other words (`message`), kept whole as the source.
+    pub fn described(
+        message: impl Into<String>,
+        source: impl Error + Send + Sync + 'static,
+    ) -> Cause {
+        Cause {
+            message: message.into(),
+            source: Some(Arc::new(source)),
+        }
+    }
+
     /// An error, with what was being done: `"{what}: {source}"`.
     pub fn context(what: impl fmt::Display, source: impl Error + Send + Sync + 'static) -> Cause {
         Cause {
@@ -193,15 +204,24 @@ pub enum StoreError {
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
         use rusqlite::ErrorCode as C;
-        if let rusqlite::Error::SqliteFailure(f, _) = &e {
-            match f.code {
-                C::DiskFull => return StoreError::StorageFull(Cause::of(e)),
-                C::ReadOnly => return StoreError::ReadOnly(Cause::of(e)),
-                C::DatabaseBusy | C::DatabaseLocked => return StoreError::Busy(Cause::of(e)),
-                _ => {}
-            }
+        let code = match &e {
+            rusqlite::Error::SqliteFailure(f, _)
+            | rusqlite::Error::SqlInputError { error: f, .. } => Some(f.code),
+            _ => None,
+        };
+        // SQLite's message without the statement rusqlite appends to it
+        // (`… in SELECT … at offset N`): the text reaches clients and the
+        // log, and memd's SQL is no business of theirs.
+        let cause = match &e {
+            rusqlite::Error::SqlInputError { msg, .. } => Cause::described(msg.clone(), e),
+            _ => Cause::of(e),
+        };
+        match code {
+            Some(C::DiskFull) => StoreError::StorageFull(cause),
+            Some(C::ReadOnly) => StoreError::ReadOnly(cause),
+            Some(C::DatabaseBusy | C::DatabaseLocked) => StoreError::Busy(cause),
+            _ => StoreError::Sqlite(cause),
         }
-        StoreError::Sqlite(Cause::of(e))
     }
 }
 
@@ -257,6 +277,25 @@ mod tests {
         // Cloned for every request of a batch: the source is shared.
         let copy = e.clone();
         assert!(copy.source().and_then(Error::source).is_some());
+    }
+
+    #[test]
+    fn a_statement_never_reaches_the_message() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        let args = vec!["1"; 1001].join(", ");
+        let raw = conn
+            .prepare(&format!("SELECT max({args}) AS secret_column"))
+            .unwrap_err();
+        assert!(
+            matches!(raw, rusqlite::Error::SqlInputError { .. }),
+            "{raw:?}"
+        );
+        assert!(raw.to_string().contains("secret_column"), "{raw}");
+        let e = StoreError::from(raw);
+        assert_eq!(e.to_string(), "sqlite: too many arguments on function max");
+        // The statement stays in the source, for a debugger.
+        let below = e.source().and_then(Error::source).unwrap();
+        assert!(below.to_string().contains("secret_column"));
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! A project's namespace through the real binary and real git: the same
 //! for every worktree and every clone of one repository, named by a
-//! committed `.memd.toml` when there is one, and a checkout that stored
-//! memories under the namespace memd once derived from its path keeps
-//! them.
+//! committed `.memd.toml` when there is one and the person trusts it (a
+//! cloned repository's file reaches no other namespace before), and a
+//! checkout that stored memories under the namespace memd once derived from
+//! its path keeps them.
 
 use std::path::Path;
 use std::process::Command;
@@ -137,8 +138,10 @@ fn worktrees_and_clones_of_one_repository_share_one_namespace() {
     assert_eq!(namespace_of(&d, &solo_tree), solo_ns);
 
     // A committed `.memd.toml` names it (for every worktree and clone that
-    // has the file).
+    // has the file), once the person trusts the file.
     std::fs::write(b.join(".memd.toml"), "namespace = \"team-shop\"\n").unwrap();
+    assert_eq!(namespace_of(&d, &b), ns);
+    memd_in(&d, &b, &["trust"]);
     assert_eq!(namespace_of(&d, &b), "team-shop");
     memd_in(
         &d,
@@ -194,4 +197,260 @@ fn a_checkout_keeps_the_memories_of_its_earlier_derived_namespace() {
         v["block"].as_str().unwrap().contains("tabs in Makefiles"),
         "{v}"
     );
+}
+
+/// `memd --json ARGS` run in `dir`: the value, stderr and the exit code.
+fn memd_out(d: &Daemon, dir: &Path, args: &[&str]) -> (Value, String, i32) {
+    let out = memd_command(d.dir.path())
+        .current_dir(dir)
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(["--no-autostart", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (
+        v,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// `memd hook claude-code` given a SessionStart of session `id` in `dir`:
+/// the block it answered with, and its stderr.
+fn session_start(d: &Daemon, dir: &Path, id: &str) -> (String, String) {
+    use std::io::Write;
+    let event = serde_json::json!({
+        "hook_event_name": "SessionStart", "source": "startup", "session_id": id,
+        "cwd": dir, "transcript_path": dir.join(format!("{id}.jsonl")),
+    });
+    let mut child = memd_command(d.dir.path())
+        .current_dir(dir)
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(["hook", "claude-code"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Stores `text` through `memd mcp` run in `dir` (as a host starts it);
+/// the server's stderr.
+async fn store_through_mcp(d: &Daemon, dir: &Path, text: &str) -> String {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    let stderr = d.dir.path().join("mcp.stderr");
+    let mut cmd = memd_command(d.dir.path());
+    cmd.current_dir(dir)
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(["--no-autostart", "mcp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&stderr).unwrap());
+    let mut child = tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let s = ().serve(transport).await.unwrap();
+    let args = serde_json::json!({"content": text, "category": "fact"});
+    let r = s
+        .peer()
+        .call_tool(
+            CallToolRequestParams::new("memory_store")
+                .with_arguments(args.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    drop(s);
+    let _ = child.kill().await;
+    std::fs::read_to_string(stderr).unwrap()
+}
+
+/// A cloned repository's committed `.memd.toml` names another project's
+/// namespace (anyone can compute one from a public origin). Until the
+/// person trusts that file, nothing reaches that namespace — the CLI's
+/// add, search and inject, a hook's block, an MCP server's store all stay
+/// in the clone's derived namespace, and each says why on stderr; once
+/// trusted, the file's namespace is used; edited, it is untrusted again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cloned_repositorys_memd_toml_reaches_its_namespace_only_once_trusted() {
+    if !tool("git", "a real repository and its clone") {
+        return;
+    }
+    let d = Daemon::start();
+    let victim = "acme-api";
+    let (v, code) = d.json(&[
+        "--namespace",
+        victim,
+        "add",
+        "--category",
+        "fact",
+        "the payments key rotates on mondays",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    let upstream = d.dir.path().join("upstream/tool");
+    repository(&upstream);
+    std::fs::write(
+        upstream.join(".memd.toml"),
+        format!("namespace = \"{victim}\"\n"),
+    )
+    .unwrap();
+    git(&upstream, &["add", ".memd.toml"]);
+    git(&upstream, &["commit", "-q", "-m", "memd"]);
+    let clone = d.dir.path().join("work/tool");
+    std::fs::create_dir_all(clone.parent().unwrap()).unwrap();
+    git(
+        d.dir.path(),
+        &[
+            "clone",
+            "-q",
+            upstream.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    let derived = namespace_of(&d, &clone);
+    assert!(derived.starts_with("tool-"), "{derived}");
+    let contents = |d: &Daemon, ns: &str| {
+        let (v, _) = d.json(&["--namespace", ns, "list"]);
+        let mut all = crate::common::listed_contents(&v);
+        all.sort();
+        all
+    };
+    let in_victim = |d: &Daemon| contents(d, victim);
+    let says_why = |stderr: &str| {
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("memd trust"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{stderr}");
+        assert!(
+            lines[0].contains(victim) && lines[0].contains(&derived),
+            "{stderr}"
+        );
+    };
+
+    // Untrusted: the CLI.
+    let (v, err, code) = memd_out(
+        &d,
+        &clone,
+        &["add", "--category", "fact", "written in the clone"],
+    );
+    assert_eq!(code, 0, "{v} {err}");
+    says_why(&err);
+    let id = v["id"].as_i64().unwrap().to_string();
+    let (v, _, _) = memd_out(&d, &clone, &["get", &id]);
+    assert_eq!(v["memory"]["namespace"], derived.as_str(), "{v}");
+    let (v, err, _) = memd_out(&d, &clone, &["search", "payments key"]);
+    assert_eq!(v["count"], 0, "{v}");
+    says_why(&err);
+    let (v, _, _) = memd_out(&d, &clone, &["inject"]);
+    let block = v["block"].as_str().unwrap();
+    assert!(
+        block.contains("written in the clone") && !block.contains("payments"),
+        "{block}"
+    );
+    // A hook's block.
+    let (block, err) = session_start(&d, &clone, "s1");
+    assert!(!block.contains("payments"), "{block}");
+    says_why(&err);
+    // An MCP server's store.
+    let err = store_through_mcp(&d, &clone, "stored through mcp in the clone").await;
+    says_why(&err);
+    assert_eq!(in_victim(&d), ["the payments key rotates on mondays"]);
+    assert_eq!(
+        contents(&d, &derived),
+        ["stored through mcp in the clone", "written in the clone"]
+    );
+
+    // Trusted: the file's namespace, and no note.
+    let (v, err, code) = memd_out(&d, &clone, &["trust"]);
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["namespace"], victim, "{v}");
+    assert_eq!(namespace_of(&d, &clone), victim);
+    let (v, err, code) = memd_out(
+        &d,
+        &clone,
+        &["add", "--category", "fact", "added once trusted"],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert!(!err.contains("memd trust"), "{err}");
+    let (block, err) = session_start(&d, &clone, "s2");
+    assert!(block.contains("payments key"), "{block}");
+    assert!(!err.contains("memd trust"), "{err}");
+    store_through_mcp(&d, &clone, "stored through mcp once trusted").await;
+    assert_eq!(
+        in_victim(&d),
+        [
+            "added once trusted",
+            "stored through mcp once trusted",
+            "the payments key rotates on mondays"
+        ]
+    );
+
+    // Edited after the trust: untrusted again, until trusted again.
+    let file = clone.join(".memd.toml");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("# edited\n");
+    std::fs::write(&file, text).unwrap();
+    let (v, err, _) = memd_out(
+        &d,
+        &clone,
+        &["add", "--category", "fact", "added after the edit"],
+    );
+    says_why(&err);
+    assert!(err.contains("changed since you trusted it"), "{err}");
+    let id = v["id"].as_i64().unwrap().to_string();
+    let (v, _, _) = memd_out(&d, &clone, &["get", &id]);
+    assert_eq!(v["memory"]["namespace"], derived.as_str(), "{v}");
+    let (v, _, _) = memd_out(&d, &clone, &["trust", "--list"]);
+    assert_eq!(v["trusted"][0]["state"], "changed", "{v}");
+    memd_in(&d, &clone, &["trust", ".memd.toml"]);
+    assert_eq!(namespace_of(&d, &clone), victim);
+    let (v, _, _) = memd_out(&d, &clone, &["untrust"]);
+    assert_eq!(v["untrusted"], true, "{v}");
+    assert_eq!(namespace_of(&d, &clone), derived);
+    assert_eq!(in_victim(&d).len(), 3);
+
+    // The trust lives in the user's data home, never in the repository.
+    let (v, _, _) = memd_out(&d, &clone, &["trust"]);
+    let sha = v["sha256"].as_str().unwrap().to_string();
+    let out = Command::new("grep")
+        .args(["-rl", &sha])
+        .arg(&clone)
+        .output()
+        .unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let store = d.dir.path().join("xdg-data/memd/trusted");
+    let out = Command::new("grep")
+        .args(["-rl", &sha])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(!out.stdout.is_empty());
 }

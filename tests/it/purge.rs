@@ -194,3 +194,120 @@ async fn a_connected_session_whose_block_held_it_is_told_and_gets_a_new_block() 
     assert!(!after.block.contains(SECRET), "{}", after.block);
     assert!(after.block.contains("tuesdays"), "{}", after.block);
 }
+
+/// A purge reaches the namespace the request names, over the socket (the
+/// CLI) and HTTP alike; `--all-namespaces`, `"all_namespaces": true` or an
+/// HTTP request naming no namespace reach every one.
+#[test]
+fn purge_stays_in_the_namespace_the_request_names() {
+    let d = Daemon::start();
+    let add = |ns: &str, text: &str| {
+        let (v, code) = d.json(&["--namespace", ns, "add", text]);
+        assert_eq!(code, 0, "{v}");
+        v["id"].as_i64().unwrap()
+    };
+    let count = |ns: &str| {
+        sqlite3(
+            &d.db(),
+            &format!("SELECT count(*) FROM memories WHERE namespace = '{ns}'"),
+        )
+        .trim()
+        .parse::<i64>()
+        .unwrap()
+    };
+    let targets = |v: &serde_json::Value| -> Vec<String> {
+        let mut ns: Vec<String> = v["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["namespace"].as_str().unwrap().to_string())
+            .collect();
+        ns.sort();
+        ns
+    };
+    add("shop", "the leaked token sat in shop notes");
+    let elsewhere = add("blog", "the leaked token sat in blog notes");
+    add("wiki", "the leaked token sat in wiki notes");
+
+    // The CLI, over the socket.
+    let (v, code) = d.json(&[
+        "--namespace",
+        "shop",
+        "purge",
+        "--matching",
+        "leaked token",
+        "--dry-run",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(targets(&v), ["shop"]);
+    let (v, code) = d.json(&[
+        "--namespace",
+        "shop",
+        "purge",
+        &elsewhere.to_string(),
+        "--yes",
+    ]);
+    assert_eq!((code, v["code"].as_str()), (1, Some("not_found")), "{v}");
+    let (v, code) = d.json(&[
+        "--namespace",
+        "shop",
+        "purge",
+        "--matching",
+        "leaked token",
+        "--yes",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(targets(&v), ["shop"]);
+    assert_eq!((count("shop"), count("blog"), count("wiki")), (0, 1, 1));
+
+    // HTTP naming a namespace (parameter or header) stays in it.
+    let socket = d.socket();
+    let ask = |path: &str, headers: &[(&str, &str)], body: serde_json::Value| {
+        let r = crate::common::http::request(&socket, "POST", path, headers, Some(&body));
+        (r.status, r.json())
+    };
+    let (status, v) = ask(
+        "/v1/purge?namespace=blog",
+        &[],
+        serde_json::json!({"matching": "leaked token"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(targets(&v), ["blog"]);
+    let (status, v) = ask(
+        "/v1/purge",
+        &[("Memd-Namespace", "blog")],
+        serde_json::json!({"matching": "leaked token", "confirm": true}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(targets(&v), ["blog"]);
+    assert_eq!((count("blog"), count("wiki")), (0, 1));
+
+    // Every namespace: asked for, or an HTTP request naming none.
+    add("blog", "the leaked token came back to blog");
+    let (status, v) = ask(
+        "/v1/purge",
+        &[],
+        serde_json::json!({"matching": "leaked token"}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(targets(&v), ["blog", "wiki"]);
+    let (status, v) = ask(
+        "/v1/purge?namespace=shop",
+        &[],
+        serde_json::json!({"matching": "leaked token", "all_namespaces": true}),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(targets(&v), ["blog", "wiki"]);
+    let (v, code) = d.json(&[
+        "--namespace",
+        "shop",
+        "purge",
+        "--matching",
+        "leaked token",
+        "--all-namespaces",
+        "--yes",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(targets(&v), ["blog", "wiki"]);
+    assert_eq!((count("blog"), count("wiki")), (0, 0));
+}

@@ -402,3 +402,69 @@ fn the_vocabulary_cache_never_hides_new_words() {
     let v = search(&d, &["--mode", "fuzzy", "zanzibra"]);
     assert_eq!(ids(&v, "hits"), vec![6], "{v}");
 }
+
+/// A query of more distinct words than a search takes gets a clear
+/// `invalid_input`, over the CLI and HTTP alike, with captured turns in the
+/// index (each word is then weighed per kind of row); no SQL reaches the
+/// reply or the log, and 256 words still search.
+#[test]
+fn too_many_words_get_a_clear_error_and_no_sql() {
+    let d = Daemon::start();
+    let words = |n: usize| {
+        (0..n)
+            .map(|i| format!("alpha{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let (v, code) = d.json(&["add", &format!("kept {}", words(300))]);
+    assert_eq!(code, 0, "{v}");
+    let transcript = d.dir.path().join("t.jsonl");
+    let line = serde_json::json!({
+        "type": "user", "uuid": "u1", "sessionId": "s",
+        "timestamp": "2026-11-27T10:00:00.000Z",
+        "message": {"role": "user", "content": format!("said {}", words(20))},
+    });
+    std::fs::write(&transcript, format!("{line}\n")).unwrap();
+    let event = serde_json::json!({
+        "hook_event_name": "Stop", "session_id": "s1",
+        "cwd": d.dir.path(), "transcript_path": transcript,
+    });
+    let out = d.cli_stdin(&["hook", "claude-code"], Some(event.to_string().as_bytes()));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (v, code) = d.json(&["capture", "status"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v.to_string().contains("\"turns\":1"), "{v}");
+
+    let v = search(&d, &[&words(256)]);
+    assert_eq!(v["count"], 2, "{v}");
+    let (v, code) = d.json(&["search", &words(501)]);
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["code"], "invalid_input", "{v}");
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains("501 distinct words") && error.contains("at most 256"),
+        "{v}"
+    );
+    let out = d.cli(&["search", &words(501)]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("at most 256"), "{}", out.stderr);
+
+    let q = words(501).replace(' ', "+");
+    let reply = crate::common::http::get(&d.socket(), &format!("/v1/memories?q={q}"), &[]);
+    assert_eq!(
+        reply.status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&reply.body)
+    );
+    let body = reply.json();
+    assert!(body.to_string().contains("at most 256"), "{body}");
+    assert!(body.to_string().contains("invalid_input"), "{body}");
+    for text in [body.to_string(), v.to_string(), d.log()] {
+        let lower = text.to_lowercase();
+        assert!(
+            !lower.contains("select") && !lower.contains("memd_rank"),
+            "{text}"
+        );
+    }
+}

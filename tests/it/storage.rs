@@ -384,3 +384,156 @@ fn a_damaged_search_index_fails_the_check() {
         "{v}"
     );
 }
+
+/// A token of 64 hex digits someone else chose.
+const PLANTED: &str = "feedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedfacefeedface";
+
+/// Runs `memd daemon` on `d`'s data dir and waits (at most 10 s) for it to
+/// exit: it must refuse to start. Its exit code and log.
+fn refused_start(d: &Daemon) -> (i32, String) {
+    let mut child = d.daemon_command().spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status.code().unwrap_or(-1), d.log());
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "the daemon started on a data dir it must refuse:\n{}",
+                d.log()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn another_users_data_dir_is_refused_and_its_token_never_used() {
+    if !have_root("another_users_data_dir_is_refused_and_its_token_never_used") {
+        return;
+    }
+    let dir = tempfile::Builder::new().prefix("memd").tempdir().unwrap();
+    let d = Daemon::prepare(dir);
+    let data = d.data_dir();
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("ui.token"), format!("{PLANTED}\n")).unwrap();
+    let chown = Command::new("chown")
+        .args(["-R", "nobody:nogroup"])
+        .arg(&data)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let (code, log) = refused_start(&d);
+    assert_ne!(code, 0, "{log}");
+    assert!(
+        log.contains(&format!("the data directory {}", data.display()))
+            && log.contains("belongs to user nobody")
+            && log.contains(&format!("chown -R root: {}", data.display())),
+        "{log}"
+    );
+    assert!(!d.socket().exists());
+    // A client does not start a daemon there either: it says why at once,
+    // and writes nothing into the directory.
+    let started = Instant::now();
+    for args in [&["add", "a note"][..], &["ui", "--no-open"]] {
+        let out = crate::common::memd_command(d.dir.path())
+            .arg("--data-dir")
+            .arg(&data)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{stderr}");
+        assert!(stderr.contains("belongs to user nobody"), "{stderr}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains(PLANTED));
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let mut names: Vec<String> = std::fs::read_dir(&data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["ui.token"]);
+}
+
+#[test]
+fn a_file_of_another_user_in_ones_own_data_dir_is_refused() {
+    if !have_root("a_file_of_another_user_in_ones_own_data_dir_is_refused") {
+        return;
+    }
+    let dir = tempfile::Builder::new().prefix("memd").tempdir().unwrap();
+    let mut d = Daemon::prepare(dir);
+    let data = d.data_dir();
+    // Made with a plain mkdir (0755): another user could have put a file
+    // in it before memd made it private.
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let token = data.join("ui.token");
+    std::fs::write(&token, format!("{PLANTED}\n")).unwrap();
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let chown = Command::new("chown")
+        .args(["nobody:nogroup"])
+        .arg(&token)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let (code, log) = refused_start(&d);
+    assert_ne!(code, 0, "{log}");
+    assert!(
+        log.contains(&format!("{} in the data directory", token.display()))
+            && log.contains("belongs to user nobody"),
+        "{log}"
+    );
+    // Made private before its files were looked at.
+    assert_eq!(mode(&data), 0o700);
+    // Once it is gone, the daemon starts and the viewer gets a token of
+    // its own.
+    std::fs::remove_file(&token).unwrap();
+    d.spawn();
+    let (address, new) = crate::viewer::open(&d, false);
+    assert_ne!(new, PLANTED);
+    let r =
+        crate::common::http::tcp_request(&address, "GET", &format!("/?token={PLANTED}"), &[], None);
+    assert_eq!(r.status, 401);
+}
+
+/// A token file of this user that others could have written (open to
+/// them) or that is a symlink is replaced by a new token, never used.
+#[test]
+fn a_token_file_others_could_write_is_never_used() {
+    let mut d = Daemon::start();
+    let data = d.data_dir();
+    let (_, first) = crate::viewer::open(&d, false);
+    d.terminate();
+    let token = data.join("ui.token");
+    let elsewhere = d.dir.path().join("planted.token");
+    std::fs::write(&elsewhere, format!("{PLANTED}\n")).unwrap();
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for plant in ["open", "symlink"] {
+        std::fs::remove_file(&token).unwrap();
+        if plant == "open" {
+            std::fs::write(&token, format!("{PLANTED}\n")).unwrap();
+            std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o666)).unwrap();
+        } else {
+            std::os::unix::fs::symlink(&elsewhere, &token).unwrap();
+        }
+        d.spawn();
+        let (address, used) = crate::viewer::open(&d, false);
+        assert!(used != PLANTED && used != first, "{plant}");
+        let r = crate::common::http::tcp_request(
+            &address,
+            "GET",
+            &format!("/?token={PLANTED}"),
+            &[],
+            None,
+        );
+        assert_eq!(r.status, 401, "{plant}");
+        let meta = std::fs::symlink_metadata(&token).unwrap();
+        assert!(meta.is_file(), "{plant}");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{plant}");
+        assert!(d.log().contains("a new token replaces it"), "{plant}");
+        d.terminate();
+    }
+}

@@ -440,7 +440,7 @@ fn a_purge_erases_a_shared_memory_everywhere_and_needs_admin() {
 
     // PostgreSQL down: the shared memory is refused, the local one goes.
     pg.stop("fast");
-    let (v, code) = a.json(&["purge", "--matching", SECRET, "--yes"]);
+    let (v, code) = a.json(&["purge", "--matching", SECRET, "--all-namespaces", "--yes"]);
     assert_eq!(
         (code, v["code"].as_str()),
         (5, Some("team_unavailable")),
@@ -449,7 +449,7 @@ fn a_purge_erases_a_shared_memory_everywhere_and_needs_admin() {
     let (v, code) = a.json(&["--namespace", "local-notes", "list"]);
     assert_eq!(code, 0, "{v}");
     let local = v["memories"][0]["id"].as_i64().unwrap().to_string();
-    let (v, code) = a.json(&["purge", &local, "--yes"]);
+    let (v, code) = a.json(&["--namespace", "local-notes", "purge", &local, "--yes"]);
     assert_eq!((code, v["purged"].as_bool()), (0, Some(true)), "{v}");
     pg.start_server();
 
@@ -459,7 +459,7 @@ fn a_purge_erases_a_shared_memory_everywhere_and_needs_admin() {
         Duration::from_secs(20),
         "alice's machine reconnected",
         || {
-            let (v, code) = a.json(&["purge", "--matching", SECRET, "--yes"]);
+            let (v, code) = a.json(&["purge", "--matching", SECRET, "--all-namespaces", "--yes"]);
             code == 0 && v["purged"] == true
         },
     );

@@ -407,15 +407,19 @@ class Client:
         return d.get("generation", 0)
 
     def purge(self, id: Optional[int] = None, matching: Optional[str] = None,
-              confirm: bool = False) -> Dict[str, Any]:
+              confirm: bool = False, all_namespaces: bool = False) -> Dict[str, Any]:
         """Erases memory ``id``, or every memory whose text (now or in any
-        earlier version) holds ``matching``, and every trace of their text
-        on the daemon's machine. Without ``confirm=True`` it only lists them.
+        earlier version) holds ``matching``, of the client's namespace (of
+        every namespace with ``all_namespaces=True``), and every trace of
+        their text on the daemon's machine. Without ``confirm=True`` it only
+        lists them.
         The report: ``targets``, ``purged``, ``blocks_rebuilt``,
         ``backups_rewritten``, ``not_rewritten``, ``scrubbed``."""
         if (id is None) == (matching is None):
             raise TypeError("purge takes one of id or matching")
         body: Dict[str, Any] = {"confirm": bool(confirm)}
+        if all_namespaces:
+            body["all_namespaces"] = True
         if id is not None:
             body["id"] = int(id)
         else:

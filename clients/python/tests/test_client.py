@@ -115,6 +115,11 @@ def test_a_leaked_secret_is_purged(daemon):
     assert e.value.code == "invalid_input"
     with pytest.raises(TypeError):
         c.purge()
+    # The client's namespace only, unless asked for every one.
+    elsewhere = client(daemon, namespace="py-other").add("another AKIAQXPYTHONPURGE2").id
+    assert c.purge(matching="akiaqxpython", confirm=True)["targets"] == []
+    done = c.purge(matching="akiaqxpython", confirm=True, all_namespaces=True)
+    assert [(t["id"], t["namespace"]) for t in done["targets"]] == [(elsewhere, "py-other")]
 
 
 def test_no_daemon_is_unreachable_naming_the_socket(tmp_path):

@@ -1,7 +1,7 @@
 //! One search as `search` and `search_batch` run it: the session's view,
 //! the store's ranked search, the session told what it saw.
 
-use memd_proto::{SearchMode, SearchRequest, SearchResult};
+use memd_proto::{QuerySyntax, SearchMode, SearchRequest, SearchResult};
 use time::OffsetDateTime;
 
 use super::super::{Ctx, HandlerError};
@@ -9,6 +9,36 @@ use crate::gate;
 use crate::session::Session;
 use crate::store::StoreError;
 use crate::store::ops::search::{SearchJob, Searches};
+use crate::store::search::words::{self, MAX_QUERY_WORDS};
+
+/// The most namespaces one search may name (`--namespaces`): the index
+/// query carries one token of each, weighed in the same function call as
+/// the words ([`MAX_QUERY_WORDS`]); `--all-namespaces` has no limit.
+pub(crate) const MAX_SEARCH_NAMESPACES: usize = 200;
+
+/// Refuses a search too big to run: more distinct words than
+/// [`MAX_QUERY_WORDS`] (a plain query searched by its words: every mode but
+/// semantic), or more namespaces than [`MAX_SEARCH_NAMESPACES`].
+fn check_size(req: &SearchRequest) -> Result<(), HandlerError> {
+    if req.syntax == QuerySyntax::Plain && req.mode != SearchMode::Semantic {
+        let words = words::query_words(&req.query).len();
+        if words > MAX_QUERY_WORDS {
+            return Err(HandlerError::InvalidInput(format!(
+                "the query has {words} distinct words; a search takes at most \
+                 {MAX_QUERY_WORDS} (stopwords and repeats are not counted): search for fewer, \
+                 or use --mode semantic for a long text"
+            )));
+        }
+    }
+    let namespaces = req.filter.namespaces.len();
+    if namespaces > MAX_SEARCH_NAMESPACES {
+        return Err(HandlerError::InvalidInput(format!(
+            "the search names {namespaces} namespaces; at most {MAX_SEARCH_NAMESPACES} \
+             (or --all-namespaces)"
+        )));
+    }
+    Ok(())
+}
 
 /// Runs searches in one read transaction; semantic ones get their query
 /// vectors from one embedding call first.
@@ -23,6 +53,7 @@ pub(crate) async fn run(
         if req.query.trim().is_empty() {
             return Err(HandlerError::InvalidInput("the query is empty".into()));
         }
+        check_size(req)?;
         views.push(gate::view(&req.filter, &session.who, now)?);
     }
     let embed = cx.embed();

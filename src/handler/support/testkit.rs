@@ -42,14 +42,14 @@ impl Kit {
         self.session_with(agent, DriftPolicy::Standard, None)
     }
 
-    /// A new session with its policy and, optionally, a name.
-    pub fn session_with(&self, agent: &str, policy: DriftPolicy, name: Option<&str>) -> Session {
-        self.open(agent, "default", policy, name)
-    }
-
     /// A new session of `agent` in `namespace`, policy `standard`.
     pub fn session_in(&self, agent: &str, namespace: &str) -> Session {
         self.open(agent, namespace, DriftPolicy::Standard, None)
+    }
+
+    /// A new session with its policy and, optionally, a name.
+    pub fn session_with(&self, agent: &str, policy: DriftPolicy, name: Option<&str>) -> Session {
+        self.open(agent, "default", policy, name)
     }
 
     fn open(

@@ -539,7 +539,7 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Wing) -> Result<Route, StoreError> {
         None => None,
     };
     Ok(Route::Shared(team::write::Plan {
-        op_id: crate::session::new_session_id(),
+        op_id: crate::session::new_session_id()?,
         agent,
         session,
         changes,

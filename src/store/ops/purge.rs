@@ -29,15 +29,19 @@ pub struct Purged {
 }
 
 impl Store {
-    /// The memories a purge of `id`, or of the text `matching`, would erase.
+    /// The memories a purge of `id`, or of the text `matching`, would erase:
+    /// those of `namespace` only when one is given, of every namespace
+    /// otherwise.
     ///
     /// # Errors
-    /// `NotFound` for an unknown id, `InvalidInput` for neither or both, or
-    /// a text shorter than [`MATCHING_MIN`].
+    /// `NotFound` for an unknown id (or one of another namespace than the
+    /// one given), `InvalidInput` for neither or both, or a text shorter
+    /// than [`MATCHING_MIN`].
     pub async fn purge_targets(
         &self,
         id: Option<i64>,
         matching: Option<String>,
+        namespace: Option<String>,
     ) -> Result<Vec<PurgeTarget>, StoreError> {
         let needle = match (&id, matching) {
             (Some(_), None) => None,
@@ -70,7 +74,14 @@ impl Store {
                 (None, None) => Ok(Vec::new()),
             })
             .await?;
-        Ok(read.value)
+        let mut targets: Vec<PurgeTarget> = read.value;
+        if let Some(ns) = namespace {
+            targets.retain(|t| t.namespace == ns);
+            if let (Some(id), true) = (id, targets.is_empty()) {
+                return Err(StoreError::NotFound(id));
+            }
+        }
+        Ok(targets)
     }
 
     /// Erases the memories `uids` (see the module). Those of a namespace

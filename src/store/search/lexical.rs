@@ -74,6 +74,10 @@ fn holds_only(conn: &Connection, list: &[String]) -> Result<bool, StoreError> {
     Ok(!above.query_row([sorted[sorted.len() - 1]], |r| r.get::<_, bool>(0))?)
 }
 
+/// The most arguments SQLite takes in one function call
+/// (`SQLITE_MAX_FUNCTION_ARG` of the bundled build).
+const MAX_FUNCTION_ARGS: usize = 1000;
+
 /// BM25 weights of the index's columns besides content (1.0) and subject
 /// (2.0).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -250,6 +254,16 @@ fn window_candidates(
 ) -> Result<(Vec<Candidate>, i64), StoreError> {
     let mut params = vec![Value::Text(fts_query.to_string()), Value::Integer(window)];
     let (rank, rank_params) = scoring.call(skipped, params.len() + 1);
+    // The table and the five column weights are arguments too. The search
+    // handler's limits keep a query far below SQLite's; this says so in
+    // words should another caller not.
+    if rank_params.len() + 6 > MAX_FUNCTION_ARGS {
+        return Err(StoreError::InvalidInput(format!(
+            "the search has too many words and namespaces together ({} phrases); search for \
+             fewer words or namespaces",
+            skipped + scoring.frequencies.all.len()
+        )));
+    }
     params.extend(rank_params);
     // CROSS JOIN keeps the window the outer loop: a plain JOIN lets the
     // planner walk the whole namespace and look each row up.

@@ -165,6 +165,13 @@ pub fn same_word(w: &str, t: &str) -> bool {
     n >= 4 && k <= n && w.get(..k).is_some() && w.get(..k) == t.get(..k)
 }
 
+/// The most distinct words ([`query_words`]) a plain query may search for.
+/// Each one is looked up in the index and weighed on its own (two numbers
+/// per word go into one SQLite function call, whose arguments are capped
+/// at 1,000); a query of more is refused with a clear error rather than
+/// cut short silently.
+pub const MAX_QUERY_WORDS: usize = 256;
+
 /// The words a query searches for: stopwords dropped unless nothing else is
 /// left, duplicates dropped, order kept.
 pub fn query_words(text: &str) -> Vec<String> {

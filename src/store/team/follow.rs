@@ -204,7 +204,7 @@ async fn push_local_edits(
         .await?;
     for chunk in edits.changes.chunks(100) {
         let plan = Plan {
-            op_id: crate::session::new_session_id(),
+            op_id: crate::session::new_session_id().map_err(StoreError::from)?,
             agent: String::new(),
             session: String::new(),
             changes: chunk.to_vec(),

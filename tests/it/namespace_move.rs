@@ -248,3 +248,65 @@ fn a_shared_old_name_moves_in_postgresql_and_closes_to_writers() {
     assert!(err.contains("was renamed to github.com/acme/api"), "{err}");
     assert!(!rows().contains("older binary") && !rows().contains("by psql"));
 }
+
+#[test]
+fn the_team_of_three_in_team_md_shares_a_repositorys_memory() {
+    if !tool("git", "real clones") {
+        return;
+    }
+    let Some(pg) = Pg::start() else { return };
+    // docs/team.md "A team of three, from nothing", on this server.
+    for role in ["alice", "bob", "carol"] {
+        pg.psql(&format!("CREATE ROLE {role} LOGIN"));
+    }
+    let url = |role: &str| pg.url().replace("user=postgres", &format!("user={role}"));
+    let team = |role: &str, args: &[&str]| {
+        let out = Command::new(crate::common::BIN)
+            .arg("team")
+            .args(args)
+            .env("MEMD_TEAM_URL", url(role))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    team("postgres", &["init"]);
+    team("postgres", &["grant", "alice", "*", "admin"]);
+    team("alice", &["grant", "bob", "github.com/acme/*", "write"]);
+    team("alice", &["grant", "carol", "github.com/acme/*", "read"]);
+    let machine = |role: &str| {
+        Daemon::with_config(&format!(
+            "[team]\nurl = \"{}\"\nnamespaces = [\"github.com/acme/*\"]\nmachine = \"{role}-laptop\"\n\
+             timeout_ms = 3000\n",
+            url(role)
+        ))
+    };
+    let (bob, carol) = (machine("bob"), machine("carol"));
+    let bob_clone = bob.dir.path().join("api");
+    repository(&bob_clone, "git@github.com:acme/api.git");
+    let carol_clone = carol.dir.path().join("work/api");
+    repository(&carol_clone, "https://github.com/acme/api.git");
+
+    let (v, code) = memd_in(
+        &bob,
+        &bob_clone,
+        &["add", "the api rate limit is 100 per minute"],
+    );
+    assert_eq!(code, 0, "{v}");
+    let (v, _) = memd_in(&bob, &bob_clone, &["get", &v["id"].to_string()]);
+    assert_eq!(v["memory"]["namespace"], "github.com/acme/api");
+    assert_eq!(
+        pg.psql("SELECT namespace || ' ' || changed_role FROM memd.memories"),
+        "github.com/acme/api bob"
+    );
+    wait_contents(
+        &carol,
+        "github.com/acme/api",
+        &["the api rate limit is 100 per minute"],
+    );
+    let (v, code) = memd_in(&carol, &carol_clone, &["search", "rate limit"]);
+    assert_eq!((code, v["count"].as_i64()), (0, Some(1)), "{v}");
+}

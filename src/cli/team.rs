@@ -38,7 +38,7 @@ fn team_target(g: &Global) -> Result<(Config, Target, tokio::runtime::Runtime), 
 fn failure(target: &Target, e: TeamError) -> CommandError {
     match e {
         TeamError::Unavailable(m) => CommandError::TeamUnavailable(format!(
-            "cannot reach the team's PostgreSQL at {}: {m}",
+            "the team's PostgreSQL at {}: {m}",
             target.display()
         )),
         TeamError::Forbidden(m) => CommandError::Forbidden(m),

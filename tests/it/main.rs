@@ -51,6 +51,7 @@ mod setup;
 mod storage;
 mod structure;
 mod team;
+mod team_errors;
 mod team_faults;
 mod team_load;
 mod team_rights;

@@ -132,7 +132,7 @@ fn tls_up_to_verify_full_and_passwords_where_libpq_keeps_them() {
     // verify-full: the chain and the name.
     let (code, v) = init(home.path(), &url("localhost", "verify-full", &ca), &pw);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["to"], 4);
+    assert_eq!(v["to"], 5);
     // A server certificate no trusted root signed: refused, exit 5.
     let (code, v) = init(home.path(), &url("localhost", "verify-full", &other), &pw);
     assert_eq!(
@@ -145,7 +145,11 @@ fn tls_up_to_verify_full_and_passwords_where_libpq_keeps_them() {
             .as_str()
             .unwrap()
             .to_lowercase()
-            .contains("certificate"),
+            .contains("certificate")
+            && v["error"]
+                .as_str()
+                .unwrap()
+                .contains("TLS failed: check sslmode"),
         "{v}"
     );
     // The name: the certificate is for localhost, not 127.0.0.1.
@@ -156,17 +160,25 @@ fn tls_up_to_verify_full_and_passwords_where_libpq_keeps_them() {
     // require: encrypted, whatever signed it.
     let (code, v) = init(home.path(), &url("localhost", "require", &other), &pw);
     assert_eq!(code, 0, "{v}");
-    // The server takes only TLS: disable is refused by it.
-    let (code, _) = init(home.path(), &url("localhost", "disable", &ca), &pw);
-    assert_eq!(code, 5);
+    // The server takes only TLS: disable is refused by it (its pg_hba.conf
+    // refuses the login: forbidden, naming pg_hba.conf).
+    let (code, v) = init(home.path(), &url("localhost", "disable", &ca), &pw);
+    assert_eq!(code, 7, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("pg_hba.conf"), "{v}");
 
     // The password: no password, a wrong one, a password file (only when
     // others may not read it), never in the URL.
     let good = url("localhost", "verify-full", &ca);
     let (code, v) = init(home.path(), &good, &[]);
     assert_eq!(code, 5, "{v}");
-    let (code, _) = init(home.path(), &good, &[("PGPASSWORD", "wrong")]);
-    assert_eq!(code, 5);
+    // A wrong password is the server's refusal of the login: forbidden,
+    // saying where the password comes from.
+    let (code, v) = init(home.path(), &good, &[("PGPASSWORD", "wrong")]);
+    assert_eq!((code, v["code"].as_str()), (7, Some("forbidden")), "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("refused the login"),
+        "{v}"
+    );
     let passfile = home.path().join("pgpass");
     std::fs::write(
         &passfile,

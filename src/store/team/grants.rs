@@ -54,7 +54,7 @@ pub(super) fn fail(e: &tokio_postgres::Error) -> TeamError {
         Some(c) if c.code().starts_with("22") || c.code().starts_with("23") => {
             TeamError::Invalid(describe(e))
         }
-        _ => TeamError::Unavailable(describe(e)),
+        _ => super::pg::classify(e),
     }
 }
 

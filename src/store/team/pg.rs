@@ -155,5 +155,75 @@ pub fn describe(e: &tokio_postgres::Error) -> String {
 }
 
 fn unavailable(e: &tokio_postgres::Error) -> TeamError {
-    TeamError::Unavailable(describe(e))
+    classify(e)
+}
+
+/// What memd makes of a PostgreSQL failure, by its cause — the one table:
+/// a refused privilege or login is [`TeamError::Forbidden`] (a person
+/// must act: a grant, a password); everything else is
+/// [`TeamError::Unavailable`] (nothing was written), its message naming
+/// the cause and what fixes it: no such database, no connection slot left,
+/// a read-only server (a standby), TLS, the network.
+pub fn classify(e: &tokio_postgres::Error) -> TeamError {
+    use tokio_postgres::error::SqlState;
+    let text = describe(e);
+    let Some(code) = e.code() else {
+        return TeamError::Unavailable(cause_of_client_error(&text));
+    };
+    let (forbidden, hint) = match code {
+        c if *c == SqlState::INSUFFICIENT_PRIVILEGE => (
+            true,
+            "the role lacks a privilege PostgreSQL requires; an administrator grants it \
+             (docs/team.md, \"People and rights\")",
+        ),
+        c if *c == SqlState::INVALID_PASSWORD
+            || *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION =>
+        {
+            (
+                true,
+                "PostgreSQL refused the login: check the role's password (PGPASSWORD, \
+                 PGPASSFILE or ~/.pgpass) and the server's pg_hba.conf",
+            )
+        }
+        c if *c == SqlState::INVALID_CATALOG_NAME => (
+            false,
+            "no such database on the server: create it (createdb -O ROLE NAME) or fix the \
+             database in [team] url",
+        ),
+        c if *c == SqlState::TOO_MANY_CONNECTIONS => (
+            false,
+            "the server has no connection slot left: raise max_connections, or put a pooler \
+             in front (docs/team.md)",
+        ),
+        c if *c == SqlState::READ_ONLY_SQL_TRANSACTION => (
+            false,
+            "the server takes no writes (a standby, or default_transaction_read_only): point \
+             [team] url at the primary",
+        ),
+        c if c.code().starts_with("08") || c.code().starts_with("57") => (
+            false,
+            "the connection failed or the server is shutting down",
+        ),
+        _ => return TeamError::Unavailable(text),
+    };
+    let message = format!("{text} — {hint}");
+    if forbidden {
+        TeamError::Forbidden(message)
+    } else {
+        TeamError::Unavailable(message)
+    }
+}
+
+/// A failure the client met itself (no SQLSTATE): TLS, the network, a
+/// closed connection — said so.
+fn cause_of_client_error(text: &str) -> String {
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("tls") || lower.contains("certificate") || lower.contains("handshake") {
+        format!(
+            "{text} — TLS failed: check sslmode, sslrootcert and the server's certificate \
+             (docs/team.md, \"Connecting\")"
+        )
+    } else {
+        text.to_string()
+    }
 }

@@ -12,7 +12,6 @@ use tokio_postgres::types::ToSql;
 
 use super::apply::{self, Outcome};
 use super::config::glob_to_like;
-use super::pg::describe;
 use super::row::{COLUMNS, TeamRow};
 use super::{Team, TeamError};
 use crate::session::ident::Author;
@@ -59,7 +58,7 @@ pub struct Page {
 }
 
 fn fail(e: &tokio_postgres::Error) -> TeamError {
-    TeamError::Unavailable(describe(e))
+    super::pg::classify(e)
 }
 
 /// PostgreSQL's newest number and its identity.

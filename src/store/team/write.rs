@@ -160,6 +160,17 @@ impl Team {
                         {
                             Ok(Err(Refusal::Forbidden(e.message)))
                         }
+                        // The server answered but cannot take writes now.
+                        Ok(Err(TxError::Db(e)))
+                            if e.code
+                                == tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION =>
+                        {
+                            Ok(Err(Refusal::Unavailable(TeamError::Unavailable(format!(
+                                "{} — the server takes no writes (a standby, or \
+                                 default_transaction_read_only): point [team] url at the primary",
+                                e.message
+                            )))))
+                        }
                         Ok(Err(TxError::Db(e))) => Ok(Err(Refusal::Invalid(e.message))),
                         Ok(Err(TxError::Lost(e))) => Err(e),
                     };

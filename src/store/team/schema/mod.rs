@@ -154,7 +154,7 @@ fn refused(role: &str, e: &tokio_postgres::Error) -> TeamError {
             describe(e)
         ))
     } else {
-        TeamError::Unavailable(describe(e))
+        super::pg::classify(e)
     }
 }
 
@@ -175,7 +175,7 @@ fn refused(role: &str, e: &tokio_postgres::Error) -> TeamError {
 /// [`TeamError::Forbidden`] when the role may not, naming what it lacks;
 /// [`TeamError::SchemaTooNew`], or the failed statement.
 pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
-    let fail = |e: tokio_postgres::Error| TeamError::Unavailable(describe(&e));
+    let fail = |e: tokio_postgres::Error| super::pg::classify(&e);
     let who = client
         .query_one(
             "SELECT session_user::text, r.rolsuper, r.rolsuper OR r.rolbypassrls, \

@@ -301,13 +301,23 @@ async fn preflight(
     }
     let owner = tx
         .query_opt(
-            "SELECT pg_has_role(session_user, oid, 'USAGE') FROM pg_roles WHERE rolname = $1",
+            "SELECT pg_has_role(session_user, oid, 'USAGE'), \
+                    pg_has_role(session_user, oid, 'USAGE WITH ADMIN OPTION'), \
+                    current_setting('server_version_num')::int \
+             FROM pg_roles WHERE rolname = $1",
             &[&OWNER],
         )
         .await
         .map_err(fail)?;
     let member = owner.as_ref().is_some_and(|r| r.get::<_, bool>(0));
-    if !member && !runner.createrole {
+    // Who may grant the membership: on PostgreSQL 15 and older, CREATEROLE
+    // grants any role that is not a superuser; from 16 on, only a role it
+    // holds with ADMIN OPTION (which it gets for a role it creates itself).
+    let can_grant = owner
+        .as_ref()
+        .is_none_or(|r| r.get::<_, bool>(1) || (runner.createrole && r.get::<_, i32>(2) < 160_000))
+        && (owner.is_some() || runner.createrole);
+    if !member && !can_grant {
         let create = if owner.is_none() {
             format!("CREATE ROLE {OWNER} NOLOGIN; ")
         } else {
@@ -315,9 +325,14 @@ async fn preflight(
         };
         return Err(TeamError::Forbidden(format!(
             "role {} may not act as {OWNER}, the role that owns the memd schema, and may not \
-             create roles: an administrator runs either {create}GRANT {OWNER} TO {role}; or \
-             ALTER ROLE {role} CREATEROLE;",
-            runner.role
+             grant it to itself: an administrator runs either {create}GRANT {OWNER} TO {role}; \
+             or{createrole} ALTER ROLE {role} CREATEROLE;",
+            runner.role,
+            createrole = if owner.is_some() {
+                " (PostgreSQL 15 and older; from 16 on, GRANT it WITH ADMIN OPTION)"
+            } else {
+                ""
+            }
         )));
     }
     if let Some(refusal) = foreign_refusal(runner, foreign) {

@@ -147,6 +147,23 @@ pub fn rights(g: &Global, command: &TeamCommand) -> Result<Output, CommandError>
                 json: json!({"success": true, "role": role, "glob": glob, "revoked": was}),
             }
         }
+        TeamCommand::Cleanup { older_than } => {
+            let text = older_than.as_deref().unwrap_or(&config.team.retention);
+            let age = crate::clock::parse_duration(text).ok_or_else(|| {
+                CommandError::Usage(format!("`{text}` is not a duration (like 90d, 12w, 0s)"))
+            })?;
+            let done = runtime
+                .block_on(grants::cleanup(&target, limit, age))
+                .map_err(|e| failure(&target, e))?;
+            Output {
+                human: format!(
+                    "removed {} tombstones ({} revisions), {} operation ids and {} decided \
+                     proposals older than {text}; machines that applied less than #{} resync",
+                    done.tombstones, done.revisions, done.ops, done.proposals, done.cleaned_through
+                ),
+                json: json!({"success": true, "older_than": text, "cleaned": done}),
+            }
+        }
         TeamCommand::Members => {
             let (me, all) = runtime
                 .block_on(grants::members(&target, limit))

@@ -302,6 +302,12 @@ pub enum TeamCommand {
     },
     /// Proposals waiting for review (yours, and those you may review); approve or reject one
     Review(ReviewArgs),
+    /// Remove tombstones, operation ids and decided proposals older than the retention (needs admin on *)
+    Cleanup {
+        /// Keep what is younger than this ([team] retention, 90d by default)
+        #[arg(long, value_name = "DURATION")]
+        older_than: Option<String>,
+    },
 }
 
 /// Options of `team review`.
@@ -345,6 +351,7 @@ impl TeamCommand {
                 | TeamCommand::Members
                 | TeamCommand::ReviewRequired { .. }
                 | TeamCommand::Review(_)
+                | TeamCommand::Cleanup { .. }
         )
     }
 }

@@ -281,6 +281,7 @@ pub async fn execute(
             | args::TeamCommand::Revoke { .. }
             | args::TeamCommand::Members
             | args::TeamCommand::ReviewRequired { .. }
+            | args::TeamCommand::Cleanup { .. }
             | args::TeamCommand::Review(_),
         )
         | Command::Model(_)

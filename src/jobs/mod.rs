@@ -58,6 +58,7 @@ impl Jobs {
                 spawn("merge", merge::run(shared.clone())),
                 spawn("team", team::run(shared.clone())),
                 spawn("purges", team::purges(shared.clone())),
+                spawn("team-cleanup", team::cleanup(shared.clone())),
             ],
         }
     }

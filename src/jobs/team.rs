@@ -42,6 +42,44 @@ pub async fn run(shared: Arc<Shared>) {
     }
 }
 
+/// Cleans team memory up every `[team] cleanup_every` (when set): what is
+/// older than `[team] retention` goes (`memd.cleanup`). Only a role with
+/// admin on `*` may; another is told once, in the log.
+pub async fn cleanup(shared: Arc<Shared>) {
+    let Some(team) = shared.store.team().cloned() else {
+        return;
+    };
+    let Some(every) = team.config().cleanup_every() else {
+        return;
+    };
+    let mut told = false;
+    loop {
+        tokio::time::sleep(every).await;
+        let config = team.config();
+        let done = crate::store::team::grants::cleanup(
+            team.target(),
+            config.timeout(),
+            config.retention(),
+        )
+        .await;
+        match done {
+            Ok(c) => tracing::info!(
+                tombstones = c.tombstones,
+                ops = c.ops,
+                proposals = c.proposals,
+                cleaned_through = c.cleaned_through,
+                "team memory: cleaned up"
+            ),
+            Err(TeamError::Forbidden(m)) if !told => {
+                told = true;
+                tracing::info!(reason = %m, "team memory: this machine's role may not clean up");
+            }
+            Err(TeamError::Forbidden(_)) => {}
+            Err(e) => tracing::warn!(error = %e, "team memory: the cleanup failed; next time"),
+        }
+    }
+}
+
 /// Finishes the purges the team pull applied here (frozen blocks, drift
 /// backups, compacting the files), until the daemon stops.
 pub async fn purges(shared: Arc<Shared>) {

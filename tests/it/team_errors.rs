@@ -85,3 +85,69 @@ fn every_cause_has_its_message_and_code() {
     );
     assert!(error(&v).contains("takes no writes"), "{v}");
 }
+
+#[test]
+fn a_cleanup_never_resurrects_what_an_offline_machine_missed() {
+    let Some(pg) = Pg::start() else { return };
+    let (code, v) = team(&pg.url(), &["init"]);
+    assert_eq!(code, 0, "{v}");
+    let config = |machine: &str, extra: &str| {
+        format!(
+            "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"{machine}\"\n\
+             timeout_ms = 3000\n{extra}",
+            pg.url()
+        )
+    };
+    // Alice's daemon cleans up every second, keeping nothing.
+    let alice = Daemon::with_config(&config(
+        "alice",
+        "retention = \"0s\"\ncleanup_every = \"1s\"\n",
+    ));
+    let mut bob = Daemon::with_config(&config("bob", ""));
+    let mut ids = Vec::new();
+    for text in ["the old deploy host is ares", "the build uses make"] {
+        let (v, code) = alice.json(&["--namespace", "team-web", "add", text]);
+        assert_eq!(code, 0, "{v}");
+        ids.push(v["id"].as_i64().unwrap());
+    }
+    crate::common::wait_contents(
+        &bob,
+        "team-web",
+        &["the build uses make", "the old deploy host is ares"],
+    );
+    let (v, code) = bob.json(&["--namespace", "notes", "add", "bob's own note"]);
+    assert_eq!(code, 0, "{v}");
+    // Bob goes offline; Alice forgets one, and the tombstone is cleaned up.
+    bob.terminate();
+    let (v, code) = alice.json(&["--namespace", "team-web", "forget", &ids[0].to_string()]);
+    assert_eq!(code, 0, "{v}");
+    Pg::wait_for(
+        std::time::Duration::from_secs(15),
+        "the tombstone cleaned up",
+        || {
+            pg.psql("SELECT count(*) FROM memd.memories WHERE deleted") == "0"
+                && pg.psql("SELECT value FROM memd.meta WHERE key = 'cleaned_through'") != "0"
+        },
+    );
+    // Bob comes back past the retention: he resyncs, the forgotten memory
+    // does not come back (here or in PostgreSQL), his own note stays.
+    bob.spawn();
+    crate::common::wait_contents(&bob, "team-web", &["the build uses make"]);
+    assert_eq!(crate::common::contents(&bob, "notes"), ["bob's own note"]);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        pg.psql("SELECT string_agg(content, ',') FROM memd.memories"),
+        "the build uses make"
+    );
+    // The admin command: JSON of what went; a role without admin on * is
+    // refused.
+    let (code, v) = team(&pg.url(), &["cleanup", "--older-than", "0s"]);
+    assert_eq!(code, 0, "{v}");
+    assert!(v["cleaned"]["cleaned_through"].as_i64().unwrap() > 0, "{v}");
+    pg.psql("CREATE ROLE carol LOGIN");
+    let (code, v) = team(
+        &pg.url().replace("user=postgres", "user=carol"),
+        &["cleanup"],
+    );
+    assert_eq!((code, v["code"].as_str()), (7, Some("forbidden")), "{v}");
+}

@@ -323,7 +323,7 @@ fn a_version_1_team_schema_migrates_to_grants_without_losing_a_row() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(
         (v["from"].as_i64(), v["to"].as_i64()),
-        (Some(1), Some(5)),
+        (Some(1), Some(6)),
         "{v}"
     );
     assert_eq!(
@@ -795,7 +795,7 @@ fn a_database_owner_who_is_not_superuser_sets_up_team_memory() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(
         (v["from"].as_i64(), v["to"].as_i64()),
-        (Some(0), Some(5)),
+        (Some(0), Some(6)),
         "{v}"
     );
     assert_eq!(v["bypasses_row_security"], false, "{v}");
@@ -803,7 +803,7 @@ fn a_database_owner_who_is_not_superuser_sets_up_team_memory() {
     // migrating.
     assert_eq!(owner_members(&pg), "");
     let (v, code) = init_on(&pg, "lead", "memd");
-    assert_eq!((code, v["from"].as_i64()), (0, Some(5)), "{v}");
+    assert_eq!((code, v["from"].as_i64()), (0, Some(6)), "{v}");
     // The lead administers: grants bob, and bob's machine shares.
     let home = tempfile::tempdir().unwrap();
     let out = crate::common::memd_command(home.path())
@@ -917,7 +917,7 @@ fn a_version_1_schema_migrates_as_its_owner_and_names_a_foreign_one() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(
         (v["from"].as_i64(), v["to"].as_i64()),
-        (Some(1), Some(5)),
+        (Some(1), Some(6)),
         "{v}"
     );
     assert_eq!(
@@ -951,5 +951,5 @@ fn a_version_1_schema_migrates_as_its_owner_and_names_a_foreign_one() {
     );
     // And the superuser does.
     let (v, code) = init_on(&pg, "postgres", "theirs");
-    assert_eq!((code, v["to"].as_i64()), (0, Some(5)), "{v}");
+    assert_eq!((code, v["to"].as_i64()), (0, Some(6)), "{v}");
 }

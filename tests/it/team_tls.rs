@@ -132,7 +132,7 @@ fn tls_up_to_verify_full_and_passwords_where_libpq_keeps_them() {
     // verify-full: the chain and the name.
     let (code, v) = init(home.path(), &url("localhost", "verify-full", &ca), &pw);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["to"], 5);
+    assert_eq!(v["to"], 6);
     // A server certificate no trusted root signed: refused, exit 5.
     let (code, v) = init(home.path(), &url("localhost", "verify-full", &other), &pw);
     assert_eq!(

@@ -26,6 +26,12 @@ pub struct TeamConfig {
     pub machine: Option<String>,
     /// Bound on every PostgreSQL call, in ms.
     pub timeout_ms: u64,
+    /// How long tombstones, operation ids and decided proposals are kept
+    /// in PostgreSQL (`90d`; `memd team cleanup`).
+    pub retention: String,
+    /// How often this daemon cleans up (`1d`); empty: never (the admin
+    /// command only). Only a role with admin on `*` may.
+    pub cleanup_every: String,
 }
 
 impl Default for TeamConfig {
@@ -35,6 +41,8 @@ impl Default for TeamConfig {
             namespaces: Vec::new(),
             machine: None,
             timeout_ms: 3_000,
+            retention: "90d".into(),
+            cleanup_every: String::new(),
         }
     }
 }
@@ -65,6 +73,16 @@ impl TeamConfig {
         Duration::from_millis(self.timeout_ms.max(1))
     }
 
+    /// How long cleaned-up things are kept (`retention`).
+    pub fn retention(&self) -> Duration {
+        crate::clock::parse_duration(&self.retention).unwrap_or(Duration::from_secs(90 * 86_400))
+    }
+
+    /// How often the daemon cleans up, if it does (`cleanup_every`).
+    pub fn cleanup_every(&self) -> Option<Duration> {
+        crate::clock::parse_duration(&self.cleanup_every).filter(|d| !d.is_zero())
+    }
+
     /// Whether `namespace` is shared. The person's own namespace (`@me`)
     /// only when a pattern is exactly `@me`: no wider glob (`*`) takes it.
     pub fn shares(&self, namespace: &str) -> bool {
@@ -90,6 +108,26 @@ impl TeamConfig {
             return Err((
                 "team.namespaces",
                 format!("team.namespaces holds an empty pattern `{g}`"),
+            ));
+        }
+        if crate::clock::parse_duration(&self.retention).is_none() {
+            return Err((
+                "team.retention",
+                format!(
+                    "team.retention `{}` is not a duration (like 90d, 12w)",
+                    self.retention
+                ),
+            ));
+        }
+        if !self.cleanup_every.trim().is_empty()
+            && crate::clock::parse_duration(&self.cleanup_every).is_none_or(|d| d.is_zero())
+        {
+            return Err((
+                "team.cleanup_every",
+                format!(
+                    "team.cleanup_every `{}` is not a duration (like 1d); empty: never",
+                    self.cleanup_every
+                ),
             ));
         }
         if self.timeout_ms == 0 {

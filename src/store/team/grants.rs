@@ -186,6 +186,55 @@ pub async fn revoke(
     .await
 }
 
+/// What `memd team cleanup` removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cleaned {
+    /// Tombstones (forgotten rows) removed.
+    pub tombstones: i64,
+    /// Revisions of those rows removed.
+    pub revisions: i64,
+    /// Operation ids removed.
+    pub ops: i64,
+    /// Decided proposals removed.
+    pub proposals: i64,
+    /// Machines that applied less than this number resync.
+    pub cleaned_through: i64,
+}
+
+/// `memd team cleanup`: removes what is older than `older_than`
+/// (`memd.cleanup`; admin on `*`). Bounded by a minute at least: the
+/// deletes may take longer than a write.
+///
+/// # Errors
+/// [`TeamError::Forbidden`] without admin on `*`; [`TeamError::Unavailable`].
+pub async fn cleanup(
+    target: &Target,
+    timeout: std::time::Duration,
+    older_than: std::time::Duration,
+) -> Result<Cleaned, TeamError> {
+    let limit = timeout.max(std::time::Duration::from_secs(60));
+    bounded(limit, async {
+        let link = connect(target, timeout).await?;
+        let secs = older_than.as_secs_f64();
+        let row = link
+            .client
+            .query_one(
+                "SELECT * FROM memd.cleanup(make_interval(secs => $1))",
+                &[&secs],
+            )
+            .await
+            .map_err(|e| fail(&e))?;
+        Ok(Cleaned {
+            tombstones: row.get(0),
+            revisions: row.get(1),
+            ops: row.get(2),
+            proposals: row.get(3),
+            cleaned_through: row.get(4),
+        })
+    })
+    .await
+}
+
 /// `memd team members`: the grants the connection's role may see (an
 /// admin sees those of the namespaces it administers; anyone else its
 /// own), and the role itself.

@@ -157,13 +157,20 @@ pub async fn history_holds(client: &Client, mark: &Mark) -> Result<bool, TeamErr
                     (SELECT value FROM memd.meta WHERE key = 'db_uuid'), \
                     (SELECT rev FROM memd.memories WHERE uid = $1), \
                     (SELECT changed_seq FROM memd.memories WHERE uid = $1), \
-                    (SELECT seq FROM memd.purges WHERE uid = $1)",
+                    (SELECT seq FROM memd.purges WHERE uid = $1), \
+                    (SELECT value::bigint FROM memd.meta WHERE key = 'cleaned_through')",
             &[&uid],
         )
         .await
         .map_err(|e| fail(&e))?;
     let (head, uuid): (i64, String) = (row.get(0), row.get(1));
     if mark.db_uuid.as_deref().is_some_and(|u| u != uuid) || head < mark.applied {
+        return Ok(false);
+    }
+    // Tombstones through `cleaned_through` are gone: a machine that applied
+    // less may have missed one of their deletes, and resyncs.
+    let cleaned: Option<i64> = row.get(5);
+    if cleaned.is_some_and(|c| c > 0 && mark.applied < c) {
         return Ok(false);
     }
     let Some((_, rev, seq)) = &mark.last else {

@@ -45,6 +45,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "renamed namespaces: rows moved once, the old name closed to writers",
         sql: include_str!("v5.sql"),
     },
+    Migration {
+        version: 6,
+        name: "cleanup: tombstones, ops and decided proposals past a retention; resync below it",
+        sql: include_str!("v6.sql"),
+    },
 ];
 
 /// The version this binary knows.

@@ -45,6 +45,7 @@ mod stop;
 mod subscribe;
 mod supersede;
 mod support;
+pub(crate) use support::view::preview;
 mod sweep;
 mod task;
 mod team_push;

@@ -5,38 +5,13 @@
 //! namespace (tests/it/mcp.rs).
 
 use std::path::Path;
-use std::process::Command;
 
-use serde_json::Value;
-
-use crate::common::{Daemon, memd_command};
-
-/// `memd --json ARGS` run in `dir`: its JSON and exit code.
-fn memd_in(d: &Daemon, dir: &Path, args: &[&str]) -> (Value, i32) {
-    let out = memd_command(d.dir.path())
-        .current_dir(dir)
-        .arg("--data-dir")
-        .arg(d.data_dir())
-        .args(["--no-autostart", "--json"])
-        .args(args)
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (v, out.status.code().unwrap_or(-1))
-}
+use crate::common::{Daemon, git, memd_command, memd_in};
 
 /// A git repository (no origin) at `dir`.
 fn repository(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
-    let out = Command::new("git")
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .args(["init", "-q"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    git(dir, &["init", "-q"]);
 }
 
 #[test]

@@ -185,27 +185,10 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap()
 }
 
-/// Raises this process's open-file limit (the daemon inherits it) with the
-/// `prlimit` tool; returns whether `want` descriptors are allowed.
-fn allow_open_files(want: u64) -> bool {
-    let pid = std::process::id().to_string();
-    let limit = format!("--nofile={want}:{want}");
-    let raised = std::process::Command::new("prlimit")
-        .args(["--pid", &pid, &limit])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !raised {
-        eprintln!(
-            "cannot raise the open-file limit to {want} (prlimit, needs root past the hard limit)"
-        );
-    }
-    raised
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_thousand_idle_sessions() {
     const SESSIONS: usize = 1_000;
-    if !allow_open_files(4_096) {
+    if !crate::common::allow_open_files(4_096) {
         assert!(
             std::env::var_os("MEMD_REQUIRE_TOOLS").is_none(),
             "MEMD_REQUIRE_TOOLS is set: this test must run"

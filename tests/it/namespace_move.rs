@@ -6,29 +6,9 @@
 //! the old name to writers.
 
 use std::path::Path;
-use std::process::Command;
-
-use serde_json::Value;
 
 use crate::common::pg::Pg;
-use crate::common::{Daemon, memd_command, sqlite3, tool, wait_contents};
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(["-c", "init.defaultBranch=main"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::common::{Daemon, git, memd_in, sqlite3, team_json, tool, wait_contents};
 
 /// A repository with one commit whose origin is `origin`.
 fn repository(dir: &Path, origin: &str) {
@@ -38,21 +18,6 @@ fn repository(dir: &Path, origin: &str) {
     git(dir, &["add", "README"]);
     git(dir, &["commit", "-q", "-m", "first"]);
     git(dir, &["remote", "add", "origin", origin]);
-}
-
-/// `memd --json ARGS` in `dir` against `d`: JSON and exit code.
-fn memd_in(d: &Daemon, dir: &Path, args: &[&str]) -> (Value, i32) {
-    let out = memd_command(d.dir.path())
-        .current_dir(dir)
-        .arg("--data-dir")
-        .arg(d.data_dir())
-        .args(["--no-autostart", "--json"])
-        .args(args)
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (v, out.status.code().unwrap_or(-1))
 }
 
 fn namespace_of(d: &Daemon, dir: &Path) -> String {
@@ -171,16 +136,8 @@ fn a_shared_old_name_moves_in_postgresql_and_closes_to_writers() {
         return;
     }
     let Some(pg) = Pg::start() else { return };
-    let init = Command::new(crate::common::BIN)
-        .args(["team", "init", "--json"])
-        .env("MEMD_TEAM_URL", pg.url())
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    let (code, v) = team_json(&pg.url(), &["init"]);
+    assert_eq!(code, 0, "{v}");
     let config = |machine: &str| {
         format!(
             "[team]\nurl = \"{}\"\nnamespaces = [\"*\"]\nmachine = \"{machine}\"\ntimeout_ms = 3000\n",
@@ -261,17 +218,8 @@ fn the_team_of_three_in_team_md_shares_a_repositorys_memory() {
     }
     let url = |role: &str| pg.url().replace("user=postgres", &format!("user={role}"));
     let team = |role: &str, args: &[&str]| {
-        let out = Command::new(crate::common::BIN)
-            .arg("team")
-            .args(args)
-            .env("MEMD_TEAM_URL", url(role))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let (code, v) = team_json(&url(role), args);
+        assert_eq!(code, 0, "{args:?}: {v}");
     };
     team("postgres", &["init"]);
     team("postgres", &["grant", "alice", "*", "admin"]);

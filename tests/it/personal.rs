@@ -110,16 +110,8 @@ fn personal_memories_take_at_most_their_share_of_the_block() {
 #[test]
 fn a_team_glob_never_shares_the_personal_namespace() {
     let Some(pg) = Pg::start() else { return };
-    let init = std::process::Command::new(crate::common::BIN)
-        .args(["team", "init", "--json"])
-        .env("MEMD_TEAM_URL", pg.url())
-        .output()
-        .unwrap();
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
+    let (code, v) = crate::common::team_json(&pg.url(), &["init"]);
+    assert_eq!(code, 0, "{v}");
     let config = |globs: &str| {
         format!(
             "[team]\nurl = \"{}\"\nnamespaces = {globs}\nmachine = \"m\"\ntimeout_ms = 3000\n",

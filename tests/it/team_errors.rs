@@ -8,25 +8,7 @@ use serde_json::Value;
 use crate::common::Daemon;
 use crate::common::pg::Pg;
 
-/// `memd team ARGS --json` against `url`: its exit code and JSON.
-fn team(url: &str, args: &[&str]) -> (i32, Value) {
-    let home = tempfile::tempdir().unwrap();
-    let out = crate::common::memd_command(home.path())
-        .arg("team")
-        .args(args)
-        .arg("--json")
-        .env("MEMD_TEAM_URL", url)
-        .output()
-        .unwrap();
-    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        panic!(
-            "not JSON: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap_or(-1), v)
-}
+use crate::common::team_json as team;
 
 fn error(v: &Value) -> &str {
     v["error"].as_str().unwrap_or_default()

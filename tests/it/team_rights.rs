@@ -740,20 +740,8 @@ fn url_db(pg: &Pg, role: &str, db: &str) -> String {
 
 /// `memd team init --json` as `role` on database `db`.
 fn init_on(pg: &Pg, role: &str, db: &str) -> (Value, i32) {
-    let home = tempfile::tempdir().unwrap();
-    let out = crate::common::memd_command(home.path())
-        .args(["team", "init", "--json"])
-        .env("MEMD_TEAM_URL", url_db(pg, role, db))
-        .output()
-        .unwrap();
-    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        panic!(
-            "not JSON: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (v, out.status.code().unwrap_or(-1))
+    let (code, v) = crate::common::team_json(&url_db(pg, role, db), &["init"]);
+    (v, code)
 }
 
 /// `psql` as `role` on database `db`: its output (it must succeed).

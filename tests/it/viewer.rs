@@ -531,8 +531,8 @@ fn set_open_files(pid: u32, n: u64) -> bool {
 fn a_flood_of_idle_connections_and_half_sent_bodies_leaves_the_socket_serving() {
     if !crate::common::tool("prlimit", "the daemon's open-file limit is lowered")
         || !crate::common::require(
-            set_open_files(std::process::id(), 8_192),
-            "this test needs 8,192 open files (prlimit, as root)",
+            crate::common::allow_open_files(4_096),
+            "this test needs 4,096 open files (past the hard limit: root)",
         )
     {
         return;
@@ -557,8 +557,9 @@ fn a_flood_of_idle_connections_and_half_sent_bodies_leaves_the_socket_serving() 
         assert_eq!(v["count"], 1, "{v}");
     };
 
-    // 2,000 idle connections without a credential.
-    let idle: Vec<std::net::TcpStream> = (0..2_000)
+    // 1,500 idle connections without a credential (the daemon has 512
+    // descriptors; this process holds every connection of the flood).
+    let idle: Vec<std::net::TcpStream> = (0..1_500)
         .map(|_| std::net::TcpStream::connect(&addr).unwrap())
         .collect();
     search();

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -189,17 +190,42 @@ def _origin(common: Path, root: Path) -> Optional[str]:
     return None
 
 
+def _trusted(file: Path) -> bool:
+    """Whether ``memd trust`` recorded ``file`` with its present content:
+    a record in ``$XDG_DATA_HOME/memd/trusted/`` named by the SHA-256 of
+    the file's path (its directory canonical), holding the SHA-256 of the
+    content and the path; the record and its directory this user's alone."""
+    try:
+        content = file.read_bytes()
+        key = str(file.parent.resolve(strict=True) / file.name)
+    except OSError:
+        return False
+    xdg = _env("XDG_DATA_HOME")
+    store = (Path(xdg) if xdg else _home() / ".local" / "share") / "memd" / "trusted"
+    record = store / hashlib.sha256(os.fsencode(key)).hexdigest()
+    try:
+        for p in (store, record):
+            st = os.lstat(p)
+            if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+                return False
+        text = record.read_text()
+    except OSError:
+        return False
+    sha, _, path = text.partition("\n")
+    return path.rstrip("\n") == key and sha == hashlib.sha256(content).hexdigest()
+
+
 def project_namespace(directory: Path) -> Optional[str]:
-    """The namespace of the git project that holds ``directory``: the
-    ``namespace`` of ``.memd.toml`` at its root, else derived from the
-    repository's identity (its normalised ``origin``, else its common git
-    directory); ``None`` outside a git work tree."""
+    """The namespace of the git project that holds ``directory``, as the
+    CLI finds it: the ``namespace`` of ``.memd.toml`` at its root when the
+    person trusted that file (``memd trust``), else derived: the
+    repository's normalised ``origin`` (``github.com/acme/api``), or for a
+    repository without one (or a local path as its origin) its name, a
+    ``-`` and 8 hex digits of a hash of its identity; ``None`` outside a git
+    work tree."""
     root = _git_root(directory)
     if root is None:
         return None
-    f = _toml_file(root / ".memd.toml")
-    if f and isinstance(f.get("namespace"), str) and f["namespace"].strip():
-        return f["namespace"]
     common = _common_git_dir(root)
     origin = _origin(common, root) if common else None
     if origin:
@@ -208,11 +234,19 @@ def project_namespace(directory: Path) -> Optional[str]:
         identity = str(common)
     else:
         identity = str(root)
-    parts = [p for p in re.split(r"[/:]", identity.rstrip("/")) if p and p != ".git"]
-    name = parts[-1] if parts else ""
-    if name.endswith(".git"):
-        name = name[: -len(".git")]
-    return _namespace_name(name, identity)
+    if origin and not origin.startswith("/"):
+        derived = origin
+    else:
+        parts = [p for p in re.split(r"[/:]", identity.rstrip("/")) if p and p != ".git"]
+        name = parts[-1] if parts else ""
+        if name.endswith(".git"):
+            name = name[: -len(".git")]
+        derived = _namespace_name(name, identity)
+    f = _toml_file(root / ".memd.toml")
+    named = f.get("namespace") if f else None
+    if isinstance(named, str) and named.strip() and (named == derived or _trusted(root / ".memd.toml")):
+        return named
+    return derived
 
 
 def namespace(directory: Path) -> str:

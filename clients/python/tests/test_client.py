@@ -189,7 +189,7 @@ def test_the_socket_and_namespace_are_found_as_the_cli_finds_them(daemon, tmp_pa
                          env={**os.environ, "HOME": str(tmp_path)})
     assert cli.returncode == 0, cli.stderr
     derived = _paths.project_namespace(Path.cwd())
-    assert derived.startswith("shop-") and len(derived) == len("shop-") + 8
+    assert derived == "github.com/acme/shop"
     # The CLI derives the same name for the same checkout.
     out = subprocess.run([daemon.bin, "--socket", daemon.socket, "--no-autostart", "--json",
                           "add", "from the CLI in the project"], capture_output=True,
@@ -198,8 +198,21 @@ def test_the_socket_and_namespace_are_found_as_the_cli_finds_them(daemon, tmp_pa
     c = Client(socket=daemon.socket)
     assert c.namespace == derived
     assert [m.content for m in c.list()] == ["from the CLI in the project"]
+    # A .memd.toml counts once the person trusted it, as for the CLI.
     (repo / ".memd.toml").write_text('namespace = "acme-shop"\n')
+    assert Client(socket=daemon.socket).namespace == derived
+    trust = subprocess.run([daemon.bin, "trust"], capture_output=True, text=True,
+                           env={**os.environ, "HOME": str(tmp_path)})
+    assert trust.returncode == 0, trust.stderr
     assert Client(socket=daemon.socket).namespace == "acme-shop"
+    (repo / ".memd.toml").write_text('namespace = "elsewhere"\n')
+    assert Client(socket=daemon.socket).namespace == derived
+    (repo / ".memd.toml").write_text('namespace = "acme-shop"\n')
+    # Without an origin: the name and a hash, never a host's path.
+    other = tmp_path / "plain"
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    bare = _paths.project_namespace(other)
+    assert bare.startswith("plain-") and len(bare) == len("plain-") + 8
     cfg = tmp_path / ".config" / "memd"
     cfg.mkdir(parents=True)
     (cfg / "config.toml").write_text('[client]\nnamespace = "from-config"\n')

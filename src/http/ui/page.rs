@@ -216,14 +216,7 @@ pub fn memory_item(m: &Memory, score: Option<f64>) -> String {
 /// redacted before the cut so none is left almost whole), with `…` when
 /// cut.
 pub fn clip(s: &str, n: usize) -> String {
-    let s = crate::gate::secrets::redacted(s);
-    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= n {
-        return flat;
-    }
-    let mut out: String = flat.chars().take(n).collect();
-    out.push('…');
-    out
+    crate::handler::preview(s, n + 1)
 }
 
 /// A word diff of `old` → `new`: unchanged words as text, removed ones in

@@ -50,6 +50,66 @@ pub fn memd_json_in(home: &Path, dir: &Path, data_dir: &Path, args: &[&str]) -> 
     v
 }
 
+/// `memd --data-dir … --no-autostart --json ARGS` run in `dir` against
+/// `d` (the namespace derived there): its JSON and exit code.
+pub fn memd_in(d: &Daemon, dir: &Path, args: &[&str]) -> (Value, i32) {
+    let out = memd_command(d.dir.path())
+        .current_dir(dir)
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(["--no-autostart", "--json"])
+        .args(args)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (v, out.status.code().unwrap_or(-1))
+}
+
+/// Runs git in `dir` (no user or system config), asserting it succeeds.
+pub fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .env("HOME", dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args([
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "protocol.file.allow=always",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `memd team ARGS --json` with `MEMD_TEAM_URL=url`, from a home of its
+/// own: its exit code and JSON.
+pub fn team_json(url: &str, args: &[&str]) -> (i32, Value) {
+    let home = tempfile::tempdir().unwrap();
+    let out = memd_command(home.path())
+        .arg("team")
+        .args(args)
+        .arg("--json")
+        .env("MEMD_TEAM_URL", url)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        panic!(
+            "not JSON: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), v)
+}
+
 /// A command with a hermetic environment: no ambient `MEMD_*`, XDG dirs
 /// inside `home`.
 pub fn memd_command(home: &Path) -> Command {
@@ -365,6 +425,43 @@ pub fn tool(name: &str, why: &str) -> bool {
     let found = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()));
     require(found, &format!("`{name}` is not installed ({why})"))
+}
+
+/// Lets this test process (and the daemons it starts, which inherit the
+/// limit) hold `want` open files: raises the soft limit, and the hard one
+/// only when it is lower (which needs root). It never lowers either, so
+/// tests running side by side in this process cannot take descriptors
+/// from each other. Returns whether `want` are allowed.
+pub fn allow_open_files(want: u64) -> bool {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let Some((soft, hard)) = limits.lines().find_map(|l| {
+        let mut v = l.strip_prefix("Max open files")?.split_whitespace();
+        Some((
+            v.next()?.parse::<u64>().ok()?,
+            v.next()?.parse::<u64>().ok()?,
+        ))
+    }) else {
+        return false;
+    };
+    if soft >= want {
+        return true;
+    }
+    // `want:` sets the soft limit alone; `want:want` raises both (root).
+    let limit = if hard >= want {
+        format!("--nofile={want}:")
+    } else {
+        format!("--nofile={want}:{want}")
+    };
+    let raised = Command::new("prlimit")
+        .args(["--pid", &std::process::id().to_string(), &limit])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !raised {
+        eprintln!(
+            "cannot raise the open-file limit to {want} (the hard limit is {hard}; past it needs root)"
+        );
+    }
+    raised
 }
 
 /// A precondition of a test: when it does not hold the test is skipped

@@ -30,6 +30,7 @@ pub(crate) mod state;
 pub(crate) mod store;
 mod sync;
 mod sys;
+pub mod version;
 
 #[cfg(feature = "bench")]
 pub use store::facade;

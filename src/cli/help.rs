@@ -3,11 +3,13 @@
 //! person does, `memd help [COMMAND|TOPIC]` (a command's help, or the docs
 //! page that explains a topic), `memd completions SHELL` and `memd man`.
 
+use std::path::Path;
+
 use clap::builder::StyledStr;
 use clap::{CommandFactory, Subcommand};
 use serde_json::json;
 
-use crate::commands::args::{Cli, ShellLine};
+use crate::commands::args::{Cli, ShellLine, Suggest};
 use crate::commands::{CommandError, Output};
 
 /// The groups of `memd --help`, in order: every command is in exactly one
@@ -124,7 +126,7 @@ pub const TOPICS: &[Topic] = &[
     Topic {
         name: "service",
         page: "docs/service.md",
-        about: "running memd as a systemd or launchd service",
+        about: "installing and upgrading memd, the foreground daemon, a systemd or launchd service",
     },
     Topic {
         name: "security",
@@ -210,6 +212,17 @@ pub fn command() -> clap::Command {
             cmd = cmd.mut_subcommand(*name, |s| s.after_help(docs));
         }
     }
+    // `memd help <TAB>` offers the docs topics and the commands.
+    let words: Vec<&'static str> = TOPICS
+        .iter()
+        .map(|t| t.name)
+        .chain(GROUPS.iter().flat_map(|(_, names)| names.iter().copied()))
+        .collect();
+    cmd = cmd.mut_subcommand("help", |s| {
+        s.mut_arg("topic", |a| {
+            a.value_parser(Suggest(words)).hide_possible_values(true)
+        })
+    });
     let styles = cmd.get_styles().clone();
     let (header, literal) = (styles.get_header(), styles.get_literal());
     let width = GROUPS
@@ -321,21 +334,69 @@ pub fn completions(shell: clap_complete::Shell) -> Output {
     }
 }
 
-/// `memd man`: the man page (roff).
+/// `memd man [COMMAND…]`: memd(1), or the page of a command (`add`:
+/// memd-add(1); `task add`: memd-task-add(1)) — every page memd(1) and the
+/// pages of commands with subcommands name under SUBCOMMANDS. With `dir`,
+/// every page is written there (`memd.1`, `memd-add.1`, …) and their paths
+/// listed.
 ///
 /// # Errors
 ///
-/// Only when rendering fails to write into memory (never in practice).
-pub fn man() -> Result<Output, CommandError> {
+/// A word that names no command is a usage error; a directory that cannot
+/// be written is an I/O error.
+pub fn man(words: &[String], dir: Option<&Path>) -> Result<Output, CommandError> {
+    let mut root = command();
+    root.build();
+    if let Some(dir) = dir {
+        let mut written = Vec::new();
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CommandError::Io(format!("cannot create {}: {e}", dir.display())))?;
+        for page in pages(&root) {
+            let path = page_of(page).generate_to(dir).map_err(|e| {
+                CommandError::Io(format!("cannot write into {}: {e}", dir.display()))
+            })?;
+            written.push(path.display().to_string());
+        }
+        return Ok(Output {
+            json: json!({"success": true, "pages": written}),
+            human: written.join("\n"),
+        });
+    }
+    let Some(cmd) = descend(&mut root, words) else {
+        let commands: Vec<&str> = GROUPS.iter().flat_map(|(_, n)| n.iter().copied()).collect();
+        return Err(CommandError::Usage(format!(
+            "`{}` names no command; commands: {}",
+            words.join(" "),
+            commands.join(", ")
+        )));
+    };
+    let man = page_of(cmd.clone());
     let mut buf = Vec::new();
-    clap_mangen::Man::new(command())
-        .render(&mut buf)
+    man.render(&mut buf)
         .map_err(|e| CommandError::Io(e.to_string()))?;
     let page = String::from_utf8_lossy(&buf).trim_end().to_string();
     Ok(Output {
-        json: json!({"success": true, "man": page}),
+        json: json!({"success": true, "name": man.get_filename(), "man": page}),
         human: page,
     })
+}
+
+/// The page of one command: its footer names memd's version and the build
+/// date.
+fn page_of(cmd: clap::Command) -> clap_mangen::Man {
+    clap_mangen::Man::new(cmd)
+        .source(format!("memd {}", crate::version::VERSION))
+        .date(crate::version::DATE)
+}
+
+/// Every page of a built command: its own and, depth first, those of its
+/// visible subcommands (the ones its SUBCOMMANDS section names).
+fn pages(cmd: &clap::Command) -> Vec<clap::Command> {
+    let mut all = vec![cmd.clone()];
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        all.extend(pages(sub));
+    }
+    all
 }
 
 /// Every command name of the command line, as clap knows them.

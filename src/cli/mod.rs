@@ -74,7 +74,7 @@ pub fn run(cli: args::Cli) -> i32 {
                 | Command::Socket
                 | Command::Help(_)
                 | Command::Completions(_)
-                | Command::Man
+                | Command::Man(_)
                 | Command::Trust(_)
                 | Command::Untrust(_)
         );
@@ -151,7 +151,7 @@ pub fn run(cli: args::Cli) -> i32 {
         Command::Model(args::ModelCommand::Fetch(a)) => emit(g.json, model::fetch(&g, &a)),
         Command::Help(a) => emit(g.json, help::help(help::command(), &a.topic)),
         Command::Completions(a) => emit(g.json, Ok(help::completions(a.shell))),
-        Command::Man => emit(g.json, help::man()),
+        Command::Man(a) => emit(g.json, help::man(&a.command, a.dir.as_deref())),
         command => {
             let runtime = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()

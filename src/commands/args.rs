@@ -3,7 +3,54 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+
+/// Any text, with `values` offered by shell completions (and listed by
+/// the man page): the values a flag knows, where the daemon may accept
+/// more (categories the config adds, aliases) and says itself what it
+/// refuses. Parsing never fails on the value.
+#[derive(Debug, Clone)]
+pub struct Suggest(pub Vec<&'static str>);
+
+impl Suggest {
+    /// These values.
+    pub fn new(values: &[&'static str]) -> Suggest {
+        Suggest(values.to_vec())
+    }
+}
+
+impl TypedValueParser for Suggest {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.0.iter().map(|v| PossibleValue::new(*v))))
+    }
+}
+
+/// The search modes (`--mode`).
+pub const MODES: &[&str] = &["auto", "lexical", "fuzzy", "semantic", "hybrid"];
+/// The scopes (`--scope`; `user`, `mission` and `lane` are aliases).
+pub const SCOPES: &[&str] = &["project", "agent", "session"];
+/// The statuses of a memory (`--status`).
+pub const STATUSES: &[&str] = &["candidate", "promoted", "archived"];
+/// The importances (`--importance`).
+pub const IMPORTANCES: &[&str] = &["low", "medium", "high"];
+/// The drift policies (`--drift-policy`).
+pub const DRIFT_POLICIES: &[&str] = &["standard", "external", "strict", "off"];
+
+fn categories() -> Suggest {
+    Suggest::new(crate::gate::settings::DEFAULT_CATEGORIES)
+}
 
 /// memd: shared, persistent memory for AI agents.
 // `memd --help` lists the commands grouped by what a person does:
@@ -12,7 +59,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "memd",
-    version,
+    version = crate::version::LINE,
     about,
     propagate_version = true,
     disable_help_subcommand = true
@@ -45,7 +92,8 @@ pub struct Global {
     #[arg(long, global = true, env = "MEMD_AGENT", value_name = "ID")]
     pub agent: Option<String>,
     /// Drift policy of the session: standard (default), external, strict or off
-    #[arg(long, global = true, env = "MEMD_DRIFT_POLICY", value_name = "POLICY")]
+    #[arg(long, global = true, env = "MEMD_DRIFT_POLICY", value_name = "POLICY",
+          value_parser = Suggest::new(DRIFT_POLICIES), hide_possible_values = true)]
     pub drift_policy: Option<String>,
     /// The generation this agent last read (from a previous command's
     /// `generation`): destructive writes are refused if something changed
@@ -186,8 +234,9 @@ pub enum Command {
     Help(HelpArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions(CompletionsArgs),
-    /// Print the man page (roff)
-    Man,
+    /// Print a man page (roff): memd(1), or a command's (memd man add);
+    /// --dir writes every page
+    Man(ManArgs),
 }
 
 /// `trust`.
@@ -217,6 +266,18 @@ pub struct HelpArgs {
     /// A command (`task add`) or a docs topic (`memd help topics` lists them)
     #[arg(value_name = "COMMAND|TOPIC")]
     pub topic: Vec<String>,
+}
+
+/// `man`.
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// A command (`add`, `task add`): its page (memd-add(1)) instead of memd(1)
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Write every page (memd.1, memd-add.1, …) into DIR instead of printing one
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath,
+          conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `completions`.
@@ -446,7 +507,8 @@ pub enum ServiceCommand {
 #[derive(Debug, Clone, Args)]
 pub struct ServiceArgs {
     /// Service manager: systemd or launchd [default: launchd on macOS, systemd elsewhere]
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = Suggest::new(&["systemd", "launchd"]),
+          hide_possible_values = true)]
     pub manager: Option<String>,
     /// Only write (or remove) the files; do not call systemctl / launchctl
     #[arg(long)]
@@ -458,7 +520,7 @@ pub struct ServiceArgs {
 pub struct MemoryFields {
     /// Category (preference, fact, convention, decision, gotcha, pattern,
     /// procedure, identity, project, note, task, episode)
-    #[arg(long, short = 'c')]
+    #[arg(long, short = 'c', value_parser = categories(), hide_possible_values = true)]
     pub category: Option<String>,
     /// Subject line
     #[arg(long)]
@@ -467,7 +529,7 @@ pub struct MemoryFields {
     #[arg(long = "tag", short = 't', value_name = "TAG")]
     pub tags: Vec<String>,
     /// Scope: project, agent (alias user) or session (aliases mission, lane)
-    #[arg(long)]
+    #[arg(long, value_parser = Suggest::new(SCOPES), hide_possible_values = true)]
     pub scope: Option<String>,
     /// Tier 1 (hot) to 3 (cold)
     #[arg(long)]
@@ -476,10 +538,10 @@ pub struct MemoryFields {
     #[arg(long)]
     pub pin: bool,
     /// Importance: low, medium or high
-    #[arg(long)]
+    #[arg(long, value_parser = Suggest::new(IMPORTANCES), hide_possible_values = true)]
     pub importance: Option<String>,
     /// Status: candidate, promoted or archived
-    #[arg(long)]
+    #[arg(long, value_parser = Suggest::new(STATUSES), hide_possible_values = true)]
     pub status: Option<String>,
     /// Confidence 0.0 to 1.0
     #[arg(long)]
@@ -544,7 +606,7 @@ pub struct GetArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct FilterArgs {
     /// Only this category
-    #[arg(long, short = 'c')]
+    #[arg(long, short = 'c', value_parser = categories(), hide_possible_values = true)]
     pub category: Option<String>,
     /// Only this subject
     #[arg(long)]
@@ -556,10 +618,10 @@ pub struct FilterArgs {
     #[arg(long = "any-tag", value_name = "TAG", conflicts_with = "tags")]
     pub any_tags: Vec<String>,
     /// Only this scope
-    #[arg(long)]
+    #[arg(long, value_parser = Suggest::new(SCOPES), hide_possible_values = true)]
     pub scope: Option<String>,
     /// Only this status
-    #[arg(long)]
+    #[arg(long, value_parser = Suggest::new(STATUSES), hide_possible_values = true)]
     pub status: Option<String>,
     /// Only memories from this source (`capture`: captured conversation
     /// turns; `agent`, `import`, …)
@@ -615,10 +677,12 @@ pub struct SearchArgs {
     #[arg(allow_hyphen_values = true, value_name = "QUERY")]
     pub query: String,
     /// Mode: auto, lexical, fuzzy, semantic or hybrid
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", value_parser = Suggest::new(MODES),
+          hide_possible_values = true)]
     pub mode: String,
     /// Query syntax: plain (every word literal) or fts (FTS5 operators)
-    #[arg(long, default_value = "plain")]
+    #[arg(long, default_value = "plain", value_parser = Suggest::new(&["plain", "fts"]),
+          hide_possible_values = true)]
     pub syntax: String,
     /// Show the parts of each score
     #[arg(long)]
@@ -713,10 +777,10 @@ pub struct TaskAddArgs {
     #[arg(long = "tag", short = 't', value_name = "TAG")]
     pub tags: Vec<String>,
     /// Importance: low, medium or high
-    #[arg(long)]
+    #[arg(long, value_parser = Suggest::new(IMPORTANCES), hide_possible_values = true)]
     pub importance: Option<String>,
     /// Scope: project, agent or session
-    #[arg(long)]
+    #[arg(long, value_parser = Suggest::new(SCOPES), hide_possible_values = true)]
     pub scope: Option<String>,
     /// Metadata key=value (repeatable)
     #[arg(long = "meta", value_name = "K=V", value_parser = parse_kv)]
@@ -757,7 +821,8 @@ pub struct SweepArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ExportArgs {
     /// json (every column; the drift backup's shape) or markdown
-    #[arg(long, default_value = "json")]
+    #[arg(long, default_value = "json", value_parser = Suggest::new(&["json", "markdown"]),
+          hide_possible_values = true)]
     pub format: String,
     /// Write to this file instead of stdout (mode 0600)
     #[arg(long, value_name = "F")]
@@ -789,13 +854,15 @@ pub struct IngestArgs {
     /// The transcript (JSON lines; `-` reads stdin)
     pub file: PathBuf,
     /// auto, turns (memd's turn lines) or claude-code
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto",
+          value_parser = Suggest::new(&["auto", "turns", "claude-code"]),
+          hide_possible_values = true)]
     pub format: String,
     /// Thread of turn lines that name none (default: the file's name)
     #[arg(long, value_name = "ID")]
     pub thread: Option<String>,
     /// Category of turns that name none (default: episode)
-    #[arg(long, short = 'c')]
+    #[arg(long, short = 'c', value_parser = categories(), hide_possible_values = true)]
     pub category: Option<String>,
 }
 

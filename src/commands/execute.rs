@@ -288,7 +288,7 @@ pub async fn execute(
         | Command::Service(_)
         | Command::Help(_)
         | Command::Completions(_)
-        | Command::Man
+        | Command::Man(_)
         | Command::Trust(_)
         | Command::Untrust(_) => Err(CommandError::Usage(
             "shell, daemon, mcp, hook, setup, config, model, service, trust, untrust, \

@@ -484,8 +484,11 @@ pub fn status(s: Value) -> Output {
     };
     let human = [
         format!(
-            "memd {} (protocol {}), pid {}",
-            get(&["version"]),
+            "memd {}, protocol {}, pid {}",
+            match &s["build"] {
+                Value::String(b) => b.clone(),
+                _ => get(&["version"]),
+            },
             get(&["protocol"]),
             get(&["pid"])
         ),

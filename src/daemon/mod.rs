@@ -216,7 +216,7 @@ async fn serve(
         socket = %shared.paths.socket.display(),
         db = %shared.paths.db().display(),
         generation = shared.store.generations.current(),
-        version = env!("CARGO_PKG_VERSION"),
+        version = crate::version::LINE,
         "memd is serving"
     );
     notify::notify("READY=1");

@@ -40,6 +40,7 @@ pub(super) async fn handle(
     let paths = daemon.paths;
     let status = json!({
         "version": env!("CARGO_PKG_VERSION"),
+        "build": crate::version::reported(),
         "protocol": PROTOCOL_VERSION,
         "pid": std::process::id(),
         "uptime_secs": daemon.uptime.as_secs(),

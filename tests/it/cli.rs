@@ -760,6 +760,55 @@ fn completions_man_page_and_help_topics_come_from_the_clap_definitions() {
     }
     let (_, code) = run(&["completions", "tcsh"]);
     assert_eq!(code, Some(2), "an unknown shell is a usage error");
+    // The values a flag knows, and the help topics, instead of file names.
+    let (bash, _) = run(&["completions", "bash"]);
+    let case = |flag: &str| {
+        let at = bash
+            .find(&format!("                {flag})\n"))
+            .unwrap_or_else(|| panic!("no case for {flag} in\n{bash}"));
+        bash[at..].lines().nth(1).unwrap().to_string()
+    };
+    assert!(
+        case("--mode").contains("compgen -W \"auto lexical fuzzy semantic hybrid\""),
+        "{}",
+        case("--mode")
+    );
+    assert!(
+        case("--category").contains("preference fact"),
+        "{}",
+        case("--category")
+    );
+    assert!(
+        case("--scope").contains("project agent session"),
+        "{}",
+        case("--scope")
+    );
+    let help_opts = bash
+        .split("memd__subcmd__help)")
+        .nth(1)
+        .and_then(|s| s.lines().find(|l| l.trim_start().starts_with("opts=")))
+        .unwrap_or_else(|| panic!("no opts of memd help in\n{bash}"));
+    for word in ["drift", "troubleshooting", "not-built", "search"] {
+        assert!(
+            help_opts.contains(&format!(" {word} ")),
+            "{word}: {help_opts}"
+        );
+    }
+    let (zsh, _) = run(&["completions", "zsh"]);
+    assert!(
+        zsh.contains(":MODE:(auto lexical fuzzy semantic hybrid)"),
+        "no modes in the zsh script"
+    );
+    let (fish, _) = run(&["completions", "fish"]);
+    assert!(
+        fish.lines()
+            .any(|l| l.contains("-l scope") && l.contains("project") && l.contains("session")),
+        "no scopes in the fish script"
+    );
+    // Parsing still takes any value (a category the config adds): the
+    // daemon says what it refuses. No daemon here: exit 5, not a usage error.
+    let (_, code) = run(&["add", "x", "--category", "recipe"]);
+    assert_eq!(code, Some(5));
 
     let (page, code) = run(&["man"]);
     assert_eq!(code, Some(0));
@@ -772,6 +821,41 @@ fn completions_man_page_and_help_topics_come_from_the_clap_definitions() {
         page.contains(".SH SUBCOMMANDS") && page.contains("import\\-md"),
         "{page}"
     );
+    // Every page a page names exists: `memd man add` prints memd-add(1),
+    // `memd man --dir` writes them all.
+    let (add, code) = run(&["man", "add"]);
+    assert_eq!(code, Some(0));
+    assert!(add.contains(".TH memd-add 1"), "{add}");
+    assert!(add.contains("\\-\\-category"), "{add}");
+    let (task_add, code) = run(&["man", "task", "add"]);
+    assert_eq!(code, Some(0));
+    assert!(task_add.contains(".TH memd-task-add 1"), "{task_add}");
+    let (_, code) = run(&["man", "frobnicate"]);
+    assert_eq!(code, Some(2));
+    let pages = dir.path().join("man1");
+    let (listed, code) = run(&["man", "--dir", pages.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{listed}");
+    let files: std::collections::BTreeSet<String> = std::fs::read_dir(&pages)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(listed.lines().count(), files.len(), "{listed}");
+    assert!(
+        files.contains("memd.1") && files.contains("memd-task-add.1"),
+        "{files:?}"
+    );
+    let reference = regex::Regex::new(r"memd(\\-[a-z]+)+\(1\)").unwrap();
+    for file in &files {
+        let text = std::fs::read_to_string(pages.join(file)).unwrap();
+        for m in reference.find_iter(&text) {
+            let name = m.as_str().replace("\\-", "-").replace("(1)", ".1");
+            assert!(
+                files.contains(&name),
+                "{file} names {}, which is not there",
+                m.as_str()
+            );
+        }
+    }
 
     let (help, code) = run(&["--help"]);
     assert_eq!(code, Some(0));

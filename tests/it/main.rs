@@ -29,6 +29,7 @@ mod gate;
 mod http;
 mod import_md;
 mod inject;
+mod install;
 mod isolation;
 mod lifecycle;
 mod limits;

@@ -2,6 +2,11 @@
 memory. It speaks memd's HTTP API over the daemon's Unix socket, with the
 standard library only.
 
+When no daemon answers, the client starts one as memd's CLI does (the
+``memd`` binary on ``PATH``, in the background, logging to
+``<data_dir>/memd.log``); ``autostart=False`` or ``MEMD_NO_AUTOSTART=1``
+turns that off.
+
 The drift guard is HTTP's conditional request: a memory's ``rev`` is its
 ``ETag``, ``rev=`` on a change is ``If-Match``, and a change made on a stale
 read raises :class:`DriftError` with the memory as it is now.
@@ -12,7 +17,10 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import socket as _socket
+import subprocess
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +51,9 @@ __all__ = [
 #: How long one call may take, in seconds (a search over a large store, a
 #: write that waits for the team's PostgreSQL).
 DEFAULT_TIMEOUT = 60.0
+
+#: How long a daemon the client started may take to answer, in seconds.
+AUTOSTART_WAIT = 10.0
 
 
 @dataclass
@@ -212,11 +223,22 @@ class OutcomeUnknown(MemdError):
 
 
 class Unreachable(MemdError):
-    """No memd daemon answers on the socket."""
+    """No memd daemon answers on the socket (and none could be started)."""
 
-    def __init__(self, socket: str, cause: Exception):
-        super().__init__(f"no memd daemon answers on {socket}: {cause}", "unreachable")
+    def __init__(self, socket: str, cause: Exception, detail: str = ""):
+        super().__init__(f"no memd daemon answers on {socket}: {cause}{detail}", "unreachable")
         self.socket = socket
+
+
+def _truthy(value: Optional[str]) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _tail(path: Path, lines: int = 10) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
 
 
 _ERRORS = {
@@ -269,17 +291,104 @@ class Client:
     ``socket``: the daemon's socket (default: ``MEMD_SOCKET``, else memd's
     default path, as the CLI finds it). ``namespace``: default as the CLI
     resolves it. ``session``: a named session to join (its reads protect
-    its writes). ``agent``: the agent this client acts as.
+    its writes). ``agent``: the agent this client acts as. ``autostart``:
+    start a daemon when none answers, as the CLI does (default: yes, unless
+    ``MEMD_NO_AUTOSTART`` is 1, true, yes or on); ``memd``: the binary to
+    start (default: ``memd`` on ``PATH``).
     """
 
     def __init__(self, socket: Optional[str] = None, namespace: Optional[str] = None,
                  session: Optional[str] = None, agent: Optional[str] = None,
-                 timeout: float = DEFAULT_TIMEOUT):
+                 timeout: float = DEFAULT_TIMEOUT, autostart: Optional[bool] = None,
+                 memd: Optional[str] = None):
         self.socket = str(socket) if socket else _paths.socket()
         self.namespace = namespace or _paths.namespace(Path.cwd())
         self.session = session
         self.agent = agent
         self.timeout = timeout
+        if autostart is None:
+            autostart = not _truthy(os.environ.get("MEMD_NO_AUTOSTART"))
+        self.autostart = autostart
+        self.memd = memd
+
+    # -- starting a daemon ------------------------------------------------
+
+    def _answers(self) -> bool:
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(1.0)
+            sock.connect(self.socket)
+            return True
+        except OSError:
+            return False
+        finally:
+            sock.close()
+
+    def _spawn(self, program: str, data_dir: Path) -> subprocess.Popen:
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log = os.open(data_dir / "memd.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        args = [program, "daemon", "--data-dir", str(data_dir), "--socket", self.socket]
+        if os.environ.get("MEMD_CONFIG"):
+            args += ["--config", os.environ["MEMD_CONFIG"]]
+        try:
+            # Its own session: a Ctrl-C in the caller's terminal does not
+            # reach the daemon.
+            return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    start_new_session=True, close_fds=True)
+        finally:
+            os.close(log)
+
+    def _start_daemon(self, cause: Exception) -> None:
+        """Starts a daemon when none answers, and waits until it does. Two
+        clients that start one at once both spawn a daemon: one wins the
+        data dir's lock, the other exits, and both connect to the winner;
+        when ours exits and still nobody answers (a stopping daemon held
+        the lock a moment longer), another is started after a pause."""
+        program = self.memd or shutil.which("memd")
+        if not program:
+            raise Unreachable(self.socket, cause,
+                              "; and no memd on PATH to start one (install memd, or "
+                              "pass memd= the binary)") from None
+        data_dir = _paths.data_dir()
+        try:
+            child = self._spawn(program, data_dir)
+        except OSError as e:
+            raise Unreachable(self.socket, cause, f"; cannot run {program}: {e}") from None
+        deadline = time.monotonic() + AUTOSTART_WAIT
+        delay, pause, exited_at = 0.005, 0.1, None
+        while not self._answers():
+            now = time.monotonic()
+            if now > deadline:
+                log = data_dir / "memd.log"
+                raise Unreachable(self.socket, cause,
+                                  f"; the daemon it started did not answer within "
+                                  f"{AUTOSTART_WAIT:.0f}s; last lines of {log}:\n{_tail(log)}"
+                                  ) from None
+            if exited_at is None and child.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at >= pause:
+                child = self._spawn(program, data_dir)
+                exited_at, pause = None, pause * 2
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+    def _connected(self, conn: http.client.HTTPConnection, method: str, path: str,
+                   body: Optional[bytes], headers: Dict[str, str]) -> http.client.HTTPResponse:
+        """Sends one request; when nothing answers and autostart is on,
+        starts a daemon and sends it again."""
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            return conn.getresponse()
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            if not self.autostart:
+                raise Unreachable(self.socket, e) from None
+            conn.close()
+            self._start_daemon(e)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            return conn.getresponse()
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            raise Unreachable(self.socket, e) from None
 
     # -- plumbing ---------------------------------------------------------
 
@@ -305,11 +414,7 @@ class Client:
             h["Content-Type"] = "application/json"
         conn = _UnixConnection(self.socket, self.timeout)
         try:
-            try:
-                conn.request(method, path, body=data, headers=h)
-                resp = conn.getresponse()
-            except (FileNotFoundError, ConnectionRefusedError) as e:
-                raise Unreachable(self.socket, e) from None
+            resp = self._connected(conn, method, path, data, h)
             raw = resp.read()
         finally:
             conn.close()
@@ -511,11 +616,7 @@ class Client:
         when the daemon stops."""
         conn = _UnixConnection(self.socket, None)  # type: ignore[arg-type]
         try:
-            try:
-                conn.request("GET", "/v1/events", headers=self._headers())
-                resp = conn.getresponse()
-            except (FileNotFoundError, ConnectionRefusedError) as e:
-                raise Unreachable(self.socket, e) from None
+            resp = self._connected(conn, "GET", "/v1/events", None, self._headers())
             name, data = "message", []
             for raw in resp:
                 line = raw.decode().rstrip("\r\n")

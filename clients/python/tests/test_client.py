@@ -14,6 +14,7 @@ import pytest
 
 import agent_tools
 import memd_client
+from conftest import memd_bin
 from memd_client import (
     Client, DriftError, Memory, MemdError, NotFound, PreconditionRequired, Rejected, Unreachable,
 )
@@ -122,11 +123,47 @@ def test_a_leaked_secret_is_purged(daemon):
     assert [(t["id"], t["namespace"]) for t in done["targets"]] == [(elsewhere, "py-other")]
 
 
-def test_no_daemon_is_unreachable_naming_the_socket(tmp_path):
+def test_no_daemon_is_unreachable_naming_the_socket(tmp_path, monkeypatch):
     sock = str(tmp_path / "nobody.sock")
     with pytest.raises(Unreachable) as e:
-        Client(socket=sock, namespace="x").status()
+        Client(socket=sock, namespace="x", autostart=False).status()
     assert sock in str(e.value) and e.value.socket == sock
+    # MEMD_NO_AUTOSTART turns autostart off as it does for the CLI.
+    monkeypatch.setenv("MEMD_NO_AUTOSTART", "1")
+    assert Client(socket=sock, namespace="x").autostart is False
+    with pytest.raises(Unreachable):
+        Client(socket=sock, namespace="x", memd=memd_bin()).status()
+    assert not os.path.exists(sock)
+    # Without a memd binary to start, it says so.
+    monkeypatch.delenv("MEMD_NO_AUTOSTART")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(Unreachable) as e:
+        Client(socket=sock, namespace="x").status()
+    assert "no memd on PATH" in str(e.value)
+
+
+def test_a_daemon_is_started_when_none_answers(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    monkeypatch.setenv("MEMD_DATA_DIR", str(data))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("MEMD_SOCKET", raising=False)
+    monkeypatch.delenv("MEMD_NO_AUTOSTART", raising=False)
+    c = Client(namespace="auto", memd=memd_bin())
+    assert c.socket == str(data / "memd.sock")
+    try:
+        r = c.add("the client started this daemon")
+        assert r.accepted
+        # A second client finds the running daemon: nothing more is started.
+        assert [m.content for m in Client(namespace="auto", autostart=False).list()] == [
+            "the client started this daemon"]
+        status = c.status()
+        assert status["paths"]["data_dir"] == str(data)
+        assert (data / "memd.log").exists()
+        # Its own session: a signal to the test's process group misses it.
+        assert os.getpgid(status["pid"]) != os.getpgid(0)
+    finally:
+        subprocess.run([memd_bin(), "--data-dir", str(data), "--no-autostart", "stop"],
+                       capture_output=True, env={**os.environ, "HOME": str(tmp_path)})
 
 
 def test_sessions_show_the_exact_block_each_was_given(daemon):

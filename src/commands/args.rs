@@ -222,6 +222,11 @@ pub enum Command {
     Trust(TrustArgs),
     /// Stop trusting a repository's .memd.toml (its namespace is derived again)
     Untrust(UntrustArgs),
+    /// Check what stands between this directory and a working memory
+    /// (daemon, namespace, sharing, hosts' hooks, embedder, capture, hook
+    /// failures, team): each check's verdict and the command that fixes it;
+    /// starts no daemon, changes nothing; exit 1 when a check fails
+    Doctor,
     /// Rebuild every stored vector with the daemon's embedder (background)
     Reembed,
     /// Team memory: shared namespaces on the team's PostgreSQL

@@ -570,6 +570,13 @@ pub fn run(
             ),
             Host::Codex => human.push_str("\nfeature: [features] hooks = true"),
         }
+        if host.format().is_some() {
+            human.push_str(
+                "\ncapture: on — the hooks store each conversation's prompts and replies (not \
+                 tool output; <private> text and secrets never) as searchable memories, kept \
+                 [capture] keep_days (90 days); off: [capture] enabled = false in memd's config",
+            );
+        }
         if scope == Scope::Project && host == Host::ClaudeCode {
             human.push_str("\napproval: memd in enabledMcpjsonServers of ~/.claude/settings.json");
         }

@@ -223,9 +223,11 @@ pub enum Command {
     /// Stop trusting a repository's .memd.toml (its namespace is derived again)
     Untrust(UntrustArgs),
     /// Check what stands between this directory and a working memory
-    /// (daemon, namespace, sharing, hosts' hooks, embedder, capture, hook
-    /// failures, team): each check's verdict and the command that fixes it;
-    /// starts no daemon, changes nothing; exit 1 when a check fails
+    ///
+    /// Daemon, namespace, sharing, each host's hooks and MCP server, Codex's
+    /// hook trust, embedder, capture, the hooks' last failures, team: each
+    /// check's verdict (pass, fail, skip) and the command that fixes it.
+    /// Starts no daemon, changes nothing; exit 1 when a check fails.
     Doctor,
     /// Rebuild every stored vector with the daemon's embedder (background)
     Reembed,

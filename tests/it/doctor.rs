@@ -429,3 +429,53 @@ fn codex_hooks_fail_until_codex_trusts_them() {
     let (v, _) = doctor(h, h, &data, &[]);
     assert_eq!(verdict(&v, "codex hook trust").0, "pass");
 }
+
+#[test]
+fn the_team_check_passes_connected_to_a_real_postgresql() {
+    let Some(pg) = crate::common::pg::Pg::start() else {
+        return;
+    };
+    let d = Daemon::with_config(&format!(
+        "[team]\nurl = \"{}\"\nnamespaces = [\"github.com/acme/*\"]\nmachine = \"a\"\ntimeout_ms = 3000\n",
+        pg.url()
+    ));
+    let home = d.dir.path();
+    let init = memd_command(home)
+        .args(["team", "init", "--json"])
+        .env("MEMD_TEAM_URL", pg.url())
+        .output()
+        .unwrap();
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
+    let root = repo(home, "ssh://git@github.com/acme/api.git");
+    let config = home.join("config.toml");
+    let args = ["--config", config.to_str().unwrap()];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let v = loop {
+        let (v, _) = doctor(home, &root, &d.data_dir(), &args);
+        if verdict(&v, "team").0 == "pass" || std::time::Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let (team, detail, _) = verdict(&v, "team");
+    assert_eq!(team, "pass", "{detail}");
+    assert!(detail.contains("connected to"), "{detail}");
+    let (shared, detail, _) = verdict(&v, "shared");
+    assert_eq!(shared, "pass", "{detail}");
+    assert!(detail.contains("github.com/acme/api is shared"), "{detail}");
+    // The server gone: the check fails.
+    pg.stop("immediate");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let v = loop {
+        let (v, _) = doctor(home, &root, &d.data_dir(), &args);
+        if verdict(&v, "team").0 == "fail" || std::time::Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(verdict(&v, "team").0, "fail", "{v:#}");
+}

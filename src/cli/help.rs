@@ -43,7 +43,9 @@ pub const GROUPS: &[(&str, &[&str])] = &[
     ("Team", &["team"]),
     (
         "Service",
-        &["daemon", "status", "stop", "socket", "service", "config"],
+        &[
+            "daemon", "status", "stop", "socket", "service", "config", "doctor",
+        ],
     ),
     (
         "Maintenance",
@@ -188,6 +190,7 @@ const COMMAND_TOPICS: &[(&str, &str)] = &[
     ("capture", "capture"),
     ("trust", "memory"),
     ("untrust", "memory"),
+    ("doctor", "troubleshooting"),
 ];
 
 /// Where a page is read: in the source tree and on the web.

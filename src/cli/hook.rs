@@ -160,24 +160,67 @@ impl Host {
     }
 }
 
-/// Runs `memd hook claude-code|codex`; always exits 0.
+/// Runs `memd hook claude-code|codex`; always exits 0. A failure is said
+/// on stderr and recorded for `memd doctor` (see [`super::failures`]).
 pub fn run_hook(g: &Global, host: Host) -> i32 {
-    match run(g, host) {
+    let mut event = None;
+    match run(g, host, &mut event) {
         Ok(Some(out)) => println!("{out}"),
         Ok(None) => {}
-        Err(why) => eprintln!("memd hook: {why}"),
+        Err(failed) => {
+            eprintln!("memd hook: {}", failed.why);
+            let failure = super::failures::Failure {
+                at: time::OffsetDateTime::now_utc().unix_timestamp(),
+                host: host.name().into(),
+                event: super::failures::event_name(event.as_deref()),
+                code: failed.code,
+            };
+            let path = super::failures::path();
+            if let Err(e) = super::failures::record(&path, failure) {
+                eprintln!(
+                    "memd hook: cannot record the failure in {}: {e}",
+                    path.display()
+                );
+            }
+        }
     }
     exit::OK
 }
 
-fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
+/// Why a hook failed: the message for stderr and the code recorded.
+struct Failed {
+    why: String,
+    code: String,
+}
+
+impl Failed {
+    fn new(code: &str, why: impl Into<String>) -> Failed {
+        Failed {
+            why: why.into(),
+            code: code.into(),
+        }
+    }
+}
+
+impl From<&str> for Failed {
+    fn from(why: &str) -> Failed {
+        Failed::new("input", why)
+    }
+}
+
+fn run(g: &Global, host: Host, name: &mut Option<String>) -> Result<Option<String>, Failed> {
     let mut input = String::new();
     std::io::stdin()
         .take(MAX_INPUT_BYTES)
         .read_to_string(&mut input)
-        .map_err(|e| format!("cannot read the hook event: {e}"))?;
-    let event: Value = serde_json::from_str(&input)
-        .map_err(|e| format!("the input is not a hook event (JSON): {e}"))?;
+        .map_err(|e| Failed::new("input", format!("cannot read the hook event: {e}")))?;
+    let event: Value = serde_json::from_str(&input).map_err(|e| {
+        Failed::new(
+            "input",
+            format!("the input is not a hook event (JSON): {e}"),
+        )
+    })?;
+    name.clone_from(&event["hook_event_name"].as_str().map(String::from));
     let action = action(&event);
     let resumed = event["source"] == "resume";
     let mut capturing = captures(&event, host);
@@ -222,7 +265,7 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Failed::new("io", e.to_string()))?;
     let work = async {
         let mut client = connect(&g, true).await?;
         let mut captured = Ok(());
@@ -287,10 +330,13 @@ fn run(g: &Global, host: Host) -> Result<Option<String>, String> {
     runtime.block_on(async {
         match tokio::time::timeout(TIME_LIMIT + budget, work).await {
             Ok(Ok(out)) => Ok(out),
-            Ok(Err(e)) => Err(e.message()),
-            Err(_) => Err(format!(
-                "memd did not answer within {:?}",
-                TIME_LIMIT + budget
+            Ok(Err(e)) => Err(Failed::new(
+                e.json()["code"].as_str().unwrap_or("error"),
+                e.message(),
+            )),
+            Err(_) => Err(Failed::new(
+                "timeout",
+                format!("memd did not answer within {:?}", TIME_LIMIT + budget),
             )),
         }
     })

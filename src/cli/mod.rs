@@ -11,10 +11,14 @@
 //! - [`settings`]: `memd config show`.
 //! - [`service`]: `memd service install|uninstall|status`.
 //! - [`team`]: `memd team init` (the other team commands go to the daemon).
+//! - [`doctor`]: `memd doctor`, what stands between this directory and
+//!   a working memory; [`failures`]: the hooks' failure record it reads.
 //! - [`help`]: `memd --help` grouped, `memd help`, `memd completions`,
 //!   `memd man`.
 
 pub mod capture;
+pub mod doctor;
+pub mod failures;
 pub mod help;
 pub mod hook;
 pub mod model;
@@ -77,6 +81,7 @@ pub fn run(cli: args::Cli) -> i32 {
                 | Command::Man(_)
                 | Command::Trust(_)
                 | Command::Untrust(_)
+                | Command::Doctor
         );
     // `--namespace` or `MEMD_NAMESPACE`: a by-id command stays there.
     let named_namespace = g.namespace.is_some();
@@ -97,6 +102,15 @@ pub fn run(cli: args::Cli) -> i32 {
         }
         g.namespace = Some(memd_client::proto::PERSONAL_NAMESPACE.into());
         g.previous_namespaces.clear();
+    }
+    // A repository the team's globs mean to share, under a namespace they
+    // do not match (an override names another): say so, on stderr.
+    let may_share = matches!(&cli.command, Command::Add(a) if !a.personal)
+        || matches!(cli.command, Command::Team(args::TeamCommand::Status));
+    if may_share
+        && let Some(note) = doctor::glob_warning(&g, g.namespace.as_deref().unwrap_or("default"))
+    {
+        eprintln!("{note}");
     }
     match cli.command {
         Command::Daemon => daemon(&g),
@@ -141,6 +155,7 @@ pub fn run(cli: args::Cli) -> i32 {
         Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
         Command::Trust(a) => emit(g.json, crate::commands::trust::trust_command(&a)),
         Command::Untrust(a) => emit(g.json, crate::commands::trust::untrust_command(&a)),
+        Command::Doctor => doctor::run(&g),
         Command::Socket => emit(
             g.json,
             Ok(crate::commands::output::socket(&client_paths(&g).socket)),

@@ -40,7 +40,7 @@ pub enum Scope {
 pub use super::hook::Host;
 
 /// The events memd answers for a host.
-fn events(host: Host) -> &'static [&'static str] {
+pub fn events(host: Host) -> &'static [&'static str] {
     match host {
         Host::ClaudeCode => &["SessionStart", "PreCompact", "SessionEnd", "Stop"],
         Host::Codex => &["SessionStart", "PreCompact", "Stop"],
@@ -52,8 +52,7 @@ fn events(host: Host) -> &'static [&'static str] {
 /// ending in `hook <host>`) in a hooks file value. Returns whether it
 /// changed.
 pub fn merge_hooks(settings: &mut Value, host: Host, command: &str, uninstall: bool) -> bool {
-    let suffix = format!(" hook {}", host.name());
-    let is_ours = |c: &str| c.trim_end().ends_with(&suffix);
+    let is_ours = |c: &str| is_memd_hook(c, host);
     let before = settings.clone();
     let root = object(settings);
     let hooks = object(root.entry("hooks").or_insert(Value::Null));
@@ -86,6 +85,42 @@ pub fn merge_hooks(settings: &mut Value, host: Host, command: &str, uninstall: b
     }
     // Re-adding an entry that was there moves it last: compare meaning.
     !same_hooks(&before, settings)
+}
+
+/// Whether a hook command is memd's for `host` (it runs `… hook <host>`,
+/// whatever path names memd).
+pub fn is_memd_hook(command: &str, host: Host) -> bool {
+    command
+        .trim_end()
+        .ends_with(&format!(" hook {}", host.name()))
+}
+
+/// The files `setup` writes for a host and scope: the hooks file and the
+/// MCP server's file (one file for Gemini CLI). `home` is the user's home,
+/// `root` the repository's root.
+pub fn files(host: Host, scope: Scope, home: &Path, root: &Path) -> (PathBuf, PathBuf) {
+    let base = match scope {
+        Scope::User => home,
+        Scope::Project => root,
+    };
+    match (host, scope) {
+        (Host::ClaudeCode, Scope::User) => (
+            home.join(".claude/settings.json"),
+            home.join(".claude.json"),
+        ),
+        (Host::ClaudeCode, Scope::Project) => {
+            (root.join(".claude/settings.json"), root.join(".mcp.json"))
+        }
+        (Host::Codex, _) => (
+            base.join(".codex/hooks.json"),
+            base.join(".codex/config.toml"),
+        ),
+        // One file holds Gemini CLI's hooks and servers.
+        (Host::Gemini, _) => {
+            let f = base.join(".gemini/settings.json");
+            (f.clone(), f)
+        }
+    }
 }
 
 /// `value` as an object, made an empty one when it is anything else.
@@ -399,32 +434,11 @@ pub fn run(
             .map(PathBuf::from)
             .ok_or_else(|| CommandError::Usage("HOME is not set".into()))
     };
-    let (hooks_path, server_path) = match (host, scope) {
-        (Host::ClaudeCode, Scope::User) => {
-            let h = home()?;
-            (h.join(".claude/settings.json"), h.join(".claude.json"))
-        }
-        (Host::ClaudeCode, Scope::Project) => {
-            (root.join(".claude/settings.json"), root.join(".mcp.json"))
-        }
-        (Host::Codex, Scope::User) => {
-            let h = home()?;
-            (h.join(".codex/hooks.json"), h.join(".codex/config.toml"))
-        }
-        (Host::Codex, Scope::Project) => (
-            root.join(".codex/hooks.json"),
-            root.join(".codex/config.toml"),
-        ),
-        // One file holds Gemini CLI's hooks and servers.
-        (Host::Gemini, Scope::User) => {
-            let f = home()?.join(".gemini/settings.json");
-            (f.clone(), f)
-        }
-        (Host::Gemini, Scope::Project) => {
-            let f = root.join(".gemini/settings.json");
-            (f.clone(), f)
-        }
+    let home_dir = match scope {
+        Scope::User => home()?,
+        Scope::Project => PathBuf::new(),
     };
+    let (hooks_path, server_path) = files(host, scope, &home_dir, &root);
     let mut changes = Vec::new();
     // Hooks, and for Claude Code the rule that lets it call memd's tools
     // without asking, in the same settings file.
@@ -555,6 +569,13 @@ pub fn run(
                 "\ntrust: the server's tools run without a confirmation; hooks system on",
             ),
             Host::Codex => human.push_str("\nfeature: [features] hooks = true"),
+        }
+        if host.format().is_some() {
+            human.push_str(
+                "\ncapture: on — the hooks store each conversation's prompts and replies (not \
+                 tool output; <private> text and secrets never) as searchable memories, kept \
+                 [capture] keep_days (90 days); off: [capture] enabled = false in memd's config",
+            );
         }
         if scope == Scope::Project && host == Host::ClaudeCode {
             human.push_str("\napproval: memd in enabledMcpjsonServers of ~/.claude/settings.json");

@@ -222,6 +222,13 @@ pub enum Command {
     Trust(TrustArgs),
     /// Stop trusting a repository's .memd.toml (its namespace is derived again)
     Untrust(UntrustArgs),
+    /// Check what stands between this directory and a working memory
+    ///
+    /// Daemon, namespace, sharing, each host's hooks and MCP server, Codex's
+    /// hook trust, embedder, capture, the hooks' last failures, team: each
+    /// check's verdict (pass, fail, skip) and the command that fixes it.
+    /// Starts no daemon, changes nothing; exit 1 when a check fails.
+    Doctor,
     /// Rebuild every stored vector with the daemon's embedder (background)
     Reembed,
     /// Team memory: shared namespaces on the team's PostgreSQL

@@ -290,9 +290,10 @@ pub async fn execute(
         | Command::Completions(_)
         | Command::Man(_)
         | Command::Trust(_)
-        | Command::Untrust(_) => Err(CommandError::Usage(
+        | Command::Untrust(_)
+        | Command::Doctor => Err(CommandError::Usage(
             "shell, daemon, mcp, hook, setup, config, model, service, trust, untrust, \
-             completions and man cannot run inside a session"
+             doctor, completions and man cannot run inside a session"
                 .into(),
         )),
     }

@@ -16,6 +16,7 @@ mod config;
 mod crash;
 mod daemon;
 mod docs;
+mod doctor;
 mod drift;
 mod embed;
 mod embed_http;

@@ -125,6 +125,7 @@ pub fn memd_command(home: &Path) -> Command {
         .env("XDG_DATA_HOME", home.join("xdg-data"))
         .env("XDG_CONFIG_HOME", home.join("xdg-config"))
         .env("XDG_RUNTIME_DIR", home.join("xdg-run"))
+        .env("XDG_STATE_HOME", home.join("xdg-state"))
         .env_remove("NOTIFY_SOCKET");
     // Not run by an agent host (the CLI would say its memories are an
     // agent's).

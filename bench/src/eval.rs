@@ -143,7 +143,7 @@ pub struct EvalArgs {
 
 /// How a run loads its memories besides `memd ingest`.
 #[derive(Debug, Clone, Default)]
-struct Via {
+pub(crate) struct Via {
     /// The memd binary, when the conversations are captured through its
     /// hook.
     capture: Option<PathBuf>,
@@ -294,8 +294,8 @@ pub const EVAL_CONFIG: &str = "[gate]\ndedup = false\ncode_derivable = false\n\
     secrets = \"allow\"\n[limits]\nmax_content_bytes = 65536\n";
 
 #[derive(Debug, Clone, Deserialize)]
-struct Turn {
-    conv: String,
+pub(crate) struct Turn {
+    pub(crate) conv: String,
     id: String,
     speaker: String,
     text: String,
@@ -310,11 +310,11 @@ struct Turn {
 /// A question: the fields read (a line's other fields, such as its answer,
 /// are skipped unread).
 #[derive(Debug, Deserialize)]
-struct Question {
-    conv: String,
+pub(crate) struct Question {
+    pub(crate) conv: String,
     #[serde(default)]
     qid: Option<Value>,
-    question: String,
+    pub(crate) question: String,
     #[serde(default)]
     evidence: Option<Vec<String>>,
     #[serde(default)]
@@ -330,7 +330,7 @@ impl Question {
         }
     }
 
-    fn evidence(&self) -> &[String] {
+    pub(crate) fn evidence(&self) -> &[String] {
         self.evidence.as_deref().unwrap_or_default()
     }
 }
@@ -350,16 +350,16 @@ fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path) -> anyhow::Result<Vec<T
 
 /// One question's result.
 #[derive(Debug, Default, Clone, Copy)]
-struct Score {
+pub(crate) struct Score {
     r1: f64,
     r5: f64,
-    r10: f64,
+    pub(crate) r10: f64,
     any10: f64,
     rr10: f64,
 }
 
 impl Score {
-    fn of(evidence: &[String], ranked: &[String]) -> Score {
+    pub(crate) fn of(evidence: &[String], ranked: &[String]) -> Score {
         let recall = |k: usize| {
             let top = &ranked[..ranked.len().min(k)];
             evidence.iter().filter(|e| top.contains(e)).count() as f64
@@ -411,7 +411,7 @@ impl Totals {
     }
 }
 
-fn r3(x: f64) -> f64 {
+pub(crate) fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
@@ -459,7 +459,7 @@ fn turn_lines(turns: &[Turn]) -> String {
 
 /// The turn id a hit carries (metadata `turn`, set by the ingest; a
 /// captured turn's `capture.line`).
-fn turn_of(hit: &memd_client::Hit) -> Option<String> {
+pub(crate) fn turn_of(hit: &memd_client::Hit) -> Option<String> {
     let meta: Value = serde_json::from_str(&hit.memory.metadata).ok()?;
     meta.get("turn")
         .or_else(|| meta.get("capture")?.get("line"))?
@@ -468,7 +468,7 @@ fn turn_of(hit: &memd_client::Hit) -> Option<String> {
 }
 
 /// The daemon, how to reach it, and what the load did.
-struct Setup {
+pub(crate) struct Setup {
     daemon: BenchDaemon,
     memories: usize,
     load_time: Duration,
@@ -477,7 +477,7 @@ struct Setup {
 }
 
 impl Setup {
-    async fn connect(&self, ns: &str) -> memd_client::Result<Client> {
+    pub(crate) async fn connect(&self, ns: &str) -> memd_client::Result<Client> {
         let mut o = ConnectOptions::new(self.daemon.socket());
         o.namespace = ns.to_string();
         o.agent_id = "memd-bench".into();
@@ -500,7 +500,7 @@ impl Setup {
     }
 
     /// Restarts the daemon on the loaded data with another configuration.
-    async fn reconfigure(&mut self, config: &str) -> anyhow::Result<()> {
+    pub(crate) async fn reconfigure(&mut self, config: &str) -> anyhow::Result<()> {
         self.daemon.stop()?;
         std::fs::write(self.daemon.dir.path().join("config.toml"), config)?;
         self.daemon.spawn()?;
@@ -528,7 +528,7 @@ fn copy_place(conv: &str, k: usize, per_namespace: usize) -> (String, String) {
 }
 
 /// Starts a daemon and loads every conversation into its own namespace.
-async fn load(
+pub(crate) async fn load(
     turns: &[Turn],
     copies: usize,
     per_namespace: usize,
@@ -708,14 +708,14 @@ fn fusion_config(v: &str) -> anyhow::Result<String> {
 }
 
 /// One data set: its name (the directory's), turns and questions.
-struct DataSet {
-    name: String,
-    turns: Vec<Turn>,
-    questions: Vec<Question>,
+pub(crate) struct DataSet {
+    pub(crate) name: String,
+    pub(crate) turns: Vec<Turn>,
+    pub(crate) questions: Vec<Question>,
 }
 
 impl DataSet {
-    fn read(dir: &Path) -> anyhow::Result<DataSet> {
+    pub(crate) fn read(dir: &Path) -> anyhow::Result<DataSet> {
         let turns: Vec<Turn> = read_jsonl(&dir.join("memories.jsonl"))?;
         let questions: Vec<Question> = read_jsonl(&dir.join("queries.jsonl"))?;
         if turns.is_empty() || questions.is_empty() {
@@ -1165,7 +1165,7 @@ fn fold_means(folds: &BTreeMap<String, Vec<usize>>, x: impl Fn(usize) -> f64) ->
         .collect()
 }
 
-fn mean(v: &[f64]) -> f64 {
+pub(crate) fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
 }
 

@@ -4,6 +4,8 @@
 //! - `commit`: group commit: durable adds through 1, 4 and 16 sessions.
 //! - `drift`: external-change detection latency, the guard's cost.
 //! - `eval`: retrieval quality (recall@k, MRR) on a conversation benchmark.
+//! - `floor`: the relevance floor of the embedding model, chosen by
+//!   leave-one-conversation-out.
 //! - `hook`: wall time of `memd hook claude-code` per event process.
 //! - `capture`: the incremental `Stop` hook's wall time, database growth
 //!   per 1,000 captured turns.
@@ -22,6 +24,7 @@ mod corpus;
 mod daemon;
 mod drift;
 mod eval;
+mod floor;
 mod hook;
 mod http;
 mod perf;
@@ -50,6 +53,10 @@ enum Command {
     Drift(drift::DriftArgs),
     /// Retrieval quality on a conversation benchmark
     Eval(Box<eval::EvalArgs>),
+    /// The relevance floor of the embedding model, chosen by
+    /// leave-one-conversation-out: in-store recall lost, out-of-store and
+    /// nonsense searches that return nothing
+    Floor(floor::FloorArgs),
     /// Wall time of `memd hook claude-code` (a process per event)
     Hook(hook::HookArgs),
     /// Capture: the incremental Stop hook's time, growth per 1,000 turns
@@ -87,6 +94,7 @@ fn main() -> anyhow::Result<()> {
         Command::Commit(args) => commit::run(args),
         Command::Drift(args) => drift::run(args),
         Command::Eval(args) => eval::run(*args),
+        Command::Floor(args) => floor::run(args),
         Command::Semantic(args) => semantic::run(args),
         Command::Hook(args) => hook::run(args),
         Command::Capture(args) => capture::run(args),

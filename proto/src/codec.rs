@@ -22,7 +22,7 @@ use crate::{Frame, Request};
 
 /// Version of the wire protocol. Bumped on any incompatible change of the
 /// frame layout or of a message's fields.
-pub const PROTOCOL_VERSION: u32 = 14;
+pub const PROTOCOL_VERSION: u32 = 15;
 
 /// The first four bytes of every connection, in both directions.
 pub const MAGIC: [u8; 4] = *b"MEMD";

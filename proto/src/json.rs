@@ -39,25 +39,29 @@ pub fn memory_text(m: &Memory) -> String {
     text
 }
 
-/// A search hit as JSON text: [`memory_text`] plus `score` and `matched`.
+/// A search hit as JSON text: [`memory_text`] plus `score`, `relevance` and
+/// `matched`.
 pub fn hit_text(h: &Hit) -> String {
     let mut text = memory_text(&h.memory);
     if text.ends_with('}') {
         text.pop();
         text.push_str(&format!(
-            ",\"score\":{},\"matched\":\"{}\"}}",
+            ",\"score\":{},\"relevance\":{},\"matched\":\"{}\"}}",
             serde_json::Value::from(h.score),
+            serde_json::Value::from(h.relevance),
             h.matched.as_str()
         ));
     }
     text
 }
 
-/// A search hit: the memory object plus `score`, `matched` (and `explain`).
+/// A search hit: the memory object plus `score`, `relevance`, `matched`
+/// (and `explain`).
 pub fn hit(h: &Hit) -> Value {
     let mut v = memory(&h.memory);
     if let Value::Object(obj) = &mut v {
         obj.insert("score".into(), json!(h.score));
+        obj.insert("relevance".into(), json!(h.relevance));
         obj.insert("matched".into(), json!(h.matched.as_str()));
         if let Some(explain) = &h.explain {
             let parts = serde_json::from_str::<Value>(explain).unwrap_or(Value::Null);
@@ -65,6 +69,74 @@ pub fn hit(h: &Hit) -> Value {
         }
     }
     v
+}
+
+/// The most characters of a memory's text a compact hit carries.
+pub const COMPACT_TEXT_CHARS: usize = 280;
+
+/// A search hit as an agent gets it (MCP `memory_search`, HTTP
+/// `view=compact`), from the full hit object ([`hit`]): `id`, `text`,
+/// `score`, `relevance`, `category`, `source` (a captured turn's is
+/// `capture`), `when` (when it happened, else when it last changed),
+/// `thread` and `namespace`. A text longer than [`COMPACT_TEXT_CHARS`] is
+/// cut around the first of the query's words it holds, with `…` where it
+/// was cut and `cut: true`; the rest is one `get` away.
+pub fn compact_hit(full: &Value, query: &str) -> Value {
+    let mut out = Map::new();
+    out.insert("id".into(), full["id"].clone());
+    let content = full["content"].as_str().unwrap_or_default();
+    let (text, cut) = excerpt(content, query, COMPACT_TEXT_CHARS);
+    out.insert("text".into(), json!(text));
+    if cut {
+        out.insert("cut".into(), json!(true));
+    }
+    for key in ["score", "relevance", "category", "source"] {
+        out.insert(key.into(), full[key].clone());
+    }
+    let when = match &full["occurred_at"] {
+        Value::Null => full["updated_at"].clone(),
+        at => at.clone(),
+    };
+    out.insert("when".into(), when);
+    out.insert("thread".into(), full["thread"].clone());
+    out.insert("namespace".into(), full["namespace"].clone());
+    Value::Object(out)
+}
+
+/// At most `max` characters of `text`, around the first of the query's
+/// words (three letters or more, any case) it holds, else its start; and
+/// whether it was cut.
+pub fn excerpt(text: &str, query: &str, max: usize) -> (String, bool) {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= max {
+        return (text.to_string(), false);
+    }
+    // One lowercase character per character: positions stay the same.
+    let lower: Vec<char> = chars
+        .iter()
+        .map(|c| c.to_lowercase().next().unwrap_or(*c))
+        .collect();
+    let words: Vec<Vec<char>> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(|w| w.to_lowercase().chars().collect())
+        .collect();
+    let at = words
+        .iter()
+        .filter_map(|w| lower.windows(w.len()).position(|x| x == w.as_slice()))
+        .min()
+        .unwrap_or(0);
+    let start = at.saturating_sub(max / 4).min(chars.len() - max);
+    let end = start + max;
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.extend(&chars[start..end]);
+    if end < chars.len() {
+        out.push('…');
+    }
+    (out, true)
 }
 
 /// An add result: `{accepted, id, deduped, merged_into, similar_to, reason, drift,
@@ -148,6 +220,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_long_text_is_cut_around_the_querys_words() {
+        let long = format!(
+            "{} the vault pin is kept in ops {}",
+            "a".repeat(500),
+            "b".repeat(500)
+        );
+        let (text, cut) = excerpt(&long, "where is the VAULT?", 100);
+        assert!(cut);
+        assert!(
+            text.contains("vault pin") && text.starts_with('…') && text.ends_with('…'),
+            "{text}"
+        );
+        assert_eq!(text.chars().count(), 102);
+        // No query word in it: its start. Short: as it is.
+        let (text, _) = excerpt(&long, "zebra", 100);
+        assert!(text.starts_with("aaa") && text.ends_with('…'));
+        assert_eq!(excerpt("short é", "x", 100), ("short é".to_string(), false));
+        // Near the end: the window stays inside the text.
+        let tail = format!("{}vault", "ü".repeat(300));
+        let (text, _) = excerpt(&tail, "vault", 100);
+        assert!(text.ends_with("vault"), "{text}");
+        let full = json!({"id": 3, "content": long, "score": 0.5, "relevance": 0.4,
+            "category": "fact", "source": "capture", "occurred_at": null,
+            "updated_at": "2026-01-01T00:00:00Z", "thread": "s1", "namespace": "ns",
+            "uid": "x", "metadata": {}});
+        let c = compact_hit(&full, "vault");
+        assert_eq!(c["when"], "2026-01-01T00:00:00Z");
+        assert_eq!(c["cut"], true);
+        assert!(c.get("uid").is_none() && c.get("metadata").is_none());
+    }
+
+    #[test]
     fn the_text_form_is_the_value_form() {
         let mut m = Memory {
             id: 7,
@@ -166,6 +270,7 @@ mod tests {
             score: 0.5,
             matched: crate::MatchKind::Lexical,
             explain: None,
+            relevance: Some(0.25),
         };
         let v: Value = serde_json::from_str(&hit_text(&h)).unwrap();
         assert_eq!(v, hit(&h));

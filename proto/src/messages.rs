@@ -1675,12 +1675,18 @@ impl MatchKind {
 pub struct Hit {
     /// The memory.
     pub memory: Memory,
-    /// Relevance; higher is better.
+    /// Rank among this search's hits; higher is better. Relative: the
+    /// best match of any search scores near 1, however weak it is.
     pub score: f64,
     /// How it matched.
     pub matched: MatchKind,
     /// The parts of the score as a JSON object text, when asked for.
     pub explain: Option<String>,
+    /// Absolute relevance: the cosine of the query's and the memory's
+    /// vectors (0..1, comparable across searches of one embedding model);
+    /// `None` when the search ran without a query vector (lexical or fuzzy
+    /// search, or no embedder).
+    pub relevance: Option<f64>,
 }
 
 /// Search results.

@@ -263,7 +263,7 @@ pub fn hits(r: &SearchResult, across: bool) -> Output {
     fields.insert("mode".into(), json!(r.mode.as_str()));
     fields.insert("generation".into(), json!(r.generation));
     let human = if r.hits.is_empty() {
-        "no matches".to_string()
+        "no relevant memory".to_string()
     } else {
         r.hits
             .iter()

@@ -22,7 +22,9 @@ pub(super) async fn handle(
     let read = cx.store().get(req.id, view).await?;
     session.shown(read.generation, read.value.iter().map(|m| (m.id, m.rev)));
     let memory = read.value.ok_or(StoreError::NotFound(req.id))?;
-    cx.access().record([memory.id]);
+    if session.counts_uses() {
+        cx.access().record([memory.id]);
+    }
     Ok(Response::Memory(Box::new(MemoryReply {
         memory,
         generation: read.generation,

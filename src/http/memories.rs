@@ -29,6 +29,7 @@ pub const LIST_PARAMS: &[&str] = &[
     "q",
     "mode",
     "syntax",
+    "view",
     "limit",
     "offset",
     "category",
@@ -133,8 +134,17 @@ pub async fn list(
             )));
         }
     };
+    let compact = match p.one("view")?.as_deref() {
+        None | Some("full") => false,
+        Some("compact") => true,
+        Some(other) => {
+            return Err(Problem::bad(format!(
+                "unknown view `{other}` (full, compact)"
+            )));
+        }
+    };
     let req = Request::Search(SearchRequest {
-        query: q,
+        query: q.clone(),
         filter,
         limit,
         mode,
@@ -145,7 +155,14 @@ pub async fn list(
     let Response::Hits(r) = caller.run(&app, req, None).await? else {
         return Err(unexpected());
     };
-    let items: Vec<String> = r.hits.iter().map(wire_json::hit_text).collect();
+    let items: Vec<String> = if compact {
+        r.hits
+            .iter()
+            .map(|h| wire_json::compact_hit(&wire_json::hit(h), &q).to_string())
+            .collect()
+    } else {
+        r.hits.iter().map(wire_json::hit_text).collect()
+    };
     Ok(json_text(format!(
         "{{\"hits\":[{}],\"count\":{},\"mode\":\"{}\",\"offset\":{offset},\"generation\":{}}}",
         items.join(","),

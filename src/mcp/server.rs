@@ -613,6 +613,10 @@ impl ServerHandler for Memd {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
+        let query = args
+            .get("query")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string);
         let command = match tools::command(&request.name, args) {
             Ok(c) => c,
             Err(ToolError::Unknown(name)) => {
@@ -632,7 +636,9 @@ impl ServerHandler for Memd {
             self.session.run(command).await
         };
         let result = match ran {
-            Ok(value) => CallToolResult::structured(value),
+            Ok(value) => {
+                CallToolResult::structured(tools::compact(&request.name, query.as_deref(), value))
+            }
             Err(e) => error_result(&e),
         };
         Ok(result.into())

@@ -81,7 +81,9 @@ pub fn specs() -> Vec<ToolSpec> {
             description: "Search the shared memory before you answer or act on anything that \
                 earlier sessions may have learned (conventions, decisions, where things are, \
                 user preferences). Plain words work best; typos are tolerated. Returns {hits: \
-                [memory + score + matched], count, mode, generation}, best first.",
+                [{id, text, score, relevance, category, source, when, thread, namespace}], \
+                count, mode, generation}, best first; nothing relevant: no hits. A long text \
+                is cut around your words (cut: true): memory_get gives the whole memory.",
             schema: object(
                 json!({
                     "query": {"type": "string", "description": "What to look for, in plain words."},
@@ -383,6 +385,22 @@ fn filter(category: Option<String>, tags: Vec<String>, limit: Option<u32>) -> Fi
         limit: limit.unwrap_or(20),
         ..FilterArgs::default()
     }
+}
+
+/// What a tool's result gives the model: `memory_search`'s hits compact
+/// (`memd_proto::json::compact_hit`: the few fields an agent picks by, the
+/// text cut around its words; `memory_get` has the rest), every other
+/// tool's result as the command printed it.
+pub fn compact(name: &str, query: Option<&str>, mut value: Value) -> Value {
+    if name != "memory_search" {
+        return value;
+    }
+    if let Some(Value::Array(hits)) = value.get_mut("hits") {
+        for h in hits.iter_mut() {
+            *h = memd_proto::json::compact_hit(h, query.unwrap_or_default());
+        }
+    }
+    value
 }
 
 /// The command a tool call runs (pure).

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 use memd_proto::{DriftPolicy, Hello, Injection};
 
 use crate::sync;
-use ident::Who;
+use ident::{Reach, Who};
 use readset::ReadSet;
 
 /// One client session.
@@ -78,6 +78,20 @@ pub fn source_of(via: &str) -> &'static str {
     match via {
         "cli" | "viewer" => "user",
         _ => "agent",
+    }
+}
+
+/// Whether the rows a connection that came `via` reads count as used
+/// (`use_count`, `access_score`: what ranking and decay weigh): an agent's
+/// reads do — MCP, hooks, the CLI run by an agent, a program's client, an
+/// HTTP request that names its agent or session — a person browsing does
+/// not: the CLI at a person's hands, the viewer, an HTTP request that names
+/// no agent (`reach.every_owner`).
+pub fn counts_uses(via: &str, reach: Reach) -> bool {
+    match via {
+        "cli" | "viewer" => false,
+        "http" => !reach.every_owner,
+        _ => true,
     }
 }
 
@@ -327,6 +341,11 @@ impl Session {
         &self.who.namespace
     }
 
+    /// Whether what this session reads counts as used ([`counts_uses`]).
+    pub fn counts_uses(&self) -> bool {
+        counts_uses(self.via, self.who.reach)
+    }
+
     /// The generation this session has seen.
     pub fn seen(&self) -> u64 {
         self.view().seen
@@ -421,6 +440,28 @@ pub fn new_session_id() -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agents_reads_count_as_uses_and_a_persons_browsing_does_not() {
+        let named = Reach::default();
+        let anyone = Reach {
+            every_namespace: true,
+            every_owner: true,
+        };
+        for (via, reach, counts) in [
+            ("mcp", named, true),
+            ("hook", named, true),
+            ("agent-cli", named, true),
+            ("client", named, true),
+            ("http", named, true),
+            ("http", anyone, false),
+            ("cli", named, false),
+            ("viewer", named, false),
+            ("viewer", anyone, false),
+        ] {
+            assert_eq!(counts_uses(via, reach), counts, "{via} {reach:?}");
+        }
+    }
 
     fn hello(seen: Option<u64>) -> Hello {
         Hello {

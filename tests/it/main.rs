@@ -45,6 +45,7 @@ mod project_namespace;
 mod provenance;
 mod purge;
 mod python;
+mod relevance;
 mod search;
 mod secrets;
 mod service;

@@ -287,9 +287,19 @@ fn access_tracking_is_not_an_edit() {
     }
     shell_script.push_str("inject\n");
     let g = d.status()["generation"].as_u64().unwrap();
-    let out = d.cli_stdin(&["--json", "shell"], Some(shell_script.as_bytes()));
-    let lines: Vec<Value> = out
-        .stdout
+    // Run by an agent (its host's variable set): its reads are uses.
+    let mut shell = d
+        .cmd()
+        .args(["--json", "shell"])
+        .env("CLAUDECODE", "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut shell.stdin.take().unwrap(), shell_script.as_bytes()).unwrap();
+    let out = shell.wait_with_output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Value> = stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();

@@ -118,6 +118,9 @@ pub(crate) async fn run(
             req,
         })
         .collect();
+    let floor = embed
+        .ready()
+        .map_or(0.0, |e| cx.config().search.floor_for(e.model_id()));
     let store = cx.store();
     let read = store
         .search(Searches {
@@ -126,6 +129,7 @@ pub(crate) async fn run(
             rank: cx.config().search.clone(),
             index: embed.index_handle(),
             vocab: store.vocab.current(),
+            floor,
         })
         .await?;
     if read.value.stale_vocab {
@@ -133,6 +137,7 @@ pub(crate) async fn run(
     }
     let generation = read.generation;
     let results = read.value.results;
+    let counts = session.counts_uses();
     session.shown(
         generation,
         results
@@ -142,7 +147,9 @@ pub(crate) async fn run(
     Ok(results
         .into_iter()
         .map(|(hits, mode)| {
-            cx.access().record(hits.iter().map(|h| h.memory.id));
+            if counts {
+                cx.access().record(hits.iter().map(|h| h.memory.id));
+            }
             SearchResult {
                 hits,
                 generation,

@@ -40,6 +40,9 @@ pub struct Searches {
     pub index: Arc<RwLock<Index>>,
     /// The cached vocabulary; used when it is at the read's generation.
     pub vocab: Option<Arc<Terms>>,
+    /// The least relevance of a hit of a search with a query vector (the
+    /// embedding model's floor).
+    pub floor: f64,
 }
 
 /// What a batch found.
@@ -64,6 +67,7 @@ impl Store {
             rank,
             index,
             vocab,
+            floor,
         } = s;
         // Fuzzy matching may read the vocabulary: from the cache when it is
         // at this read's generation.
@@ -85,6 +89,7 @@ impl Store {
                         vector: v,
                         index: &index,
                         mix: rank.hybrid.thread_mix(),
+                        floor,
                     });
                     let mode = match (job.req.mode, &semantic) {
                         (SearchMode::Auto, Some(_)) => SearchMode::Hybrid,

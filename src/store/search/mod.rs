@@ -154,6 +154,8 @@ struct Scored {
     parts: rank::Parts,
     age: f64,
     kind: MatchKind,
+    /// The absolute relevance (cosine), for a search with a query vector.
+    relevance: Option<f64>,
 }
 
 /// Ranks candidates of one kind, best first.
@@ -180,6 +182,7 @@ fn ranked_kinds(q: &Query<'_>, rows: Vec<(Candidate, MatchKind)>) -> Vec<Scored>
                 parts,
                 age,
                 kind,
+                relevance: None,
             }
         })
         .collect();
@@ -190,6 +193,19 @@ fn ranked_kinds(q: &Query<'_>, rows: Vec<(Candidate, MatchKind)>) -> Vec<Scored>
             .then_with(|| b.candidate.id.cmp(&a.candidate.id))
     });
     scored
+}
+
+/// Gives each hit its relevance (the cosine of its vector, neighbours mixed
+/// in as semantic search mixes them) and drops those below the floor: in a
+/// search with a query vector, a hit the model cannot relate to the query
+/// is not returned, however well it ranks among the rest. A row without a
+/// vector yet (being embedded) keeps its place: there is nothing to judge.
+fn above_floor(s: &semantic::Semantic<'_>, scored: &mut Vec<Scored>) {
+    let probe = crate::embed::vectors::Probe::new(s.vector);
+    for hit in scored.iter_mut() {
+        hit.relevance = semantic::cosine(s, &probe, hit.candidate.id);
+    }
+    scored.retain(|hit| hit.relevance.is_none_or(|r| r >= s.floor));
 }
 
 /// Runs a search.
@@ -302,6 +318,9 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
             scored
         }
     };
+    if let Some(s) = &q.semantic {
+        above_floor(s, &mut scored);
+    }
     scored.drain(..(q.offset as usize).min(scored.len()));
     scored.truncate(q.limit as usize);
     let ids: Vec<i64> = scored.iter().map(|s| s.candidate.id).collect();
@@ -313,6 +332,7 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
             Some(Hit {
                 explain: q.explain.then(|| s.parts.explain(s.age)),
                 score: s.parts.score,
+                relevance: s.relevance,
                 matched: s.kind,
                 memory,
             })

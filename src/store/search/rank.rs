@@ -50,6 +50,10 @@ pub struct RankConfig {
     pub long_exponent: f64,
     /// `[search.hybrid]`: how hybrid search merges lexical and semantic.
     pub hybrid: super::fusion::HybridConfig,
+    /// `[search.floor]`: per embedding model (its id, or the id's part
+    /// before `@`), the least relevance (cosine) a hit of a search with a
+    /// query vector must have to be returned ([`RankConfig::floor_for`]).
+    pub floor: HashMap<String, f64>,
 }
 
 impl Default for RankConfig {
@@ -69,11 +73,38 @@ impl Default for RankConfig {
             long_words: 100,
             long_exponent: 0.5,
             hybrid: Default::default(),
+            floor: default_floors(),
         }
     }
 }
 
+/// The floor of the local model, chosen by leave-one-conversation-out on
+/// conversation benchmarks (`memd-bench floor`, bench/RESULTS.md "Relevance
+/// floor").
+pub const LOCAL_MODEL_FLOOR: f64 = 0.0;
+
+/// The floors memd knows: the local model's.
+fn default_floors() -> HashMap<String, f64> {
+    HashMap::from([(
+        format!("local:{}", crate::embed::DEFAULT_MODEL),
+        LOCAL_MODEL_FLOOR,
+    )])
+}
+
 impl RankConfig {
+    /// The relevance floor of embedding model `model` (its id, e.g.
+    /// `local:all-MiniLM-L6-v2@…`): the table's entry for the whole id, else
+    /// for its part before `@`, else 0 (a model memd has not measured keeps
+    /// every hit).
+    pub fn floor_for(&self, model: &str) -> f64 {
+        let short = model.split_once('@').map_or(model, |(name, _)| name);
+        self.floor
+            .get(model)
+            .or_else(|| self.floor.get(short))
+            .copied()
+            .unwrap_or(0.0)
+    }
+
     /// The lexical index's column weights.
     pub fn weights(&self) -> super::lexical::Weights {
         super::lexical::Weights {
@@ -181,6 +212,18 @@ impl RankConfig {
 mod tests {
     use super::*;
     use time::macros::datetime;
+
+    #[test]
+    fn a_floor_is_found_by_the_whole_model_id_or_its_name() {
+        let mut c = RankConfig::default();
+        let local = format!("local:{}@abc123", crate::embed::DEFAULT_MODEL);
+        assert_eq!(c.floor_for(&local), LOCAL_MODEL_FLOOR);
+        assert_eq!(c.floor_for("openai:text-embedding-3-small"), 0.0);
+        c.floor.insert("openai:text-embedding-3-small".into(), 0.4);
+        c.floor.insert(local.clone(), 0.2);
+        assert_eq!(c.floor_for("openai:text-embedding-3-small"), 0.4);
+        assert_eq!(c.floor_for(&local), 0.2);
+    }
 
     #[test]
     fn decay_halves_per_half_life_and_skips_evergreen() {

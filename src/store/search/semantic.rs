@@ -30,6 +30,9 @@ pub struct Semantic<'a> {
     pub index: &'a RwLock<Index>,
     /// How a threaded memory's neighbours count with it.
     pub mix: Mix,
+    /// The least relevance (cosine) of a hit returned
+    /// ([`super::rank::RankConfig::floor_for`]).
+    pub floor: f64,
 }
 
 /// Ids of the rows the view may see.
@@ -224,6 +227,7 @@ mod tests {
             vector: &q,
             index: &index,
             mix: Mix::default(),
+            floor: 0.0,
         };
         let mut view = View::namespace("default", "a", "s");
         // (Neighbors a hundredth of a degree apart may swap under int8.)

@@ -122,9 +122,6 @@ fn forget_thread_removes_exactly_one_thread() {
         listed(&d, &["--namespace", "other", "--source", "any"]),
         [5, 6, 7]
     );
-    // A deleted turn keeps its history, as any forget.
-    let (h, code) = d.json(&["history", "2"]);
-    assert_eq!(code, 0, "{h}");
     // By source: the rest of the namespace's ingested turns, not the note.
     let (v, _) = d.json(&["forget", "--source", "ingest"]);
     assert_eq!(forgotten(&v), [4]);

@@ -2,7 +2,10 @@
 //! kind of memory measured in the same run (the baseline: a delete that
 //! keeps history). A purge's time is mostly the compaction of the
 //! database file (`VACUUM`), so it grows with the database, not with what
-//! it erases.
+//! it erases. With `--matching N`, one `purge --matching` erases N rows of
+//! each database at once (the listing and the erasure timed apart): the
+//! incident where a leaked value sits in thousands of memories, or a bulk
+//! import is undone.
 
 use std::time::{Duration, Instant};
 
@@ -27,10 +30,16 @@ pub struct PurgeArgs {
     /// Purges (and forgets) timed at each size
     #[arg(long, default_value_t = 9)]
     pub runs: usize,
+    /// Instead: one `purge --matching` of this many rows at each size
+    #[arg(long)]
+    pub matching: Option<usize>,
     /// Print one JSON object instead of text
     #[arg(long)]
     pub json: bool,
 }
+
+/// The word every row a `--matching` run erases holds.
+const MARK: &str = "qxpurgeable";
 
 /// Runs `purge`.
 ///
@@ -44,6 +53,9 @@ pub fn run(args: PurgeArgs) -> anyhow::Result<()> {
 }
 
 async fn run_async(args: PurgeArgs) -> anyhow::Result<()> {
+    if let Some(n) = args.matching {
+        return run_matching(&args, n).await;
+    }
     let vocab = corpus::vocabulary(20_000);
     let mut rows = Vec::new();
     for &size in &args.memories {
@@ -119,6 +131,62 @@ async fn run_async(args: PurgeArgs) -> anyhow::Result<()> {
                 r["purge_min_ms"].as_f64().unwrap_or(0.0),
                 r["purge_max_ms"].as_f64().unwrap_or(0.0),
                 r["ratio_p50"].as_f64().unwrap_or(0.0),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// One `purge --matching` of `n` rows spread through each database.
+async fn run_matching(args: &PurgeArgs, n: usize) -> anyhow::Result<()> {
+    let vocab = corpus::vocabulary(20_000);
+    let mut rows = Vec::new();
+    for &size in &args.memories {
+        let mut items = corpus::memories(size, &vocab, 42);
+        let every = (size / n.max(1)).max(1);
+        for item in items.iter_mut().step_by(every).take(n) {
+            item.content.push_str(&format!(" {MARK}"));
+        }
+        let daemon = BenchDaemon::start(Some(CONFIG))?;
+        let mut o = ConnectOptions::new(daemon.socket());
+        o.agent_id = "memd-bench".into();
+        let mut client = Client::connect(o).await?;
+        for (k, chunk) in items.chunks(20_000).enumerate() {
+            client
+                .import(&export_doc(chunk, k * 20_000)[..], false)
+                .await?;
+        }
+        let db_mb = crate::daemon::file_mb(&daemon.data_dir().join("memory.db"));
+        let t = Instant::now();
+        let listed = client.purge(None, Some(MARK), false).await?;
+        let list = t.elapsed();
+        let t = Instant::now();
+        let done = client.purge(None, Some(MARK), true).await?;
+        let erase = t.elapsed();
+        anyhow::ensure!(done.purged, "the purge did not erase");
+        let left = client.purge(None, Some(MARK), false).await?;
+        anyhow::ensure!(left.targets.is_empty(), "rows left after the purge");
+        rows.push(json!({
+            "memories": size,
+            "matching": listed.targets.len(),
+            "db_mb": db_mb,
+            "list_s": list.as_secs_f64(),
+            "purge_s": erase.as_secs_f64(),
+        }));
+    }
+    if args.json {
+        println!("{}", json!({ "purge_matching": rows }));
+    } else {
+        println!("| memories | matching rows | database MB | list s | purge s |");
+        println!("|---|---|---|---|---|");
+        for r in &rows {
+            println!(
+                "| {} | {} | {:.1} | {:.2} | {:.2} |",
+                r["memories"],
+                r["matching"],
+                r["db_mb"].as_f64().unwrap_or(0.0),
+                r["list_s"].as_f64().unwrap_or(0.0),
+                r["purge_s"].as_f64().unwrap_or(0.0),
             );
         }
     }

@@ -633,6 +633,28 @@ impl Client {
         }
     }
 
+    /// Deletes every memory of `thread`, of `source`, or of both (one at
+    /// least) in this session's namespace; with `dry_run`, only names them.
+    ///
+    /// # Errors
+    /// Transport and daemon errors (`invalid_input`, `drift`).
+    pub async fn forget_where(
+        &mut self,
+        thread: Option<&str>,
+        source: Option<&str>,
+        dry_run: bool,
+    ) -> Result<memd_proto::ForgottenWhere> {
+        let req = memd_proto::ForgetWhereRequest {
+            thread: thread.map(str::to_string),
+            source: source.map(str::to_string),
+            dry_run,
+        };
+        match self.call(Request::ForgetWhere(req)).await? {
+            Response::ForgottenWhere(r) => Ok(r),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Counts a confirmation of a memory.
     ///
     /// # Errors

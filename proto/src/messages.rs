@@ -109,6 +109,9 @@ pub enum Request {
     /// is in (a person's by-id commands act on a memory wherever it lives;
     /// an agent's tools never ask).
     Locate(LocateRequest),
+    /// Delete every memory of a thread, of a source, or of both, in the
+    /// session's namespace (`memd forget --thread T`, `--source ingest`).
+    ForgetWhere(ForgetWhereRequest),
 }
 
 impl Request {
@@ -154,6 +157,7 @@ impl Request {
         "capture_forget",
         "purge",
         "locate",
+        "forget_where",
     ];
 
     /// The request's kind: a stable snake_case name, for logs and for
@@ -199,6 +203,7 @@ impl Request {
             Request::CaptureForget(_) => "capture_forget",
             Request::Purge(_) => "purge",
             Request::Locate(_) => "locate",
+            Request::ForgetWhere(_) => "forget_where",
         }
     }
 }
@@ -329,6 +334,8 @@ pub enum Response {
     Purged(PurgeReport),
     /// Answer to [`Request::Locate`].
     Located(LocateReply),
+    /// Answer to [`Request::ForgetWhere`].
+    ForgottenWhere(ForgottenWhere),
 }
 
 /// Run a sweep.
@@ -895,6 +902,30 @@ pub struct CaptureForgetRequest {
 /// heading; never matched by a team glob but `@me` itself.
 pub const PERSONAL_NAMESPACE: &str = "@me";
 
+/// Delete the memories of a thread, of a source, or of both (at least one
+/// given), in the session's namespace: each is a `forget` (its versions
+/// stay in the history; `purge` erases text).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ForgetWhereRequest {
+    /// Only the memories of this thread (`memd ingest`'s thread).
+    pub thread: Option<String>,
+    /// Only the memories of this source (`ingest`, `capture`, `agent`…).
+    pub source: Option<String>,
+    /// Only list what would be deleted.
+    pub dry_run: bool,
+}
+
+/// What [`ForgetWhereRequest`] deleted (or would delete).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ForgottenWhere {
+    /// The memories' ids.
+    pub ids: Vec<i64>,
+    /// Nothing was deleted.
+    pub dry_run: bool,
+    /// Generation after the write (of the read for a dry run).
+    pub generation: u64,
+}
+
 /// Where a memory lives.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct LocateRequest {
@@ -1338,7 +1369,8 @@ impl Origin {
     }
 
     /// How far a source is trusted: 3 a person, 2 an agent, an import or
-    /// memd, 1 another tool or a captured turn.
+    /// memd, 1 another tool, a captured turn or an ingested one (`ingest`:
+    /// what was said in a conversation, not what someone chose to keep).
     pub fn trust_rank(&self) -> u8 {
         match self.source.as_str() {
             "user" => 3,
@@ -1475,7 +1507,8 @@ pub struct Filter {
     pub created_by: Option<String>,
     /// Only this tier (1..3).
     pub tier: Option<i64>,
-    /// Only this source (`agent`, `user`, `system`, `import`, `external`…).
+    /// Only this source (`agent`, `user`, `system`, `import`, `ingest`,
+    /// `capture`, `external`…); `!NAME`: every source but that one.
     pub source: Option<String>,
 }
 

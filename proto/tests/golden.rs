@@ -313,6 +313,14 @@ fn requests() -> Vec<(&'static str, Request)> {
             }),
         ),
         ("req_locate", Request::Locate(LocateRequest { id: 42 })),
+        (
+            "req_forget_where",
+            Request::ForgetWhere(ForgetWhereRequest {
+                thread: Some("session 1".into()),
+                source: Some("ingest".into()),
+                dry_run: true,
+            }),
+        ),
     ]
 }
 
@@ -772,6 +780,14 @@ fn responses() -> Vec<(&'static str, Response)> {
                 namespace: "github.com/acme/api".into(),
             }),
         ),
+        (
+            "resp_forgotten_where",
+            Response::ForgottenWhere(ForgottenWhere {
+                ids: vec![7, 9],
+                dry_run: false,
+                generation: 12,
+            }),
+        ),
     ]
 }
 
@@ -854,9 +870,10 @@ fn request_kind(r: &Request) -> usize {
         Request::CaptureForget(_) => 36,
         Request::Purge(_) => 37,
         Request::Locate(_) => 38,
+        Request::ForgetWhere(_) => 39,
     }
 }
-const REQUEST_KINDS: usize = 39;
+const REQUEST_KINDS: usize = 40;
 
 #[test]
 fn request_kinds_are_listed_in_tag_order() {
@@ -938,9 +955,10 @@ fn response_kind(r: &Response) -> usize {
         Response::CaptureForgotten(_) => 34,
         Response::Purged(_) => 35,
         Response::Located(_) => 37,
+        Response::ForgottenWhere(_) => 38,
     }
 }
-const RESPONSE_KINDS: usize = 38;
+const RESPONSE_KINDS: usize = 39;
 
 #[test]
 fn golden_bytes_cover_every_message_kind() {

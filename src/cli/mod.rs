@@ -180,6 +180,12 @@ pub fn run(cli: args::Cli) -> i32 {
                     command,
                     Command::Status | Command::Stop | Command::Team(args::TeamCommand::Status)
                 );
+                // A transcript's turns are a kind of their own (source
+                // `ingest`), told by the way the connection came.
+                let mut g = g.clone();
+                if matches!(command, Command::Ingest(_)) {
+                    g.via = Some("ingest");
+                }
                 let mut client = connect(&g, autostart).await?;
                 if !named_namespace
                     && let Some(id) = by_id(&command)
@@ -221,7 +227,7 @@ fn by_id(command: &Command) -> Option<i64> {
     match command {
         Command::Get(a) => Some(a.id),
         Command::Update(a) => Some(a.id),
-        Command::Forget(a) => Some(a.id),
+        Command::Forget(a) => a.id,
         Command::History(a) => Some(a.id),
         _ => None,
     }

@@ -144,7 +144,7 @@ pub enum Command {
     Search(SearchArgs),
     /// Change a memory
     Update(UpdateArgs),
-    /// Delete a memory
+    /// Delete a memory, or every memory of a thread or a source
     Forget(ForgetArgs),
     /// Mark memory OLD as replaced by memory NEW
     Supersede(SupersedeArgs),
@@ -631,7 +631,9 @@ pub struct FilterArgs {
     #[arg(long, value_parser = Suggest::new(STATUSES), hide_possible_values = true)]
     pub status: Option<String>,
     /// Only memories from this source (`capture`: captured conversation
-    /// turns; `agent`, `import`, …)
+    /// turns; `ingest`: turns `memd ingest` stored; `agent`, `import`, …);
+    /// `!NAME`: every source but that one. `list` leaves ingested turns out
+    /// unless given a source (`--source any`: every one)
     #[arg(long)]
     pub source: Option<String>,
     /// Metadata key=value (repeatable; all must match)
@@ -923,11 +925,26 @@ pub struct PurgeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ForgetArgs {
     /// Memory id
-    #[arg(allow_negative_numbers = true)]
-    pub id: i64,
+    #[arg(
+        allow_negative_numbers = true,
+        required_unless_present_any = ["thread", "source"],
+        conflicts_with_all = ["thread", "source"]
+    )]
+    pub id: Option<i64>,
     /// Refuse unless the memory is at this rev
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", requires = "id")]
     pub expect_rev: Option<i64>,
+    /// Instead: every memory of this thread in the namespace (a transcript
+    /// `memd ingest` stored)
+    #[arg(long, value_name = "T")]
+    pub thread: Option<String>,
+    /// Instead: every memory of this source in the namespace (`ingest`,
+    /// `capture`, …); with --thread, of both
+    #[arg(long, value_name = "S")]
+    pub source: Option<String>,
+    /// With --thread or --source: only list what would be deleted
+    #[arg(long, conflicts_with = "id")]
+    pub dry_run: bool,
 }
 
 fn parse_kv(s: &str) -> Result<(String, String), String> {

@@ -109,9 +109,21 @@ fn filter(f: &FilterArgs) -> Filter {
         include_superseded: f.include_superseded,
         include_archived: f.include_archived,
         status: f.status.clone(),
-        source: f.source.clone(),
+        source: f.source.clone().filter(|s| s != "any"),
         ..Filter::default()
     }
+}
+
+/// The filter of `list`: without a source named, ingested turns are left
+/// out — a transcript's thousands of turns are history, not notes, and
+/// would fill the newest-first page (`--source ingest` lists them,
+/// `--source any` everything).
+fn list_filter(f: &FilterArgs) -> Filter {
+    let mut filter = filter(f);
+    if f.source.is_none() {
+        filter.source = Some("!ingest".into());
+    }
+    filter
 }
 
 /// Whether a listing may span namespaces (its lines then name each one).
@@ -177,7 +189,7 @@ pub async fn execute(
         Command::List(a) => {
             let r = client
                 .list(ListRequest {
-                    filter: filter(&a.filter),
+                    filter: list_filter(&a.filter),
                     limit: a.filter.limit,
                     offset: a.offset,
                 })
@@ -186,10 +198,14 @@ pub async fn execute(
         }
         Command::Search(a) => search(a, client).await,
         Command::Update(a) => update(a, client, stdin_allowed).await,
-        Command::Forget(a) => {
-            let r = client.forget(a.id, a.expect_rev).await?;
-            Ok(output::forgotten(&r))
-        }
+        Command::Forget(a) => match a.id {
+            Some(id) => Ok(output::forgotten(&client.forget(id, a.expect_rev).await?)),
+            None => Ok(output::forgotten_where(
+                &client
+                    .forget_where(a.thread.as_deref(), a.source.as_deref(), a.dry_run)
+                    .await?,
+            )),
+        },
         Command::Purge(a) => purge(client, &a, stdin_allowed).await,
         Command::Supersede(a) => Ok(output::superseded(&client.supersede(a.old, a.new).await?)),
         Command::History(a) => Ok(output::history(&client.history(a.id).await?)),

@@ -409,6 +409,21 @@ pub fn tasks(l: &MemoryList) -> Output {
     out
 }
 
+/// `forget --thread` / `--source`.
+pub fn forgotten_where(r: &memd_client::proto::ForgottenWhere) -> Output {
+    let mut fields = Map::new();
+    fields.insert("forgotten".into(), json!(r.ids));
+    fields.insert("count".into(), json!(r.ids.len()));
+    fields.insert("dry_run".into(), json!(r.dry_run));
+    fields.insert("generation".into(), json!(r.generation));
+    let verb = if r.dry_run { "would forget" } else { "forgot" };
+    let n = r.ids.len();
+    Output {
+        json: success(fields),
+        human: format!("{verb} {n} memor{}", if n == 1 { "y" } else { "ies" }),
+    }
+}
+
 /// `forget`.
 pub fn forgotten(r: &ForgetResult) -> Output {
     let mut fields = Map::new();

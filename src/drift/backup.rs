@@ -8,7 +8,7 @@
 //! temporary name, synced and renamed, so nobody sees half a backup. Old
 //! backups are removed by count and total size.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -125,20 +125,23 @@ impl Backups {
         let dir = self.dir.clone();
         let _one = self.made.lock().await;
         tokio::task::spawn_blocking(move || {
+            // A set: each file is read once, whatever the number of uids.
+            let uids: HashSet<String> = uids.into_iter().collect();
             let mut rewritten = 0;
             for f in list(&dir) {
                 let bytes = std::fs::read(&f.path)?;
-                let holds = |uid: &String| bytes.windows(uid.len()).any(|w| w == uid.as_bytes());
-                if !uids.iter().any(holds) {
-                    continue;
-                }
                 let mut doc: Value = serde_json::from_slice(&bytes)?;
-                if let Some(entries) = doc.get_mut("entries").and_then(Value::as_array_mut) {
-                    entries.retain(|e| {
-                        e.get("uid")
-                            .and_then(Value::as_str)
-                            .is_none_or(|u| !uids.iter().any(|x| x == u))
-                    });
+                let Some(entries) = doc.get_mut("entries").and_then(Value::as_array_mut) else {
+                    continue;
+                };
+                let before = entries.len();
+                entries.retain(|e| {
+                    e.get("uid")
+                        .and_then(Value::as_str)
+                        .is_none_or(|u| !uids.contains(u))
+                });
+                if entries.len() == before {
+                    continue;
                 }
                 let tmp = dir.join(format!(
                     ".memory.bak.purge.{}.{}.tmp",

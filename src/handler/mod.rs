@@ -24,6 +24,7 @@ mod confirm;
 mod export;
 mod fetch;
 mod forget;
+mod forget_where;
 mod get;
 mod history;
 mod import;
@@ -268,6 +269,7 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::CaptureStatus(r) => capture_status::handle(r, session, &cx).await,
         Request::CaptureForget(r) => capture_forget::handle(r, session, &cx).await,
         Request::Purge(r) => purge::handle(r, session, &cx).await,
+        Request::ForgetWhere(r) => forget_where::handle(r, session, &cx).await,
     };
     let resp = match result {
         Ok(resp) => resp,

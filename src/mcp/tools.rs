@@ -481,8 +481,11 @@ pub fn command(name: &str, args: Map<String, Value>) -> Result<Command, ToolErro
         "memory_forget" => {
             let a: ForgetToolArgs = parse(name, args)?;
             Command::Forget(ForgetArgs {
-                id: a.id,
+                id: Some(a.id),
                 expect_rev: a.expect_rev,
+                thread: None,
+                source: None,
+                dry_run: false,
             })
         }
         "memory_supersede" => {

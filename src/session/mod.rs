@@ -59,24 +59,36 @@ pub struct Session {
     /// lifecycle archives them a while after it).
     pub owns_session_rows: bool,
     /// How this connection reaches memd (provenance of what it stores):
-    /// `cli`, `agent-cli`, `mcp`, `hook`, `http`, `viewer` or `client`.
+    /// `cli`, `agent-cli`, `ingest`, `mcp`, `hook`, `http`, `viewer` or
+    /// `client`.
     pub via: &'static str,
 }
 
 /// The way in a handshake's client version names (`<via>/<version>`).
 pub fn via_of(client_version: &str) -> &'static str {
     let prefix = client_version.split_once('/').map_or("", |(p, _)| p);
-    ["cli", "agent-cli", "mcp", "hook", "http", "viewer"]
-        .into_iter()
-        .find(|v| *v == prefix)
-        .unwrap_or("client")
+    [
+        "cli",
+        "agent-cli",
+        "ingest",
+        "mcp",
+        "hook",
+        "http",
+        "viewer",
+    ]
+    .into_iter()
+    .find(|v| *v == prefix)
+    .unwrap_or("client")
 }
 
 /// The source of what a connection that came `via` stores: a person
-/// through the CLI or the viewer, an agent otherwise.
+/// through the CLI or the viewer, a transcript's turns through `memd
+/// ingest` (a kind of their own, trusted as captured turns), an agent
+/// otherwise.
 pub fn source_of(via: &str) -> &'static str {
     match via {
         "cli" | "viewer" => "user",
+        "ingest" => "ingest",
         _ => "agent",
     }
 }
@@ -119,7 +131,10 @@ pub struct Built {
 
 impl Built {
     /// Whether the block shows one of the memories `ids` (a purge's).
+    /// A set of the ids: a purge of thousands of rows checks each
+    /// block's rows against it once.
     pub fn holds_any(&self, ids: &[i64]) -> bool {
+        let ids: std::collections::HashSet<i64> = ids.iter().copied().collect();
         self.rows.iter().any(|(id, _)| ids.contains(id))
     }
 }

@@ -742,9 +742,14 @@ impl View {
             let mark = p(Value::Integer(tier), params);
             sql.push_str(&format!(" AND m.tier = {mark}"));
         }
+        // `!NAME`: every source but that one.
         if let Some(source) = &self.source {
-            let mark = p(Value::Text(source.clone()), params);
-            sql.push_str(&format!(" AND m.source = {mark}"));
+            let (op, name) = match source.strip_prefix('!') {
+                Some(name) => ("<>", name),
+                None => ("=", source.as_str()),
+            };
+            let mark = p(Value::Text(name.trim().to_string()), params);
+            sql.push_str(&format!(" AND m.source {op} {mark}"));
         }
         if let Some(subject) = &self.subject {
             let mark = p(Value::Text(subject.clone()), params);
@@ -1197,6 +1202,31 @@ pub fn delete(conn: &Connection, id: i64) -> Result<bool, StoreError> {
         .prepare_cached("DELETE FROM memories WHERE id = ?1")?
         .execute([id])?;
     Ok(n > 0)
+}
+
+/// Ids of the rows visible in `view` (its namespace, source and other
+/// filters), of `thread` when one is given, by id.
+///
+/// # Errors
+/// SQLite errors.
+pub fn ids_where(
+    conn: &Connection,
+    view: &View,
+    thread: Option<&str>,
+) -> Result<Vec<i64>, StoreError> {
+    let mut sql = "SELECT m.id FROM memories m WHERE 1 = 1".to_string();
+    let mut params = Vec::new();
+    if let Some(thread) = thread {
+        params.push(Value::Text(thread.to_string()));
+        sql.push_str(" AND m.thread = ?1");
+    }
+    view.push_conditions(&mut sql, &mut params);
+    sql.push_str(" ORDER BY m.id");
+    let mut stmt = conn.prepare(&sql)?;
+    let ids = stmt
+        .query_map(rusqlite::params_from_iter(params), |r| r.get(0))?
+        .collect::<Result<Vec<i64>, _>>()?;
+    Ok(ids)
 }
 
 /// Every row, every column, tags included, by id.

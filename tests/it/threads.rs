@@ -51,8 +51,88 @@ fn ingest_stores_each_turn_in_its_thread_once() {
         (Some(0), Some(3)),
         "{v}"
     );
-    let (list, _) = d.json(&["list"]);
+    let (list, _) = d.json(&["list", "--source", "ingest"]);
     assert_eq!(ids(&list, "memories").len(), 3);
+}
+
+fn forgotten(v: &Value) -> Vec<i64> {
+    v["forgotten"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no forgotten in {v}"))
+        .iter()
+        .map(|i| i.as_i64().unwrap())
+        .collect()
+}
+
+fn listed(d: &Daemon, args: &[&str]) -> Vec<i64> {
+    let mut all = vec!["list"];
+    all.extend_from_slice(args);
+    let (v, code) = d.json(&all);
+    assert_eq!(code, 0, "{v}");
+    let mut got = ids(&v, "memories");
+    got.sort_unstable();
+    got
+}
+
+#[test]
+fn ingested_turns_are_a_kind_of_their_own_and_leave_the_notes_listed() {
+    let d = Daemon::start();
+    let (note, _) = d.json(&["add", "The oven runs at 250 degrees for sourdough"]);
+    let note = note["id"].as_i64().unwrap();
+    ingest(&d, "talk.jsonl", BAKING);
+    let (m, _) = d.json(&["get", "2"]);
+    let m = &m["memory"];
+    assert_eq!(m["source"], "ingest", "{m}");
+    assert_eq!(m["provenance"]["trust"], "low", "{m}");
+    assert_eq!(m["provenance"]["sources"][0]["via"], "ingest", "{m}");
+    // Newest first, the three turns would come before the note: a plain
+    // list leaves them out, a source brings them back.
+    assert_eq!(listed(&d, &[]), [note]);
+    assert_eq!(listed(&d, &["--limit", "1"]), [note]);
+    assert_eq!(listed(&d, &["--source", "ingest"]), [2, 3, 4]);
+    assert_eq!(listed(&d, &["--source", "!ingest"]), [note]);
+    assert_eq!(listed(&d, &["--source", "any"]), [note, 2, 3, 4]);
+    // The search still finds both kinds.
+    assert!(search(&d, "sourdough").contains(&note));
+    assert!(search(&d, "sourdough").contains(&3));
+}
+
+#[test]
+fn forget_thread_removes_exactly_one_thread() {
+    let d = Daemon::start();
+    let (note, _) = d.json(&["add", "The marathon route passes the bakery"]);
+    let note = note["id"].as_i64().unwrap();
+    ingest(&d, "talk.jsonl", BAKING);
+    // The same transcript in another namespace: its thread `s1` stays.
+    let path = d.dir.path().join("talk.jsonl");
+    let (v, code) = d.json(&["--namespace", "other", "ingest", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{v}");
+    let (v, code) = d.json(&["forget", "--thread", "s1", "--dry-run"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(forgotten(&v), [2, 3]);
+    assert_eq!(listed(&d, &["--source", "any"]), [note, 2, 3, 4]);
+    let (v, code) = d.json(&["forget", "--thread", "s1"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (forgotten(&v), v["dry_run"].as_bool()),
+        (vec![2, 3], Some(false))
+    );
+    assert_eq!(listed(&d, &["--source", "any"]), [note, 4]);
+    assert_eq!(
+        listed(&d, &["--namespace", "other", "--source", "any"]),
+        [5, 6, 7]
+    );
+    // By source: the rest of the namespace's ingested turns, not the note.
+    let (v, _) = d.json(&["forget", "--source", "ingest"]);
+    assert_eq!(forgotten(&v), [4]);
+    assert_eq!(listed(&d, &["--source", "any"]), [note]);
+    // Neither a thread nor a source: a usage error, nothing deleted.
+    let (_, code) = d.json(&["forget"]);
+    assert_ne!(code, 0);
+    assert_eq!(
+        listed(&d, &["--namespace", "other", "--source", "any"]),
+        [5, 6, 7]
+    );
 }
 
 #[test]
@@ -87,7 +167,7 @@ fn the_date_of_a_turn_is_searchable_as_words() {
     // A bad date is a clear error, nothing stored.
     let (v, code) = d.json(&["add", "later", "--at", "8 May 2023"]);
     assert_eq!(code, 2, "{v}");
-    let (list, _) = d.json(&["list"]);
+    let (list, _) = d.json(&["list", "--source", "any"]);
     assert_eq!(ids(&list, "memories").len(), 4);
 }
 

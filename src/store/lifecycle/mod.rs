@@ -385,7 +385,7 @@ impl Run<'_> {
                         "SELECT id, category, tier, status, pinned, access_score, updated_at, \
                          confidence, use_count FROM memories \
                          WHERE id > ?1 AND status <> 'archived' AND superseded_by IS NULL \
-                         AND team_rev IS NULL AND source <> 'capture' ORDER BY id LIMIT ?2",
+                         AND team_rev IS NULL AND source NOT IN ('capture', 'ingest') ORDER BY id LIMIT ?2",
                     )?;
                     let rows = stmt
                         .query_map((at, chunk), |r| {
@@ -555,7 +555,7 @@ impl Run<'_> {
                 let mut stmt = c.prepare(
                     "SELECT namespace, scope, scope_owner, count(*) FROM memories \
                      WHERE status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL \
-                     AND source <> 'capture' GROUP BY namespace, scope, scope_owner",
+                     AND source NOT IN ('capture', 'ingest') GROUP BY namespace, scope, scope_owner",
                 )?;
                 let groups = stmt
                     .query_map([], |r| {
@@ -577,7 +577,7 @@ impl Run<'_> {
                         "SELECT id, access_score, importance, confirmed_count, tier, pinned \
                          FROM memories WHERE namespace = ?1 AND scope = ?2 AND scope_owner IS ?3 \
                          AND status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL \
-                         AND source <> 'capture'",
+                         AND source NOT IN ('capture', 'ingest')",
                     )?;
                     let scored = rows
                         .query_map((&ns, &scope, &owner), |r| {

@@ -255,11 +255,17 @@ fn erase(conn: &Connection, uids: &[String], by: &str) -> Result<Purged, StoreEr
                 [id],
             )?;
         }
-        // Every version, the one the delete just wrote included.
-        let revisions = conn.execute(
-            "DELETE FROM memory_revisions WHERE uid = ?1 OR (?2 IS NOT NULL AND memory_id = ?2)",
-            params![uid, id],
-        )?;
+        // Every version, the one the delete just wrote included: by uid
+        // and by row id apart, so each finds its rows through its index
+        // (schema v21) rather than reading the whole history.
+        let mut revisions = conn
+            .prepare_cached("DELETE FROM memory_revisions WHERE uid = ?1")?
+            .execute([uid])?;
+        if let Some(id) = id {
+            revisions += conn
+                .prepare_cached("DELETE FROM memory_revisions WHERE memory_id = ?1")?
+                .execute([id])?;
+        }
         conn.execute(
             "INSERT INTO memory_purges (uid, namespace, memory_id, revisions, purged_by) \
              VALUES (?1, ?2, ?3, ?4, ?5)",

@@ -1,6 +1,6 @@
-//! Writes that take rows out of the active set: `forget` (a delete),
-//! `supersede` (a link), and `prune` (expired rows, a maintenance write of
-//! the daemon).
+//! Writes that take rows out of the active set: `forget` (a delete, of
+//! one row or of a thread's or a source's rows), `supersede` (a link), and
+//! `prune` (expired rows, a maintenance write of the daemon).
 
 use super::Written;
 use crate::gate::View;
@@ -26,6 +26,35 @@ impl Store {
             ctx.check_row(current.id, expect_rev)?;
             memories::delete(ctx.conn, id)?;
             Ok(())
+        })
+        .await
+    }
+
+    /// Deletes every memory visible in `view` (its namespace, its source
+    /// filter) of `thread` when one is given, for a session: each row as
+    /// `forget` deletes one, under the same drift guard (one refused row
+    /// and nothing is deleted). With `dry_run`, only names them. Returns
+    /// the ids, by id.
+    ///
+    /// # Errors
+    /// `Drift`; SQLite errors.
+    pub async fn forget_where(
+        &self,
+        guard: Guard,
+        view: View,
+        thread: Option<String>,
+        dry_run: bool,
+    ) -> Result<Written<Vec<i64>>, StoreError> {
+        self.guarded(guard, move |ctx, _| {
+            ctx.set_proposable();
+            let ids = memories::ids_where(ctx.conn, &view, thread.as_deref())?;
+            if !dry_run {
+                for id in &ids {
+                    ctx.check_row(*id, None)?;
+                    memories::delete(ctx.conn, *id)?;
+                }
+            }
+            Ok(ids)
         })
         .await
     }

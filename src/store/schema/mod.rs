@@ -125,6 +125,16 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "captured turns marked in the search index",
         sql: include_str!("v19.sql"),
     },
+    Migration {
+        version: 20,
+        name: "ingested conversation turns, a kind of their own",
+        sql: include_str!("v20.sql"),
+    },
+    Migration {
+        version: 21,
+        name: "every version of a memory found by its uid (purge)",
+        sql: include_str!("v21.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -461,20 +471,7 @@ mod tests {
     #[test]
     fn captured_turns_of_an_older_database_are_marked() {
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = Connection::open(dir.path().join("v18.db")).unwrap();
-        conn.execute_batch(
-            "CREATE TABLE memd_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, \
-             applied_at TEXT NOT NULL DEFAULT 'then');",
-        )
-        .unwrap();
-        for m in MIGRATIONS.iter().filter(|m| m.version <= 18) {
-            conn.execute_batch(m.sql).unwrap();
-            conn.execute(
-                "INSERT INTO memd_schema (version, name) VALUES (?1, ?2)",
-                (m.version, m.name),
-            )
-            .unwrap();
-        }
+        let mut conn = database_at(&dir.path().join("v18.db"), 18);
         for source in ["capture", "user", "capture"] {
             conn.execute(
                 "INSERT INTO memories (namespace, content, source) VALUES ('p', 'deploy notes', ?1)",
@@ -502,6 +499,93 @@ mod tests {
             )
             .unwrap();
         assert_eq!(n, 3, "the namespace token is still there");
+        conn.execute_batch("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+            .unwrap();
+    }
+
+    /// A database at `version`, by the migrations up to it.
+    fn database_at(path: &Path, version: i64) -> Connection {
+        let conn = Connection::open(path).unwrap();
+        conn.execute_batch(
+            "CREATE TABLE memd_schema (version INTEGER PRIMARY KEY, name TEXT NOT NULL, \
+             applied_at TEXT NOT NULL DEFAULT 'then');",
+        )
+        .unwrap();
+        for m in MIGRATIONS.iter().filter(|m| m.version <= version) {
+            conn.execute_batch(m.sql).unwrap();
+            conn.execute(
+                "INSERT INTO memd_schema (version, name) VALUES (?1, ?2)",
+                (m.version, m.name),
+            )
+            .unwrap();
+        }
+        conn
+    }
+
+    /// Schema v20 marks the turns `memd ingest` stored before it (a
+    /// person's rows in a thread), and only those: their source, their
+    /// provenance's origin and their mark in the search index.
+    #[test]
+    fn ingested_turns_of_an_older_database_are_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = database_at(&dir.path().join("v19.db"), 19);
+        let rows = [
+            ("user", Some("s1"), Some(1)),     // an ingested turn
+            ("user", None, None),              // a person's note
+            ("agent", Some("s1"), Some(2)),    // an agent's row in a thread
+            ("user", Some("s2"), Some(1)),     // an ingested turn
+            ("capture", Some("h:1"), Some(1)), // a captured turn
+        ];
+        for (source, thread, pos) in rows {
+            conn.execute(
+                "INSERT INTO memories (namespace, content, source, thread, thread_pos) \
+                 VALUES ('p', 'deploy notes', ?1, ?2, ?3)",
+                (source, thread, pos),
+            )
+            .unwrap();
+        }
+        let column = |conn: &Connection, sql: &str| -> Vec<String> {
+            conn.prepare(sql)
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        let marked = |conn: &Connection| -> Vec<i64> {
+            conn.prepare(
+                "SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'ns : nscapture0' \
+                 ORDER BY rowid",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+        };
+        assert_eq!(marked(&conn), [5]);
+        migrate(&mut conn, dir.path()).unwrap();
+        assert_eq!(current_version(&conn).unwrap(), latest_version());
+        assert_eq!(
+            column(&conn, "SELECT source FROM memories ORDER BY id"),
+            ["ingest", "user", "agent", "ingest", "capture"]
+        );
+        assert_eq!(
+            column(
+                &conn,
+                "SELECT source FROM memory_sources WHERE n = 0 ORDER BY memory_id"
+            ),
+            ["ingest", "user", "agent", "ingest", "capture"]
+        );
+        assert_eq!(marked(&conn), [1, 4, 5]);
+        // Rows stored after the upgrade are indexed by the new view too.
+        conn.execute(
+            "INSERT INTO memories (namespace, content, source, thread, thread_pos) \
+             VALUES ('p', 'deploy again', 'ingest', 's3', 1)",
+            [],
+        )
+        .unwrap();
+        assert_eq!(marked(&conn), [1, 4, 5, 6]);
         conn.execute_batch("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
             .unwrap();
     }

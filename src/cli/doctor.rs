@@ -355,11 +355,17 @@ fn sharing_check(f: &Facts) -> Check {
         Sharing::Missed { glob, origin } => check(
             "shared",
             Verdict::Fail,
-            missed_note(&glob, &origin, &f.namespace),
-            Some(if glob_is_url(&glob) {
-                format!(
-                    "write the glob as the namespace is spelled: {origin} (e.g. github.com/acme/*) in [team] namespaces"
-                )
+            match spelled_glob(&glob) {
+                Some(_) => format!(
+                    "the team glob `{glob}` is written as a clone URL; namespaces are spelled \
+                     without scheme, user or `.git` (this directory's is `{}`), so it \
+                     matches none and its memories are not shared",
+                    f.namespace
+                ),
+                None => missed_note(&glob, &origin, &f.namespace),
+            },
+            Some(if let Some(g) = spelled_glob(&glob) {
+                format!("write the glob as namespaces are spelled: \"{g}\" in [team] namespaces")
             } else {
                 format!(
                     "add \"{}\" to [team] namespaces, or remove the override that names it",
@@ -379,8 +385,13 @@ fn sharing_check(f: &Facts) -> Check {
     }
 }
 
-fn glob_is_url(glob: &str) -> bool {
-    glob.contains("://") || glob.contains('@') || glob.ends_with(".git")
+/// A glob written as a clone URL (`git@github.com:acme/*`), in the
+/// spelling of a namespace (`github.com/acme/*`); `None` for any other.
+fn spelled_glob(glob: &str) -> Option<String> {
+    let url = glob.contains("://") || glob.contains('@') || glob.ends_with(".git");
+    url.then(|| crate::commands::normalize_url(glob, Path::new("/")))
+        .flatten()
+        .filter(|n| !n.starts_with('/'))
 }
 
 /// The warning for a directory whose origin a team glob matches but whose

@@ -318,11 +318,15 @@ fn a_glob_written_as_a_clone_url_fails_the_shared_check() {
         &h.join("data"),
         &["--config", config.to_str().unwrap()],
     );
-    let (shared, _, fix) = verdict(&v, "shared");
+    let (shared, detail, fix) = verdict(&v, "shared");
     assert_eq!(shared, "fail");
     assert!(
-        fix.as_str().unwrap().contains("github.com/acme/api"),
-        "{fix}"
+        detail.contains("written as a clone URL") && detail.contains("`github.com/acme/api`"),
+        "{detail}"
+    );
+    assert!(
+        fix.as_str().unwrap().contains("\"github.com/acme/*\""),
+        "the glob to write: {fix}"
     );
     assert_eq!(verdict(&v, "team").0, "fail", "no daemon to connect");
 }

@@ -110,6 +110,17 @@ pub struct Client {
     written: bool,
     /// The namespace the session opened in.
     namespace: String,
+    /// Told of each chunk a download receives.
+    on_download: Option<DownloadHook>,
+}
+
+/// A function told of a download's progress: bytes received, of the total.
+struct DownloadHook(Box<dyn FnMut(u64, u64) + Send>);
+
+impl std::fmt::Debug for DownloadHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DownloadHook")
+    }
 }
 
 impl Client {
@@ -161,6 +172,7 @@ impl Client {
             seen: 0,
             written: false,
             namespace: opts.namespace.clone(),
+            on_download: None,
         };
         let asked = opts.seen_generation;
         let hello = Hello {
@@ -967,6 +979,12 @@ impl Client {
         }
     }
 
+    /// Has `hook` told, after each chunk an export or a backup receives,
+    /// the bytes received so far and the download's size (a progress bar).
+    pub fn on_download(&mut self, hook: impl FnMut(u64, u64) + Send + 'static) {
+        self.on_download = Some(DownloadHook(Box::new(hook)));
+    }
+
     async fn download(
         &mut self,
         d: memd_proto::DownloadInfo,
@@ -984,6 +1002,9 @@ impl Client {
                 Response::Chunk(c) => {
                     out.write_all(&c.data)?;
                     offset += c.data.len() as u64;
+                    if let Some(DownloadHook(hook)) = &mut self.on_download {
+                        hook(offset, d.size);
+                    }
                     if c.eof {
                         break;
                     }

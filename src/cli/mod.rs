@@ -175,6 +175,8 @@ pub fn run(cli: args::Cli) -> i32 {
                 Ok(rt) => rt,
                 Err(e) => return emit(g.json, Err(CommandError::Io(e.to_string()))),
             };
+            // Long work shows a bar on a terminal, never under --json.
+            crate::commands::progress::enable(!g.json);
             let result = runtime.block_on(async {
                 let autostart = !matches!(
                     command,

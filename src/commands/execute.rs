@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::CommandError;
 use super::args::{self, Command, FilterArgs, MemoryFields};
 use super::output::{self, Output};
+use super::progress::Progress;
 use super::{import_md, ingest};
 use crate::config::Paths;
 
@@ -232,7 +233,7 @@ pub async fn execute(
         Command::Status => Ok(output::status(client.status().await?)),
         Command::Check => output::check(client.check().await?),
         Command::Sweep(a) => Ok(output::swept(&client.sweep(a.dry_run).await?)),
-        Command::Reembed => Ok(output::reembedding(&client.reembed().await?)),
+        Command::Reembed => reembed(client).await,
         // Named sessions and the team.
         Command::Session(args::SessionCommand::List) => {
             Ok(output::sessions(&client.session_list().await?))
@@ -255,17 +256,36 @@ pub async fn execute(
         }
         Command::Team(args::TeamCommand::Status) => Ok(output::team_status(client.status().await?)),
         Command::Team(args::TeamCommand::Push { namespace }) => {
+            let _waiting = Progress::waiting(&format!("pushing {namespace}"));
             Ok(output::team_pushed(&client.team_push(&namespace).await?))
         }
         // Files read or written here, streamed through the socket.
         Command::Export(a) => export(a, client).await,
-        Command::Import(a) => Ok(output::imported(
-            &client.import(open(&a.file)?, a.replace).await?,
-        )),
+        Command::Import(a) => {
+            let file = open(&a.file)?;
+            let progress = Progress::bytes(
+                file.metadata().map_or(0, |m| m.len()),
+                &format!("uploading {}", a.file.display()),
+            );
+            let report = client
+                .import(progress.reader(file, "importing"), a.replace)
+                .await?;
+            progress.finish();
+            Ok(output::imported(&report))
+        }
         Command::Ingest(a) => ingest_file(a, client, stdin_allowed).await,
         Command::ImportMd(a) => import_markdown(a, client).await,
         Command::Backup(a) => backup(a, client).await,
-        Command::Restore(a) => Ok(output::restored(&client.restore(open(&a.file)?).await?)),
+        Command::Restore(a) => {
+            let file = open(&a.file)?;
+            let progress = Progress::bytes(
+                file.metadata().map_or(0, |m| m.len()),
+                &format!("uploading {}", a.file.display()),
+            );
+            let report = client.restore(progress.reader(file, "restoring")).await?;
+            progress.finish();
+            Ok(output::restored(&report))
+        }
         Command::Stop => stop(client, paths).await,
         Command::Socket => Ok(output::socket(&paths.socket)),
         Command::Ui(a) => {
@@ -484,7 +504,10 @@ async fn export(a: args::ExportArgs, client: &mut Client) -> Result<Output, Comm
     match &a.out {
         Some(path) => {
             let (out, file) = OutFile::create(path)?;
+            let progress = Progress::bytes(0, &format!("exporting to {}", path.display()));
+            client.on_download(progress.download_hook());
             let (info, bytes) = client.export(req, file).await?;
+            progress.finish();
             out.commit()?;
             Ok(output::downloaded(info, bytes, path))
         }
@@ -544,7 +567,10 @@ async fn backup(a: args::BackupArgs, client: &mut Client) -> Result<Output, Comm
         )));
     }
     let (out, file) = OutFile::create(&a.file)?;
+    let progress = Progress::bytes(0, &format!("backing up to {}", a.file.display()));
+    client.on_download(progress.download_hook());
     let (info, bytes) = client.backup(file).await?;
+    progress.finish();
     out.commit()?;
     Ok(output::downloaded(info, bytes, &a.file))
 }
@@ -759,6 +785,30 @@ fn write_launcher(url: &str, dir: &Path) -> Result<PathBuf, String> {
     Ok(path)
 }
 
+/// `reembed`: starts the re-embedding; with a bar on a terminal, follows
+/// it in `status` until every memory is embedded (Ctrl-C stops watching,
+/// not the work, which the daemon does in the background).
+async fn reembed(client: &mut Client) -> Result<Output, CommandError> {
+    let report = client.reembed().await?;
+    let progress = Progress::items(report.pending, "embedding memories");
+    if super::progress::shown() && report.pending > 0 {
+        loop {
+            let status = client.status().await?;
+            let embedder = &status["embedder"];
+            let Some(pending) = embedder["pending"].as_u64() else {
+                break;
+            };
+            progress.set(report.pending.saturating_sub(pending));
+            if pending == 0 || embedder["state"].as_str() != Some("ready") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+    progress.finish();
+    Ok(output::reembedding(&report))
+}
+
 /// `purge`: lists what it will erase, asks on a terminal (or takes
 /// `--yes`), then erases.
 async fn purge(
@@ -774,10 +824,14 @@ async fn purge(
         all_namespaces: a.all_namespaces,
     };
     if a.yes {
+        let _erasing = Progress::waiting("erasing");
         let r = client.purge_request(req(true)).await?;
         return Ok(output::purged(&r));
     }
-    let listed = client.purge_request(req(false)).await?;
+    let listed = {
+        let _finding = Progress::waiting("finding what to erase");
+        client.purge_request(req(false)).await?
+    };
     if a.dry_run || listed.targets.is_empty() {
         return Ok(output::purged(&listed));
     }
@@ -806,6 +860,7 @@ async fn purge(
     if answer.trim() != "yes" {
         return Err(CommandError::Usage("nothing was erased".into()));
     }
+    let _erasing = Progress::waiting("erasing");
     let r = client.purge_request(req(true)).await?;
     Ok(output::purged(&r))
 }

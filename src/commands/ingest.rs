@@ -210,7 +210,9 @@ pub async fn send(
             .collect(),
         ..Default::default()
     };
+    let progress = super::progress::Progress::items(parsed.adds.len() as u64, "ingesting turns");
     for add in parsed.adds {
+        progress.inc(1);
         let at = (add.thread.clone(), add.position);
         match client.add(add).await {
             Ok(r) if r.deduped => counts.existing += 1,

@@ -19,6 +19,7 @@
 //!   from the global flags to a session.
 //! - [`ingest`], [`import_md`]: the local files `memd ingest` and `memd
 //!   import-md` read.
+//! - [`progress`]: bars on stderr for long work, at a terminal only.
 //! - [`trust`]: the `.memd.toml` files the person trusts to name a
 //!   namespace (`memd trust`, `memd untrust`).
 //! - [`init_logging()`]: logs on stderr.
@@ -30,6 +31,7 @@ mod execute;
 pub mod import_md;
 pub mod ingest;
 pub mod output;
+pub mod progress;
 pub mod trust;
 
 pub use client::{

@@ -41,6 +41,7 @@ mod namespace_move;
 mod peer;
 mod personal;
 mod portability;
+mod progress;
 mod project_namespace;
 mod provenance;
 mod purge;

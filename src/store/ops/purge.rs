@@ -9,11 +9,11 @@
 //! sessions file are the daemon's (`handler::purge`).
 
 use memd_proto::PurgeTarget;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension};
 
 use crate::session::ident::Author;
 use crate::store::readers::ReadKind;
-use crate::store::{Store, StoreError, memories};
+use crate::store::{Store, StoreError};
 
 /// The shortest text `--matching` takes: a shorter one would match nearly
 /// everything.
@@ -225,55 +225,77 @@ fn place(conn: &Connection, uid: &str) -> Result<Option<(String, String)>, Store
 }
 
 fn erase(conn: &Connection, uids: &[String], by: &str) -> Result<Purged, StoreError> {
+    // Set-based, a statement per step whatever the number of memories:
+    // thousands of statements in one transaction each pay for the
+    // transaction's size (a statement journal), which made a purge of
+    // 20,000 rows quadratic. `temp.purging` holds what is erased: each uid
+    // this database knows (as a row, or as a revision only), its row id
+    // and namespace, in the order asked.
+    conn.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS purging (pos INTEGER PRIMARY KEY, \
+             uid TEXT NOT NULL, id INTEGER, namespace TEXT NOT NULL, revisions INTEGER); \
+         DELETE FROM temp.purging;",
+    )?;
+    let asked = serde_json::Value::from(uids.to_vec()).to_string();
+    conn.execute(
+        "INSERT INTO temp.purging (pos, uid, id, namespace) \
+         SELECT p.key, p.value, m.id, coalesce(m.namespace, \
+             (SELECT r.namespace FROM memory_revisions r WHERE r.uid = p.value \
+              ORDER BY r.rev_id DESC LIMIT 1)) \
+         FROM json_each(?1) p LEFT JOIN memories m ON m.uid = p.value \
+         WHERE coalesce(m.namespace, (SELECT r.namespace FROM memory_revisions r \
+             WHERE r.uid = p.value ORDER BY r.rev_id DESC LIMIT 1)) IS NOT NULL",
+        [&asked],
+    )?;
+    // The rows (their tags, index entries, vectors, sketches, authors and
+    // sources go by trigger, which also writes each one's delete revision
+    // and re-indexes its thread neighbours), their near-duplicate links.
+    conn.execute(
+        "DELETE FROM memories WHERE id IN (SELECT id FROM temp.purging WHERE id IS NOT NULL)",
+        [],
+    )?;
+    conn.execute(
+        "DELETE FROM memory_similar WHERE memory_id IN (SELECT id FROM temp.purging) \
+             OR similar_to IN (SELECT id FROM temp.purging)",
+        [],
+    )?;
+    // Every version, the one the delete just wrote included, counted then
+    // deleted by uid and by row id apart, each through its index (schema
+    // v21) rather than reading the whole history.
+    conn.execute(
+        "UPDATE temp.purging SET revisions = \
+             (SELECT count(*) FROM memory_revisions r WHERE r.uid = purging.uid) \
+             + (SELECT count(*) FROM memory_revisions r WHERE purging.id IS NOT NULL \
+                AND r.memory_id = purging.id AND (r.uid IS NULL OR r.uid <> purging.uid))",
+        [],
+    )?;
+    conn.execute(
+        "DELETE FROM memory_revisions WHERE uid IN (SELECT uid FROM temp.purging)",
+        [],
+    )?;
+    conn.execute(
+        "DELETE FROM memory_revisions WHERE memory_id IN \
+             (SELECT id FROM temp.purging WHERE id IS NOT NULL)",
+        [],
+    )?;
+    conn.execute(
+        "INSERT INTO memory_purges (uid, namespace, memory_id, revisions, purged_by) \
+         SELECT uid, namespace, id, revisions, ?1 FROM temp.purging ORDER BY pos",
+        [by],
+    )?;
     let mut out = Purged::default();
-    for uid in uids {
-        let row: Option<(i64, String)> = conn
-            .query_row(
-                "SELECT id, namespace FROM memories WHERE uid = ?1",
-                [uid],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        let namespace = match &row {
-            Some((_, ns)) => Some(ns.clone()),
-            None => conn
-                .query_row(
-                    "SELECT namespace FROM memory_revisions WHERE uid = ?1 \
-                     ORDER BY rev_id DESC LIMIT 1",
-                    [uid],
-                    |r| r.get::<_, Option<String>>(0),
-                )
-                .optional()?
-                .flatten(),
-        };
-        let Some(namespace) = namespace else { continue };
-        let id = row.as_ref().map(|(id, _)| *id);
-        if let Some(id) = id {
-            memories::delete(conn, id)?;
-            conn.execute(
-                "DELETE FROM memory_similar WHERE memory_id = ?1 OR similar_to = ?1",
-                [id],
-            )?;
+    {
+        let mut stmt = conn.prepare("SELECT uid, id FROM temp.purging ORDER BY pos")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, Option<i64>>(1)?))
+        })?;
+        for row in rows {
+            let (uid, id) = row?;
+            out.uids.push(uid);
+            out.ids.extend(id);
         }
-        // Every version, the one the delete just wrote included: by uid
-        // and by row id apart, so each finds its rows through its index
-        // (schema v21) rather than reading the whole history.
-        let mut revisions = conn
-            .prepare_cached("DELETE FROM memory_revisions WHERE uid = ?1")?
-            .execute([uid])?;
-        if let Some(id) = id {
-            revisions += conn
-                .prepare_cached("DELETE FROM memory_revisions WHERE memory_id = ?1")?
-                .execute([id])?;
-        }
-        conn.execute(
-            "INSERT INTO memory_purges (uid, namespace, memory_id, revisions, purged_by) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![uid, namespace, id, revisions as i64, by],
-        )?;
-        out.uids.push(uid.clone());
-        out.ids.extend(id);
     }
+    conn.execute("DELETE FROM temp.purging", [])?;
     if out.uids.is_empty() {
         return Ok(out);
     }
@@ -348,4 +370,88 @@ fn target(conn: &Connection, uid: &str) -> Result<PurgeTarget, StoreError> {
         preview,
         revisions: u64::try_from(revisions).unwrap_or(0),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(conn: &Connection, sql: &str) -> i64 {
+        conn.query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+
+    #[test]
+    fn erase_takes_rows_revisions_and_index_entries_of_the_uids_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = Connection::open(dir.path().join("m.db")).unwrap();
+        crate::store::schema::migrate(&mut conn, dir.path()).unwrap();
+        // A thread of four turns; the second and third hold the secret.
+        for (pos, text) in [
+            "first turn about lunch",
+            "the vault pin is qxsecret",
+            "again qxsecret here",
+            "last turn about dinner",
+        ]
+        .iter()
+        .enumerate()
+        {
+            conn.execute(
+                "INSERT INTO memories (uid, content, thread, thread_pos) VALUES (?1, ?2, 't', ?3)",
+                rusqlite::params![format!("u{pos}"), text, pos as i64],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "UPDATE memories SET content = content || ' v2' WHERE uid = 'u1'",
+            [],
+        )
+        .unwrap();
+        let before = count(
+            &conn,
+            "SELECT count(*) FROM memory_revisions WHERE uid = 'u1'",
+        );
+        assert!(before >= 1, "an update writes a revision");
+
+        let asked = ["u1".to_string(), "u2".into(), "nobody".into()];
+        let out = erase(&conn, &asked, "a test").unwrap();
+        assert_eq!(out.uids, ["u1", "u2"], "the unknown uid is skipped");
+        assert_eq!(out.ids.len(), 2);
+        assert_eq!(count(&conn, "SELECT count(*) FROM memories"), 2);
+        assert_eq!(
+            count(
+                &conn,
+                "SELECT count(*) FROM memory_revisions WHERE uid IN ('u1', 'u2')"
+            ),
+            0
+        );
+        assert_eq!(
+            count(
+                &conn,
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'qxsecret'"
+            ),
+            0,
+            "neither the rows nor their neighbours' context hold it"
+        );
+        assert_eq!(
+            count(
+                &conn,
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH 'lunch'"
+            ),
+            2,
+            "the first turn, and the last through its context, its neighbour now"
+        );
+        // Logged: u1's revisions are its update's and its delete's.
+        let logged: Vec<(String, i64)> = conn
+            .prepare("SELECT uid, revisions FROM memory_purges ORDER BY uid")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(logged, [("u1".into(), before + 1), ("u2".into(), 1)]);
+        // Nothing left behind for the next purge.
+        assert_eq!(count(&conn, "SELECT count(*) FROM temp.purging"), 0);
+        let again = erase(&conn, &asked, "a test").unwrap();
+        assert!(again.uids.is_empty(), "{:?}", again.uids);
+    }
 }

@@ -493,4 +493,8 @@ fn print(r: &Value) {
     );
     println!("daemon without a floor: {}", r["daemon_without_floor"]);
     println!("daemon at that floor:   {}", r["daemon_at_chosen"]);
+    println!(
+        "memory_search bytes per hit: {}",
+        r["memory_search_bytes_per_hit"]
+    );
 }

@@ -100,7 +100,8 @@ fn paraphrase_and_keyword_hits_with_the_local_model() {
         let mut top2 = ids[..2].to_vec();
         top2.sort_unstable();
         assert_eq!(top2, vec![tea, keyword], "{mode}: {h}");
-        assert!(ids.iter().position(|i| *i == deploy) > Some(1), "{h}");
+        // The unrelated row ranks below both, or is under the floor.
+        assert!(!ids[..2].contains(&deploy), "{h}");
         let kw = h["hits"]
             .as_array()
             .unwrap()

@@ -5,6 +5,8 @@
 
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
 use crate::common::http::{get, tcp_request};
 use crate::common::{Daemon, sqlite3};
 
@@ -33,6 +35,86 @@ const PROJECT: [&str; 6] = [
     "The release train leaves every second Tuesday.",
     "Lint with cargo clippy before each commit.",
 ];
+
+/// A daemon with the local model (and `extra` config), the project's
+/// memories added and embedded; `None` without the model.
+fn with_model(extra: &str) -> Option<(Daemon, Vec<i64>)> {
+    let model = crate::common::model_dir()?;
+    let d = Daemon::with_config(&format!(
+        "{extra}\n[embed]\nmodel_dir = \"{}\"\n",
+        model.display()
+    ));
+    let ids: Vec<i64> = PROJECT.iter().map(|t| add(&d, t)).collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while d.status()["embedder"]["embedded"] != 6 {
+        assert!(Instant::now() < deadline, "{}", d.status());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some((d, ids))
+}
+
+/// Questions of another corpus (a chat about family and painting) and
+/// made-up strings.
+const ELSEWHERE: [&str; 4] = [
+    "zzzqqq",
+    "qxvrbl kjoo",
+    "What did Caroline paint for the charity auction last summer?",
+    "When did Melanie go camping with her kids?",
+];
+
+#[test]
+fn no_hit_below_the_local_models_floor_in_any_mode_with_a_vector() {
+    let Some((d, ids)) = with_model("") else {
+        return;
+    };
+    for q in ELSEWHERE.iter().chain(&["where is the deploy script?"]) {
+        for mode in ["auto", "hybrid", "semantic"] {
+            let (v, code) = d.json(&["search", q, "--mode", mode]);
+            assert_eq!(code, 0, "{v}");
+            for hit in v["hits"].as_array().unwrap() {
+                let r = hit["relevance"].as_f64().expect("a relevance");
+                assert!(r >= 0.11, "{q} ({mode}): a hit below the floor: {hit}");
+            }
+        }
+    }
+    // A question about the project finds its memory, with its relevance;
+    // lexical search has none to give.
+    let (v, _) = d.json(&["search", "where is the deploy script?"]);
+    assert_eq!(v["hits"][0]["id"], ids[0], "{v}");
+    let relevance = v["hits"][0]["relevance"].as_f64().unwrap();
+    assert!(relevance > 0.3 && relevance <= 1.0, "{v}");
+    let (v, _) = d.json(&["search", "deploy", "--mode", "lexical"]);
+    assert_eq!(v["hits"][0]["relevance"], Value::Null, "{v}");
+}
+
+#[test]
+fn above_a_configured_floor_nothing_is_said_as_nothing_and_used_by_none() {
+    let Some((d, ids)) = with_model("[search.floor]\n\"local:all-MiniLM-L6-v2\" = 0.3\n") else {
+        return;
+    };
+    for q in ELSEWHERE {
+        for mode in ["auto", "hybrid", "semantic"] {
+            let (v, code) = d.json(&["search", q, "--mode", mode]);
+            assert_eq!(code, 0, "{v}");
+            assert_eq!(v["count"], 0, "{q} ({mode}): {v}");
+        }
+        let out = d.cli(&["search", q]);
+        assert_eq!(out.code, 0);
+        assert_eq!(out.stdout.trim(), "no relevant memory", "{q}");
+        let path = format!(
+            "/v1/memories?q={}",
+            q.replace(' ', "%20").replace('?', "%3F")
+        );
+        let r = get(&d.socket(), &path, &[("memd-agent", "a")]);
+        assert_eq!(r.status, 200);
+        assert_eq!(r.json()["hits"], Value::Array(vec![]), "{q}");
+    }
+    let (v, _) = d.json(&["search", "where is the deploy script?"]);
+    assert_eq!(v["hits"][0]["id"], ids[0], "still found: {v}");
+    // Nothing returned to an agent, nothing used.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(ids.iter().all(|id| uses(&d, *id) == 0));
+}
 
 #[test]
 fn only_an_agents_reads_count_as_uses() {

@@ -81,7 +81,7 @@ impl Default for RankConfig {
 /// The floor of the local model, chosen by leave-one-conversation-out on
 /// conversation benchmarks (`memd-bench floor`, bench/RESULTS.md "Relevance
 /// floor").
-pub const LOCAL_MODEL_FLOOR: f64 = 0.0;
+pub const LOCAL_MODEL_FLOOR: f64 = 0.11;
 
 /// The floors memd knows: the local model's.
 fn default_floors() -> HashMap<String, f64> {

@@ -180,15 +180,25 @@ pub fn bind(path: &Path, mode: u32) -> Result<Bound, DaemonError> {
             )));
         }
     }
-    let listener = std::os::unix::net::UnixListener::bind(path).map_err(|e| {
-        DaemonError::Io(Cause::context(format!("cannot bind {}", path.display()), e))
-    })?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| {
-        DaemonError::Io(Cause::context(
-            format!("cannot chmod {}", path.display()),
-            e,
-        ))
-    })?;
+    let listener = match staging(path) {
+        Some(staged) => {
+            let bound = bind_as(&staged, mode).and_then(|listener| {
+                std::fs::rename(&staged, path)
+                    .map(|()| listener)
+                    .map_err(|e| {
+                        DaemonError::Io(Cause::context(
+                            format!("cannot move the socket to {}", path.display()),
+                            e,
+                        ))
+                    })
+            });
+            if bound.is_err() {
+                let _ = std::fs::remove_file(&staged);
+            }
+            bound?
+        }
+        None => bind_as(path, mode)?,
+    };
     let meta = std::fs::symlink_metadata(path).map_err(|e| {
         DaemonError::Io(Cause::context(format!("cannot stat {}", path.display()), e))
     })?;
@@ -203,6 +213,42 @@ pub fn bind(path: &Path, mode: u32) -> Result<Bound, DaemonError> {
     })
 }
 
+/// Where the socket is bound before it is moved to its path: beside it,
+/// so that the rename is atomic and the path names a socket only once it
+/// listens with its mode set (a client never meets a socket that refuses,
+/// nor one open to others for an instant). `None` when that name would not
+/// fit `sun_path` (the socket is bound at its path then) or is taken by
+/// something that is not a stale socket.
+fn staging(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    let staged = path.with_file_name(format!(".{name}.{}", std::process::id()));
+    if staged.as_os_str().len() > MAX_SOCKET_PATH {
+        return None;
+    }
+    match std::fs::symlink_metadata(&staged) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            std::fs::remove_file(&staged).ok()?;
+        }
+        Ok(_) => return None,
+        Err(_) => {}
+    }
+    Some(staged)
+}
+
+/// Binds and listens at `path`, then sets the file's mode.
+fn bind_as(path: &Path, mode: u32) -> Result<std::os::unix::net::UnixListener, DaemonError> {
+    let listener = std::os::unix::net::UnixListener::bind(path).map_err(|e| {
+        DaemonError::Io(Cause::context(format!("cannot bind {}", path.display()), e))
+    })?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(|e| {
+        DaemonError::Io(Cause::context(
+            format!("cannot chmod {}", path.display()),
+            e,
+        ))
+    })?;
+    Ok(listener)
+}
+
 /// Removes the socket file if it is still the one we bound (another daemon
 /// may have replaced a socket we lost).
 pub fn remove_if_ours(path: &Path, id: (u64, u64)) {
@@ -214,5 +260,53 @@ pub fn remove_if_ours(path: &Path, id: (u64, u64)) {
         }
         Ok(_) => tracing::warn!(path = %path.display(), "socket was replaced; leaving it"),
         Err(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_path_appears_listening_with_its_mode_and_nothing_is_left_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memd.sock");
+        let bound = bind(&path, 0o600).unwrap();
+        assert_eq!(entries(dir.path()), vec!["memd.sock".to_string()]);
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(bound.id, (meta.dev(), meta.ino()));
+        std::os::unix::net::UnixStream::connect(&path).unwrap();
+        assert!(matches!(
+            bind(&path, 0o600),
+            Err(DaemonError::AlreadyServing(_))
+        ));
+    }
+
+    #[test]
+    fn a_staging_name_that_is_taken_or_too_long_binds_at_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memd.sock");
+        let staged = staging(&path).unwrap();
+        std::fs::write(&staged, "not a socket").unwrap();
+        assert_eq!(staging(&path), None);
+        let _bound = bind(&path, 0o600).unwrap();
+        assert_eq!(std::fs::read_to_string(&staged).unwrap(), "not a socket");
+        std::os::unix::net::UnixStream::connect(&path).unwrap();
+
+        let room = MAX_SOCKET_PATH - dir.path().as_os_str().len() - 1;
+        let long = dir.path().join("s".repeat(room));
+        assert_eq!(staging(&long), None);
+        let _long = bind(&long, 0o600).unwrap();
+        std::os::unix::net::UnixStream::connect(&long).unwrap();
     }
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -43,10 +44,19 @@ class Daemon:
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=self.log,
                                      stderr=self.log, env=env)
         deadline = time.time() + 30
-        while not os.path.exists(self.socket):
+        while not self.answers():
             if self.proc.poll() is not None or time.time() > deadline:
                 raise RuntimeError((self.dir / "daemon.log").read_text())
             time.sleep(0.02)
+
+    def answers(self) -> bool:
+        """Whether the daemon accepts a connection on its socket."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(self.socket)
+                return True
+            except OSError:
+                return False
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -55,12 +65,17 @@ class Daemon:
         )
 
     def stop(self) -> None:
+        exited = self.proc.poll()
+        if exited is not None:
+            print(f"the daemon exited during the test, with {exited}")
         self.proc.terminate()
         try:
             self.proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
+        # Captured: pytest shows it beside a failed test.
+        print((self.dir / "daemon.log").read_text(errors="replace"))
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

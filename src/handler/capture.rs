@@ -70,3 +70,115 @@ pub(super) async fn handle(
         .await?;
     Ok(Response::Captured(report))
 }
+
+#[cfg(test)]
+pub(super) mod tests {
+    use memd_proto::{CaptureRequest, CapturedTurn, ErrorCode, Request, Response};
+
+    use crate::handler::support::testkit::Kit;
+
+    pub(crate) fn turn(id: &str, speaker: &str, text: &str) -> CapturedTurn {
+        CapturedTurn {
+            id: id.into(),
+            speaker: speaker.into(),
+            text: text.into(),
+            at: None,
+        }
+    }
+
+    pub(crate) fn stretch(session: &str, from: u64, to: u64, turns: Vec<CapturedTurn>) -> Request {
+        Request::Capture(CaptureRequest {
+            host: "claude-code".into(),
+            session: session.into(),
+            file: "2049:77".into(),
+            path: "/home/a/.claude/projects/x/s1.jsonl".into(),
+            from,
+            to,
+            turns,
+            invalid_lines: 0,
+            error: None,
+        })
+    }
+
+    /// The text of the captured rows, oldest first (read by a connection of
+    /// its own, as another tool would).
+    fn captured(kit: &Kit) -> Vec<String> {
+        let db = rusqlite::Connection::open(kit.shared.paths.db()).unwrap();
+        let mut q = db
+            .prepare("SELECT content FROM memories WHERE source = 'capture' ORDER BY id")
+            .unwrap();
+        q.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stores_turns_once_with_secrets_replaced_and_moves_the_offset() {
+        let kit = Kit::new();
+        let mut s = kit.session("hook");
+        let turns = vec![
+            turn("u1", "User", "the staging key is AKIAQXRUSTCAPTURE123"),
+            turn(
+                "a1",
+                "Assistant",
+                "I will not repeat it; deploys go out on tuesdays",
+            ),
+        ];
+        let Response::Captured(r) = kit.ok(&mut s, stretch("s1", 0, 120, turns.clone())).await
+        else {
+            panic!()
+        };
+        assert_eq!((r.stored, r.existing, r.redactions), (2, 0, 1));
+        assert_eq!((r.offset, r.stale), (120, false));
+        let rows = captured(&kit);
+        assert_eq!(rows.len(), 2);
+        assert!(
+            !rows.iter().any(|t| t.contains("AKIAQXRUSTCAPTURE123")),
+            "{rows:?}"
+        );
+        assert!(rows.iter().any(|t| t.contains("[redacted:")), "{rows:?}");
+
+        // From an offset that is not the capture's (another hook moved it
+        // first): nothing stored, the offset stays.
+        let Response::Captured(r) = kit.ok(&mut s, stretch("s1", 60, 180, turns.clone())).await
+        else {
+            panic!()
+        };
+        assert!(r.stale && r.stored == 0 && r.offset == 120, "{r:?}");
+        // From the start again (a rewritten file): known turns kept once.
+        let Response::Captured(r) = kit.ok(&mut s, stretch("s1", 0, 120, turns.clone())).await
+        else {
+            panic!()
+        };
+        assert_eq!((r.stored, r.existing, r.stale), (0, 2, false));
+        let more = vec![turns[1].clone(), turn("u2", "User", "and on fridays?")];
+        let Response::Captured(r) = kit.ok(&mut s, stretch("s1", 120, 200, more)).await else {
+            panic!()
+        };
+        assert_eq!((r.stored, r.existing, r.offset), (1, 1, 200));
+        assert_eq!(captured(&kit).len(), 3);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_bad_name_or_a_backward_stretch_is_refused_and_stores_nothing() {
+        let kit = Kit::new();
+        let mut s = kit.session("hook");
+        let one = || vec![turn("u1", "User", "hello")];
+        for bad in ["", "a:b", "new\nline", &"s".repeat(300)] {
+            let e = kit
+                .err(&mut s, stretch(bad, 0, 10, one()), ErrorCode::InvalidInput)
+                .await;
+            assert!(e.message.contains("session"), "{e:?}");
+        }
+        let e = kit
+            .err(
+                &mut s,
+                stretch("s1", 50, 10, one()),
+                ErrorCode::InvalidInput,
+            )
+            .await;
+        assert!(e.message.contains("before it starts"), "{e:?}");
+        assert_eq!(kit.store_count().await, 0);
+    }
+}

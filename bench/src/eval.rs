@@ -307,6 +307,19 @@ pub(crate) struct Turn {
     image_caption: Option<String>,
 }
 
+/// A plain-text search of `query`: the first page of `limit` hits, no filter.
+pub(crate) fn request(query: &str, mode: SearchMode, limit: u32) -> SearchRequest {
+    SearchRequest {
+        query: query.to_string(),
+        filter: Filter::default(),
+        limit,
+        mode,
+        syntax: QuerySyntax::Plain,
+        explain: false,
+        offset: 0,
+    }
+}
+
 /// A question: the fields read (a line's other fields, such as its answer,
 /// are skipped unread).
 #[derive(Debug, Deserialize)]
@@ -666,17 +679,7 @@ async fn ask_all(
         }
         let client = clients.get_mut(&q.conv).expect("inserted above");
         let t = Instant::now();
-        let result = client
-            .search(SearchRequest {
-                query: q.question.clone(),
-                filter: Filter::default(),
-                limit,
-                mode,
-                syntax: QuerySyntax::Plain,
-                explain: false,
-                offset: 0,
-            })
-            .await?;
+        let result = client.search(request(&q.question, mode, limit)).await?;
         latencies.push(t.elapsed());
         rankings.push(result.hits.iter().filter_map(turn_of).collect());
     }

@@ -33,11 +33,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::bail;
-use memd_client::{Filter, QuerySyntax, SearchMode, SearchRequest};
+use memd_client::SearchMode;
 use serde_json::{Value, json};
 
 use crate::corpus::Rng;
-use crate::eval::{self, DataSet, EVAL_CONFIG, Score, r3};
+use crate::eval::{self, DataSet, EVAL_CONFIG, Question, Score, r3, request};
 
 /// Flags of `floor`.
 #[derive(Debug, clap::Args)]
@@ -61,6 +61,12 @@ pub struct FloorArgs {
     /// Print JSON instead of tables
     #[arg(long)]
     pub json: bool,
+    /// Only write, as JSON lines, every search's cosines (the hits'
+    /// relevance in the default mode; the count, mean, deviation and top
+    /// 50 of a semantic search of the whole namespace), to study another
+    /// rule than a floor
+    #[arg(long)]
+    pub dump: Option<PathBuf>,
 }
 
 /// The most relevant hit's relevance (`None`: no hit); a hit without one
@@ -153,16 +159,67 @@ fn nonsense(n: usize) -> Vec<String> {
         .collect()
 }
 
-fn request(query: &str, mode: SearchMode, limit: u32) -> SearchRequest {
-    SearchRequest {
-        query: query.to_string(),
-        filter: Filter::default(),
-        limit,
-        mode,
-        syntax: QuerySyntax::Plain,
-        explain: false,
-        offset: 0,
+/// The cosines of a semantic search of the whole namespace: count, mean,
+/// standard deviation and the 50 highest.
+async fn cosines(c: &mut memd_client::Client, query: &str) -> anyhow::Result<Value> {
+    let hits = c
+        .search(request(query, SearchMode::Semantic, 1_000_000))
+        .await?
+        .hits;
+    let all: Vec<f64> = hits.iter().filter_map(|h| h.relevance).collect();
+    let n = all.len().max(1) as f64;
+    let mean = all.iter().sum::<f64>() / n;
+    let sd = (all.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let mut top = all.clone();
+    top.sort_by(|a, b| b.total_cmp(a));
+    top.truncate(50);
+    Ok(json!({"n": all.len(), "mean": mean, "sd": sd, "top": top}))
+}
+
+/// `--dump`: each in-store question (its default-mode hits and the
+/// namespace's cosines), each question asked in another set's namespace,
+/// each nonsense string in each namespace, one JSON line each.
+async fn dump(
+    setup: &eval::Setup,
+    sets: &[DataSet],
+    args: &FloorArgs,
+    junk: &[String],
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    let convs = conversations(sets);
+    for (si, set) in sets.iter().enumerate() {
+        let others = others(&convs, si);
+        for (n, q) in sampled(set, args.per_conv).into_iter().enumerate() {
+            let mut home = setup.connect(&q.conv).await?;
+            let hits: Vec<Value> = home
+                .search(request(&q.question, SearchMode::Auto, 10))
+                .await?
+                .hits
+                .iter()
+                .map(|h| json!([eval::turn_of(h), h.relevance]))
+                .collect();
+            let own = cosines(&mut home, &q.question).await?;
+            let away_ns = others[n % others.len()];
+            let away = cosines(&mut setup.connect(away_ns).await?, &q.question).await?;
+            writeln!(out, "{}", json!({"kind": "in", "set": si, "conv": q.conv,
+                "evidence": q.evidence(), "hits": hits, "own": own}))?;
+            writeln!(out, "{}", json!({"kind": "away", "set": si, "conv": q.conv,
+                "ns": away_ns, "own": away}))?;
+        }
+        for conv in &convs[si] {
+            let mut c = setup.connect(conv).await?;
+            for (i, s) in junk.iter().enumerate() {
+                let own = cosines(&mut c, s).await?;
+                writeln!(out, "{}", json!({"kind": "junk", "set": si, "conv": conv,
+                    "junk": i, "own": own}))?;
+            }
+        }
+        eprintln!("dumped {}", set.name);
     }
+    out.flush()?;
+    Ok(())
 }
 
 /// Runs `floor`.
@@ -188,6 +245,31 @@ fn conversations(sets: &[DataSet]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The conversations of every set but set `si`: where its questions are
+/// asked as questions about nothing the namespace holds.
+fn others(convs: &[Vec<String>], si: usize) -> Vec<&String> {
+    convs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != si)
+        .flat_map(|(_, c)| c)
+        .collect()
+}
+
+/// The set's questions, at most `per_conv` of each conversation (the first
+/// ones; 0: all).
+fn sampled(set: &DataSet, per_conv: usize) -> Vec<&Question> {
+    let mut per: BTreeMap<&str, usize> = BTreeMap::new();
+    set.questions
+        .iter()
+        .filter(|q| {
+            let n = per.entry(q.conv.as_str()).or_default();
+            *n += 1;
+            per_conv == 0 || *n <= per_conv
+        })
+        .collect()
+}
+
 struct Asked {
     questions: Vec<InStore>,
     /// Per set: bytes of `memory_search` results with full hits, with
@@ -207,19 +289,8 @@ async fn ask(
     let mut questions = Vec::new();
     let mut bytes = vec![(0, 0, 0); sets.len()];
     for (si, set) in sets.iter().enumerate() {
-        let others: Vec<&String> = convs
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != si)
-            .flat_map(|(_, c)| c)
-            .collect();
-        let mut per: BTreeMap<&str, usize> = BTreeMap::new();
-        for q in &set.questions {
-            let n = per.entry(q.conv.as_str()).or_default();
-            *n += 1;
-            if args.per_conv > 0 && *n > args.per_conv {
-                continue;
-            }
+        let others = others(&convs, si);
+        for q in sampled(set, args.per_conv) {
             let mut home = setup.connect(&q.conv).await?;
             let found = home
                 .search(request(&q.question, SearchMode::Auto, 10))
@@ -360,20 +431,9 @@ async fn measured(
     let convs = conversations(sets);
     let mut out = Vec::new();
     for (si, set) in sets.iter().enumerate() {
-        let others: Vec<&String> = convs
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != si)
-            .flat_map(|(_, c)| c)
-            .collect();
+        let others = others(&convs, si);
         let (mut r10, mut away_nothing, mut n) = (0.0, 0usize, 0usize);
-        let mut per: BTreeMap<&str, usize> = BTreeMap::new();
-        for q in &set.questions {
-            let k = per.entry(q.conv.as_str()).or_default();
-            *k += 1;
-            if args.per_conv > 0 && *k > args.per_conv {
-                continue;
-            }
+        for q in sampled(set, args.per_conv) {
             let mut home = setup.connect(&q.conv).await?;
             let hits = home
                 .search(request(&q.question, SearchMode::Auto, 10))
@@ -422,10 +482,14 @@ async fn run_async(args: FloorArgs) -> anyhow::Result<()> {
         bail!("floor needs two data sets or more: out-of-store questions ask another set");
     }
     let turns: Vec<_> = sets.iter().flat_map(|s| s.turns.iter().cloned()).collect();
-    let open = format!("{EVAL_CONFIG}[search.floor]\n");
+    // Every row of a namespace in one semantic search (`--dump`).
+    let open = format!("{EVAL_CONFIG}max_results = 1000000\n[search.floor]\n");
     let mut setup = eval::load(&turns, 1, 1, None, &open, &eval::Via::default()).await?;
     eprintln!("loaded {} turns", turns.len());
     let junk = nonsense(args.nonsense);
+    if let Some(path) = &args.dump {
+        return dump(&setup, &sets, &args, &junk, path).await;
+    }
     let asked = ask(&setup, &sets, &args, &junk).await?;
     let rows = held_out(&asked, &sets, args.budget);
     let chosen = choose(&asked, sets.len(), args.budget, None);

@@ -12,27 +12,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::common::{Daemon, git, memd_command};
+use crate::common::{Daemon, git, memd_command, memd_json_status_in, memd_ok_in};
 
 /// `memd --data-dir DATA --json doctor ARGS` in `cwd` for `home`: its JSON
 /// and exit code.
 fn doctor(home: &Path, cwd: &Path, data: &Path, args: &[&str]) -> (Value, i32) {
-    let out = memd_command(home)
-        .current_dir(cwd)
-        .arg("--data-dir")
-        .arg(data)
-        .args(["--json", "doctor"])
-        .args(args)
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "doctor: {e}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (v, out.status.code().unwrap_or(-1))
+    let args: Vec<&str> = std::iter::once("doctor")
+        .chain(args.iter().copied())
+        .collect();
+    memd_json_status_in(home, cwd, data, &args)
 }
 
 /// The check named `name`: (verdict, detail, fix).
@@ -60,20 +48,12 @@ fn repo(home: &Path, url: &str) -> PathBuf {
 }
 
 fn run(home: &Path, cwd: &Path, data: &Path, args: &[&str]) -> std::process::Output {
-    let out = memd_command(home)
-        .current_dir(cwd)
-        .arg("--data-dir")
-        .arg(data)
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "memd {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    let data = data.to_str().unwrap();
+    let args: Vec<&str> = ["--data-dir", data]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    memd_ok_in(home, cwd, &args)
 }
 
 fn edit(path: &Path, f: impl FnOnce(&mut Value)) {

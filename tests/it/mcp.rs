@@ -131,28 +131,7 @@ async fn rmcp_client_uses_every_tool_resource_and_prompt() {
     .await;
     assert_eq!(hits["hits"][0]["id"], id);
     // Compact hits: what an agent picks by; memory_get has the rest.
-    let mut keys: Vec<&str> = hits["hits"][0]
-        .as_object()
-        .unwrap()
-        .keys()
-        .map(String::as_str)
-        .collect();
-    keys.sort_unstable();
-    assert_eq!(
-        keys,
-        [
-            "category",
-            "id",
-            "namespace",
-            "relevance",
-            "score",
-            "source",
-            "text",
-            "thread",
-            "when"
-        ],
-        "{hits}"
-    );
+    crate::common::assert_compact_hit(&hits["hits"][0], false);
     assert_eq!(hits["hits"][0]["text"], "CI runs on two cores");
     let got = ok(&s, "memory_get", json!({"id": id})).await;
     assert_eq!(got["memory"]["metadata"], json!({"cores": 2}));

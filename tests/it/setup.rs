@@ -13,19 +13,11 @@ fn setup(home: &Path, cwd: &Path, args: &[&str]) -> Value {
 
 /// `memd --json setup HOST ARGS` run in `cwd`, checked to succeed.
 fn setup_in(home: &Path, cwd: &Path, host: &str, args: &[&str]) -> Value {
-    let out = memd_command(home)
-        .current_dir(cwd)
-        .args(["--json", "setup", host])
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let args: Vec<&str> = ["--json", "setup", host]
+        .into_iter()
+        .chain(args.iter().copied())
+        .collect();
+    serde_json::from_slice(&crate::common::memd_ok_in(home, cwd, &args).stdout).unwrap()
 }
 
 fn read(path: &Path) -> Value {

@@ -29,9 +29,13 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_memd");
 
 /// `memd --data-dir DATA --no-autostart --json ARGS` run in `dir` (its
 /// namespace derived there, as a host's hooks and MCP server derive it),
-/// with [`memd_command`]'s environment for `home`; its JSON, exit 0
-/// asserted.
-pub fn memd_json_in(home: &Path, dir: &Path, data_dir: &Path, args: &[&str]) -> Value {
+/// with [`memd_command`]'s environment for `home`; its JSON and exit code.
+pub fn memd_json_status_in(
+    home: &Path,
+    dir: &Path,
+    data_dir: &Path,
+    args: &[&str],
+) -> (Value, i32) {
     let out = memd_command(home)
         .current_dir(dir)
         .arg("--data-dir")
@@ -42,28 +46,71 @@ pub fn memd_json_in(home: &Path, dir: &Path, data_dir: &Path, args: &[&str]) -> 
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
-            "memd {args:?}: {e}: {}",
+            "memd {args:?}: {e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    assert_eq!(out.status.code(), Some(0), "memd {args:?}: {v}");
+    (v, out.status.code().unwrap_or(-1))
+}
+
+/// [`memd_json_status_in`] that must exit 0: its JSON.
+pub fn memd_json_in(home: &Path, dir: &Path, data_dir: &Path, args: &[&str]) -> Value {
+    let (v, code) = memd_json_status_in(home, dir, data_dir, args);
+    assert_eq!(code, 0, "memd {args:?}: {v}");
     v
 }
 
 /// `memd --data-dir … --no-autostart --json ARGS` run in `dir` against
 /// `d` (the namespace derived there): its JSON and exit code.
 pub fn memd_in(d: &Daemon, dir: &Path, args: &[&str]) -> (Value, i32) {
-    let out = memd_command(d.dir.path())
+    memd_json_status_in(d.dir.path(), dir, &d.data_dir(), args)
+}
+
+/// `memd ARGS` run in `dir` with [`memd_command`]'s environment for
+/// `home`, which must exit 0: its output.
+pub fn memd_ok_in(home: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
+    let out = memd_command(home)
         .current_dir(dir)
-        .arg("--data-dir")
-        .arg(d.data_dir())
-        .args(["--no-autostart", "--json"])
         .args(args)
         .output()
         .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    (v, out.status.code().unwrap_or(-1))
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "memd {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Asserts that `hit` is a compact search hit (`memory_search`,
+/// `view=compact`): what an agent picks by and nothing more, with `cut`
+/// when its text was cut.
+pub fn assert_compact_hit(hit: &Value, cut: bool) {
+    let mut keys: Vec<&str> = hit
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    let mut want = vec![
+        "category",
+        "id",
+        "namespace",
+        "relevance",
+        "score",
+        "source",
+        "text",
+        "thread",
+        "when",
+    ];
+    if cut {
+        want.push("cut");
+        want.sort_unstable();
+    }
+    assert_eq!(keys, want, "{hit}");
 }
 
 /// Runs git in `dir` (no user or system config), asserting it succeeds.

@@ -13,7 +13,7 @@ use memd_client::proto::{AddRequest, ChangeKind, DriftRule, UpdateRequest};
 use memd_client::{Client, ConnectOptions, Error};
 
 use crate::common::Daemon;
-use crate::common::pg::Pg;
+use crate::common::pg::{Bouncer, Pg};
 
 const NS: &str = "team-hot";
 const MACHINES: usize = 3;
@@ -141,10 +141,39 @@ fn pg_rows(pg: &Pg) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_update_is_lost_across_machines() {
+    lost_updates(false).await;
+}
+
+/// The same through PgBouncer in transaction mode: the machines log in as
+/// one role, whose writes share one server connection, transaction by
+/// transaction (a statement named on one machine's transaction would meet
+/// another's); the pull listens on a direct connection (`listen_url`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_update_is_lost_through_a_pooler_in_transaction_mode() {
+    lost_updates(true).await;
+}
+
+async fn lost_updates(pooled: bool) {
     if !crate::common::tool("sqlite3", "reads each machine's database") {
         return;
     }
     let Some(pg) = Pg::start() else { return };
+    // Each machine its own role, or one for all through the pooler.
+    let role = |m: usize| {
+        if pooled {
+            "team".to_string()
+        } else {
+            format!("m{m}")
+        }
+    };
+    let bouncer = if pooled {
+        let Some(b) = Bouncer::start(&pg, &["team", "watcher"], 1) else {
+            return;
+        };
+        Some(b)
+    } else {
+        None
+    };
     let boot = Daemon::prepare(tempfile::tempdir().unwrap());
     let out = crate::common::memd_command(boot.dir.path())
         .args(["team", "init"])
@@ -152,32 +181,43 @@ async fn no_update_is_lost_across_machines() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    // With grants in place: each machine its own login role with write on
-    // the namespaces (none above row-level security), and a watcher that
-    // may only read.
-    for m in 0..MACHINES {
+    // With grants in place: each machine's login role with write on the
+    // namespaces (none above row-level security), and a watcher that may
+    // only read.
+    let mut writers: Vec<String> = (0..MACHINES).map(role).collect();
+    writers.dedup();
+    for r in &writers {
         pg.psql(&format!(
-            "CREATE ROLE m{m} LOGIN; \
-             INSERT INTO memd.grants (role, glob, access) VALUES ('m{m}', 'team-*', 'write')"
+            "CREATE ROLE {r} LOGIN; \
+             INSERT INTO memd.grants (role, glob, access) VALUES ('{r}', 'team-*', 'write')"
         ));
     }
     pg.psql(
         "CREATE ROLE watcher LOGIN; \
          INSERT INTO memd.grants (role, glob, access) VALUES ('watcher', 'team-*', 'read')",
     );
-    let as_role = |role: &str| pg.url().replace("user=postgres", &format!("user={role}"));
+    let direct = |role: &str| pg.url().replace("user=postgres", &format!("user={role}"));
+    // Writes through the pooler when there is one; the pull always direct.
+    let urls = |role: &str| match &bouncer {
+        Some(b) => format!(
+            "url = \"{}\"\nlisten_url = \"{}\"\n",
+            b.url(role),
+            direct(role)
+        ),
+        None => format!("url = \"{}\"\n", direct(role)),
+    };
     let machines: Vec<Daemon> = (0..MACHINES)
         .map(|m| {
             Daemon::with_config(&format!(
-                "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"m{m}\"\n\
+                "[team]\n{}namespaces = [\"team-*\"]\nmachine = \"m{m}\"\n\
                  [drift]\nread_set_rows = 64\n",
-                as_role(&format!("m{m}"))
+                urls(&role(m))
             ))
         })
         .collect();
     let watcher = Daemon::with_config(&format!(
-        "[team]\nurl = \"{}\"\nnamespaces = [\"team-*\"]\nmachine = \"watcher\"\n",
-        as_role("watcher")
+        "[team]\n{}namespaces = [\"team-*\"]\nmachine = \"watcher\"\n",
+        urls("watcher")
     ));
     // Seed the hot rows on the first machine; every machine gets them.
     let mut seed = Client::connect(opts(&machines[0])).await.unwrap();
@@ -254,11 +294,12 @@ async fn no_update_is_lost_across_machines() {
         });
     }
     // PostgreSQL names each writer's own role on what it wrote.
+    let role_of_machine = if pooled { "'team'" } else { "changed_machine" };
     assert_eq!(
-        pg.psql(
+        pg.psql(&format!(
             "SELECT count(*) FROM memd.memories \
-             WHERE changed_role IS DISTINCT FROM changed_machine"
-        ),
+             WHERE changed_role IS DISTINCT FROM {role_of_machine}"
+        )),
         "0",
         "every row's role is its machine's"
     );
@@ -323,9 +364,10 @@ async fn no_update_is_lost_across_machines() {
         }
     }
     eprintln!(
-        "team lost-update property: {} sessions on {MACHINES} machines, {HOT} hot rows, {:.1} s: \
+        "team lost-update property{}: {} sessions on {MACHINES} machines, {HOT} hot rows, {:.1} s: \
          {} acknowledged read-modify-write updates, {} refused, {} appends (0 refused), 0 lost, \
          {} rows alike on every machine and in PostgreSQL",
+        if pooled { " through PgBouncer" } else { "" },
         MACHINES * SESSIONS_PER_MACHINE,
         elapsed.as_secs_f64(),
         all.acked.len(),
@@ -333,6 +375,15 @@ async fn no_update_is_lost_across_machines() {
         all.appends,
         want.len()
     );
+    if let Some(b) = &bouncer {
+        // The machines' writes came through the pooler, as their roles.
+        let log = b.log();
+        let logins = log.matches("login attempt: db=postgres user=team").count();
+        assert!(
+            logins >= MACHINES,
+            "{logins} writers logged in through PgBouncer:\n{log}"
+        );
+    }
     assert!(
         all.acked.len() > 10,
         "too few updates: the run proved nothing"

@@ -18,6 +18,11 @@ pub struct TeamConfig {
     /// or key=value string; `MEMD_TEAM_URL` overrides it. Never holds the
     /// password: see [`password_for`].
     pub url: Option<String>,
+    /// Where the pull listens and reads, when not at `url`: a direct or
+    /// session-mode address when `url` is a pooler in transaction mode
+    /// (which carries no `LISTEN` and no statement between transactions);
+    /// `MEMD_TEAM_LISTEN_URL` overrides it. Writes always go to `url`.
+    pub listen_url: Option<String>,
     /// Globs (`*`, `?`) of the namespaces PostgreSQL holds; every other
     /// namespace never leaves the machine.
     pub namespaces: Vec<String>,
@@ -38,6 +43,7 @@ impl Default for TeamConfig {
     fn default() -> Self {
         TeamConfig {
             url: None,
+            listen_url: None,
             namespaces: Vec::new(),
             machine: None,
             timeout_ms: 3_000,
@@ -53,6 +59,14 @@ impl TeamConfig {
         env("MEMD_TEAM_URL")
             .filter(|u| !u.trim().is_empty())
             .or_else(|| self.url.clone())
+    }
+
+    /// Where the pull goes: `MEMD_TEAM_LISTEN_URL` over the file's
+    /// `listen_url`; `None`: the URL in force.
+    pub fn listen_url_with(&self, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+        env("MEMD_TEAM_LISTEN_URL")
+            .filter(|u| !u.trim().is_empty())
+            .or_else(|| self.listen_url.clone().filter(|u| !u.trim().is_empty()))
     }
 
     /// Whether team memory is on: a URL and at least one namespace glob.
@@ -675,6 +689,27 @@ impl rustls::client::danger::ServerCertVerifier for ChainOnly {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pull_listens_at_listen_url_its_variable_first_else_at_url() {
+        let none = |_: &str| None;
+        let mut c = TeamConfig {
+            url: Some("host=/run/bouncer port=6432".into()),
+            ..TeamConfig::default()
+        };
+        assert_eq!(c.listen_url_with(none), None, "the URL in force then");
+        c.listen_url = Some("  ".into());
+        assert_eq!(c.listen_url_with(none), None, "blank is unset");
+        c.listen_url = Some("host=/run/postgresql".into());
+        assert_eq!(
+            c.listen_url_with(none).as_deref(),
+            Some("host=/run/postgresql")
+        );
+        let env = |k: &str| (k == "MEMD_TEAM_LISTEN_URL").then(|| "host=/elsewhere".to_string());
+        assert_eq!(c.listen_url_with(env).as_deref(), Some("host=/elsewhere"));
+        let toml: TeamConfig = toml::from_str("listen_url = \"host=/x\"").unwrap();
+        assert_eq!(toml.listen_url.as_deref(), Some("host=/x"));
+    }
 
     #[test]
     fn globs() {

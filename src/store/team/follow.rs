@@ -46,7 +46,7 @@ impl From<StoreError> for Failure {
 /// # Errors
 /// [`Failure`].
 pub async fn follow(store: &Store, backups: &Backups, team: &Team) -> Result<(), Failure> {
-    let mut link = pg::connect(team.target(), team.config().timeout(), true).await?;
+    let mut link = pg::connect(team.pull_target(), team.config().timeout(), true).await?;
     team.bounded(schema::check(&link.client)).await?;
     team.bounded(async {
         link.client
@@ -58,7 +58,7 @@ pub async fn follow(store: &Store, backups: &Backups, team: &Team) -> Result<(),
     catch_up(store, backups, team, &link).await?;
     team.set_synced(true);
     team.wake.notify_one();
-    tracing::info!(url = %team.target().display(), "team memory: following the team's PostgreSQL");
+    tracing::info!(url = %team.pull_target().display(), "team memory: following the team's PostgreSQL");
     let mut notices = link.notices.take().expect("a listening link");
     // Another tool's edits of shared rows are looked for at the start and
     // after each external change the daemon saw.

@@ -95,6 +95,8 @@ struct Health {
 pub struct Team {
     config: TeamConfig,
     target: Target,
+    /// Where the pull listens and reads (`listen_url`, else `target`).
+    pull_target: Target,
     machine: String,
     health: Mutex<Health>,
     /// The connection shared writes go through (one at a time).
@@ -136,10 +138,15 @@ impl Team {
         }
         let url = config.url_with(env).unwrap_or_default();
         let target = Target::parse(&url).map_err(|e| format!("team URL: {e}"))?;
+        let pull_target = match config.listen_url_with(env) {
+            Some(u) => Target::parse(&u).map_err(|e| format!("team listen_url: {e}"))?,
+            None => target.clone(),
+        };
         Ok(Some(Team {
             machine: config.machine_name(),
             config: config.clone(),
             target,
+            pull_target,
             health: Mutex::default(),
             writer: tokio::sync::Mutex::new(None),
             wake: Notify::new(),
@@ -163,6 +170,11 @@ impl Team {
     /// Where PostgreSQL is.
     pub fn target(&self) -> &Target {
         &self.target
+    }
+
+    /// Where the pull listens and reads: `listen_url`, else [`Self::target`].
+    pub fn pull_target(&self) -> &Target {
+        &self.pull_target
     }
 
     /// Whether rows of `namespace` in `scope` are shared (session-scope
@@ -365,3 +377,39 @@ pub fn fault(point: &str) {
 #[cfg(not(debug_assertions))]
 #[inline(always)]
 pub fn fault(_point: &str) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_go_to_url_and_the_pull_to_listen_url() {
+        let config = TeamConfig {
+            url: Some("postgresql://memd@bouncer:6432/team".into()),
+            listen_url: Some("postgresql://memd@db:5432/team".into()),
+            namespaces: vec!["team-*".into()],
+            ..TeamConfig::default()
+        };
+        let team = Team::new(&config).unwrap().expect("team memory is on");
+        assert_eq!(
+            team.target().display(),
+            "postgresql://memd@bouncer:6432/team"
+        );
+        assert_eq!(
+            team.pull_target().display(),
+            "postgresql://memd@db:5432/team"
+        );
+        let alone = Team::new(&TeamConfig {
+            listen_url: None,
+            ..config.clone()
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(alone.pull_target().display(), alone.target().display());
+        let bad = Team::new(&TeamConfig {
+            listen_url: Some("mysql://db".into()),
+            ..config
+        });
+        assert!(bad.is_err_and(|e| e.contains("listen_url")));
+    }
+}

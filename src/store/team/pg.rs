@@ -12,21 +12,20 @@ use tokio_postgres::{AsyncMessage, Client, NoTls};
 use super::TeamError;
 use super::config::{SslMode, Target, password_for, tls_config};
 
-/// One open connection: the client, the task that drives it, the server
-/// process behind it, and (for the pull's connection) the notifications it
-/// received.
+/// One open connection: the client, the task that drives it, and (for the
+/// pull's connection) the notifications it received.
 pub struct Link {
     /// The client.
     pub client: Client,
     driver: JoinHandle<()>,
-    /// The server process serving this connection.
-    pub backend: Backend,
     /// `pg_notify` payloads, when the link listens.
     pub notices: Option<mpsc::UnboundedReceiver<String>>,
 }
 
 /// A server process (backend), told apart from a later one that reuses its
-/// pid by its start time: what an abandoned transaction is concluded by.
+/// pid by its start time: what an abandoned transaction is concluded by
+/// (learned inside that transaction: through a pooler, each transaction
+/// may run on another one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Backend {
     /// `pg_backend_pid()`.
@@ -74,36 +73,16 @@ pub async fn connect(target: &Target, timeout: Duration, listen: bool) -> Result
             Ok((client, tokio::spawn(drive(conn, tx))))
         }
     };
-    let identify = async {
-        let (client, driver) = attempt.await?;
-        let row = client
-            .query_one(
-                "SELECT pid, backend_start::text FROM pg_stat_activity \
-                 WHERE pid = pg_backend_pid()",
-                &[],
-            )
-            .await
-            .map_err(|e| unavailable(&e))?;
-        let backend = Backend {
-            pid: row.get(0),
-            started: row.get::<_, Option<String>>(1).unwrap_or_default(),
-        };
-        Ok::<_, TeamError>((client, driver, backend))
-    };
-    let (client, driver, backend) =
-        tokio::time::timeout(timeout, identify)
-            .await
-            .map_err(|_| {
-                TeamError::Unavailable(format!(
-                    "{} did not answer within {} ms (team.timeout_ms)",
-                    target.display(),
-                    timeout.as_millis()
-                ))
-            })??;
+    let (client, driver) = tokio::time::timeout(timeout, attempt).await.map_err(|_| {
+        TeamError::Unavailable(format!(
+            "{} did not answer within {} ms (team.timeout_ms)",
+            target.display(),
+            timeout.as_millis()
+        ))
+    })??;
     Ok(Link {
         client,
         driver,
-        backend,
         notices: listen.then_some(rx),
     })
 }

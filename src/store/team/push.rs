@@ -157,6 +157,9 @@ async fn upload(
             }
         }
     }
+    // Closed inside the transaction: through a pooler in transaction mode,
+    // a statement left open would stay on a server connection others get.
+    drop(insert);
     tx.commit().await.map_err(fail)?;
     Ok(out)
 }

@@ -5,7 +5,7 @@
 //! is acknowledged if and only if PostgreSQL committed it; a lost COMMIT
 //! reply is resolved by the operation id before anyone is answered.
 
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 
 use super::apply::Before;
 use super::pg::{Backend, describe};
@@ -131,7 +131,6 @@ impl Team {
         let mut backend = None;
         let attempt = self
             .with_writer(async |link| {
-                backend = Some(link.backend.clone());
                 let mut tries = 0;
                 loop {
                     tries += 1;
@@ -140,9 +139,9 @@ impl Team {
                         transaction(
                             &mut link.client,
                             plan,
-                            &author,
-                            self.machine(),
+                            (&author, self.machine()),
                             &commit_sent,
+                            &mut backend,
                         ),
                     )
                     .await;
@@ -227,20 +226,20 @@ impl Team {
                 // needs superuser (an error here leaves the outcome
                 // unknown).
                 link.client
-                    .execute(
+                    .execute_typed(
                         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
                          WHERE pid = $1 AND backend_start::text = $2",
-                        &[&backend.pid, &backend.started],
+                        &[(&backend.pid, Type::INT4), (&backend.started, Type::TEXT)],
                     )
                     .await
                     .map_err(db)?;
                 loop {
                     let alive: i64 = link
                         .client
-                        .query_one(
+                        .query_typed_one(
                             "SELECT count(*) FROM pg_stat_activity \
                              WHERE pid = $1 AND backend_start::text = $2",
-                            &[&backend.pid, &backend.started],
+                            &[(&backend.pid, Type::INT4), (&backend.started, Type::TEXT)],
                         )
                         .await
                         .map_err(db)?
@@ -360,9 +359,9 @@ async fn lookup(
 ) -> Result<Option<Committed>, TeamError> {
     let db = |e: tokio_postgres::Error| TeamError::Unavailable(describe(&e));
     let found = client
-        .query_opt(
+        .query_typed_opt(
             "SELECT changed_seq, uids FROM memd.ops WHERE op_id = $1",
-            &[&plan.op_id],
+            &[(&plan.op_id, Type::TEXT)],
         )
         .await
         .map_err(db)?;
@@ -373,7 +372,7 @@ async fn lookup(
     let uids: Vec<String> = found.get(1);
     let sql = format!("SELECT {COLUMNS} FROM memd.memories WHERE uid = ANY($1)");
     let mut rows: std::collections::HashMap<String, TeamRow> = client
-        .query(&sql, &[&uids])
+        .query_typed(&sql, &[(&uids, Type::TEXT_ARRAY)])
         .await
         .map_err(db)?
         .iter()
@@ -385,9 +384,9 @@ async fn lookup(
         .filter_map(|(id, uid)| rows.remove(uid).map(|row| (id, row)))
         .collect();
     let proposals = client
-        .query(
+        .query_typed(
             "SELECT id FROM memd.proposals WHERE op_id = $1 ORDER BY id",
-            &[&plan.op_id],
+            &[(&plan.op_id, Type::TEXT)],
         )
         .await
         .map_err(db)?
@@ -456,16 +455,34 @@ impl From<tokio_postgres::Error> for TxError {
     }
 }
 
+/// One attempt of `plan`'s transaction. `backend` gets the server process
+/// that runs it (learned inside the transaction: through a pooler in
+/// transaction mode, each transaction may run on another one).
 async fn transaction(
     client: &mut tokio_postgres::Client,
     plan: &Plan,
-    author: &str,
-    machine: &str,
+    (author, machine): (&str, &str),
     commit_sent: &std::sync::atomic::AtomicBool,
+    backend: &mut Option<Backend>,
 ) -> Result<Step, TxError> {
+    // Every row read here is dropped before the COMMIT: a row holds its
+    // statement, which is closed when the row goes, and through a pooler
+    // in transaction mode a close after the COMMIT would leave the
+    // statement on a server connection another client gets next.
     let tx = client.transaction().await?;
-    tx.execute("SELECT set_config('memd.author', $1, true)", &[&author])
-        .await?;
+    *backend = Some({
+        let me = tx
+            .query_one(
+                "SELECT set_config('memd.author', $1, true), pg_backend_pid(), \
+                 (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid())",
+                &[&author],
+            )
+            .await?;
+        Backend {
+            pid: me.get(1),
+            started: me.get::<_, Option<String>>(2).unwrap_or_default(),
+        }
+    });
     // The transaction's number first: memd's writers queue on it before
     // they lock any row, so two of them never lock rows in each other's way.
     // In the same statement, the namespaces this role may not write:
@@ -483,18 +500,19 @@ async fn transaction(
     namespaces.sort_unstable();
     namespaces.dedup();
     // And the namespaces where it may only propose (review).
-    let first = tx
-        .query_one(
-            "SELECT memd.take_seq(), current_user::text, ARRAY(SELECT n FROM unnest($1::text[]) n \
-             WHERE NOT n LIKE ANY (memd.patterns(current_user, 'write'))), \
-             ARRAY(SELECT n FROM unnest($1::text[]) n WHERE memd.proposes(session_user, n))",
-            &[&namespaces],
-        )
-        .await?;
-    let denied: Vec<String> = first.get(2);
-    let reviewed: Vec<String> = first.get(3);
+    let (role, denied, reviewed): (String, Vec<String>, Vec<String>) = {
+        let first = tx
+            .query_one(
+                "SELECT memd.take_seq(), current_user::text, ARRAY(SELECT n FROM \
+                 unnest($1::text[]) n WHERE NOT n LIKE ANY (memd.patterns(current_user, \
+                 'write'))), ARRAY(SELECT n FROM unnest($1::text[]) n \
+                 WHERE memd.proposes(session_user, n))",
+                &[&namespaces],
+            )
+            .await?;
+        (first.get(1), first.get(2), first.get(3))
+    };
     if !denied.is_empty() {
-        let role: String = first.get(1);
         tx.rollback().await?;
         return Ok(Step::Forbidden(format!(
             "role {role} may not write to {} in the team's PostgreSQL: nothing was written \
@@ -539,7 +557,7 @@ async fn transaction(
             };
             if !counts_only {
                 if !plan.proposable {
-                    let role: String = first.get(1);
+                    let role = &role;
                     tx.rollback().await?;
                     return Ok(Step::Forbidden(format!(
                         "namespace {namespace} requires review and role {role} may only \

@@ -402,3 +402,99 @@ fn send(pid: u32, name: &str) {
         .arg(pid.to_string())
         .output();
 }
+
+/// PgBouncer (Debian's `pgbouncer` package) in front of a [`Pg`], on a
+/// Unix socket of its own, in transaction mode: each transaction may run
+/// on another server connection, nothing of a session is carried between
+/// them (no `LISTEN`, no named statement, no `SET`). As root it runs as
+/// `postgres` (PgBouncer refuses root).
+pub struct Bouncer {
+    dir: PathBuf,
+    port: u16,
+    child: std::process::Child,
+}
+
+impl Bouncer {
+    /// Starts one for `users` (trusted, as the server trusts its socket),
+    /// with at most `pool` server connections per user; `None` (skipped,
+    /// or a failure under `MEMD_REQUIRE_TOOLS=1`) without PgBouncer.
+    pub fn start(pg: &Pg, users: &[&str], pool: usize) -> Option<Bouncer> {
+        let bin = Path::new("/usr/sbin/pgbouncer");
+        if !super::require(
+            bin.is_file(),
+            "PgBouncer is not installed (apt-get install pgbouncer)",
+        ) {
+            return None;
+        }
+        let dir = pg.dir.join("bouncer");
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = pg.sock_port() + 1000;
+        let list: String = users.iter().map(|u| format!("\"{u}\" \"\"\n")).collect();
+        std::fs::write(dir.join("users.txt"), list).unwrap();
+        std::fs::write(
+            dir.join("pgbouncer.ini"),
+            format!(
+                "[databases]\n* = host={} port={}\n\n[pgbouncer]\nlisten_addr =\n\
+                 listen_port = {port}\nunix_socket_dir = {d}\nauth_type = trust\n\
+                 auth_file = {d}/users.txt\npool_mode = transaction\n\
+                 default_pool_size = {pool}\nmax_client_conn = 1000\n\
+                 logfile = {d}/pgbouncer.log\npidfile = {d}/pgbouncer.pid\n",
+                pg.dir.display(),
+                pg.sock_port(),
+                d = dir.display()
+            ),
+        )
+        .unwrap();
+        let mut cmd = if is_root() {
+            let ok = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&dir)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "chown to postgres failed");
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(bin);
+            c
+        } else {
+            Command::new(bin)
+        };
+        let child = cmd
+            .arg(dir.join("pgbouncer.ini"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let b = Bouncer { dir, port, child };
+        let socket = b.dir.join(format!(".s.PGSQL.{port}"));
+        Pg::wait_for(Duration::from_secs(10), "PgBouncer's socket", || {
+            socket.exists()
+        });
+        Some(b)
+    }
+
+    /// A key=value URL through the pooler as `user`.
+    pub fn url(&self, user: &str) -> String {
+        format!(
+            "host={} port={} user={user} dbname=postgres sslmode=disable",
+            self.dir.display(),
+            self.port
+        )
+    }
+
+    /// Its log (errors it met, connections it made).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("pgbouncer.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Bouncer {
+    fn drop(&mut self) {
+        let pid = std::fs::read_to_string(self.dir.join("pgbouncer.pid"));
+        if let Some(pid) = pid.ok().and_then(|p| p.trim().parse::<u32>().ok()) {
+            send(pid, "TERM");
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

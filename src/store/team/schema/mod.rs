@@ -65,7 +65,7 @@ pub async fn version(
     client: &impl tokio_postgres::GenericClient,
 ) -> Result<Option<i32>, TeamError> {
     let exists: bool = client
-        .query_one("SELECT to_regclass('memd.migrations') IS NOT NULL", &[])
+        .query_typed_one("SELECT to_regclass('memd.migrations') IS NOT NULL", &[])
         .await
         .map_err(|e| TeamError::Unavailable(describe(&e)))?
         .get(0);
@@ -73,7 +73,7 @@ pub async fn version(
         return Ok(None);
     }
     let v: Option<i32> = client
-        .query_one("SELECT max(version) FROM memd.migrations", &[])
+        .query_typed_one("SELECT max(version) FROM memd.migrations", &[])
         .await
         .map_err(|e| TeamError::Unavailable(describe(&e)))?
         .get(0);

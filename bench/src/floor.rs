@@ -203,17 +203,29 @@ async fn dump(
             let own = cosines(&mut home, &q.question).await?;
             let away_ns = others[n % others.len()];
             let away = cosines(&mut setup.connect(away_ns).await?, &q.question).await?;
-            writeln!(out, "{}", json!({"kind": "in", "set": si, "conv": q.conv,
-                "evidence": q.evidence(), "hits": hits, "own": own}))?;
-            writeln!(out, "{}", json!({"kind": "away", "set": si, "conv": q.conv,
-                "ns": away_ns, "own": away}))?;
+            writeln!(
+                out,
+                "{}",
+                json!({"kind": "in", "set": si, "conv": q.conv,
+                "evidence": q.evidence(), "hits": hits, "own": own})
+            )?;
+            writeln!(
+                out,
+                "{}",
+                json!({"kind": "away", "set": si, "conv": q.conv,
+                "ns": away_ns, "own": away})
+            )?;
         }
         for conv in &convs[si] {
             let mut c = setup.connect(conv).await?;
             for (i, s) in junk.iter().enumerate() {
                 let own = cosines(&mut c, s).await?;
-                writeln!(out, "{}", json!({"kind": "junk", "set": si, "conv": conv,
-                    "junk": i, "own": own}))?;
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"kind": "junk", "set": si, "conv": conv,
+                    "junk": i, "own": own})
+                )?;
             }
         }
         eprintln!("dumped {}", set.name);

@@ -58,6 +58,7 @@ mod team;
 mod team_errors;
 mod team_faults;
 mod team_load;
+mod team_replica;
 mod team_rights;
 mod team_tls;
 mod threads;

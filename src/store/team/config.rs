@@ -23,6 +23,12 @@ pub struct TeamConfig {
     /// (which carries no `LISTEN` and no statement between transactions);
     /// `MEMD_TEAM_LISTEN_URL` overrides it. Writes always go to `url`.
     pub listen_url: Option<String>,
+    /// A streaming replica the pull reads its pages from (`LISTEN` and
+    /// writes stay on the primary); `MEMD_TEAM_REPLICA_URL` overrides it.
+    pub replica_url: Option<String>,
+    /// How many team commits the replica may be behind the primary before
+    /// the pull reads from the primary instead.
+    pub replica_max_lag: i64,
     /// Globs (`*`, `?`) of the namespaces PostgreSQL holds; every other
     /// namespace never leaves the machine.
     pub namespaces: Vec<String>,
@@ -44,6 +50,8 @@ impl Default for TeamConfig {
         TeamConfig {
             url: None,
             listen_url: None,
+            replica_url: None,
+            replica_max_lag: 100,
             namespaces: Vec::new(),
             machine: None,
             timeout_ms: 3_000,
@@ -67,6 +75,14 @@ impl TeamConfig {
         env("MEMD_TEAM_LISTEN_URL")
             .filter(|u| !u.trim().is_empty())
             .or_else(|| self.listen_url.clone().filter(|u| !u.trim().is_empty()))
+    }
+
+    /// The replica the pull reads from: `MEMD_TEAM_REPLICA_URL` over the
+    /// file's `replica_url`; `None`: the pull reads where it listens.
+    pub fn replica_url_with(&self, env: impl Fn(&str) -> Option<String>) -> Option<String> {
+        env("MEMD_TEAM_REPLICA_URL")
+            .filter(|u| !u.trim().is_empty())
+            .or_else(|| self.replica_url.clone().filter(|u| !u.trim().is_empty()))
     }
 
     /// Whether team memory is on: a URL and at least one namespace glob.

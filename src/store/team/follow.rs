@@ -60,6 +60,8 @@ pub async fn follow(store: &Store, backups: &Backups, team: &Team) -> Result<(),
     team.wake.notify_one();
     tracing::info!(url = %team.pull_target().display(), "team memory: following the team's PostgreSQL");
     let mut notices = link.notices.take().expect("a listening link");
+    // The replica's connection, when one is configured and answers.
+    let mut replica: Option<Link> = None;
     // Another tool's edits of shared rows are looked for at the start and
     // after each external change the daemon saw.
     let mut scanned_epoch = None;
@@ -77,7 +79,7 @@ pub async fn follow(store: &Store, backups: &Backups, team: &Team) -> Result<(),
         {
             resync(store, backups, team, &link, &mark).await?;
         }
-        pull_all(store, backups, team, &link).await?;
+        pull_read(store, backups, team, &link, &mut replica).await?;
         push_local_edits(store, backups, team, &mut scanned_epoch).await?;
         tokio::select! {
             n = notices.recv() => {
@@ -259,6 +261,86 @@ async fn keep_lost(store: &Store, backups: &Backups, lost: Vec<memd_proto::Memor
         ),
         Err(e) => tracing::error!(error = %e, "cannot write the drift backup of local edits"),
     }
+}
+
+/// Pulls from the replica when one is configured, answers, holds this
+/// database and is at most `[team] replica_max_lag` commits behind the
+/// primary; else from the primary. A replica that fails mid-way is dropped
+/// (tried again at the next pull) and the pull goes on from the primary.
+async fn pull_read(
+    store: &Store,
+    backups: &Backups,
+    team: &Team,
+    primary: &Link,
+    replica: &mut Option<Link>,
+) -> Result<(), Failure> {
+    if replica_usable(team, primary, replica).await? {
+        let r = replica.as_ref().expect("usable above");
+        match pull_all(store, backups, team, r).await {
+            Err(Failure::Team(e)) => {
+                tracing::warn!(error = %e, "team memory: the replica failed; pulling from the primary");
+                *replica = None;
+                team.note_reader("primary", None);
+            }
+            other => return other,
+        }
+    }
+    pull_all(store, backups, team, primary).await
+}
+
+/// Whether the pull may read from the replica now (connecting to it when
+/// there is no connection).
+async fn replica_usable(
+    team: &Team,
+    primary: &Link,
+    replica: &mut Option<Link>,
+) -> Result<bool, Failure> {
+    let Some(target) = team.replica_target() else {
+        team.note_reader("primary", None);
+        return Ok(false);
+    };
+    if replica.as_ref().is_none_or(Link::is_closed) {
+        *replica = match pg::connect(target, team.config().timeout(), false).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                tracing::warn!(error = %e, "team memory: the replica cannot be reached; pulling from the primary");
+                None
+            }
+        };
+    }
+    let Some(r) = replica.as_ref() else {
+        team.note_reader("primary", None);
+        return Ok(false);
+    };
+    let (head, uuid) = team.bounded(pull::head(&primary.client)).await?;
+    let (theirs, their_uuid) = match team.bounded(pull::head(&r.client)).await {
+        Ok(h) => h,
+        Err(e) => {
+            tracing::warn!(error = %e, "team memory: the replica does not answer; pulling from the primary");
+            *replica = None;
+            team.note_reader("primary", None);
+            return Ok(false);
+        }
+    };
+    if their_uuid != uuid {
+        tracing::warn!(url = %target.display(), "team memory: [team] replica_url is not a replica of the team's database; pulling from the primary");
+        *replica = None;
+        team.note_reader("primary", None);
+        return Ok(false);
+    }
+    let lag = (head - theirs).max(0);
+    let max = team.config().replica_max_lag.max(0);
+    if lag > max {
+        tracing::info!(
+            lag,
+            max,
+            "team memory: the replica is behind; pulling from the primary"
+        );
+        team.note_reader("primary", Some(lag));
+        return Ok(false);
+    }
+    team.note_reader("replica", Some(lag));
+    Ok(true)
 }
 
 /// Applies every commit after the mark, page by page; the next page is

@@ -89,6 +89,10 @@ struct Health {
     applied: i64,
     /// What this machine's role may do with each configured glob.
     rights: Vec<grants::Right>,
+    /// Where the last pull read its pages: `primary` or `replica`.
+    read_from: Option<&'static str>,
+    /// How many commits the replica was behind, as last seen.
+    replica_lag: Option<i64>,
 }
 
 /// The team engine of one daemon.
@@ -97,6 +101,8 @@ pub struct Team {
     target: Target,
     /// Where the pull listens and reads (`listen_url`, else `target`).
     pull_target: Target,
+    /// A streaming replica the pull reads pages from (`replica_url`).
+    replica_target: Option<Target>,
     machine: String,
     health: Mutex<Health>,
     /// The connection shared writes go through (one at a time).
@@ -142,11 +148,16 @@ impl Team {
             Some(u) => Target::parse(&u).map_err(|e| format!("team listen_url: {e}"))?,
             None => target.clone(),
         };
+        let replica_target = config
+            .replica_url_with(env)
+            .map(|u| Target::parse(&u).map_err(|e| format!("team replica_url: {e}")))
+            .transpose()?;
         Ok(Some(Team {
             machine: config.machine_name(),
             config: config.clone(),
             target,
             pull_target,
+            replica_target,
             health: Mutex::default(),
             writer: tokio::sync::Mutex::new(None),
             wake: Notify::new(),
@@ -175,6 +186,11 @@ impl Team {
     /// Where the pull listens and reads: `listen_url`, else [`Self::target`].
     pub fn pull_target(&self) -> &Target {
         &self.pull_target
+    }
+
+    /// The replica the pull reads pages from, when configured.
+    pub fn replica_target(&self) -> Option<&Target> {
+        self.replica_target.as_ref()
     }
 
     /// Whether rows of `namespace` in `scope` are shared (session-scope
@@ -278,6 +294,13 @@ impl Team {
         h.last_error = None;
     }
 
+    /// Where the pull reads, and the replica's lag when it was asked.
+    pub(crate) fn note_reader(&self, from: &'static str, lag: Option<i64>) {
+        let mut h = lock(&self.health);
+        h.read_from = Some(from);
+        h.replica_lag = lag;
+    }
+
     pub(crate) fn note_rights(&self, rights: Vec<grants::Right>) {
         lock(&self.health).rights = rights;
     }
@@ -302,6 +325,11 @@ impl Team {
             "lag": (h.head - h.applied).max(0),
             "last_pull_at": h.last_pull_at,
             "last_error": h.last_error,
+            "read_from": h.read_from,
+            "replica": self.replica_target.as_ref().map(|t| json!({
+                "url": t.display(),
+                "lag": h.replica_lag,
+            })),
             "rights": h.rights,
             "unreadable": unreadable,
         })
@@ -411,5 +439,36 @@ mod tests {
             ..config
         });
         assert!(bad.is_err_and(|e| e.contains("listen_url")));
+    }
+
+    #[test]
+    fn a_replica_is_read_only_when_configured() {
+        let config = TeamConfig {
+            url: Some("postgresql://memd@db:5432/team".into()),
+            namespaces: vec!["team-*".into()],
+            ..TeamConfig::default()
+        };
+        let team = Team::new(&config).unwrap().unwrap();
+        assert!(team.replica_target().is_none());
+        assert_eq!(team.status()["replica"], Value::Null);
+        let with = Team::new(&TeamConfig {
+            replica_url: Some("postgresql://memd@replica:5432/team".into()),
+            ..config.clone()
+        })
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            with.replica_target().unwrap().display(),
+            "postgresql://memd@replica:5432/team"
+        );
+        with.note_reader("replica", Some(2));
+        let status = with.status();
+        assert_eq!(status["read_from"], "replica");
+        assert_eq!(status["replica"]["lag"], 2);
+        let bad = Team::new(&TeamConfig {
+            replica_url: Some("mysql://replica".into()),
+            ..config
+        });
+        assert!(bad.is_err_and(|e| e.contains("replica_url")));
     }
 }

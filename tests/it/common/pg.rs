@@ -62,11 +62,7 @@ impl Pg {
         ) {
             return None;
         }
-        static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("memd-pg-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let (n, dir) = new_dir();
         let tcp = tls.map(|_| {
             std::net::TcpListener::bind("127.0.0.1:0")
                 .unwrap()
@@ -384,6 +380,65 @@ impl Drop for Pg {
             ],
         );
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A new directory for a server, and its number (which names its port).
+fn new_dir() -> (u16, PathBuf) {
+    static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("memd-pg-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    (n, dir)
+}
+
+impl Pg {
+    /// A streaming replica of this server (`pg_basebackup -R`), started
+    /// as a hot standby on a socket of its own.
+    pub fn replica(&self) -> Pg {
+        let (n, dir) = new_dir();
+        let replica = Pg {
+            dir,
+            port: 5432 + n % 1000,
+            tcp: None,
+        };
+        if is_root() {
+            let ok = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(&replica.dir)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "chown to postgres failed");
+        }
+        let out = self.run(
+            "pg_basebackup",
+            &[
+                "-h",
+                &self.dir.display().to_string(),
+                "-p",
+                &self.sock_port().to_string(),
+                "-U",
+                "postgres",
+                "-D",
+                &replica.data().display().to_string(),
+                "-R",
+                "-X",
+                "stream",
+                "--no-sync",
+            ],
+        );
+        assert!(out.status.success(), "pg_basebackup failed: {}", text(&out));
+        replica.start_server();
+        replica
+    }
+
+    /// Pauses (`true`) or resumes replaying the primary's changes, on a
+    /// replica: a replica that falls behind.
+    pub fn pause_replay(&self, pause: bool) {
+        let f = if pause { "pause" } else { "resume" };
+        self.psql(&format!("SELECT pg_wal_replay_{f}()"));
     }
 }
 

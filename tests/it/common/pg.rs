@@ -346,6 +346,44 @@ impl Pg {
         assert!(out.status.success(), "pg_dump failed: {}", text(&out));
     }
 
+    /// The `memd` schema's definition as `pg_dump --schema-only` writes it
+    /// (objects, owners, grants, policies), without its comments, session
+    /// settings and `\restrict` guard: what `memd team init` made.
+    pub fn schema_sql(&self) -> String {
+        let out = self.run(
+            "pg_dump",
+            &[
+                "-h",
+                &self.dir.display().to_string(),
+                "-p",
+                &self.sock_port().to_string(),
+                "-U",
+                "postgres",
+                "--schema-only",
+                "-n",
+                "memd",
+                "postgres",
+            ],
+        );
+        assert!(out.status.success(), "pg_dump failed: {}", text(&out));
+        let mut sql = String::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            // `\restrict KEY` (pg_dump's guard, a new key each run).
+            if line.starts_with("--")
+                || line.starts_with("\\restrict")
+                || line.starts_with("\\unrestrict")
+                || line.starts_with("SET ")
+                || line.starts_with("SELECT pg_catalog.set_config")
+                || (line.is_empty() && (sql.is_empty() || sql.ends_with("\n\n")))
+            {
+                continue;
+            }
+            sql.push_str(line);
+            sql.push('\n');
+        }
+        sql
+    }
+
     /// Drops the `memd` schema and loads a dump (a restore from backup).
     pub fn restore(&self, from: &Path) {
         self.psql("DROP SCHEMA memd CASCADE");

@@ -55,6 +55,10 @@ pub struct FloorArgs {
     /// Most R@10 a floor may lose on the conversations it is chosen on
     #[arg(long, default_value_t = 0.005)]
     pub budget: f64,
+    /// The model's `[search.nothing_below]` in the real run (the shipped
+    /// one, chosen from `--dump` by leaving one conversation out)
+    #[arg(long, default_value_t = 0.32)]
+    pub nothing_below: f64,
     /// The model's id in `[search.floor]` for the real run
     #[arg(long, default_value = "local:all-MiniLM-L6-v2")]
     pub model: String,
@@ -495,7 +499,8 @@ async fn run_async(args: FloorArgs) -> anyhow::Result<()> {
     }
     let turns: Vec<_> = sets.iter().flat_map(|s| s.turns.iter().cloned()).collect();
     // Every row of a namespace in one semantic search (`--dump`).
-    let open = format!("{EVAL_CONFIG}max_results = 1000000\n[search.floor]\n");
+    let open =
+        format!("{EVAL_CONFIG}max_results = 1000000\n[search.floor]\n[search.nothing_below]\n");
     let mut setup = eval::load(&turns, 1, 1, None, &open, &eval::Via::default()).await?;
     eprintln!("loaded {} turns", turns.len());
     let junk = nonsense(args.nonsense);
@@ -508,8 +513,10 @@ async fn run_async(args: FloorArgs) -> anyhow::Result<()> {
     let unfloored = measured(&setup, &sets, &args, &junk).await?;
     setup
         .reconfigure(&format!(
-            "{EVAL_CONFIG}[search.floor]\n\"{}\" = {chosen}\n",
-            args.model
+            "{EVAL_CONFIG}[search.floor]\n\"{m}\" = {chosen}\n\
+             [search.nothing_below]\n\"{m}\" = {}\n",
+            args.nothing_below,
+            m = args.model
         ))
         .await?;
     let floored = measured(&setup, &sets, &args, &junk).await?;
@@ -520,6 +527,7 @@ async fn run_async(args: FloorArgs) -> anyhow::Result<()> {
         "held_out": rows,
         "held_out_means": summary(&rows, &sets),
         "chosen_on_all": chosen,
+        "nothing_below": args.nothing_below,
         "memory_search_bytes_per_hit": sets.iter().zip(&asked.bytes).map(|(s, (full, compact, hits))| json!({
             "set": s.name,
             "hits": hits,

@@ -188,3 +188,34 @@ fn compact_hits_over_http_carry_few_fields_and_a_cut_text() {
     let bad = get(&d.socket(), "/v1/memories?q=vault&view=tiny", &[]);
     assert_eq!(bad.status, 400);
 }
+
+#[test]
+fn by_default_a_search_about_nothing_here_returns_nothing() {
+    let Some((d, ids)) = with_model("") else {
+        return;
+    };
+    for q in ELSEWHERE {
+        for mode in ["auto", "hybrid", "semantic"] {
+            let (v, code) = d.json(&["search", q, "--mode", mode]);
+            assert_eq!(code, 0, "{v}");
+            assert_eq!(v["count"], 0, "{q} ({mode}): {v}");
+        }
+    }
+    // What the namespace holds is still found, by meaning and by word.
+    let (v, _) = d.json(&["search", "where is the deploy script?"]);
+    assert_eq!(v["hits"][0]["id"], ids[0], "{v}");
+    let (v, _) = d.json(&["search", "cargo clippy"]);
+    assert_eq!(v["hits"][0]["id"], ids[5], "{v}");
+    // Lexical search is a keyword lookup: no relevance, no gate.
+    let (v, _) = d.json(&["search", "Tuesday", "--mode", "lexical"]);
+    assert_eq!(v["hits"][0]["id"], ids[4], "{v}");
+}
+
+#[test]
+fn without_floors_the_nearest_memories_come_back() {
+    let Some((d, _)) = with_model("[search.floor]\n[search.nothing_below]\n") else {
+        return;
+    };
+    let (v, _) = d.json(&["search", ELSEWHERE[2]]);
+    assert!(v["count"].as_i64().unwrap() > 0, "{v}");
+}

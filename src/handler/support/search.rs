@@ -120,7 +120,8 @@ pub(crate) async fn run(
         .collect();
     let floor = embed
         .ready()
-        .map_or(0.0, |e| cx.config().search.floor_for(e.model_id()));
+        .map(|e| cx.config().search.floors_for(e.model_id()))
+        .unwrap_or_default();
     let store = cx.store();
     let read = store
         .search(Searches {

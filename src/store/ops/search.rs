@@ -42,7 +42,7 @@ pub struct Searches {
     pub vocab: Option<Arc<Terms>>,
     /// The least relevance of a hit of a search with a query vector (the
     /// embedding model's floor).
-    pub floor: f64,
+    pub floor: crate::store::search::rank::Floor,
 }
 
 /// What a batch found.

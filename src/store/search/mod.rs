@@ -198,14 +198,22 @@ fn ranked_kinds(q: &Query<'_>, rows: Vec<(Candidate, MatchKind)>) -> Vec<Scored>
 /// Gives each hit its relevance (the cosine of its vector, neighbours mixed
 /// in as semantic search mixes them) and drops those below the floor: in a
 /// search with a query vector, a hit the model cannot relate to the query
-/// is not returned, however well it ranks among the rest. A row without a
-/// vector yet (being embedded) keeps its place: there is nothing to judge.
-fn above_floor(s: &semantic::Semantic<'_>, scored: &mut Vec<Scored>) {
+/// is not returned, however well it ranks among the rest. When the best
+/// match of the namespaces searched (`best`, the semantic ranking's first;
+/// `None` when the search made none) is below `nothing_below`, the model
+/// relates nothing there to the query: no hit with a vector is returned.
+/// A row without a vector yet (being embedded) keeps its place: there is
+/// nothing to judge.
+fn above_floor(s: &semantic::Semantic<'_>, best: Option<f64>, scored: &mut Vec<Scored>) {
     let probe = crate::embed::vectors::Probe::new(s.vector);
     for hit in scored.iter_mut() {
         hit.relevance = semantic::cosine(s, &probe, hit.candidate.id);
     }
-    scored.retain(|hit| hit.relevance.is_none_or(|r| r >= s.floor));
+    let floor = match best {
+        Some(b) if b < s.floor.nothing_below => f64::INFINITY,
+        _ => s.floor.hit,
+    };
+    scored.retain(|hit| hit.relevance.is_none_or(|r| r >= floor));
 }
 
 /// Runs a search.
@@ -249,6 +257,8 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
     let lexical = || -> Result<Vec<Scored>, StoreError> {
         Ok(ranked(q, lexical_rows()?, MatchKind::Lexical))
     };
+    // The best cosine of the semantic ranking, when one was made.
+    let best_semantic = std::cell::Cell::new(None::<f64>);
     let semantic_rows =
         || -> Result<(Vec<Candidate>, crate::embed::vectors::Spread), StoreError> {
             let s = q.semantic.as_ref().ok_or_else(|| {
@@ -257,7 +267,15 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
                     q.mode.as_str()
                 ))
             })?;
-            semantic::candidates(conn, q.view, s, fetch(q.limit.saturating_add(q.offset)))
+            let found =
+                semantic::candidates(conn, q.view, s, fetch(q.limit.saturating_add(q.offset)))?;
+            let best = found
+                .0
+                .iter()
+                .map(|c| c.raw)
+                .fold(f64::NEG_INFINITY, f64::max);
+            best_semantic.set(Some(best));
+            Ok(found)
         };
     let hybrid = || -> Result<Vec<Scored>, StoreError> {
         let lex = lexical_rows()?;
@@ -319,7 +337,7 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
         }
     };
     if let Some(s) = &q.semantic {
-        above_floor(s, &mut scored);
+        above_floor(s, best_semantic.get(), &mut scored);
     }
     scored.drain(..(q.offset as usize).min(scored.len()));
     scored.truncate(q.limit as usize);

@@ -54,6 +54,12 @@ pub struct RankConfig {
     /// before `@`), the least relevance (cosine) a hit of a search with a
     /// query vector must have to be returned ([`RankConfig::floor_for`]).
     pub floor: HashMap<String, f64>,
+    /// `[search.nothing_below]`: per embedding model (as `floor`), the
+    /// relevance the best match of the namespaces searched must reach for
+    /// a search with a query vector to return any hit with a vector
+    /// ([`RankConfig::floors_for`]): below it the model relates nothing
+    /// there to the query.
+    pub nothing_below: HashMap<String, f64>,
 }
 
 impl Default for RankConfig {
@@ -74,6 +80,10 @@ impl Default for RankConfig {
             long_exponent: 0.5,
             hybrid: Default::default(),
             floor: default_floors(),
+            nothing_below: HashMap::from([(
+                format!("local:{}", crate::embed::DEFAULT_MODEL),
+                LOCAL_MODEL_NOTHING_BELOW,
+            )]),
         }
     }
 }
@@ -83,6 +93,20 @@ impl Default for RankConfig {
 /// floor").
 pub const LOCAL_MODEL_FLOOR: f64 = 0.11;
 
+/// The local model's `nothing_below`, chosen as its floor was (`memd-bench
+/// floor --dump`, bench/RESULTS.md "Relevance floor").
+pub const LOCAL_MODEL_NOTHING_BELOW: f64 = 0.32;
+
+/// A search's relevance rules for its embedding model.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Floor {
+    /// The least relevance of a hit returned.
+    pub hit: f64,
+    /// The least relevance of the best match of the namespaces searched:
+    /// below it, no hit with a vector is returned.
+    pub nothing_below: f64,
+}
+
 /// The floors memd knows: the local model's.
 fn default_floors() -> HashMap<String, f64> {
     HashMap::from([(
@@ -91,18 +115,33 @@ fn default_floors() -> HashMap<String, f64> {
     )])
 }
 
+/// The table's entry for the whole model id, else for its part before
+/// `@`, else 0.
+fn per_model(table: &HashMap<String, f64>, model: &str) -> f64 {
+    let short = model.split_once('@').map_or(model, |(name, _)| name);
+    table
+        .get(model)
+        .or_else(|| table.get(short))
+        .copied()
+        .unwrap_or(0.0)
+}
+
 impl RankConfig {
     /// The relevance floor of embedding model `model` (its id, e.g.
     /// `local:all-MiniLM-L6-v2@…`): the table's entry for the whole id, else
     /// for its part before `@`, else 0 (a model memd has not measured keeps
     /// every hit).
     pub fn floor_for(&self, model: &str) -> f64 {
-        let short = model.split_once('@').map_or(model, |(name, _)| name);
-        self.floor
-            .get(model)
-            .or_else(|| self.floor.get(short))
-            .copied()
-            .unwrap_or(0.0)
+        per_model(&self.floor, model)
+    }
+
+    /// Both relevance rules of embedding model `model`, each found as
+    /// [`RankConfig::floor_for`] finds the floor.
+    pub fn floors_for(&self, model: &str) -> Floor {
+        Floor {
+            hit: per_model(&self.floor, model),
+            nothing_below: per_model(&self.nothing_below, model),
+        }
     }
 
     /// The lexical index's column weights.
@@ -223,6 +262,17 @@ mod tests {
         c.floor.insert(local.clone(), 0.2);
         assert_eq!(c.floor_for("openai:text-embedding-3-small"), 0.4);
         assert_eq!(c.floor_for(&local), 0.2);
+        assert_eq!(
+            c.floors_for(&local),
+            Floor {
+                hit: 0.2,
+                nothing_below: LOCAL_MODEL_NOTHING_BELOW
+            }
+        );
+        assert_eq!(
+            c.floors_for("openai:text-embedding-3-small").nothing_below,
+            0.0
+        );
     }
 
     #[test]

@@ -31,8 +31,8 @@ pub struct Semantic<'a> {
     /// How a threaded memory's neighbours count with it.
     pub mix: Mix,
     /// The least relevance (cosine) of a hit returned
-    /// ([`super::rank::RankConfig::floor_for`]).
-    pub floor: f64,
+    /// and of the best match ([`super::rank::RankConfig::floors_for`]).
+    pub floor: super::rank::Floor,
 }
 
 /// Ids of the rows the view may see.
@@ -227,7 +227,7 @@ mod tests {
             vector: &q,
             index: &index,
             mix: Mix::default(),
-            floor: 0.0,
+            floor: Default::default(),
         };
         let mut view = View::namespace("default", "a", "s");
         // (Neighbors a hundredth of a degree apart may swap under int8.)

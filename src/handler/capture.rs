@@ -72,45 +72,15 @@ pub(super) async fn handle(
 }
 
 #[cfg(test)]
-pub(super) mod tests {
-    use memd_proto::{CaptureRequest, CapturedTurn, ErrorCode, Request, Response};
+mod tests {
+    use memd_proto::{ErrorCode, Response};
 
-    use crate::handler::support::testkit::Kit;
+    use crate::handler::support::testkit::{Kit, stretch, turn};
 
-    pub(crate) fn turn(id: &str, speaker: &str, text: &str) -> CapturedTurn {
-        CapturedTurn {
-            id: id.into(),
-            speaker: speaker.into(),
-            text: text.into(),
-            at: None,
-        }
-    }
-
-    pub(crate) fn stretch(session: &str, from: u64, to: u64, turns: Vec<CapturedTurn>) -> Request {
-        Request::Capture(CaptureRequest {
-            host: "claude-code".into(),
-            session: session.into(),
-            file: "2049:77".into(),
-            path: "/home/a/.claude/projects/x/s1.jsonl".into(),
-            from,
-            to,
-            turns,
-            invalid_lines: 0,
-            error: None,
-        })
-    }
-
-    /// The text of the captured rows, oldest first (read by a connection of
-    /// its own, as another tool would).
-    fn captured(kit: &Kit) -> Vec<String> {
-        let db = rusqlite::Connection::open(kit.shared.paths.db()).unwrap();
-        let mut q = db
-            .prepare("SELECT content FROM memories WHERE source = 'capture' ORDER BY id")
-            .unwrap();
-        q.query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
+    /// The text of the stored rows (every one a captured turn here), as
+    /// the `sqlite3` shell reads them; `None` without the shell.
+    fn captured(kit: &Kit) -> Option<Vec<String>> {
+        crate::store::testing::contents(&kit.shared.paths.db())
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,13 +101,14 @@ pub(super) mod tests {
         };
         assert_eq!((r.stored, r.existing, r.redactions), (2, 0, 1));
         assert_eq!((r.offset, r.stale), (120, false));
-        let rows = captured(&kit);
-        assert_eq!(rows.len(), 2);
-        assert!(
-            !rows.iter().any(|t| t.contains("AKIAQXRUSTCAPTURE123")),
-            "{rows:?}"
-        );
-        assert!(rows.iter().any(|t| t.contains("[redacted:")), "{rows:?}");
+        assert_eq!(kit.store_count().await, 2);
+        if let Some(rows) = captured(&kit) {
+            assert!(
+                !rows.iter().any(|t| t.contains("AKIAQXRUSTCAPTURE123")),
+                "{rows:?}"
+            );
+            assert!(rows.iter().any(|t| t.contains("[redacted:")), "{rows:?}");
+        }
 
         // From an offset that is not the capture's (another hook moved it
         // first): nothing stored, the offset stays.
@@ -157,7 +128,7 @@ pub(super) mod tests {
             panic!()
         };
         assert_eq!((r.stored, r.existing, r.offset), (1, 1, 200));
-        assert_eq!(captured(&kit).len(), 3);
+        assert_eq!(kit.store_count().await, 3);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,8 +25,7 @@ pub(super) async fn handle(
 mod tests {
     use memd_proto::{CaptureForgetRequest, CaptureStatusRequest, ErrorCode, Request, Response};
 
-    use crate::handler::capture::tests::{stretch, turn};
-    use crate::handler::support::testkit::Kit;
+    use crate::handler::support::testkit::{Kit, stretch, turn};
 
     fn forget(session: &str) -> Request {
         Request::CaptureForget(CaptureForgetRequest {

@@ -20,8 +20,7 @@ pub(super) async fn handle(
 mod tests {
     use memd_proto::{CaptureStatusRequest, Request, Response};
 
-    use crate::handler::capture::tests::{stretch, turn};
-    use crate::handler::support::testkit::Kit;
+    use crate::handler::support::testkit::{Kit, stretch, turn};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn tells_where_each_sessions_capture_stands() {

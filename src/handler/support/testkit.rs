@@ -199,3 +199,33 @@ impl Kit {
         }
     }
 }
+
+/// A turn of a host's transcript.
+pub(crate) fn turn(id: &str, speaker: &str, text: &str) -> memd_proto::CapturedTurn {
+    memd_proto::CapturedTurn {
+        id: id.into(),
+        speaker: speaker.into(),
+        text: text.into(),
+        at: None,
+    }
+}
+
+/// A capture of `turns` of session `session` between two offsets.
+pub(crate) fn stretch(
+    session: &str,
+    from: u64,
+    to: u64,
+    turns: Vec<memd_proto::CapturedTurn>,
+) -> memd_proto::Request {
+    memd_proto::Request::Capture(memd_proto::CaptureRequest {
+        host: "claude-code".into(),
+        session: session.into(),
+        file: "2049:77".into(),
+        path: "/home/a/.claude/projects/x/s1.jsonl".into(),
+        from,
+        to,
+        turns,
+        invalid_lines: 0,
+        error: None,
+    })
+}

@@ -75,15 +75,7 @@ impl Pg {
             port: 5432 + n % 1000,
             tcp,
         };
-        if is_root() {
-            let ok = Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(&pg.dir)
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "chown to postgres failed");
-        }
+        own_by_postgres(&pg.dir);
         let out = pg.run(
             "initdb",
             &[
@@ -421,6 +413,20 @@ impl Drop for Pg {
     }
 }
 
+/// As root, gives `dir` (and everything in it) to `postgres`, the user
+/// the server, its tools and PgBouncer run as.
+fn own_by_postgres(dir: &Path) {
+    if is_root() {
+        let ok = Command::new("chown")
+            .args(["-R", "postgres:postgres"])
+            .arg(dir)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "chown to postgres failed");
+    }
+}
+
 /// A new directory for a server, and its number (which names its port).
 fn new_dir() -> (u16, PathBuf) {
     static NEXT: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
@@ -441,15 +447,7 @@ impl Pg {
             port: 5432 + n % 1000,
             tcp: None,
         };
-        if is_root() {
-            let ok = Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(&replica.dir)
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "chown to postgres failed");
-        }
+        own_by_postgres(&replica.dir);
         let out = self.run(
             "pg_basebackup",
             &[
@@ -538,14 +536,8 @@ impl Bouncer {
             ),
         )
         .unwrap();
+        own_by_postgres(&dir);
         let mut cmd = if is_root() {
-            let ok = Command::new("chown")
-                .args(["-R", "postgres:postgres"])
-                .arg(&dir)
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "chown to postgres failed");
             let mut c = Command::new("runuser");
             c.args(["-u", "postgres", "--"]).arg(bin);
             c

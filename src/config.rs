@@ -348,7 +348,7 @@ impl CaptureConfig {
             let d = d.to_string_lossy();
             patterns
                 .iter()
-                .any(|p| crate::store::team::config::glob_matches(p, &d))
+                .any(|p| crate::store::team::conn::config::glob_matches(p, &d))
         })
     }
 }
@@ -491,7 +491,7 @@ pub struct Config {
     /// `[embed]`: the embedder behind semantic and hybrid search.
     pub embed: crate::embed::EmbedConfig,
     /// `[team]`: shared namespaces on the team's PostgreSQL.
-    pub team: crate::store::team::config::TeamConfig,
+    pub team: crate::store::team::conn::config::TeamConfig,
     /// `[http]`: the loopback listener of the viewer.
     pub http: HttpConfig,
     /// `[capture]`: conversations captured by the hooks.

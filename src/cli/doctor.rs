@@ -302,7 +302,7 @@ pub enum Sharing {
 /// `https://github.com/Acme/*.git`) is read in the origin's normalised
 /// spelling too, since that is what it was meant to match.
 pub fn sharing(globs: &[String], namespace: &str, origin: Option<&str>) -> Sharing {
-    use crate::store::team::config::glob_matches;
+    use crate::store::team::conn::config::glob_matches;
     if let Some(g) = globs.iter().find(|g| glob_matches(g, namespace)) {
         return Sharing::Shared(g.clone());
     }
@@ -633,7 +633,7 @@ pub fn team_verdict(team: &Value, namespace: &str) -> Check {
         .unwrap_or_default();
     let here = rights
         .iter()
-        .find(|(g, _)| crate::store::team::config::glob_matches(g, namespace));
+        .find(|(g, _)| crate::store::team::conn::config::glob_matches(g, namespace));
     if let Some((glob, access)) = here
         && !matches!(*access, "write" | "review" | "admin")
     {

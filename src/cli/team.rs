@@ -2,7 +2,7 @@
 //! against the team's PostgreSQL (no daemon needed): the URL from
 //! `MEMD_TEAM_URL` or `[team] url`, the password where libpq keeps it, the
 //! role the URL names. `init` creates or migrates the schema `memd`; the
-//! others are [`crate::store::team::grants`].
+//! others are [`crate::store::team::admin::grants`].
 
 use serde_json::json;
 
@@ -10,8 +10,9 @@ use crate::commands::args::{Global, ReviewArgs, ReviewCommand, TeamCommand};
 use crate::commands::output::flat;
 use crate::commands::{CommandError, Output, paths};
 use crate::config::Config;
-use crate::store::team::config::Target;
-use crate::store::team::{TeamError, grants, review, schema};
+use crate::store::team::TeamError;
+use crate::store::team::admin::{grants, review, schema};
+use crate::store::team::conn::config::Target;
 
 /// The team's PostgreSQL as this machine's config names it, and a runtime
 /// to talk to it.

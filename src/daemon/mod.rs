@@ -123,7 +123,7 @@ pub fn run(mut paths: Paths, config: Config) -> Result<(), DaemonError> {
     socket::ensure_private_data_dir(&paths.data_dir)?;
     socket::check_path(&paths.socket)?;
     let lock = lock::acquire(&paths.lock(), &paths.socket)?;
-    let team = crate::store::team::Team::new(&config.team)
+    let team = crate::store::team::wing::Wing::from_config(&config.team)
         .map_err(|e| DaemonError::SocketPath(format!("[team]: {e}")))?;
     let store = Store::open(
         &paths.db(),
@@ -206,12 +206,10 @@ async fn serve(
         )
         .await;
     }
-    if let Some(team) = shared.store.team() {
-        // A machine serves once it pulled the team's memories, or once
-        // PostgreSQL proved unreachable (it serves local data then, and
-        // refuses shared writes until the pull caught up).
-        team.first_attempt().await;
-    }
+    // A machine serves once it pulled the team's memories, or once
+    // PostgreSQL proved unreachable (it serves local data then, and refuses
+    // shared writes until the pull caught up).
+    shared.store.wing().first_attempt().await;
     tracing::info!(
         socket = %shared.paths.socket.display(),
         db = %shared.paths.db().display(),

@@ -64,13 +64,11 @@ pub(super) async fn handle(
         }
         // Shared (team memory) and local entries are written apart: one
         // write goes through PostgreSQL, the other does not.
-        let (shared, local): (Vec<_>, Vec<_>) = match cx.store().team() {
-            Some(team) => batch.into_iter().partition(|e| {
-                let (ns, scope) = e.place();
-                !e.captured() && team.shares(ns, scope)
-            }),
-            None => (Vec::new(), batch),
-        };
+        let team = cx.store().wing();
+        let (shared, local): (Vec<_>, Vec<_>) = batch.into_iter().partition(|e| {
+            let (ns, scope) = e.place();
+            !e.captured() && team.shares(ns, scope)
+        });
         for part in [local, shared] {
             if part.is_empty() {
                 continue;
@@ -139,5 +137,44 @@ mod tests {
         kit.upload(&mut t, b"not json at all").await;
         kit.err(&mut t, import(false), ErrorCode::InvalidInput)
             .await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn local_entries_land_when_the_team_refuses_the_shared_ones() {
+        use crate::store::team::TeamError;
+        use crate::store::team::engine::write::Refusal;
+        use crate::store::team::wing::{Failing, Wing};
+        let source = Kit::new();
+        let mut mine = source.session_in("a", "mine");
+        let mut team = source.session_in("a", "team");
+        source.add(&mut mine, "the build uses make").await;
+        source.add(&mut team, "the tests run with nextest").await;
+        source
+            .ok(
+                &mut mine,
+                Request::Export(ExportRequest {
+                    all_namespaces: true,
+                    ..ExportRequest::default()
+                }),
+            )
+            .await;
+        let doc = source.fetch_all(&mut mine).await;
+
+        let failing = Failing::new("team", || {
+            Refusal::Unavailable(TeamError::Unavailable("connection refused".into()))
+        });
+        let kit = Kit::with_wing(Wing::Failing(failing.clone()));
+        let mut t = kit.session("b");
+        kit.upload(&mut t, &doc).await;
+        let e = kit
+            .err(
+                &mut t,
+                Request::Import(ImportRequest { replace: false }),
+                ErrorCode::TeamUnavailable,
+            )
+            .await;
+        assert!(e.message.contains("connection refused"), "{e:?}");
+        assert_eq!(failing.calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+        assert_eq!(kit.store_count().await, 1, "the local entry only");
     }
 }

@@ -102,7 +102,7 @@ pub(super) async fn handle(
         },
         "sweeps": facts.sweeps,
         "capture": facts.capture,
-        "team": store.team().map(|t| t.status()),
+        "team": store.wing().status(),
     });
     Ok(Response::Status(StatusReply {
         json: status.to_string(),
@@ -143,9 +143,26 @@ mod tests {
         assert_eq!(v["counts"]["by_status"]["promoted"], 1);
         assert_eq!(v["drift"]["policy"], "standard");
         assert!(v["embedder"].is_null(), "no embedder configured");
+        assert!(v["team"].is_null(), "no team memory");
         assert_eq!(
             v["generation"].as_u64(),
             Some(kit.shared.store.generations.current())
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn shows_a_team_that_cannot_be_reached() {
+        use crate::store::team::engine::write::Refusal;
+        use crate::store::team::wing::{Failing, Wing};
+        let team = Failing::behind("team", || Refusal::Invalid("unused".into()));
+        let kit = Kit::with_wing(Wing::Failing(team));
+        let mut s = kit.session("a");
+        let Response::Status(r) = kit.ok(&mut s, Request::Status(StatusRequest {})).await else {
+            panic!()
+        };
+        let v: serde_json::Value = serde_json::from_str(&r.json).unwrap();
+        assert_eq!(v["team"]["connected"], false, "{v}");
+        assert_eq!(v["team"]["synced"], false, "{v}");
+        assert_eq!(v["team"]["last_error"], "the test's team is down", "{v}");
     }
 }

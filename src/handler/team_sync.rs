@@ -12,7 +12,8 @@ pub(super) async fn handle(
     _session: &mut Session,
     cx: &Ctx<'_>,
 ) -> Result<Response, HandlerError> {
-    let Some(team) = cx.store().team() else {
+    let team = cx.store().wing();
+    if !team.is_on() {
         return Ok(Response::TeamSynced(TeamSyncReport {
             configured: false,
             synced: false,
@@ -43,5 +44,24 @@ mod tests {
             panic!("not a sync report");
         };
         assert!(!report.configured && !report.synced);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_team_that_cannot_be_reached_says_why() {
+        use crate::store::team::engine::write::Refusal;
+        use crate::store::team::wing::{Failing, Wing};
+        let team = Failing::behind("team", || Refusal::Invalid("unused".into()));
+        let kit = Kit::with_wing(Wing::Failing(team));
+        let mut s = kit.session("a");
+        let Response::TeamSynced(report) =
+            kit.ok(&mut s, Request::TeamSync(TeamSyncRequest {})).await
+        else {
+            panic!("not a sync report");
+        };
+        assert!(report.configured && !report.synced);
+        assert_eq!(
+            report.last_error.as_deref(),
+            Some("the test's team is down")
+        );
     }
 }

@@ -31,8 +31,7 @@ struct Follow {
 }
 
 fn team_state(app: &App) -> Option<Value> {
-    app.shared.store.team().map(|t| {
-        let s = t.status();
+    app.shared.store.wing().status().map(|s| {
         json!({
             "connected": s["connected"],
             "synced": s["synced"],

@@ -51,13 +51,11 @@ pub async fn run(shared: Arc<Shared>, existing: Option<i64>) {
     if svc.config.provider == Provider::None {
         return;
     }
-    if let Some(team) = shared.store.team() {
-        // A machine joining a team pulls its rows before it serves: the
-        // model's load and the vectors of rows arriving by the thousand
-        // would take most of the CPU from that pull. They wait for it (or
-        // for its first failure).
-        team.first_attempt().await;
-    }
+    // A machine joining a team pulls its rows before it serves: the
+    // model's load and the vectors of rows arriving by the thousand would
+    // take most of the CPU from that pull. They wait for it (or for its
+    // first failure).
+    shared.store.wing().first_attempt().await;
     let embedder = loop {
         let s = shared.clone();
         let built = tokio::task::spawn_blocking(move || build(&s.embed)).await;

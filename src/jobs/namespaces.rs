@@ -67,24 +67,24 @@ pub async fn adopt(shared: &Shared, previous: &str, namespace: &str) {
 
 async fn move_all(shared: &Shared, from: &str, to: &str) -> Result<usize, String> {
     let mut push = false;
-    if let Some(team) = shared.store.team() {
-        match (team.shares(from, "project"), team.shares(to, "project")) {
-            (true, true) => {
-                let n = team
-                    .rename_namespace(from, to)
-                    .await
-                    .map_err(|e| format!("renaming the shared namespace in PostgreSQL: {e}"))?;
-                tracing::info!(rows = n, from = %from, to = %to,
-                    "team memory: renamed the shared namespace in PostgreSQL");
-            }
-            (true, false) => {
-                tracing::warn!(from = %from, to = %to,
-                    "not moving memories out of a shared namespace into one the team does not                      share: add the new name to [team] namespaces");
-                return Ok(0);
-            }
-            (false, true) => push = true,
-            (false, false) => {}
+    let team = shared.store.wing();
+    match (team.shares(from, "project"), team.shares(to, "project")) {
+        (true, true) => {
+            let n = team
+                .rename_namespace(from, to)
+                .await
+                .map_err(|e| format!("renaming the shared namespace in PostgreSQL: {e}"))?;
+            tracing::info!(rows = n, from = %from, to = %to,
+                "team memory: renamed the shared namespace in PostgreSQL");
         }
+        (true, false) => {
+            tracing::warn!(from = %from, to = %to,
+                "not moving memories out of a shared namespace into one the team does not \
+                 share: add the new name to [team] namespaces");
+            return Ok(0);
+        }
+        (false, true) => push = true,
+        (false, false) => {}
     }
     let n = shared
         .store

@@ -132,6 +132,15 @@ pub(crate) mod testing {
     /// A daemon's shared state on a fresh database in `dir`, with `config`
     /// (its embedder off unless the config names one).
     pub(crate) fn shared(dir: &std::path::Path, config: Config) -> Shared {
+        shared_with(dir, config, crate::store::team::wing::Wing::None)
+    }
+
+    /// The same, with team memory through `wing`.
+    pub(crate) fn shared_with(
+        dir: &std::path::Path,
+        config: Config,
+        wing: crate::store::team::wing::Wing,
+    ) -> Shared {
         let paths = Paths::resolve_with(
             &PathFlags {
                 data_dir: Some(dir.to_path_buf()),
@@ -143,7 +152,7 @@ pub(crate) mod testing {
             &paths.db(),
             &config.storage,
             std::time::Duration::from_millis(config.drift.poll_ms),
-            None,
+            wing,
         )
         .expect("open a store in a temporary directory");
         let (sessions, _) = SessionFile::open(&paths.sessions_db()).expect("open a sessions file");

@@ -35,7 +35,8 @@ pub mod inject {
 
 /// The team's PostgreSQL: its address, a connection, its schema.
 pub mod team {
-    pub use crate::store::team::config::Target;
-    pub use crate::store::team::pg::connect;
-    pub use crate::store::team::schema::init;
+    pub use crate::store::team::admin::grants::grant;
+    pub use crate::store::team::admin::schema::init;
+    pub use crate::store::team::conn::config::Target;
+    pub use crate::store::team::conn::pg::connect;
 }

@@ -166,8 +166,8 @@ pub struct Store {
     pub frequencies: Arc<search::fts5::Frequencies>,
     /// The database file.
     pub path: PathBuf,
-    /// Team memory as the write path sees it (`None` unless `[team]`
-    /// shares namespaces).
+    /// Team memory, its one door (`Wing::None` unless `[team]` shares
+    /// namespaces).
     pub(in crate::store) wing: team::wing::Wing,
     /// Purges the team pull applied here, for the daemon to finish (frozen
     /// blocks, drift backups, compacting the files).
@@ -184,7 +184,7 @@ impl Store {
         path: &Path,
         storage: &StorageConfig,
         poll: std::time::Duration,
-        team: Option<team::Team>,
+        wing: team::wing::Wing,
     ) -> Result<Store, StoreError> {
         let mut conn = open_write_connection(path, storage)?;
         let backup_dir = path.parent().unwrap_or(Path::new("."));
@@ -223,16 +223,14 @@ impl Store {
             vocab: Default::default(),
             frequencies: Default::default(),
             path: path.to_path_buf(),
-            wing: team
-                .map(|t| team::wing::Wing::Postgres(Arc::new(t)))
-                .unwrap_or_default(),
+            wing,
             purge_events: tokio::sync::broadcast::channel(64).0,
         })
     }
 
-    /// Team memory, when it is on.
-    pub fn team(&self) -> Option<&Arc<team::Team>> {
-        self.wing.team()
+    /// Team memory: the one door to it (`Wing::None` when it is off).
+    pub fn wing(&self) -> &team::wing::Wing {
+        &self.wing
     }
 
     /// Tests: team memory through `wing` instead.

@@ -361,7 +361,7 @@ fn connection_leaks(code: &str) -> Vec<(&'static str, String)> {
         ("a closure over a connection", "|conn,"),
         ("a closure over a connection", "|c:&Connection"),
         ("sends a job to the writer thread", ".writer.call("),
-        ("a PostgreSQL connection", "team::pg"),
+        ("a PostgreSQL connection", "team::conn::pg"),
         ("a PostgreSQL connection", ".client.batch_execute("),
         ("sends a read to the readers", ".readers.read("),
         ("sends a read to the readers", ".readers.with_connection("),
@@ -789,8 +789,8 @@ fn the_checks_see_what_they_look_for() {
     assert_eq!(leaks("use rusqlite::Row;"), ["rusqlite"]);
     assert_eq!(leaks("use tokio_postgres::Client;"), ["tokio_postgres"]);
     assert_eq!(
-        leaks("use crate::store::team::pg::{self, Link};"),
-        ["team::pg"]
+        leaks("use crate::store::team::conn::pg::{self, Link};"),
+        ["team::conn::pg"]
     );
     assert_eq!(
         leaks("fn f(c: &Connection) {}"),
@@ -854,4 +854,55 @@ fn the_row_sql_does_not_know_the_team() {
             "src/store/memories.rs names `{name}`: pass it plain values instead"
         );
     }
+}
+
+/// What in `code` reaches team memory's engine around its one door, the
+/// store's wing.
+fn team_engine_reaches(code: &str) -> Vec<&'static str> {
+    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    let names = |p: &str| {
+        squeezed.match_indices(p).any(|(i, _)| {
+            !squeezed[i + p.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+    };
+    ["team::Team", ".team()", ".engine()", "Wing::Postgres"]
+        .into_iter()
+        .filter(|p| names(p))
+        .collect()
+}
+
+/// Team memory has one door: outside `src/store/team/`, nothing holds the
+/// PostgreSQL engine (`Team`); everything asks the store's `Wing`, whose
+/// failing stand-in then tests each caller's failure path.
+#[test]
+fn team_memory_is_reached_through_the_wing_only() {
+    assert_eq!(
+        team_engine_reaches("if let Some(t) = store . team () {}"),
+        [".team()"]
+    );
+    assert_eq!(
+        team_engine_reaches("fn f(t: &crate::store::team::Team)"),
+        ["team::Team"]
+    );
+    assert!(team_engine_reaches("Err(crate::store::team::TeamError::NotInitialised)").is_empty());
+    assert!(team_engine_reaches("store.wing().purge(&uids)").is_empty());
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let team = src.join("store/team");
+    let mut found = Vec::new();
+    for file in files.iter().filter(|f| !f.starts_with(&team)) {
+        let (code, _) = split(&std::fs::read_to_string(file).unwrap());
+        for p in team_engine_reaches(&code) {
+            found.push(format!("{}: {p}", file.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "these reach the team engine around the wing (add what they need to \
+         `Wing`): {found:#?}"
+    );
 }

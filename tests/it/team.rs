@@ -770,7 +770,7 @@ fn a_unix_socket_url_connects_without_tls_unless_tls_is_demanded() {
     assert!(err.contains("not possible over a Unix socket"), "{err}");
 }
 
-/// `src/store/team/schema/current.sql` is the team schema as `memd team
+/// `src/store/team/admin/schema/current.sql` is the team schema as `memd team
 /// init` leaves a fresh database (`pg_dump --schema-only`): the schema in
 /// one file to read, held against the migrations (v1.sql …). After adding
 /// a migration: `MEMD_BLESS=1 cargo test -p memd-daemon --test it
@@ -786,15 +786,15 @@ fn the_checked_in_team_schema_is_what_init_makes() {
          -- MEMD_BLESS=1 cargo test -p memd-daemon --test it team::the_checked_in_team_schema\n\n{}",
         pg.schema_sql()
     );
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/team/schema/current.sql");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/store/team/admin/schema/current.sql");
     if std::env::var_os("MEMD_BLESS").is_some() {
         std::fs::write(&path, &made).unwrap();
     }
     let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         checked_in == made,
-        "src/store/team/schema/current.sql is not what init makes: run \
+        "src/store/team/admin/schema/current.sql is not what init makes: run \
          MEMD_BLESS=1 cargo test -p memd-daemon --test it team::the_checked_in_team_schema"
     );
     assert!(made.contains("CREATE TABLE memd.memories"), "{made}");

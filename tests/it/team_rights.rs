@@ -301,7 +301,7 @@ fn a_version_1_team_schema_migrates_to_grants_without_losing_a_row() {
     let Some(pg) = Pg::start() else { return };
     // A team schema as version 1 made it, with rows written by psql.
     let v1 = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/team/schema/v1.sql"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/team/admin/schema/v1.sql"),
     )
     .unwrap();
     pg.psql(
@@ -878,7 +878,7 @@ fn a_role_that_cannot_set_up_is_told_what_it_lacks() {
 fn a_version_1_schema_migrates_as_its_owner_and_names_a_foreign_one() {
     let Some(pg) = Pg::start() else { return };
     let v1 = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/team/schema/v1.sql"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/team/admin/schema/v1.sql"),
     )
     .unwrap();
     let setup = format!(

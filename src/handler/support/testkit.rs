@@ -37,6 +37,16 @@ impl Kit {
         Kit { shared, dir }
     }
 
+    /// Default settings, no embedder, team memory through `wing` (a
+    /// failing stand-in: the team branches' failure paths).
+    pub fn with_wing(wing: crate::store::team::wing::Wing) -> Kit {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut config = Config::default();
+        config.embed.provider = Provider::None;
+        let shared = crate::state::testing::shared_with(dir.path(), config, wing);
+        Kit { shared, dir }
+    }
+
     /// A new session of `agent` in namespace `default`, policy `standard`.
     pub fn session(&self, agent: &str) -> Session {
         self.session_with(agent, DriftPolicy::Standard, None)

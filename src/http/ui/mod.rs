@@ -987,12 +987,10 @@ pub async fn team(State(app): State<App>, here: Here) -> HttpResponse {
 /// the open proposals this machine's role may see (decided with `memd team
 /// review approve|reject`).
 async fn review_section(app: &App) -> String {
-    let Some(team) = app.shared.store.team() else {
-        return String::new();
-    };
-    let queue = match team.review_queue().await {
-        Ok(q) => q,
-        Err(e) => {
+    let queue = match app.shared.store.wing().review_queue().await {
+        None => return String::new(),
+        Some(Ok(q)) => q,
+        Some(Err(e)) => {
             return format!(
                 "<h2>Review</h2><p class=\"summary\">The review queue could not be read: {}</p>",
                 esc(&e.to_string())

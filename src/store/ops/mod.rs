@@ -161,7 +161,7 @@ impl Store {
                     written.proposals = proposals;
                     return Ok(written);
                 }
-                Err(team::write::Refusal::Moved(rows)) if !moved_once => {
+                Err(team::engine::write::Refusal::Moved(rows)) if !moved_once => {
                     // This machine's copy was behind: take PostgreSQL's rows
                     // and decide again.
                     moved_once = true;
@@ -173,7 +173,7 @@ impl Store {
                         );
                     }
                 }
-                Err(team::write::Refusal::Moved(_)) => {
+                Err(team::engine::write::Refusal::Moved(_)) => {
                     return Err(StoreError::Conflict {
                         message: "the memory kept changing in the team's PostgreSQL while this \
                                   write was decided; read it again and retry"
@@ -181,10 +181,10 @@ impl Store {
                         current_rev: None,
                     });
                 }
-                Err(team::write::Refusal::Unavailable(e)) => {
+                Err(team::engine::write::Refusal::Unavailable(e)) => {
                     return Err(StoreError::TeamUnavailable(e.to_string()));
                 }
-                Err(team::write::Refusal::Unknown(e)) => {
+                Err(team::engine::write::Refusal::Unknown(e)) => {
                     // Whatever PostgreSQL did, the pull brings it here.
                     team.wake();
                     return Err(StoreError::TeamOutcomeUnknown {
@@ -192,13 +192,15 @@ impl Store {
                         message: e.to_string(),
                     });
                 }
-                Err(team::write::Refusal::Invalid(m)) => {
+                Err(team::engine::write::Refusal::Invalid(m)) => {
                     return Err(StoreError::InvalidInput(format!(
                         "the team's PostgreSQL refused the write: {m}"
                     )));
                 }
-                Err(team::write::Refusal::Forbidden(m)) => return Err(StoreError::Forbidden(m)),
-                Err(team::write::Refusal::Strict(seq)) => {
+                Err(team::engine::write::Refusal::Forbidden(m)) => {
+                    return Err(StoreError::Forbidden(m));
+                }
+                Err(team::engine::write::Refusal::Strict(seq)) => {
                     tracing::debug!(
                         team_seq = seq,
                         "strict: another session committed in the namespace after this view"
@@ -232,8 +234,8 @@ impl Store {
         &self,
         author: Author,
         value: T,
-        plan: &team::write::Plan,
-        committed: team::write::Committed,
+        plan: &team::engine::write::Plan,
+        committed: team::engine::write::Committed,
     ) -> Result<Written<T>, StoreError> {
         let uids: HashMap<i64, String> = plan
             .changes
@@ -270,11 +272,11 @@ impl Store {
                 .call(author.clone(), move |ctx| {
                     let mut t = Translation::default();
                     for (old, row) in &committed.rows {
-                        let outcome = team::apply::apply(ctx.conn, row, false)?;
+                        let outcome = team::engine::apply::apply(ctx.conn, row, false)?;
                         let job = old.and_then(|o| origins.get(&o));
-                        if let team::apply::Outcome::Inserted(id) = outcome {
+                        if let team::engine::apply::Outcome::Inserted(id) = outcome {
                             let first = job.and_then(|s| s.first());
-                            team::apply::record_origin(ctx.conn, id, row, &own, first)?;
+                            team::engine::apply::record_origin(ctx.conn, id, row, &own, first)?;
                         }
                         if let (Some(id), Some(sources)) = (outcome.id(), job) {
                             crate::store::memories::add_sources(ctx.conn, id, sources)?;
@@ -293,7 +295,7 @@ impl Store {
                         }
                     }
                     for (_, row) in &committed.rows {
-                        team::apply::link(ctx.conn, row)?;
+                        team::engine::apply::link(ctx.conn, row)?;
                     }
                     let generation = ctx.generation()?;
                     let value = value.remap(ctx.conn, &t, generation)?;
@@ -330,7 +332,7 @@ impl Store {
     /// SQLite errors.
     pub async fn apply_team_rows_anew(
         &self,
-        rows: Vec<team::row::TeamRow>,
+        rows: Vec<team::engine::row::TeamRow>,
         force: bool,
     ) -> Result<Vec<memd_proto::Memory>, StoreError> {
         let own = self.wing.machine().to_string();
@@ -338,18 +340,19 @@ impl Store {
             .call(Author::Team, move |ctx| {
                 let mut lost = Vec::new();
                 for row in &rows {
-                    let outcome = team::apply::apply_keeping(ctx.conn, row, force, &mut lost)?;
-                    if let team::apply::Outcome::Inserted(id) = outcome {
-                        team::apply::record_origin(ctx.conn, id, row, &own, None)?;
+                    let outcome =
+                        team::engine::apply::apply_keeping(ctx.conn, row, force, &mut lost)?;
+                    if let team::engine::apply::Outcome::Inserted(id) = outcome {
+                        team::engine::apply::record_origin(ctx.conn, id, row, &own, None)?;
                     }
                     if outcome.edited()
                         && let Some(id) = outcome.id()
                     {
-                        team::apply::record_author(ctx.conn, id, &row.author, &own)?;
+                        team::engine::apply::record_author(ctx.conn, id, &row.author, &own)?;
                     }
                 }
                 for row in &rows {
-                    team::apply::link(ctx.conn, row)?;
+                    team::engine::apply::link(ctx.conn, row)?;
                 }
                 Ok(lost)
             })
@@ -362,7 +365,7 @@ impl Store {
 enum Step<T> {
     Done(Written<T>),
     NotSynced,
-    Deferred(T, team::write::Plan),
+    Deferred(T, team::engine::write::Plan),
 }
 
 /// Where a job's changes go.
@@ -372,7 +375,7 @@ enum Route {
     /// Shared rows, but this machine has not caught up with the team.
     NotSynced,
     /// Shared rows: this plan, written through.
-    Shared(team::write::Plan),
+    Shared(team::engine::write::Plan),
 }
 
 /// How a write's local ids became the ids of the rows PostgreSQL
@@ -492,7 +495,7 @@ impl Remap for memd_proto::AddResult {
 /// it changed none (a local write, committed as it is).
 fn team_plan(ctx: &mut WriteCtx<'_>, team: &Wing) -> Result<Route, StoreError> {
     let changes = ctx.changes()?;
-    let shared = |c: &team::write::Change| {
+    let shared = |c: &team::engine::write::Change| {
         c.after.as_ref().is_some_and(|a| team.shares_row(a))
             || c.before
                 .as_ref()
@@ -535,10 +538,10 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Wing) -> Result<Route, StoreError> {
         Author::Daemon | Author::Team => (String::new(), String::new()),
     };
     let strict = match ctx.strict_view() {
-        Some((namespace, seen)) => Some((namespace, team::apply::seq_at(ctx.conn, seen)?)),
+        Some((namespace, seen)) => Some((namespace, team::engine::apply::seq_at(ctx.conn, seen)?)),
         None => None,
     };
-    Ok(Route::Shared(team::write::Plan {
+    Ok(Route::Shared(team::engine::write::Plan {
         op_id: crate::session::new_session_id()?,
         agent,
         session,
@@ -566,15 +569,15 @@ mod tests {
     use crate::session::readset::ReadSet;
     use crate::store::ops::add::AddOp;
     use crate::store::team::TeamError;
+    use crate::store::team::engine::write::Refusal;
     use crate::store::team::wing::Failing;
-    use crate::store::team::write::Refusal;
 
     fn store(dir: &tempfile::TempDir, wing: Wing) -> Store {
         let mut store = Store::open(
             &dir.path().join("memory.db"),
             &crate::store::StorageConfig::default(),
             std::time::Duration::from_secs(3600),
-            None,
+            crate::store::team::wing::Wing::None,
         )
         .unwrap();
         store.set_wing(wing);
@@ -751,6 +754,48 @@ mod tests {
         assert_eq!(team.calls.load(Ordering::Relaxed), 1);
         let (all, _) = store.all_rows().await.unwrap();
         assert_eq!(all[0].content, "the deploy runs at noon");
+    }
+
+    #[tokio::test]
+    async fn a_purge_the_team_refuses_erases_nothing_anywhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = store(&dir, Wing::None);
+        add(&store, "team", "the key was AKIA", DriftPolicy::Off, None)
+            .await
+            .unwrap();
+        add(&store, "mine", "the key was AKIA", DriftPolicy::Off, None)
+            .await
+            .unwrap();
+        let uids: Vec<String> = store
+            .all_rows()
+            .await
+            .unwrap()
+            .0
+            .into_iter()
+            .map(|m| m.uid)
+            .collect();
+        let author = || crate::session::ident::Author::Session(Arc::new(who("team")));
+        for (team, forbidden) in [
+            (Failing::new("team", unavailable), false),
+            (
+                Failing::new("team", || Refusal::Forbidden("role carol".into())),
+                true,
+            ),
+        ] {
+            store.set_wing(Wing::Failing(team));
+            let err = store
+                .purge(author(), "test".into(), uids.clone())
+                .await
+                .unwrap_err();
+            match err {
+                StoreError::Forbidden(m) if forbidden => assert!(m.contains("carol"), "{m}"),
+                StoreError::TeamUnavailable(m) if !forbidden => {
+                    assert!(m.contains("connection refused"), "{m}");
+                }
+                other => panic!("the team's refusal expected, got {other:?}"),
+            }
+            assert_eq!(rows(&store).await, 2, "nothing erased, shared or not");
+        }
     }
 
     #[tokio::test]

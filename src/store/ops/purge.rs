@@ -115,10 +115,7 @@ impl Store {
             .map(|(uid, _)| uid)
             .collect();
         if !shared.is_empty() {
-            let team = wing.team().ok_or_else(|| {
-                StoreError::TeamUnavailable("team memory is not running here".into())
-            })?;
-            team.purge(&shared).await.map_err(|e| match e {
+            wing.purge(&shared).await.map_err(|e| match e {
                 crate::store::team::TeamError::Forbidden(m) => StoreError::Forbidden(m),
                 other => StoreError::TeamUnavailable(other.to_string()),
             })?;

@@ -6,33 +6,31 @@
 //! else's commits in commit order.
 //!
 //! # Layout
-//! - [`config`]: `[team]`, the URL, passwords and TLS as libpq users know them;
-//! - [`pg`]: connections (bounded calls, `LISTEN`);
-//! - [`schema`]: PostgreSQL's schema `memd` and its migrations (`memd team init`);
-//! - [`row`]: a shared row as PostgreSQL holds it;
-//! - [`apply`]: the SQLite side — rows as they are here, PostgreSQL's rows
-//!   applied here;
-//! - [`write`]: the write-through of a session's write;
-//! - [`pull`]: pages of later commits, the history check, pushes;
-//! - [`follow`]: the pull's connection, `LISTEN`, catch-up and resync;
-//! - [`wing`]: what the write path asks of team memory (the seam);
-//! - [`grants`]: people's rights (`memd team grant|revoke|members`), as
-//!   PostgreSQL's row-level security enforces them.
+//! By what runs where:
+//! - [`engine`]: the daemon's team memory — [`engine::row`] (a shared row as
+//!   PostgreSQL holds it), [`engine::apply`] (the SQLite side: rows as they
+//!   are here, PostgreSQL's rows applied here), [`engine::write`] (the
+//!   write-through of a session's write), [`engine::pull`] (pages of later
+//!   commits, the history check), [`engine::follow`] (the pull's
+//!   connection, `LISTEN`, catch-up and resync), [`engine::push`] (`memd team
+//!   push`);
+//! - [`admin`]: what the CLI's `memd team` commands do on the server —
+//!   [`admin::schema`] (PostgreSQL's schema `memd` and its migrations, `memd
+//!   team init`), [`admin::grants`] (people's rights, `grant|revoke|members`,
+//!   `cleanup`, as PostgreSQL's row-level security enforces them),
+//!   [`admin::review`] (`review-required|review`); the daemon asks them only
+//!   for its own rights, its review page and the periodic cleanup;
+//! - [`conn`]: reaching the server — [`conn::config`] (`[team]`, the URL,
+//!   passwords and TLS as libpq users know them), `conn::pg` (connections,
+//!   bounded calls, `LISTEN`; private to the store);
+//! - [`wing`]: the one door the rest of the daemon goes through.
 //!
 //! Without `[team]` none of this runs: no connection, no task.
 
-pub mod apply;
-pub mod config;
-pub mod follow;
-pub mod grants;
-pub(in crate::store) mod pg;
-pub mod pull;
-pub mod push;
-pub mod review;
-pub mod row;
-pub mod schema;
+pub mod admin;
+pub mod conn;
+pub mod engine;
 pub mod wing;
-pub mod write;
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -42,8 +40,11 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::sync::lock;
-use config::{Target, TeamConfig};
-use pg::Link;
+use admin::grants;
+use admin::schema;
+use conn::config::{Target, TeamConfig};
+use conn::pg::{self, Link};
+use engine::row;
 
 /// Why a team call failed.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -15,7 +15,7 @@ use crate::drift::policy::{self, Decision, Facts, RowFacts, WriteKind};
 use crate::drift::refusal::{self, Refusal, RowChange, RowRefusal, ViewRefusal};
 use crate::session::ident::{Author, Who};
 use crate::session::readset::{ReadSet, RowView};
-use crate::store::team::{self, apply::Before};
+use crate::store::team::{self, engine::apply::Before};
 use crate::store::{Generations, StoreError, memories, read_generation};
 use crate::sync;
 
@@ -345,7 +345,9 @@ impl WriteCtx<'_> {
     ///
     /// # Errors
     /// SQLite errors.
-    pub(in crate::store) fn changes(&mut self) -> Result<Vec<team::write::Change>, StoreError> {
+    pub(in crate::store) fn changes(
+        &mut self,
+    ) -> Result<Vec<team::engine::write::Change>, StoreError> {
         if !self.capture {
             return Ok(Vec::new());
         }
@@ -379,10 +381,10 @@ impl WriteCtx<'_> {
         self.capture = false;
         let mut out = Vec::with_capacity(rows.len());
         for (id, before) in rows {
-            out.push(team::write::Change {
+            out.push(team::engine::write::Change {
                 id,
                 before,
-                after: team::apply::after(self.conn, id)?,
+                after: team::engine::apply::after(self.conn, id)?,
             });
         }
         Ok(out)

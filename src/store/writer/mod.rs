@@ -406,7 +406,7 @@ mod tests {
             &dir.path().join("memory.db"),
             &StorageConfig::default(),
             std::time::Duration::from_secs(3600),
-            None,
+            crate::store::team::wing::Wing::None,
         )
         .unwrap();
         let err = store
@@ -456,7 +456,7 @@ mod tests {
             &path,
             &StorageConfig::default(),
             std::time::Duration::from_secs(3600),
-            None,
+            crate::store::team::wing::Wing::None,
         )
         .unwrap();
         let found = |conn: &rusqlite::Connection, word: &str| -> Result<i64, StoreError> {

@@ -7,10 +7,10 @@
 
 use tokio_postgres::types::{ToSql, Type};
 
+use super::super::conn::pg::{Backend, describe};
+use super::super::{Team, TeamError};
 use super::apply::Before;
-use super::pg::{Backend, describe};
 use super::row::{COLUMNS, INSERT, Insert, TeamRow};
-use super::{Team, TeamError};
 
 /// One row a job changed: as it was (absent for a row the job created)
 /// and as the job left it (absent for a delete).

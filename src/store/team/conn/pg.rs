@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Client, NoTls};
 
-use super::TeamError;
+use super::super::TeamError;
 use super::config::{SslMode, Target, password_for, tls_config};
 
 /// One open connection: the client, the task that drives it, and (for the

@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 use tokio_postgres::Client;
 use tokio_postgres::types::ToSql;
 
+use super::super::conn::config::glob_to_like;
+use super::super::{Team, TeamError};
 use super::apply::{self, Outcome};
-use super::config::glob_to_like;
 use super::row::{COLUMNS, TeamRow};
-use super::{Team, TeamError};
 use crate::session::ident::Author;
 use crate::store::readers::ReadKind;
 use crate::store::{Store, StoreError, memories, meta};
@@ -58,7 +58,7 @@ pub struct Page {
 }
 
 fn fail(e: &tokio_postgres::Error) -> TeamError {
-    super::pg::classify(e)
+    super::super::conn::pg::classify(e)
 }
 
 /// PostgreSQL's newest number and its identity.
@@ -396,7 +396,7 @@ impl Store {
         since: i64,
         scan_edits: bool,
     ) -> Result<LocalEdits, StoreError> {
-        let Some(team) = self.wing.team().cloned() else {
+        let Some(team) = self.wing.engine().cloned() else {
             return Ok(LocalEdits::default());
         };
         let read = self

@@ -5,8 +5,8 @@
 
 use tokio_postgres::Client;
 
-use super::TeamError;
-use super::pg::describe;
+use super::super::TeamError;
+use super::super::conn::pg::describe;
 
 /// One schema step. Never edit a shipped migration: add one.
 pub struct Migration {
@@ -122,10 +122,10 @@ pub struct Initialised {
 /// [`TeamError::Unavailable`] when PostgreSQL cannot be reached,
 /// [`TeamError::SchemaTooNew`], or the failed statement.
 pub async fn init_at(
-    target: &super::config::Target,
+    target: &super::super::conn::config::Target,
     timeout: std::time::Duration,
 ) -> Result<Initialised, TeamError> {
-    let mut link = super::pg::connect(target, timeout, false).await?;
+    let mut link = super::super::conn::pg::connect(target, timeout, false).await?;
     init(&mut link.client).await
 }
 
@@ -159,7 +159,7 @@ fn refused(role: &str, e: &tokio_postgres::Error) -> TeamError {
             describe(e)
         ))
     } else {
-        super::pg::classify(e)
+        super::super::conn::pg::classify(e)
     }
 }
 
@@ -180,7 +180,7 @@ fn refused(role: &str, e: &tokio_postgres::Error) -> TeamError {
 /// [`TeamError::Forbidden`] when the role may not, naming what it lacks;
 /// [`TeamError::SchemaTooNew`], or the failed statement.
 pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
-    let fail = |e: tokio_postgres::Error| super::pg::classify(&e);
+    let fail = |e: tokio_postgres::Error| super::super::conn::pg::classify(&e);
     let who = client
         .query_one(
             "SELECT session_user::text, r.rolsuper, r.rolsuper OR r.rolbypassrls, \

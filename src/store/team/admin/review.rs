@@ -3,13 +3,13 @@
 //! approve or reject. PostgreSQL enforces it (a trigger on
 //! `memd.memories`, `memd.decide`); these are the operations of `memd team
 //! review-required` and `memd team review`. The write-through makes the
-//! proposals themselves ([`super::write`]).
+//! proposals themselves ([`super::super::engine::write`]).
 
 use serde::Serialize;
 use tokio_postgres::Client;
 
-use super::TeamError;
-use super::config::Target;
+use super::super::TeamError;
+use super::super::conn::config::Target;
 use super::grants::{bounded, connect, fail, require_admin};
 
 /// One proposal, as the connection's role may see it (its own, and those
@@ -158,7 +158,7 @@ pub async fn queue_on(client: &Client, all: bool) -> Result<Queue, TeamError> {
     })
 }
 
-impl super::Team {
+impl super::super::Team {
     /// The review queue as this daemon's role sees it (the viewer's team
     /// page).
     ///

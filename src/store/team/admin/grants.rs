@@ -10,9 +10,9 @@ use serde::Serialize;
 use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
 
-use super::TeamError;
-use super::config::Target;
-use super::pg::{self, describe};
+use super::super::TeamError;
+use super::super::conn::config::Target;
+use super::super::conn::pg::{self, describe};
 
 /// The rights, weakest first.
 pub const RIGHTS: [&str; 4] = ["read", "write", "review", "admin"];
@@ -54,7 +54,7 @@ pub(super) fn fail(e: &tokio_postgres::Error) -> TeamError {
         Some(c) if c.code().starts_with("22") || c.code().starts_with("23") => {
             TeamError::Invalid(describe(e))
         }
-        _ => super::pg::classify(e),
+        _ => super::super::conn::pg::classify(e),
     }
 }
 
@@ -233,6 +233,36 @@ pub async fn cleanup(
         })
     })
     .await
+}
+
+/// Cleans team memory up every `[team] cleanup_every` (when set) until the
+/// daemon stops: what is older than `[team] retention` goes
+/// ([`cleanup`]). Only a role with admin on `*` may; another is told
+/// once, in the log.
+pub async fn clean_up_every(team: &super::super::Team) {
+    let Some(every) = team.config().cleanup_every() else {
+        return;
+    };
+    let mut told = false;
+    loop {
+        tokio::time::sleep(every).await;
+        let config = team.config();
+        match cleanup(team.target(), config.timeout(), config.retention()).await {
+            Ok(c) => tracing::info!(
+                tombstones = c.tombstones,
+                ops = c.ops,
+                proposals = c.proposals,
+                cleaned_through = c.cleaned_through,
+                "team memory: cleaned up"
+            ),
+            Err(TeamError::Forbidden(m)) if !told => {
+                told = true;
+                tracing::info!(reason = %m, "team memory: this machine's role may not clean up");
+            }
+            Err(TeamError::Forbidden(_)) => {}
+            Err(e) => tracing::warn!(error = %e, "team memory: the cleanup failed; next time"),
+        }
+    }
 }
 
 /// `memd team members`: the grants the connection's role may see (an

@@ -4,21 +4,25 @@
 //! commit order. Before it follows, it checks that PostgreSQL still holds
 //! the history this machine applied (else it resyncs by uid and rev,
 //! keeping the rows PostgreSQL lost in a drift backup), and backfills a
-//! namespace that starts to be shared. `jobs::team` runs it again after a
-//! pause when it stops.
+//! namespace that starts to be shared. [`run`] runs it again after a pause
+//! when it stops (the daemon's pull task, through the wing).
 
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::pg::{self, Link};
+use super::super::admin::{grants, schema};
+use super::super::conn::pg::{self, Link};
+use super::super::{Team, TeamError};
 use super::pull::{self, Mark, PAGE};
 use super::write::{Plan, Refusal};
-use super::{Team, TeamError, grants, schema};
 use crate::drift::backup::Backups;
 use crate::store::{Store, StoreError};
 
 /// How often the pull looks even without a notification.
 const POLL: Duration = Duration::from_secs(2);
+
+/// How long between two connection attempts.
+const RETRY: Duration = Duration::from_secs(2);
 
 /// Why following stopped.
 pub enum Failure {
@@ -37,6 +41,34 @@ impl From<TeamError> for Failure {
 impl From<StoreError> for Failure {
     fn from(e: StoreError) -> Self {
         Failure::Local(e)
+    }
+}
+
+/// Follows the team's PostgreSQL until the daemon stops: when PostgreSQL
+/// is down or not initialised, tries again every 2 s (at once when a
+/// shared write or `memd team init` asks).
+pub async fn run(store: &Store, backups: &Backups, team: &Team) {
+    loop {
+        team.attempt_started();
+        match follow(store, backups, team).await {
+            Ok(()) => {}
+            Err(Failure::Team(e)) => {
+                tracing::warn!(error = %e, "team memory: PostgreSQL is not usable; retrying in 2 s");
+                team.attempt_failed(&e);
+            }
+            Err(Failure::Local(e)) => {
+                tracing::warn!(error = %e, "team memory: cannot apply the team's changes here; retrying in 2 s");
+                team.attempt_failed(&TeamError::Unavailable(format!(
+                    "cannot apply the team's changes here: {e}"
+                )));
+            }
+        }
+        // A shared write that finds this machine not synced, or `memd team
+        // init` run here, does not wait for the pause.
+        tokio::select! {
+            () = tokio::time::sleep(RETRY) => {}
+            () = team.kick.notified() => {}
+        }
     }
 }
 

@@ -6,9 +6,9 @@
 
 use memd_proto::TeamPushReport;
 
-use super::TeamError;
+use super::super::TeamError;
+use super::super::conn::pg::describe;
 use super::apply;
-use super::pg::describe;
 use super::row::{INSERT, Insert, TeamRow};
 use crate::session::ident::{Author, Who};
 use crate::store::readers::ReadKind;
@@ -28,7 +28,7 @@ impl Store {
         who: &Who,
         namespace: &str,
     ) -> Result<TeamPushReport, StoreError> {
-        let team = self.wing.team().cloned().ok_or_else(|| {
+        let team = self.wing.engine().cloned().ok_or_else(|| {
             StoreError::NotConfigured("team memory is off: no [team] section".into())
         })?;
         if !team.config().shares(namespace) {

@@ -336,10 +336,10 @@ fn a_version_1_team_schema_migrates_to_grants_without_losing_a_row() {
     // Owned by a role nobody logs in as, security forced.
     assert_eq!(
         pg.psql("SELECT nspowner::regrole FROM pg_namespace WHERE nspname = 'memd'"),
-        "memd_owner"
+        "memd_owner_postgres"
     );
     assert_eq!(
-        pg.psql("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'memd_owner'"),
+        pg.psql("SELECT rolcanlogin FROM pg_roles WHERE rolname = 'memd_owner_postgres'"),
         "f"
     );
     assert_eq!(
@@ -746,6 +746,11 @@ fn init_on(pg: &Pg, role: &str, db: &str) -> (Value, i32) {
 
 /// `psql` as `role` on database `db`: its output (it must succeed).
 fn psql_db(pg: &Pg, role: &str, db: &str, sql: &str) -> String {
+    psql_try(pg, role, db, sql).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `psql` as `role` on database `db`: its output, or its error.
+fn psql_try(pg: &Pg, role: &str, db: &str, sql: &str) -> Result<String, String> {
     let out = std::process::Command::new("runuser")
         .args(["-u", "postgres", "--"])
         .arg(pg_bin("psql"))
@@ -755,21 +760,20 @@ fn psql_db(pg: &Pg, role: &str, db: &str, sql: &str) -> String {
         .current_dir(&pg.dir)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).to_string())
+    }
 }
 
-/// The login roles that are members of `memd_owner`.
-fn owner_members(pg: &Pg) -> String {
-    pg.psql(
+/// The login roles that are members of `owner`.
+fn owner_members(pg: &Pg, owner: &str) -> String {
+    pg.psql(&format!(
         "SELECT coalesce(string_agg(r.rolname, ',' ORDER BY r.rolname), '') \
          FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member \
-         WHERE m.roleid = 'memd_owner'::regrole",
-    )
+         WHERE m.roleid = '{owner}'::regrole"
+    ))
 }
 
 #[test]
@@ -789,7 +793,7 @@ fn a_database_owner_who_is_not_superuser_sets_up_team_memory() {
     assert_eq!(v["bypasses_row_security"], false, "{v}");
     // The schema belongs to the owner role; the lead held it only while
     // migrating.
-    assert_eq!(owner_members(&pg), "");
+    assert_eq!(owner_members(&pg, "memd_owner_memd"), "");
     let (v, code) = init_on(&pg, "lead", "memd");
     assert_eq!((code, v["from"].as_i64()), (0, Some(6)), "{v}");
     // The lead administers: grants bob, and bob's machine shares.
@@ -828,6 +832,56 @@ fn a_database_owner_who_is_not_superuser_sets_up_team_memory() {
 }
 
 #[test]
+fn two_teams_on_one_server_have_two_owner_roles() {
+    let Some(pg) = Pg::start() else { return };
+    // Each lead was given its own database's owner role by an
+    // administrator (no CREATEROLE): neither may act as the other's.
+    for sql in [
+        "CREATE ROLE ann LOGIN",
+        "CREATE ROLE ben LOGIN",
+        "CREATE DATABASE alpha OWNER ann",
+        "CREATE DATABASE beta OWNER ben",
+        "CREATE ROLE memd_owner_alpha NOLOGIN",
+        "GRANT memd_owner_alpha TO ann",
+        "CREATE ROLE memd_owner_beta NOLOGIN",
+        "GRANT memd_owner_beta TO ben",
+    ] {
+        pg.psql(sql);
+    }
+    for (lead, db) in [("ann", "alpha"), ("ben", "beta")] {
+        let (v, code) = init_on(&pg, lead, db);
+        assert_eq!(code, 0, "{lead} on {db}: {v}");
+    }
+    let owner = |db: &str| {
+        psql_db(
+            &pg,
+            "postgres",
+            db,
+            "SELECT nspowner::regrole FROM pg_namespace WHERE nspname = 'memd'",
+        )
+    };
+    assert_eq!(owner("alpha"), "memd_owner_alpha");
+    assert_eq!(owner("beta"), "memd_owner_beta");
+    // Ann reaches into beta's schema as nothing more than any login role:
+    // row-level security hides every row, the owner's bookkeeping is shut.
+    let ann_in_beta = |sql: &str| psql_try(&pg, "ann", "beta", sql).unwrap_err();
+    let err = ann_in_beta("SET ROLE memd_owner_beta");
+    assert!(err.contains("permission denied"), "{err}");
+    let err = ann_in_beta("ALTER TABLE memd.memories DISABLE ROW LEVEL SECURITY");
+    assert!(err.contains("must be owner"), "{err}");
+    // Her own database's owner role is hers to act as.
+    assert_eq!(
+        psql_db(
+            &pg,
+            "ann",
+            "alpha",
+            "SET ROLE memd_owner_alpha; SELECT current_user"
+        ),
+        "memd_owner_alpha"
+    );
+}
+
+#[test]
 fn a_role_that_cannot_set_up_is_told_what_it_lacks() {
     let Some(pg) = Pg::start() else { return };
     // Owns its database, may not create roles: told the SQL an
@@ -839,8 +893,9 @@ fn a_role_that_cannot_set_up_is_told_what_it_lacks() {
     assert_eq!(v["code"], "forbidden", "{v}");
     let msg = v["error"].as_str().unwrap();
     assert!(
-        msg.contains("CREATE ROLE memd_owner NOLOGIN; GRANT memd_owner TO \"plain\";")
-            && msg.contains("ALTER ROLE \"plain\" CREATEROLE;")
+        msg.contains(
+            "CREATE ROLE memd_owner_plaindb NOLOGIN; GRANT memd_owner_plaindb TO \"plain\";"
+        ) && msg.contains("ALTER ROLE \"plain\" CREATEROLE;")
             && !msg.contains("cannot reach"),
         "{msg}"
     );
@@ -855,10 +910,10 @@ fn a_role_that_cannot_set_up_is_told_what_it_lacks() {
     assert_eq!(schema("plaindb"), "0");
     // The administrator does as told: the init goes through, and the
     // membership it was given stays.
-    pg.psql("CREATE ROLE memd_owner NOLOGIN; GRANT memd_owner TO plain");
+    pg.psql("CREATE ROLE memd_owner_plaindb NOLOGIN; GRANT memd_owner_plaindb TO plain");
     let (v, code) = init_on(&pg, "plain", "plaindb");
     assert_eq!(code, 0, "{v}");
-    assert_eq!(owner_members(&pg), "plain");
+    assert_eq!(owner_members(&pg, "memd_owner_plaindb"), "plain");
     // A role that does not own the database is told so.
     pg.psql("CREATE ROLE other LOGIN CREATEROLE");
     pg.psql("CREATE DATABASE otherdb");
@@ -918,7 +973,7 @@ fn a_version_1_schema_migrates_as_its_owner_and_names_a_foreign_one() {
             "mine",
             "SELECT nspowner::regrole FROM pg_namespace WHERE nspname = 'memd'"
         ),
-        "memd_owner"
+        "memd_owner_mine"
     );
     // Version 1 made by a superuser: the lead is told who migrates it.
     run("postgres", "theirs", &setup);

@@ -141,13 +141,57 @@ struct Runner {
     createrole: bool,
     /// The database's name.
     database: String,
+    /// The role that owns (or will own) every object of the schema.
+    owner: String,
     /// Owns the database (or may grant CREATE on it).
     owns_database: bool,
 }
 
-/// The owner role every object of the schema belongs to; nobody logs in
-/// as it.
-const OWNER: &str = "memd_owner";
+/// The role a new schema in `database` belongs to, nobody logging in as
+/// it: `memd_owner_<database>`, one per database, so two teams' schemas on
+/// one server have two owners (a role an administrator makes a member of
+/// one team's owner reaches no other). A name that is not lower-case
+/// letters, digits and `_`, or too long for PostgreSQL (63 bytes), keeps
+/// 40 such characters and the first 8 hex digits of its FNV-1a 64 hash.
+/// The name is then valid bare in SQL, as an identifier or in a string.
+pub fn owner_for(database: &str) -> String {
+    let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+    if !database.is_empty() && database.chars().all(plain) && database.len() <= 52 {
+        return format!("memd_owner_{database}");
+    }
+    let hash = database.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let kept: String = database
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .map(|c| if plain(c) { c } else { '_' })
+        .take(40)
+        .collect();
+    format!("memd_owner_{kept}_{:08x}", hash >> 32)
+}
+
+/// The role that owns the schema's objects: the one a migration handed
+/// them to (`memd_owner_<database>`, or `memd_owner`, which every
+/// database shared before), when the schema has one; else this database's
+/// own ([`owner_for`]).
+async fn owner_of(
+    client: &impl tokio_postgres::GenericClient,
+    database: &str,
+) -> Result<String, TeamError> {
+    let now: Option<String> = client
+        .query_typed_opt(
+            "SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = 'memd'",
+            &[],
+        )
+        .await
+        .map_err(|e| super::super::conn::pg::classify(&e))?
+        .map(|r| r.get(0));
+    Ok(match now {
+        Some(o) if o == "memd_owner" || o.starts_with("memd_owner_") => o,
+        _ => owner_for(database),
+    })
+}
 
 /// A failed statement of the init: a refused privilege is `forbidden`
 /// (with what to do), anything else the server's own message.
@@ -167,12 +211,14 @@ fn refused(role: &str, e: &tokio_postgres::Error) -> TeamError {
 ///
 /// A superuser may always. Any other role needs, for a new schema (or one
 /// at version 1), to own the database; and for every step, membership in
-/// `memd_owner` (the role that owns every object). `init` creates that
-/// role when it is missing (`CREATEROLE`) and holds the membership for
-/// the transaction only: it grants it when the runner lacks it (possible
-/// with `CREATEROLE`) and takes it back at the end, so no login role stays
-/// a member. An administrator may instead create `memd_owner` and grant it
-/// to the runner; that membership is left as it was. What is missing is
+/// the owner role (`memd_owner_<database>`, [`owner_for`]: the role that
+/// owns every object; a schema set up before owner roles were per
+/// database keeps `memd_owner`). `init` creates that role when it is
+/// missing (`CREATEROLE`) and holds the membership for the transaction
+/// only: it grants it when the runner lacks it (possible with `CREATEROLE`)
+/// and takes it back at the end, so no login role stays a member. An
+/// administrator may instead create the owner role and grant it to the
+/// runner; that membership is left as it was. What is missing is
 /// refused before anything is written, naming the SQL an administrator
 /// runs.
 ///
@@ -200,11 +246,16 @@ pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
         createrole: who.get(3),
         database: who.get(4),
         owns_database: who.get(5),
+        owner: String::new(),
+    };
+    let runner = Runner {
+        owner: owner_of(client, &runner.database).await?,
+        ..runner
     };
     let foreign = if runner.superuser {
         Vec::new()
     } else {
-        foreign_owners(client).await?
+        foreign_owners(client, &runner.owner).await?
     };
     // A schema this role may not even read was made by another: say whose.
     let current = version(client)
@@ -257,7 +308,7 @@ pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
         )
         .await
         .map_err(|e| refused(&runner.role, &e))?;
-        tx.batch_execute(m.sql)
+        tx.batch_execute(&m.sql.replace("memd_owner", &runner.owner))
             .await
             .map_err(|e| match refused(&runner.role, &e) {
                 TeamError::Unavailable(d) => {
@@ -268,7 +319,8 @@ pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
     }
     if granted {
         tx.batch_execute(&format!(
-            "REVOKE {OWNER} FROM {}",
+            "REVOKE {} FROM {}",
+            runner.owner,
             quote_ident(&runner.role)
         ))
         .await
@@ -310,7 +362,7 @@ async fn preflight(
                     pg_has_role(session_user, oid, 'USAGE WITH ADMIN OPTION'), \
                     current_setting('server_version_num')::int \
              FROM pg_roles WHERE rolname = $1",
-            &[&OWNER],
+            &[&runner.owner],
         )
         .await
         .map_err(fail)?;
@@ -323,14 +375,15 @@ async fn preflight(
         .is_none_or(|r| r.get::<_, bool>(1) || (runner.createrole && r.get::<_, i32>(2) < 160_000))
         && (owner.is_some() || runner.createrole);
     if !member && !can_grant {
+        let o = &runner.owner;
         let create = if owner.is_none() {
-            format!("CREATE ROLE {OWNER} NOLOGIN; ")
+            format!("CREATE ROLE {o} NOLOGIN; ")
         } else {
             String::new()
         };
         return Err(TeamError::Forbidden(format!(
-            "role {} may not act as {OWNER}, the role that owns the memd schema, and may not \
-             grant it to itself: an administrator runs either {create}GRANT {OWNER} TO {role}; \
+            "role {} may not act as {o}, the role that owns the memd schema, and may not \
+             grant it to itself: an administrator runs either {create}GRANT {o} TO {role}; \
              or{createrole} ALTER ROLE {role} CREATEROLE;",
             runner.role,
             createrole = if owner.is_some() {
@@ -352,6 +405,7 @@ async fn preflight(
 /// that can act as their owner may hand them on.
 async fn foreign_owners(
     client: &impl tokio_postgres::GenericClient,
+    owner: &str,
 ) -> Result<Vec<String>, TeamError> {
     Ok(client
         .query(
@@ -363,7 +417,7 @@ async fn foreign_owners(
                      to_regnamespace('memd')) owners
              WHERE o::regrole::text <> $1 AND NOT pg_has_role(session_user, o, 'USAGE')
              ORDER BY 1",
-            &[&OWNER],
+            &[&owner],
         )
         .await
         .map_err(|e| TeamError::Unavailable(describe(&e)))?
@@ -403,26 +457,54 @@ async fn hold_owner(
     let member: Option<bool> = tx
         .query_opt(
             "SELECT pg_has_role(session_user, oid, 'USAGE') FROM pg_roles WHERE rolname = $1",
-            &[&OWNER],
+            &[&runner.owner],
         )
         .await
         .map_err(fail)?
         .map(|r| r.get(0));
     if member.is_none() {
-        tx.batch_execute(&format!("CREATE ROLE {OWNER} NOLOGIN"))
+        tx.batch_execute(&format!("CREATE ROLE {} NOLOGIN", runner.owner))
             .await
             .map_err(fail)?;
     }
     if member == Some(true) {
         return Ok(false);
     }
-    tx.batch_execute(&format!("GRANT {OWNER} TO {}", quote_ident(&runner.role)))
-        .await
-        .map_err(fail)?;
+    tx.batch_execute(&format!(
+        "GRANT {} TO {}",
+        runner.owner,
+        quote_ident(&runner.role)
+    ))
+    .await
+    .map_err(fail)?;
     Ok(true)
 }
 
 /// An identifier quoted as SQL needs it (always, so any name is safe).
 fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::owner_for;
+
+    #[test]
+    fn each_database_has_its_own_owner_role_with_a_bare_name() {
+        assert_eq!(owner_for("memd"), "memd_owner_memd");
+        assert_eq!(owner_for("team_a"), "memd_owner_team_a");
+        assert_ne!(owner_for("team_a"), owner_for("team_b"));
+        for odd in ["Team-A", "team a", "", &"x".repeat(60), "équipe"] {
+            let o = owner_for(odd);
+            assert!(o.len() <= 63, "{o}");
+            assert!(
+                o.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                "{o}"
+            );
+        }
+        // Names that fold to the same characters still differ.
+        assert_ne!(owner_for("Team-A"), owner_for("team_a"));
+        assert_ne!(owner_for("Team-A"), owner_for("team-a"));
+    }
 }

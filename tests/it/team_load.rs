@@ -141,7 +141,7 @@ fn pg_rows(pg: &Pg) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_update_is_lost_across_machines() {
-    lost_updates(false).await;
+    lost_updates(Through::Direct).await;
 }
 
 /// The same through PgBouncer in transaction mode: the machines log in as
@@ -150,10 +150,31 @@ async fn no_update_is_lost_across_machines() {
 /// another's); the pull listens on a direct connection (`listen_url`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_update_is_lost_through_a_pooler_in_transaction_mode() {
-    lost_updates(true).await;
+    lost_updates(Through::Pooler).await;
 }
 
-async fn lost_updates(pooled: bool) {
+/// The same with everything through the pooler, the pull too: its `LISTEN`
+/// carries nothing there, so it finds commits by polling; every statement
+/// it runs is unnamed (a named one failed with 42P05 as soon as two
+/// machines' pulls shared a server connection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_update_is_lost_with_the_pull_polling_through_a_pooler() {
+    lost_updates(Through::PoolerAlone).await;
+}
+
+/// How the machines reach PostgreSQL.
+#[derive(Clone, Copy, PartialEq)]
+enum Through {
+    /// Directly.
+    Direct,
+    /// Writes through PgBouncer, the pull direct (`listen_url`).
+    Pooler,
+    /// Everything through PgBouncer.
+    PoolerAlone,
+}
+
+async fn lost_updates(through: Through) {
+    let pooled = through != Through::Direct;
     if !crate::common::tool("sqlite3", "reads each machine's database") {
         return;
     }
@@ -167,7 +188,11 @@ async fn lost_updates(pooled: bool) {
         }
     };
     let bouncer = if pooled {
-        let Some(b) = Bouncer::start(&pg, &["team", "watcher"], 1) else {
+        // One server connection for the writes (they share it, transaction
+        // by transaction); three when the pulls come through too, so a
+        // pull's statements may land on different server connections.
+        let pool = if through == Through::PoolerAlone { 3 } else { 1 };
+        let Some(b) = Bouncer::start(&pg, &["team", "watcher"], pool) else {
             return;
         };
         Some(b)
@@ -197,8 +222,10 @@ async fn lost_updates(pooled: bool) {
          INSERT INTO memd.grants (role, glob, access) VALUES ('watcher', 'team-*', 'read')",
     );
     let direct = |role: &str| pg.url().replace("user=postgres", &format!("user={role}"));
-    // Writes through the pooler when there is one; the pull always direct.
+    // Writes through the pooler when there is one; the pull direct, unless
+    // everything goes through the pooler.
     let urls = |role: &str| match &bouncer {
+        Some(b) if through == Through::PoolerAlone => format!("url = \"{}\"\n", b.url(role)),
         Some(b) => format!(
             "url = \"{}\"\nlisten_url = \"{}\"\n",
             b.url(role),
@@ -367,7 +394,11 @@ async fn lost_updates(pooled: bool) {
         "team lost-update property{}: {} sessions on {MACHINES} machines, {HOT} hot rows, {:.1} s: \
          {} acknowledged read-modify-write updates, {} refused, {} appends (0 refused), 0 lost, \
          {} rows alike on every machine and in PostgreSQL",
-        if pooled { " through PgBouncer" } else { "" },
+        match through {
+            Through::Direct => "",
+            Through::Pooler => " through PgBouncer",
+            Through::PoolerAlone => " through PgBouncer, the pull polling",
+        },
         MACHINES * SESSIONS_PER_MACHINE,
         elapsed.as_secs_f64(),
         all.acked.len(),
@@ -375,6 +406,15 @@ async fn lost_updates(pooled: bool) {
         all.appends,
         want.len()
     );
+    // No statement of one machine met another's on a shared server
+    // connection (PostgreSQL's 42P05 / 26000), in a write or in a pull.
+    for d in machines.iter().chain([&watcher]) {
+        let log = d.log();
+        assert!(
+            !log.contains("prepared statement"),
+            "a named statement crossed machines:\n{log}"
+        );
+    }
     if let Some(b) = &bouncer {
         // The machines' writes came through the pooler, as their roles.
         let log = b.log();

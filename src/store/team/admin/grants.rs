@@ -9,6 +9,7 @@
 use serde::Serialize;
 use tokio_postgres::Client;
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::Type;
 
 use super::super::TeamError;
 use super::super::conn::config::Target;
@@ -315,19 +316,21 @@ async fn list(client: &Client) -> Result<Vec<Grant>, TeamError> {
         .collect())
 }
 
-/// What the connection's role may do with each of `globs`.
+/// What the connection's role may do with each of `globs`. This and the
+/// two below run on the pull's connection: unnamed and typed, as a pooler
+/// in transaction mode needs (`engine::pull`).
 ///
 /// # Errors
 /// [`TeamError::Unavailable`].
 pub async fn rights(client: &Client, globs: &[String]) -> Result<Vec<Right>, TeamError> {
     let rows = client
-        .query(
+        .query_typed(
             "SELECT t, CASE WHEN a <> 'none' THEN a \
                  WHEN EXISTS (SELECT 1 FROM memd.grants g JOIN pg_roles r ON r.rolname = g.role \
                      WHERE pg_has_role(current_user, r.oid, 'MEMBER') AND memd.covers(t, g.glob)) \
                  THEN 'partly' ELSE 'none' END \
              FROM (SELECT t, memd.access_of(current_user, t) AS a FROM unnest($1::text[]) t) x",
-            &[&globs],
+            &[(&globs, Type::TEXT_ARRAY)],
         )
         .await
         .map_err(|e| fail(&e))?;
@@ -347,7 +350,7 @@ pub async fn rights(client: &Client, globs: &[String]) -> Result<Vec<Right>, Tea
 /// [`TeamError::Unavailable`].
 pub async fn readable(client: &Client) -> Result<Vec<String>, TeamError> {
     client
-        .query_one("SELECT memd.patterns(current_user, 'read')", &[])
+        .query_typed_one("SELECT memd.patterns(current_user, 'read')", &[])
         .await
         .map(|r| r.get(0))
         .map_err(|e| fail(&e))
@@ -359,10 +362,10 @@ pub async fn readable(client: &Client) -> Result<Vec<String>, TeamError> {
 /// [`TeamError::Unavailable`].
 pub async fn unreadable(client: &Client, namespaces: &[String]) -> Result<Vec<String>, TeamError> {
     client
-        .query(
+        .query_typed(
             "SELECT n FROM unnest($1::text[]) n \
              WHERE NOT n LIKE ANY (memd.patterns(current_user, 'read'))",
-            &[&namespaces],
+            &[(&namespaces, Type::TEXT_ARRAY)],
         )
         .await
         .map(|rows| rows.iter().map(|r| r.get(0)).collect())

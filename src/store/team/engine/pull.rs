@@ -3,12 +3,18 @@
 //! that PostgreSQL still holds the last change applied (else a resync by
 //! uid and rev, the rows PostgreSQL lacks kept in a drift backup); and the
 //! push of a local namespace that starts to be shared.
+//!
+//! Every statement here is unnamed and typed (`query_typed`: parse, bind
+//! and execute in one round trip): the pull may run through a pooler in
+//! transaction mode, which may give each statement another server
+//! connection, where a named statement would collide with another
+//! client's or be missing.
 
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 use tokio_postgres::Client;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 
 use super::super::conn::config::glob_to_like;
 use super::super::{Team, TeamError};
@@ -67,7 +73,7 @@ fn fail(e: &tokio_postgres::Error) -> TeamError {
 /// [`TeamError::Unavailable`].
 pub async fn head(client: &Client) -> Result<(i64, String), TeamError> {
     let row = client
-        .query_one(
+        .query_typed_one(
             "SELECT (SELECT value FROM memd.generation WHERE id = 1), \
                     (SELECT value FROM memd.meta WHERE key = 'db_uuid')",
             &[],
@@ -111,8 +117,16 @@ pub async fn page(client: &Client, after: i64, patterns: &[String]) -> Result<Pa
          UNION ALL SELECT {NULLS}, (SELECT value FROM memd.generation WHERE id = 1) \
          ORDER BY changed_seq NULLS LAST"
     );
-    let params: [&(dyn ToSql + Sync); 4] = [&after, &likes, &(PAGE - 1), &personal];
-    let mut all = client.query(&sql, &params).await.map_err(|e| fail(&e))?;
+    let params: [(&(dyn ToSql + Sync), Type); 4] = [
+        (&after, Type::INT8),
+        (&likes, Type::TEXT_ARRAY),
+        (&(PAGE - 1), Type::INT8),
+        (&personal, Type::BOOL),
+    ];
+    let mut all = client
+        .query_typed(&sql, &params)
+        .await
+        .map_err(|e| fail(&e))?;
     let head: i64 = all
         .pop()
         .and_then(|r| r.get::<_, Option<i64>>(super::row::COLUMN_COUNT))
@@ -152,14 +166,14 @@ const NULLS: &str = "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
 pub async fn history_holds(client: &Client, mark: &Mark) -> Result<bool, TeamError> {
     let uid = mark.last.as_ref().map(|(u, _, _)| u.clone());
     let row = client
-        .query_one(
+        .query_typed_one(
             "SELECT (SELECT value FROM memd.generation WHERE id = 1), \
                     (SELECT value FROM memd.meta WHERE key = 'db_uuid'), \
                     (SELECT rev FROM memd.memories WHERE uid = $1), \
                     (SELECT changed_seq FROM memd.memories WHERE uid = $1), \
                     (SELECT seq FROM memd.purges WHERE uid = $1), \
                     (SELECT value::bigint FROM memd.meta WHERE key = 'cleaned_through')",
-            &[&uid],
+            &[(&uid, Type::TEXT)],
         )
         .await
         .map_err(|e| fail(&e))?;
@@ -191,9 +205,9 @@ pub async fn history_holds(client: &Client, mark: &Mark) -> Result<bool, TeamErr
 /// [`TeamError::Unavailable`].
 pub async fn purges(client: &Client, after: i64, through: i64) -> Result<Vec<String>, TeamError> {
     client
-        .query(
+        .query_typed(
             "SELECT uid FROM memd.purges WHERE seq > $1 AND seq <= $2 ORDER BY seq",
-            &[&after, &through],
+            &[(&after, Type::INT8), (&through, Type::INT8)],
         )
         .await
         .map(|rows| rows.iter().map(|r| r.get(0)).collect())
@@ -212,7 +226,7 @@ pub async fn everything(client: &Client, patterns: &[String]) -> Result<Vec<Team
          AND {PERSONAL_RULE_1} ORDER BY changed_seq"
     );
     client
-        .query(&sql, &[&likes, &personal])
+        .query_typed(&sql, &[(&likes, Type::TEXT_ARRAY), (&personal, Type::BOOL)])
         .await
         .map_err(|e| fail(&e))?
         .iter()

@@ -24,6 +24,7 @@ mod corpus;
 mod daemon;
 mod drift;
 mod eval;
+mod fleet;
 mod floor;
 mod hook;
 mod http;
@@ -71,6 +72,10 @@ enum Command {
     Team(team::TeamArgs),
     /// What `memd purge` costs at a database size, against `forget`
     Purge(purge::PurgeArgs),
+    /// Many machines on one team server: connections, the server's idle
+    /// load, add latency, propagation to all, with and without a pooler
+    /// and a replica
+    Fleet(fleet::FleetArgs),
     /// Run the daemon (used by the other commands)
     #[command(hide = true)]
     Daemon {
@@ -101,6 +106,7 @@ fn main() -> anyhow::Result<()> {
         Command::Http(args) => http::run(args),
         Command::Team(args) => team::run(args),
         Command::Purge(args) => purge::run(args),
+        Command::Fleet(args) => fleet::run(args),
         Command::Daemon { data_dir, config } => daemon::run_child(data_dir, config),
         Command::Echo { socket } => perf::echo(&socket),
     }

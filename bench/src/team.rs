@@ -39,13 +39,13 @@ pub struct TeamArgs {
     pub json: bool,
 }
 
-/// A PostgreSQL server of this run.
-struct Pg {
-    dir: PathBuf,
+/// A PostgreSQL server of this run (the fleet benchmark's too).
+pub(crate) struct Pg {
+    pub(crate) dir: PathBuf,
     bin: PathBuf,
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
@@ -58,6 +58,47 @@ fn is_root() -> bool {
 
 impl Pg {
     fn start() -> anyhow::Result<Pg> {
+        Pg::start_with(100)
+    }
+
+    /// A new server taking `max_connections` connections.
+    pub(crate) fn start_with(max_connections: u32) -> anyhow::Result<Pg> {
+        let pg = Pg::new_dir("pg")?;
+        let data = pg.dir.join("data").display().to_string();
+        pg.run(
+            "initdb",
+            &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"],
+        )?;
+        pg.start_server(max_connections)?;
+        Ok(pg)
+    }
+
+    /// A streaming replica of this server (`pg_basebackup -R`), a hot
+    /// standby on a socket directory of its own.
+    pub(crate) fn replica(&self, max_connections: u32) -> anyhow::Result<Pg> {
+        let replica = Pg::new_dir("replica")?;
+        let data = replica.dir.join("data").display().to_string();
+        self.run(
+            "pg_basebackup",
+            &[
+                "-h",
+                &self.dir.display().to_string(),
+                "-U",
+                "postgres",
+                "-D",
+                &data,
+                "-R",
+                "-X",
+                "stream",
+                "--no-sync",
+            ],
+        )?;
+        replica.start_server(max_connections)?;
+        Ok(replica)
+    }
+
+    /// An empty directory of this run, the `postgres` user's when root.
+    fn new_dir(what: &str) -> anyhow::Result<Pg> {
         let mut bins: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
             .context("PostgreSQL is not installed (apt-get install postgresql)")?
             .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
@@ -65,39 +106,90 @@ impl Pg {
             .collect();
         bins.sort();
         let bin = bins.pop().context("no initdb under /usr/lib/postgresql")?;
-        let dir = std::env::temp_dir().join(format!("memd-bench-pg-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("memd-bench-{what}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         let pg = Pg { dir, bin };
+        pg.own(&pg.dir)?;
+        Ok(pg)
+    }
+
+    /// Gives `path` to the `postgres` user, when root (the server's tools
+    /// refuse to run as root).
+    pub(crate) fn own(&self, path: &Path) -> anyhow::Result<()> {
         if is_root() {
             ensure!(
                 Command::new("chown")
                     .args(["-R", "postgres:postgres"])
-                    .arg(&pg.dir)
+                    .arg(path)
                     .status()?
                     .success(),
                 "chown failed"
             );
         }
-        let data = pg.dir.join("data").display().to_string();
-        pg.run(
-            "initdb",
-            &["-D", &data, "-A", "trust", "-U", "postgres", "--no-sync"],
-        )?;
+        Ok(())
+    }
+
+    fn start_server(&self, max_connections: u32) -> anyhow::Result<()> {
+        let data = self.dir.join("data").display().to_string();
         let opts = format!(
-            "-k {} -p 5432 -c listen_addresses='' -c max_connections=100",
-            pg.dir.display()
+            "-k {} -p 5432 -c listen_addresses='' -c max_connections={max_connections}",
+            self.dir.display()
         );
-        let log = pg.dir.join("server.log").display().to_string();
-        pg.run(
+        let log = self.dir.join("server.log").display().to_string();
+        self.run(
             "pg_ctl",
             &["-D", &data, "-o", &opts, "-l", &log, "-w", "start"],
         )?;
-        Ok(pg)
+        Ok(())
     }
 
-    fn run(&self, program: &str, args: &[&str]) -> anyhow::Result<String> {
-        let path = self.bin.join(program);
+    /// The text `sql` returns through `psql -At` (as `postgres`).
+    pub(crate) fn query(&self, sql: &str) -> anyhow::Result<String> {
+        let dir = self.dir.display().to_string();
+        let out = self.run(
+            "psql",
+            &[
+                "-h",
+                &dir,
+                "-U",
+                "postgres",
+                "-X",
+                "-At",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                sql,
+            ],
+        )?;
+        Ok(out.trim().to_string())
+    }
+
+    /// The CPU time of the server's processes so far, in seconds.
+    pub(crate) fn cpu_seconds(&self) -> f64 {
+        let tick = 100.0; // USER_HZ on Linux
+        self.processes()
+            .iter()
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+            .filter_map(|stat| {
+                let rest = stat
+                    .rsplit_once(')')?
+                    .1
+                    .split_whitespace()
+                    .collect::<Vec<_>>();
+                let user: f64 = rest.get(11)?.parse().ok()?;
+                let system: f64 = rest.get(12)?.parse().ok()?;
+                Some((user + system) / tick)
+            })
+            .sum()
+    }
+
+    pub(crate) fn run(&self, program: &str, args: &[&str]) -> anyhow::Result<String> {
+        let path = if program.starts_with('/') {
+            PathBuf::from(program)
+        } else {
+            self.bin.join(program)
+        };
         let mut cmd = if is_root() {
             let mut c = Command::new("runuser");
             c.args(["-u", "postgres", "--"]).arg(path);
@@ -117,8 +209,13 @@ impl Pg {
     }
 
     fn url(&self) -> String {
+        self.url_as("postgres")
+    }
+
+    /// A key=value URL of the server as `user`.
+    pub(crate) fn url_as(&self, user: &str) -> String {
         format!(
-            "host={} port=5432 user=postgres dbname=postgres sslmode=disable",
+            "host={} port=5432 user={user} dbname=postgres sslmode=disable",
             self.dir.display()
         )
     }
@@ -168,7 +265,7 @@ impl Pg {
         out
     }
 
-    fn signal(&self, name: &str) {
+    pub(crate) fn signal(&self, name: &str) {
         for pid in self.processes() {
             let _ = Command::new("kill")
                 .arg(format!("-{name}"))
@@ -197,14 +294,14 @@ fn team_config(pg: &Pg, machine: &str, pattern: &str) -> String {
     )
 }
 
-async fn session(d: &BenchDaemon, namespace: &str) -> anyhow::Result<Client> {
+pub(crate) async fn session(d: &BenchDaemon, namespace: &str) -> anyhow::Result<Client> {
     let mut o = ConnectOptions::new(d.socket());
     o.agent_id = "memd-bench".into();
     o.namespace = namespace.into();
     Ok(Client::connect(o).await?)
 }
 
-fn add(text: String) -> AddRequest {
+pub(crate) fn add(text: String) -> AddRequest {
     AddRequest {
         content: text,
         ..AddRequest::default()

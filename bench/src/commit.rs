@@ -54,10 +54,7 @@ struct Level {
 }
 
 pub fn run(args: CommitArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(run_async(args))
+    crate::block_on(run_async(args))
 }
 
 async fn run_async(args: CommitArgs) -> anyhow::Result<()> {

@@ -26,10 +26,7 @@ pub struct DriftArgs {
 }
 
 pub fn run(args: DriftArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(run_async(args))
+    crate::block_on(run_async(args))
 }
 
 fn epoch(status: &serde_json::Value) -> u64 {

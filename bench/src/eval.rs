@@ -441,10 +441,7 @@ fn category_name(c: &str) -> &'static str {
 }
 
 pub fn run(args: EvalArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(run_async(args))
+    crate::block_on(run_async(args))
 }
 
 /// A conversation as memd's turn lines (what `memd ingest` reads).

@@ -374,11 +374,7 @@ async fn one_setup(
 }
 
 pub fn run(args: FleetArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    runtime.block_on(run_async(args))
+    crate::block_on(run_async(args))
 }
 
 async fn run_async(args: FleetArgs) -> anyhow::Result<()> {

@@ -243,10 +243,7 @@ async fn dump(
 /// # Errors
 /// Unreadable data, a daemon that does not start or answer.
 pub fn run(args: FloorArgs) -> anyhow::Result<()> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(run_async(args))
+    crate::block_on(run_async(args))
 }
 
 /// Every set's conversations, in a fixed order.

@@ -92,6 +92,20 @@ enum Command {
     },
 }
 
+/// Runs a benchmark's body on a multi-threaded runtime (one worker per
+/// core).
+///
+/// # Errors
+/// When the runtime cannot start, or the body's error.
+pub(crate) fn block_on<T>(
+    body: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(body)
+}
+
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {

@@ -132,10 +132,7 @@ impl Row {
 }
 
 pub fn run(args: PerfArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(run_async(args))
+    crate::block_on(run_async(args))
 }
 
 /// Times a body run `n` times (`i` is the iteration).

@@ -52,10 +52,7 @@ const CONFIG: &str = "[lifecycle]\ninterval_hours = 0\n\
     [lifecycle.limits]\nproject = 100000000\nagent = 100000000\nsession = 100000000\n";
 
 pub fn run(args: SemanticArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    runtime.block_on(run_async(args))
+    crate::block_on(run_async(args))
 }
 
 /// The daemon's default embedder (the local model when its files exist).

@@ -338,11 +338,7 @@ impl Row {
 }
 
 pub fn run(args: TeamArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    runtime.block_on(run_async(args))
+    crate::block_on(run_async(args))
 }
 
 async fn run_async(args: TeamArgs) -> anyhow::Result<()> {

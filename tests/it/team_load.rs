@@ -191,7 +191,11 @@ async fn lost_updates(through: Through) {
         // One server connection for the writes (they share it, transaction
         // by transaction); three when the pulls come through too, so a
         // pull's statements may land on different server connections.
-        let pool = if through == Through::PoolerAlone { 3 } else { 1 };
+        let pool = if through == Through::PoolerAlone {
+            3
+        } else {
+            1
+        };
         let Some(b) = Bouncer::start(&pg, &["team", "watcher"], pool) else {
             return;
         };

@@ -446,16 +446,7 @@ async fn run_async(args: FleetArgs) -> anyhow::Result<()> {
         };
         rows.push(one_setup(&args, name, &urls, &pg, on_replica).await?);
     }
-    let report = json!({
-        "date": memd::clock::now(),
-        "machine": crate::perf::machine_facts(),
-        "rows": rows,
-    });
-    if args.json {
-        println!("{report}");
-    } else {
-        print_table(&report);
-    }
+    crate::perf::report(&rows, args.json, print_table);
     drop(bouncer);
     drop(replica);
     Ok(())

@@ -824,6 +824,21 @@ fn socket_round_trip(dir: &Path, n: usize) -> anyhow::Result<Summary> {
     r
 }
 
+/// Prints `rows` with the date and the machine: as one JSON object when
+/// `json`, else through `table`.
+pub fn report(rows: impl serde::Serialize, json: bool, table: fn(&serde_json::Value)) {
+    let report = serde_json::json!({
+        "date": memd::clock::now(),
+        "machine": machine_facts(),
+        "rows": rows,
+    });
+    if json {
+        println!("{report}");
+    } else {
+        table(&report);
+    }
+}
+
 /// Cores and load average, recorded with every run.
 pub fn machine_facts() -> String {
     let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);

@@ -553,16 +553,7 @@ async fn run_async(args: TeamArgs) -> anyhow::Result<()> {
     ));
     pg.signal("CONT");
 
-    let report = json!({
-        "date": memd::clock::now(),
-        "machine": crate::perf::machine_facts(),
-        "rows": rows,
-    });
-    if args.json {
-        println!("{report}");
-    } else {
-        print_table(&report);
-    }
+    crate::perf::report(&rows, args.json, print_table);
     drop((a, b, c, d));
     Ok(())
 }

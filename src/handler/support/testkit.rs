@@ -29,20 +29,20 @@ impl Kit {
 
     /// Default settings changed by `f`, no embedder unless `f` names one.
     pub fn with(f: impl FnOnce(&mut Config)) -> Kit {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let mut config = Config::default();
-        config.embed.provider = Provider::None;
-        f(&mut config);
-        let shared = crate::state::testing::shared(dir.path(), config);
-        Kit { shared, dir }
+        Kit::build(f, crate::store::team::wing::Wing::None)
     }
 
     /// Default settings, no embedder, team memory through `wing` (a
     /// failing stand-in: the team branches' failure paths).
     pub fn with_wing(wing: crate::store::team::wing::Wing) -> Kit {
+        Kit::build(|_| {}, wing)
+    }
+
+    fn build(f: impl FnOnce(&mut Config), wing: crate::store::team::wing::Wing) -> Kit {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let mut config = Config::default();
         config.embed.provider = Provider::None;
+        f(&mut config);
         let shared = crate::state::testing::shared_with(dir.path(), config, wing);
         Kit { shared, dir }
     }

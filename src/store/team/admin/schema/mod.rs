@@ -159,16 +159,14 @@ pub fn owner_for(database: &str) -> String {
     if !database.is_empty() && database.chars().all(plain) && database.len() <= 52 {
         return format!("memd_owner_{database}");
     }
-    let hash = database.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
+    let hash = crate::session::snapshot::hash(database);
     let kept: String = database
         .chars()
         .map(|c| c.to_ascii_lowercase())
         .map(|c| if plain(c) { c } else { '_' })
         .take(40)
         .collect();
-    format!("memd_owner_{kept}_{:08x}", hash >> 32)
+    format!("memd_owner_{kept}_{}", &hash[..8])
 }
 
 /// The role that owns the schema's objects: the one a migration handed

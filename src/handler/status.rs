@@ -98,6 +98,8 @@ pub(super) async fn handle(
             "db_reads": stats.db_reads.load(Ordering::Relaxed),
             "commits": stats.commits.load(Ordering::Relaxed),
             "writes": stats.writes.load(Ordering::Relaxed),
+            "writer_work_us": stats.writer_work_us.load(Ordering::Relaxed),
+            "writer_commit_us": stats.writer_commit_us.load(Ordering::Relaxed),
             "vocab_generation": store.vocab.current().map(|t| t.generation),
         },
         "sweeps": facts.sweeps,
@@ -144,6 +146,10 @@ mod tests {
         assert_eq!(v["drift"]["policy"], "standard");
         assert!(v["embedder"].is_null(), "no embedder configured");
         assert!(v["team"].is_null(), "no team memory");
+        // The add went through the writer: its time there is counted.
+        assert!(v["stats"]["writes"].as_u64() >= Some(1), "{v}");
+        assert!(v["stats"]["writer_work_us"].as_u64() > Some(0), "{v}");
+        assert!(v["stats"]["writer_commit_us"].is_u64(), "{v}");
         assert_eq!(
             v["generation"].as_u64(),
             Some(kit.shared.store.generations.current())

@@ -1128,12 +1128,18 @@ pub fn record_author(
     who: Option<(&str, &str)>,
 ) -> Result<Option<i64>, StoreError> {
     if let Some((session, agent)) = who {
-        conn.prepare_cached(
-            "INSERT OR REPLACE INTO memory_authors (memory_id, generation, session, agent, rev) \
-             SELECT id, changed_generation, ?3, ?4, rev FROM memories \
-             WHERE id = ?1 AND changed_generation > ?2",
-        )?
-        .execute((id, since as i64, session, agent))?;
+        // The record holds the row's rev: one statement when it is made.
+        let recorded = conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO memory_authors (memory_id, generation, session, agent, rev) \
+                 SELECT id, changed_generation, ?3, ?4, rev FROM memories \
+                 WHERE id = ?1 AND changed_generation > ?2 RETURNING rev",
+            )?
+            .query_row((id, since as i64, session, agent), |r| r.get::<_, i64>(0))
+            .optional()?;
+        if recorded.is_some() {
+            return Ok(recorded);
+        }
     }
     Ok(change_mark(conn, id)?.map(|(rev, _)| rev))
 }

@@ -143,6 +143,11 @@ pub struct Stats {
     pub commits: AtomicU64,
     /// Requests committed (a commit holds one or more).
     pub writes: AtomicU64,
+    /// The writer thread's time in batches before their `COMMIT`: opening
+    /// the transaction, the jobs, the index and generation bookkeeping (µs).
+    pub writer_work_us: AtomicU64,
+    /// The writer thread's time in `COMMIT` (the WAL's writes and sync, µs).
+    pub writer_commit_us: AtomicU64,
     /// Snapshots built (cold injects).
     pub snapshot_builds: AtomicU64,
     /// Injects served from a snapshot.

@@ -2,7 +2,8 @@
 //! transaction, each inside its own savepoint; the batch commits once, and
 //! only then is each job answered (an acknowledged write is durable).
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use rusqlite::Connection;
 use tokio::sync::oneshot;
@@ -109,8 +110,15 @@ pub(super) fn run_cached(conn: &Connection, sql: &str) -> bool {
         .is_ok()
 }
 
+/// Adds the µs from `from` to `to` to a counter.
+fn add_us(counter: &AtomicU64, from: Instant, to: Instant) {
+    let us = u64::try_from(to.duration_since(from).as_micros()).unwrap_or(u64::MAX);
+    counter.fetch_add(us, Ordering::Relaxed);
+}
+
 impl Thread {
     pub(super) fn run_batch(&mut self, mut batch: Vec<Box<dyn Job>>) {
+        let started = Instant::now();
         if let Err(e) = self.begin() {
             for job in batch {
                 job.finish(Err(e.clone()));
@@ -162,7 +170,10 @@ impl Thread {
             // Before the commit: no session can see a generation the mark
             // does not cover.
             self.highwater.record(g);
+            let committing = Instant::now();
+            add_us(&self.stats.writer_work_us, started, committing);
             self.conn.execute_batch("COMMIT")?;
+            add_us(&self.stats.writer_commit_us, committing, Instant::now());
             Ok(g)
         });
         match committed {

@@ -1,5 +1,6 @@
-//! Crash safety: sessions add and update while the daemon is killed with
-//! SIGKILL at random moments, round after round on the same data dir. After
+//! Crash safety: 16 sessions add and update while the daemon is killed with
+//! SIGKILL at random moments — in the middle of group commits, which hold
+//! several sessions' writes — round after round on the same data dir. After
 //! each restart every acknowledged write must be there, SQLite's and the
 //! search index's integrity checks must pass, the generation must not have
 //! gone back, and the socket and lock must be taken over by the new daemon.
@@ -16,8 +17,9 @@ use std::time::Duration;
 use crate::common::Daemon;
 use memd_client::{AddRequest, Client, UpdateRequest};
 
-/// Sessions writing at once.
-const SESSIONS: usize = 4;
+/// Sessions writing at once: enough that the writer's batches hold several
+/// of them, so kills land in the middle of group commits.
+const SESSIONS: usize = 16;
 
 /// xorshift64*: a small deterministic generator for kill times and words.
 struct Rng(u64);
@@ -178,6 +180,9 @@ async fn acknowledged_writes_survive_kill_9() {
     let mut highest_generation = 0u64;
     let mut acknowledged = 0usize;
     let mut updates = 0usize;
+    // Writes that shared a commit with another (writes minus commits, seen
+    // just before each kill).
+    let mut shared_commits = 0u64;
     for round in 0..rounds {
         let acks = Arc::new(AtomicUsize::new(0));
         let writers: Vec<_> = (0..SESSIONS)
@@ -197,6 +202,12 @@ async fn acknowledged_writes_survive_kill_9() {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         tokio::time::sleep(Duration::from_millis(rng.below(400))).await;
+        if let Ok(mut c) = Client::connect(d.opts()).await
+            && let Ok(status) = c.status().await
+        {
+            let n = |k: &str| status["stats"][k].as_u64().unwrap_or(0);
+            shared_commits += n("writes").saturating_sub(n("commits"));
+        }
         d.kill();
         let mut logs = Vec::new();
         for w in writers {
@@ -263,6 +274,10 @@ async fn acknowledged_writes_survive_kill_9() {
     assert!(
         updates > 0,
         "no update was acknowledged: the harness tested adds only"
+    );
+    assert!(
+        shared_commits > 0,
+        "no commit held more than one write: the kills never met a group commit"
     );
     let status = d.status();
     eprintln!(

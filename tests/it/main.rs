@@ -65,3 +65,4 @@ mod threads;
 mod viewer;
 mod viewer_browser;
 mod wire;
+mod write_path;

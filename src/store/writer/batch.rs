@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 use crate::drift::log::Committer;
 use crate::session::ident::Author;
-use crate::store::{Cause, StoreError, read_generation};
+use crate::store::{Cause, StoreError, memories, read_generation};
 
 use super::ctx::WriteCtx;
 
@@ -126,6 +126,18 @@ impl Thread {
             return;
         }
         let mut logged = 0;
+        // A batch of several jobs indexes its new rows for search once,
+        // before the commit (one index segment per batch; FTS5 then has
+        // nothing to flush at each job's savepoint). A job alone flushes
+        // its rows once anyway.
+        let held = batch.len() > 1;
+        if held && let Err(e) = memories::hold_index(&self.conn) {
+            let _ = self.conn.execute_batch("ROLLBACK");
+            for job in batch {
+                job.finish(Err(e.clone()));
+            }
+            return;
+        }
         // A large job alone in its batch runs without a savepoint.
         let bare = batch.len() == 1 && batch[0].alone();
         for job in &mut batch {
@@ -134,6 +146,9 @@ impl Thread {
                 let author = job.author().clone();
                 let mut ctx =
                     WriteCtx::new(&self.conn, &self.generations, &author, &self.log, before);
+                if held {
+                    ctx = ctx.in_held_batch();
+                }
                 job.run(&mut ctx)
             };
             if !ok && bare {
@@ -165,17 +180,24 @@ impl Thread {
                 run_cached(&self.conn, "RELEASE job");
             }
         }
-        let committed = read_generation(&self.conn).and_then(|g| {
-            self.persist_generations(g)?;
-            // Before the commit: no session can see a generation the mark
-            // does not cover.
-            self.highwater.record(g);
-            let committing = Instant::now();
-            add_us(&self.stats.writer_work_us, started, committing);
-            self.conn.execute_batch("COMMIT")?;
-            add_us(&self.stats.writer_commit_us, committing, Instant::now());
-            Ok(g)
-        });
+        let indexed = if held {
+            memories::index_held(&self.conn)
+        } else {
+            Ok(())
+        };
+        let committed = indexed
+            .and_then(|()| read_generation(&self.conn))
+            .and_then(|g| {
+                self.persist_generations(g)?;
+                // Before the commit: no session can see a generation the mark
+                // does not cover.
+                self.highwater.record(g);
+                let committing = Instant::now();
+                add_us(&self.stats.writer_work_us, started, committing);
+                self.conn.execute_batch("COMMIT")?;
+                add_us(&self.stats.writer_commit_us, committing, Instant::now());
+                Ok(g)
+            });
         match committed {
             Ok(g) => {
                 self.generations.own_last.store(g, Ordering::Release);

@@ -105,6 +105,9 @@ pub struct WriteCtx<'a> {
     /// The search index's inserts wait for the job's end
     /// ([`WriteCtx::hold_index`]).
     held: bool,
+    /// They wait for the batch's end already (a group commit of several
+    /// jobs).
+    batch_held: bool,
 }
 
 impl<'a> WriteCtx<'a> {
@@ -128,8 +131,16 @@ impl<'a> WriteCtx<'a> {
             resurrect: false,
             proposable: false,
             held: false,
+            batch_held: false,
             start,
         }
+    }
+
+    /// The same, in a batch that indexes its new rows once before its
+    /// commit: [`WriteCtx::hold_index`] has nothing more to do.
+    pub(super) fn in_held_batch(mut self) -> WriteCtx<'a> {
+        self.batch_held = true;
+        self
     }
 }
 
@@ -143,6 +154,9 @@ impl WriteCtx<'_> {
     /// # Errors
     /// SQLite errors.
     pub fn hold_index(&mut self) -> Result<(), StoreError> {
+        if self.batch_held {
+            return Ok(());
+        }
         memories::hold_index(self.conn)?;
         self.held = true;
         Ok(())

@@ -444,6 +444,95 @@ mod tests {
         assert_eq!(held, ["two", "three"]);
     }
 
+    /// A batch of several jobs indexes their new rows once, before its
+    /// commit: within the batch they wait, after it each is searchable, a
+    /// failed job's row is neither stored nor indexed, and nothing stays
+    /// held.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_batch_of_several_jobs_indexes_its_rows_once_before_the_commit() {
+        use std::sync::atomic::Ordering;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.db");
+        let store = std::sync::Arc::new(
+            Store::open(
+                &path,
+                &StorageConfig::default(),
+                std::time::Duration::from_secs(3600),
+                crate::store::team::wing::Wing::None,
+            )
+            .unwrap(),
+        );
+        let found = |conn: &rusqlite::Connection, word: &str| -> Result<i64, StoreError> {
+            Ok(conn.query_row(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1",
+                [word],
+                |r| r.get(0),
+            )?)
+        };
+        // The first job holds the writer while the next three queue: they
+        // run as one batch.
+        let (started, wait) = std::sync::mpsc::channel();
+        let first = {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .writer
+                    .call(Author::Daemon, move |_| {
+                        started.send(()).unwrap();
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                        Ok(())
+                    })
+                    .await
+            })
+        };
+        wait.recv().unwrap();
+        let commits = store.stats.commits.load(Ordering::Relaxed);
+        let job = |word: &'static str, fail: bool| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .writer
+                    .call(Author::Daemon, move |ctx| {
+                        insert(ctx.conn, word)?;
+                        if fail {
+                            return Err(StoreError::InvalidInput("refused".into()));
+                        }
+                        found(ctx.conn, word)
+                    })
+                    .await
+            })
+        };
+        let jobs = [
+            job("quokka", false),
+            job("dingo", true),
+            job("wombat", false),
+        ];
+        first.await.unwrap().unwrap();
+        let mut during = Vec::new();
+        for j in jobs {
+            during.push(j.await.unwrap().ok());
+        }
+        // One commit for the three, none of them indexed inside it.
+        assert_eq!(store.stats.commits.load(Ordering::Relaxed), commits + 2);
+        assert_eq!(during, [Some(0), None, Some(0)]);
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let after: Vec<i64> = ["quokka", "dingo", "wombat"]
+            .iter()
+            .map(|w| found(&conn, w).unwrap())
+            .collect();
+        assert_eq!(after, [1, 0, 1]);
+        let open: i64 = conn
+            .query_row(
+                "SELECT (SELECT count(*) FROM memory_fts_hold) \
+                 + (SELECT count(*) FROM memory_fts_pending) \
+                 + (SELECT count(*) FROM memories WHERE uid = 'dingo')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(open, 0);
+    }
+
     /// Rows of a job that holds the index are searchable once the job
     /// ends (the runner indexes them), a thread's row at once; a failed
     /// job leaves neither rows nor a hold; an insert outside memd is

@@ -391,6 +391,15 @@ mod tests {
     use crate::session::ident::Author;
     use crate::store::{StorageConfig, Store, StoreError};
 
+    /// Rows the search index finds for `word`.
+    fn found(conn: &rusqlite::Connection, word: &str) -> Result<i64, StoreError> {
+        Ok(conn.query_row(
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1",
+            [word],
+            |r| r.get(0),
+        )?)
+    }
+
     fn insert(conn: &rusqlite::Connection, text: &str) -> Result<(), StoreError> {
         conn.execute(
             "INSERT INTO memories (uid, namespace, content) VALUES (?1, 'n', ?1)",
@@ -462,13 +471,6 @@ mod tests {
             )
             .unwrap(),
         );
-        let found = |conn: &rusqlite::Connection, word: &str| -> Result<i64, StoreError> {
-            Ok(conn.query_row(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1",
-                [word],
-                |r| r.get(0),
-            )?)
-        };
         // The first job holds the writer while the next three queue: they
         // run as one batch.
         let (started, wait) = std::sync::mpsc::channel();
@@ -548,13 +550,6 @@ mod tests {
             crate::store::team::wing::Wing::None,
         )
         .unwrap();
-        let found = |conn: &rusqlite::Connection, word: &str| -> Result<i64, StoreError> {
-            Ok(conn.query_row(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1",
-                [word],
-                |r| r.get(0),
-            )?)
-        };
         let during = store
             .writer
             .call_alone(Author::Daemon, move |ctx| {

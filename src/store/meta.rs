@@ -27,13 +27,18 @@ pub fn number(conn: &Connection, key: &str) -> Result<Option<u64>, StoreError> {
     Ok(text(conn, key)?.and_then(|s| s.parse().ok()))
 }
 
-/// Sets one value.
+/// Sets one value. A key already there is updated in place: a replace
+/// would delete the row and insert it again, writing the key's index page
+/// too, and the daemon sets its generation in every commit.
 ///
 /// # Errors
 /// SQLite errors.
 pub fn set(conn: &Connection, key: &str, value: &str) -> Result<(), StoreError> {
-    conn.prepare_cached("INSERT OR REPLACE INTO memory_meta (key, value) VALUES (?1, ?2)")?
-        .execute((key, value))?;
+    conn.prepare_cached(
+        "INSERT INTO memory_meta (key, value) VALUES (?1, ?2) \
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    )?
+    .execute((key, value))?;
     Ok(())
 }
 

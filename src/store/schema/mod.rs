@@ -135,6 +135,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "every version of a memory found by its uid (purge)",
         sql: include_str!("v21.sql"),
     },
+    Migration {
+        version: 22,
+        name: "an insert writes no page of the empty replace stage",
+        sql: include_str!("v22.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -504,6 +509,63 @@ mod tests {
     }
 
     /// A database at `version`, by the migrations up to it.
+    /// The b-trees whose pages the WAL holds, by name (the WAL's frames'
+    /// page numbers, named by `dbstat`).
+    fn written_in_wal(conn: &Connection, path: &Path) -> std::collections::BTreeSet<String> {
+        let wal = std::fs::read(format!("{}-wal", path.display())).unwrap();
+        let page_size = u32::from_be_bytes(wal[8..12].try_into().unwrap()) as usize;
+        let names: std::collections::HashMap<u32, String> = conn
+            .prepare("SELECT pageno, name FROM dbstat")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        wal[32..]
+            .chunks_exact(24 + page_size)
+            .map(|frame| u32::from_be_bytes(frame[..4].try_into().unwrap()))
+            .filter_map(|page| names.get(&page).cloned())
+            .collect()
+    }
+
+    /// The b-trees one insert and the daemon's generation record write in
+    /// their commit, on a database at `version`.
+    fn one_insert_writes(version: i64) -> std::collections::BTreeSet<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pages.db");
+        let conn = database_at(&path, version);
+        conn.pragma_update(None, "journal_mode", "wal").unwrap();
+        conn.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        crate::store::meta::set(&conn, "daemon_generation", "1").unwrap();
+        conn.execute("INSERT INTO memories (content) VALUES ('the first')", [])
+            .unwrap();
+        conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+        conn.execute_batch("BEGIN").unwrap();
+        conn.execute("INSERT INTO memories (content) VALUES ('the second')", [])
+            .unwrap();
+        crate::store::meta::set(&conn, "daemon_generation", "2").unwrap();
+        conn.execute_batch("COMMIT").unwrap();
+        written_in_wal(&conn, &path)
+    }
+
+    /// Schema v22 and `meta::set`: an insert's commit writes no page of
+    /// the empty replace stage, and the daemon's generation record no page
+    /// of the meta key index (a commit's cost is the pages it writes).
+    #[test]
+    fn an_insert_writes_no_page_of_the_empty_stage_or_the_meta_key_index() {
+        let before = one_insert_writes(21);
+        let now = one_insert_writes(latest_version());
+        for written in [&before, &now] {
+            assert!(written.contains("memories"), "{written:?}");
+            assert!(written.contains("memory_meta"), "{written:?}");
+        }
+        assert!(before.contains("memory_replace_stage"), "{before:?}");
+        assert!(!now.contains("memory_replace_stage"), "{now:?}");
+        assert!(!now.contains("sqlite_autoindex_memory_meta_1"), "{now:?}");
+        assert_eq!(before.len(), now.len() + 1, "{before:?} {now:?}");
+    }
+
     fn database_at(path: &Path, version: i64) -> Connection {
         let conn = Connection::open(path).unwrap();
         conn.execute_batch(

@@ -3,7 +3,9 @@
 //! ("port 5432" vs "port 5433" is an update, not a duplicate) or the text is
 //! shorter than [`MIN_MERGE_WORDS`] words.
 
+use std::collections::HashMap;
 use std::hash::Hasher;
+use std::sync::Arc;
 
 /// Texts shorter than this are never merged, only reported as similar.
 pub const MIN_MERGE_WORDS: usize = 8;
@@ -171,12 +173,12 @@ pub enum Placement {
     Merge(i64),
 }
 
-/// Places a new text among `candidates` (id, content): the best merge
-/// wins over any similar row; between two of a kind, the higher Jaccard
-/// wins, and the first of equals.
-pub fn place<'a>(
+/// Places a new text among `candidates` (id, profile of its content): the
+/// best merge wins over any similar row; between two of a kind, the higher
+/// Jaccard wins, and the first of equals.
+pub fn place<P: std::borrow::Borrow<Profile>>(
     new: &Profile,
-    candidates: impl IntoIterator<Item = (i64, &'a str)>,
+    candidates: impl IntoIterator<Item = (i64, P)>,
     threshold: f64,
 ) -> Placement {
     let score = |v: &Verdict| match v {
@@ -185,8 +187,8 @@ pub fn place<'a>(
         Verdict::Different => 0.0,
     };
     let mut best: Option<(Verdict, i64)> = None;
-    for (id, content) in candidates {
-        let verdict = compare(new, &profile(content), threshold);
+    for (id, old) in candidates {
+        let verdict = compare(new, old.borrow(), threshold);
         if score(&verdict) > best.as_ref().map_or(0.0, |(v, _)| score(v)) {
             best = Some((verdict, id));
         }
@@ -197,6 +199,58 @@ pub fn place<'a>(
             similar_to: Some(id),
         },
         _ => Placement::New { similar_to: None },
+    }
+}
+
+/// Shingles a [`Profiles`] holds at most (8 bytes each); past it, it
+/// starts again empty.
+pub const PROFILES_HELD: usize = 1 << 20;
+
+/// Profiles of stored texts, by row and text. An add's near-duplicate
+/// candidates are the newest rows sharing a sketch hash, so the same rows
+/// are candidates for many adds in a row: their profiles are computed once.
+/// A text is known by its length and a hash of it, so a row whose text
+/// changed (through memd or another tool) is profiled again. Bounded by
+/// [`PROFILES_HELD`]; emptied by a purge (a profile holds the words with
+/// digits of its text).
+#[derive(Debug, Default)]
+pub struct Profiles {
+    held: HashMap<(i64, usize, u64), Arc<Profile>>,
+    shingles: usize,
+}
+
+impl Profiles {
+    /// The profile of row `id`'s `text`: the one held, or a new one.
+    pub fn of(&mut self, id: i64, text: &str) -> Arc<Profile> {
+        let mut h = std::hash::DefaultHasher::new();
+        h.write(text.as_bytes());
+        let key = (id, text.len(), h.finish());
+        if let Some(p) = self.held.get(&key) {
+            return p.clone();
+        }
+        let p = Arc::new(profile(text));
+        if self.shingles + p.shingles.len() > PROFILES_HELD {
+            self.clear();
+        }
+        self.shingles += p.shingles.len();
+        self.held.insert(key, p.clone());
+        p
+    }
+
+    /// Forgets every profile.
+    pub fn clear(&mut self) {
+        self.held.clear();
+        self.shingles = 0;
+    }
+
+    /// Profiles held.
+    pub fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
     }
 }
 
@@ -336,20 +390,59 @@ mod tests {
                     nightly reports and the admin console that the support team uses daily";
         let other = "the production cache is redis on its own host";
         let mine = profile(base);
+        let (other, near, same) = (profile(other), profile(near), profile(same));
         assert_eq!(
-            place(&mine, [(1, other), (2, near), (3, same)], T),
+            place(&mine, [(1, &other), (2, &near), (3, &same)], T),
             Placement::Merge(3)
         );
         assert_eq!(
-            place(&mine, [(1, other), (2, near)], T),
+            place(&mine, [(1, &other), (2, &near)], T),
             Placement::New {
                 similar_to: Some(2)
             }
         );
         assert_eq!(
-            place(&mine, [(1, other)], T),
+            place(&mine, [(1, &other)], T),
             Placement::New { similar_to: None }
         );
-        assert_eq!(place(&mine, [], T), Placement::New { similar_to: None });
+        assert_eq!(
+            place::<&Profile>(&mine, [], T),
+            Placement::New { similar_to: None }
+        );
+    }
+
+    #[test]
+    fn profiles_are_computed_once_per_row_and_text() {
+        let mut held = Profiles::default();
+        let text = "the staging database listens on port 5432 for the app";
+        let first = held.of(7, text);
+        assert_eq!(*first, profile(text));
+        assert!(
+            Arc::ptr_eq(&first, &held.of(7, text)),
+            "held, not computed again"
+        );
+        // Another row with the same text, and the row with another text.
+        assert!(!Arc::ptr_eq(&first, &held.of(8, text)));
+        let changed = held.of(7, "the staging database listens on port 5433 for the app");
+        assert_eq!(changed.numbers, vec!["5433".to_string()]);
+        assert_eq!(held.len(), 3);
+        held.clear();
+        assert!(held.is_empty());
+        assert!(!Arc::ptr_eq(&first, &held.of(7, text)));
+    }
+
+    #[test]
+    fn profiles_start_again_past_their_bound() {
+        let mut held = Profiles::default();
+        let words: Vec<String> = (0..2_000).map(|i| format!("w{i}x")).collect();
+        let long = words.join(" ");
+        let per = profile(&long).shingles.len();
+        let fit = PROFILES_HELD / per;
+        for id in 0..fit as i64 {
+            held.of(id, &long);
+        }
+        assert_eq!(held.len(), fit);
+        held.of(-1, &long);
+        assert_eq!(held.len(), 1, "emptied, then the new one held");
     }
 }

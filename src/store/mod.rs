@@ -177,6 +177,9 @@ pub struct Store {
     /// Purges the team pull applied here, for the daemon to finish (frozen
     /// blocks, drift backups, compacting the files).
     pub purge_events: tokio::sync::broadcast::Sender<ops::purge::Purged>,
+    /// The near-duplicate candidates' profiles, held for the next adds
+    /// (only the writer's jobs use them).
+    pub(in crate::store) profiles: Arc<std::sync::Mutex<crate::gate::similar::Profiles>>,
 }
 
 impl Store {
@@ -230,6 +233,7 @@ impl Store {
             path: path.to_path_buf(),
             wing,
             purge_events: tokio::sync::broadcast::channel(64).0,
+            profiles: Default::default(),
         })
     }
 

@@ -15,6 +15,7 @@ use super::Written;
 use crate::gate::similar::{self, Placement, Profile};
 use crate::gate::{NewMemory, View};
 use crate::store::{Guard, Store, StoreError, memories};
+use crate::sync;
 
 /// Near-duplicate candidates taken per sketch hash: an add compares at
 /// most [`similar::SKETCH`] times this many rows.
@@ -47,6 +48,7 @@ impl Store {
     /// [`StoreError::Drift`] for a refused write, `NotFound` / `Conflict`
     /// for the memory it supersedes, SQLite errors.
     pub async fn add(&self, guard: Guard, op: AddOp) -> Result<Written<AddResult>, StoreError> {
+        let profiles = self.profiles.clone();
         self.guarded(guard, move |ctx, drift| {
             ctx.set_proposable();
             let AddOp {
@@ -107,11 +109,14 @@ impl Store {
                 let sketch = new.sketch.as_deref().unwrap_or_default();
                 let candidates =
                     memories::sketch_candidates(ctx.conn, new, sketch, now, CANDIDATES)?;
-                let placement = similar::place(
-                    mine,
-                    candidates.iter().map(|(id, c)| (*id, c.as_str())),
-                    *threshold,
-                );
+                let placement = {
+                    let mut held = sync::lock(&profiles);
+                    similar::place(
+                        mine,
+                        candidates.iter().map(|(id, c)| (*id, held.of(*id, c))),
+                        *threshold,
+                    )
+                };
                 match placement {
                     Placement::Merge(id) => {
                         ctx.check_row(id, None)?;

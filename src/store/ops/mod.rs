@@ -600,6 +600,18 @@ mod tests {
         policy: DriftPolicy,
         source: Option<&str>,
     ) -> Result<Written<memd_proto::AddResult>, StoreError> {
+        add_checked(store, namespace, text, policy, source, false).await
+    }
+
+    /// [`add`], with the near-duplicate check when `near`.
+    async fn add_checked(
+        store: &Store,
+        namespace: &str,
+        text: &str,
+        policy: DriftPolicy,
+        source: Option<&str>,
+        near: bool,
+    ) -> Result<Written<memd_proto::AddResult>, StoreError> {
         let memory = settings::MemoryConfig::default();
         let gate = settings::GateConfig::default();
         let rules = Rules {
@@ -617,6 +629,8 @@ mod tests {
         if let Some(source) = source {
             new.row.source = source.into();
         }
+        let mine = crate::gate::similar::profile(text);
+        new.sketch = Some(crate::gate::similar::sketch(&mine));
         let guard = Guard {
             policy,
             seen: 0,
@@ -629,10 +643,42 @@ mod tests {
             supersedes: None,
             view: View::namespace(namespace, "test", "s1"),
             dedup: true,
-            near: None,
+            near: near.then_some((mine, 0.8)),
             now: crate::clock::now(),
         };
         store.add(guard, op).await
+    }
+
+    /// The candidates' profiles are held for the next adds, and a purge
+    /// leaves none in memory.
+    #[tokio::test]
+    async fn near_duplicate_profiles_are_held_until_a_purge() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir, Wing::None);
+        let text = "the staging database listens on port 5432 for the app, the workers and \
+                    the nightly reports of the support team";
+        add(&store, "mine", text, DriftPolicy::Off, None)
+            .await
+            .unwrap();
+        let similar = "the staging database listens on port 5432 for the app, the workers and \
+                       the nightly reports of the support teams";
+        let placed = add_checked(&store, "mine", similar, DriftPolicy::Off, None, true)
+            .await
+            .unwrap()
+            .value;
+        assert!(placed.merged_into.is_some(), "{placed:?}");
+        assert_eq!(crate::sync::lock(&store.profiles).len(), 1);
+        let author = crate::session::ident::Author::Session(Arc::new(who("mine")));
+        let uids: Vec<String> = store
+            .all_rows()
+            .await
+            .unwrap()
+            .0
+            .into_iter()
+            .map(|m| m.uid)
+            .collect();
+        store.purge(author, "test".into(), uids).await.unwrap();
+        assert!(crate::sync::lock(&store.profiles).is_empty());
     }
 
     async fn rows(store: &Store) -> usize {

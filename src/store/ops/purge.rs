@@ -149,8 +149,11 @@ impl Store {
         by: String,
         uids: Vec<String>,
     ) -> Result<Purged, StoreError> {
+        let profiles = self.profiles.clone();
         self.writer
             .call(author, move |ctx| {
+                // No profile of an erased text stays in memory.
+                crate::sync::lock(&profiles).clear();
                 let conn = ctx.conn;
                 conn.pragma_update(None, "secure_delete", true)?;
                 let erased = erase(conn, &uids, &by);

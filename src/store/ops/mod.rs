@@ -669,20 +669,18 @@ mod tests {
         assert!(placed.merged_into.is_some(), "{placed:?}");
         assert_eq!(crate::sync::lock(&store.profiles).len(), 1);
         let author = crate::session::ident::Author::Session(Arc::new(who("mine")));
-        let uids: Vec<String> = store
-            .all_rows()
-            .await
-            .unwrap()
-            .0
-            .into_iter()
-            .map(|m| m.uid)
-            .collect();
+        let uids = uids(&store).await;
         store.purge(author, "test".into(), uids).await.unwrap();
         assert!(crate::sync::lock(&store.profiles).is_empty());
     }
 
     async fn rows(store: &Store) -> usize {
         store.all_rows().await.unwrap().0.len()
+    }
+
+    async fn uids(store: &Store) -> Vec<String> {
+        let (all, _) = store.all_rows().await.unwrap();
+        all.into_iter().map(|m| m.uid).collect()
     }
 
     fn unavailable() -> Refusal {
@@ -812,14 +810,7 @@ mod tests {
         add(&store, "mine", "the key was AKIA", DriftPolicy::Off, None)
             .await
             .unwrap();
-        let uids: Vec<String> = store
-            .all_rows()
-            .await
-            .unwrap()
-            .0
-            .into_iter()
-            .map(|m| m.uid)
-            .collect();
+        let uids = uids(&store).await;
         let author = || crate::session::ident::Author::Session(Arc::new(who("team")));
         for (team, forbidden) in [
             (Failing::new("team", unavailable), false),

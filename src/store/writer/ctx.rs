@@ -102,12 +102,22 @@ pub struct WriteCtx<'a> {
     /// Where review is required, the job's shared changes may become
     /// proposals (an add, update or forget).
     proposable: bool,
-    /// The search index's inserts wait for the job's end
-    /// ([`WriteCtx::hold_index`]).
-    held: bool,
-    /// They wait for the batch's end already (a group commit of several
-    /// jobs).
-    batch_held: bool,
+    /// Whether the search index's inserts of new rows wait, and for what.
+    index: IndexHold,
+}
+
+/// Who holds the search index's inserts of a job's new rows (one index
+/// segment for many rows instead of one per row).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum IndexHold {
+    /// Nobody: each insert indexes its row.
+    Off,
+    /// The job, since [`WriteCtx::hold_index`]: its runner indexes them
+    /// when it succeeds ([`WriteCtx::release_index`]).
+    Job,
+    /// The batch (a group commit of several jobs): indexed once before the
+    /// commit.
+    Batch,
 }
 
 impl<'a> WriteCtx<'a> {
@@ -130,8 +140,7 @@ impl<'a> WriteCtx<'a> {
             discard: false,
             resurrect: false,
             proposable: false,
-            held: false,
-            batch_held: false,
+            index: IndexHold::Off,
             start,
         }
     }
@@ -139,7 +148,7 @@ impl<'a> WriteCtx<'a> {
     /// The same, in a batch that indexes its new rows once before its
     /// commit: [`WriteCtx::hold_index`] has nothing more to do.
     pub(super) fn in_held_batch(mut self) -> WriteCtx<'a> {
-        self.batch_held = true;
+        self.index = IndexHold::Batch;
         self
     }
 }
@@ -154,20 +163,19 @@ impl WriteCtx<'_> {
     /// # Errors
     /// SQLite errors.
     pub fn hold_index(&mut self) -> Result<(), StoreError> {
-        if self.batch_held {
-            return Ok(());
+        if self.index == IndexHold::Off {
+            memories::hold_index(self.conn)?;
+            self.index = IndexHold::Job;
         }
-        memories::hold_index(self.conn)?;
-        self.held = true;
         Ok(())
     }
 
     /// Indexes the rows held by [`WriteCtx::hold_index`] (the runner's,
     /// after a job that succeeded).
     pub(super) fn release_index(&mut self) -> Result<(), StoreError> {
-        if self.held {
+        if self.index == IndexHold::Job {
             memories::index_held(self.conn)?;
-            self.held = false;
+            self.index = IndexHold::Off;
         }
         Ok(())
     }

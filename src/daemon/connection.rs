@@ -405,10 +405,8 @@ async fn serve_requests(
             event = purges.recv() => {
                 match event {
                     Ok(mut e) => {
-                        e.block_dropped = session.built().is_some_and(|b| b.holds_any(&e.ids));
-                        if e.block_dropped {
-                            session.invalidate();
-                        }
+                        e.block_dropped =
+                            session.drop_block_holding(&e.ids.iter().copied().collect());
                         if session.subscribed
                             && !out
                                 .send(memd_proto::PUSH_ID, Response::Event(Event::Purged(e)))

@@ -23,14 +23,10 @@ pub(super) async fn handle(
     // a frozen block changes.
     let purged = {
         let p = crate::sync::lock(cx.purged());
-        !p.is_empty()
-            && session
-                .built()
-                .is_some_and(|b| b.rows.iter().any(|(id, _)| p.contains(id)))
+        !p.is_empty() && session.drop_block_holding(&p)
     };
     if purged {
         tracing::info!(session = %session.id(), "a purged memory was in the frozen block: building a new one");
-        session.invalidate();
     }
     if let Some(snap) = session.snapshot() {
         stats.snapshot_hits.fetch_add(1, Ordering::Relaxed);

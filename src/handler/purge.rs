@@ -50,8 +50,7 @@ pub(super) async fn handle(
     let finished = cx.finish_purge(&done).await?;
     // This connection's own block (other connections' at their next inject).
     let mut blocks = finished.blocks;
-    if session.named.is_none() && session.built().is_some_and(|b| b.holds_any(&done.ids)) {
-        session.invalidate();
+    if session.named.is_none() && session.drop_block_holding(&done.id_set()) {
         blocks += 1;
     }
     Ok(Response::Purged(PurgeReport {

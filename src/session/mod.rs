@@ -130,16 +130,29 @@ pub struct Built {
 }
 
 impl Built {
-    /// Whether the block shows one of the memories `ids` (a purge's).
-    /// A set of the ids: a purge of thousands of rows checks each
-    /// block's rows against it once.
-    pub fn holds_any(&self, ids: &[i64]) -> bool {
-        let ids: std::collections::HashSet<i64> = ids.iter().copied().collect();
+    /// Whether the block shows one of the memories `ids` (a purge's; a
+    /// set: a purge of thousands of rows checks each block's rows against
+    /// it once).
+    pub fn holds_any(&self, ids: &std::collections::HashSet<i64>) -> bool {
         self.rows.iter().any(|(id, _)| ids.contains(id))
     }
 }
 
 impl View {
+    /// A purge erased `ids`: the frozen block is dropped when it shows one
+    /// of them — the one case where a frozen block changes — and the next
+    /// inject builds a new one. Whether it was dropped. Every place a purge
+    /// reaches a block (the purging connection's, the others', named
+    /// sessions kept without a connection) goes through here.
+    pub fn drop_block_holding(&mut self, ids: &std::collections::HashSet<i64>) -> bool {
+        if !self.built.as_ref().is_some_and(|b| b.holds_any(ids)) {
+            return false;
+        }
+        self.snapshot = None;
+        self.built = None;
+        true
+    }
+
     /// A view at `seen`, no block yet.
     pub fn new(seen: u64) -> View {
         View {
@@ -405,6 +418,16 @@ impl Session {
         self.reads.clone()
     }
 
+    /// [`View::drop_block_holding`] for this session's block (a named
+    /// session's is then kept on disk again).
+    pub fn drop_block_holding(&mut self, ids: &std::collections::HashSet<i64>) -> bool {
+        let dropped = self.view().drop_block_holding(ids);
+        if dropped {
+            self.changed(named::changed::BLOCK);
+        }
+        dropped
+    }
+
     /// Drops the snapshot: the next inject rebuilds it (after the session's
     /// own writes, `compacted` and `refresh` — never after other sessions'
     /// writes or external edits).
@@ -455,6 +478,42 @@ pub fn new_session_id() -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frozen_block_is_dropped_only_when_it_shows_a_purged_memory() {
+        let frozen = || {
+            let mut view = View::new(3);
+            view.snapshot = Some(Injection {
+                block: "- the deploy runs at noon".into(),
+                hash: "0".repeat(16),
+                built_at_generation: 3,
+                stats: memd_proto::InjectStats {
+                    included: 2,
+                    eligible: 2,
+                    chars: 25,
+                    budget: 2000,
+                    cached: false,
+                },
+            });
+            view.built = Some(Built {
+                rows: vec![(1, 1), (2, 4)],
+                at: "2026-12-07T00:00:00.000Z".into(),
+            });
+            view
+        };
+        let mut view = frozen();
+        assert!(!view.drop_block_holding(&[3, 4].into()));
+        assert!(!view.drop_block_holding(&Default::default()));
+        let kept = frozen();
+        assert_eq!(view.snapshot, kept.snapshot, "a block without them stays");
+        assert_eq!(view.built, kept.built);
+        assert!(view.drop_block_holding(&[9, 2].into()));
+        assert!(view.snapshot.is_none() && view.built.is_none());
+        assert!(
+            !view.drop_block_holding(&[2].into()),
+            "nothing left to drop"
+        );
+    }
 
     #[test]
     fn agents_reads_count_as_uses_and_a_persons_browsing_does_not() {

@@ -32,15 +32,11 @@ pub struct Finished {
 /// A backup that cannot be rewritten, or SQLite errors of the scrub.
 pub async fn finish(shared: &Shared, done: &Purged) -> Result<Finished, StoreError> {
     lock(&shared.purged).extend(done.ids.iter().copied());
+    let ids = done.id_set();
     let mut blocks = 0u64;
     for named in shared.named.all() {
-        {
-            let mut view = lock(&named.view);
-            if !view.built.as_ref().is_some_and(|b| b.holds_any(&done.ids)) {
-                continue;
-            }
-            view.snapshot = None;
-            view.built = None;
+        if !lock(&named.view).drop_block_holding(&ids) {
+            continue;
         }
         blocks += 1;
         named.mark(changed::BLOCK);

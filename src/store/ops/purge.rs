@@ -28,6 +28,13 @@ pub struct Purged {
     pub uids: Vec<String>,
 }
 
+impl Purged {
+    /// The ids, as a set (what a frozen block is checked against).
+    pub fn id_set(&self) -> std::collections::HashSet<i64> {
+        self.ids.iter().copied().collect()
+    }
+}
+
 impl Store {
     /// The memories a purge of `id`, or of the text `matching`, would erase:
     /// those of `namespace` only when one is given, of every namespace

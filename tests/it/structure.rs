@@ -7,6 +7,8 @@
 //!   beside them but `mod.rs` and `support/`;
 //! - exit codes are numbers only in `memd_client::exit` (`client/src/exit.rs`);
 //! - a poisoned lock is opened only by the helpers of `src/sync.rs`;
+//! - a frozen block is cleared only by the session's own code
+//!   (`src/session/`: `View::drop_block_holding` for a purge);
 //! - a handler that never calls the store does not name `StoreError`;
 //! - a memory row is spelled once: no struct outside the team code declares
 //!   the fields of `memd_proto::Memory` again, and a `Memory` is built field
@@ -449,6 +451,35 @@ fn poisoned_locks_are_opened_in_one_place() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// A frozen block changes in one place: the view's own methods
+/// (`src/session/`). A purge asks `View::drop_block_holding`; no code
+/// elsewhere clears a view's block by hand.
+#[test]
+fn frozen_blocks_are_cleared_only_by_the_session() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let session = root().join("src/session");
+    let problems: Vec<String> = files
+        .iter()
+        .filter(|f| !f.starts_with(&session))
+        .filter(|f| clears_a_block(&split(&std::fs::read_to_string(f).unwrap()).0))
+        .map(|f| {
+            format!(
+                "{}: clears a frozen block itself; call `View::drop_block_holding` or a \
+                 `Session` method",
+                f.strip_prefix(root()).unwrap().display()
+            )
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Whether code sets a view's snapshot or built block to `None`.
+fn clears_a_block(code: &str) -> bool {
+    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    squeezed.contains(".snapshot=None") || squeezed.contains(".built=None")
+}
+
 /// Whether code takes a lock through its poison: it names `PoisonError`, or
 /// unwraps a lock result with a closure that calls `into_inner`.
 fn opens_a_poisoned_lock(code: &str) -> bool {
@@ -786,6 +817,9 @@ fn the_checks_see_what_they_look_for() {
             .map(|(_, f)| f)
             .collect::<Vec<_>>()
     };
+    assert!(clears_a_block("view.snapshot = None;"));
+    assert!(clears_a_block("lock(&named.view).built\n    = None;"));
+    assert!(!clears_a_block("if view.snapshot == None {}"));
     assert_eq!(leaks("use rusqlite::Row;"), ["rusqlite"]);
     assert_eq!(leaks("use tokio_postgres::Client;"), ["tokio_postgres"]);
     assert_eq!(

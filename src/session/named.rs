@@ -124,6 +124,17 @@ impl Named {
         self.mark(changed::STATE);
     }
 
+    /// [`View::drop_block_holding`] for this session's block, marked to be
+    /// kept on disk again when dropped (a purge reaching a named session
+    /// that no connection holds).
+    pub fn drop_block_holding(&self, ids: &std::collections::HashSet<i64>) -> bool {
+        let dropped = sync::lock(&self.view).drop_block_holding(ids);
+        if dropped {
+            self.mark(changed::BLOCK);
+        }
+        dropped
+    }
+
     /// Marks what changed ([`changed`]).
     pub fn mark(&self, what: u8) {
         self.changes.fetch_or(what, Ordering::AcqRel);

@@ -5,7 +5,6 @@
 //! [`Shared::purged`]), drift backups are rewritten without them, and both
 //! database files are compacted with their WAL emptied.
 
-use crate::session::named::changed;
 use crate::store::StoreError;
 use crate::store::ops::purge::Purged;
 use crate::store::sessions::Record;
@@ -35,11 +34,10 @@ pub async fn finish(shared: &Shared, done: &Purged) -> Result<Finished, StoreErr
     let ids = done.id_set();
     let mut blocks = 0u64;
     for named in shared.named.all() {
-        if !lock(&named.view).drop_block_holding(&ids) {
+        if !named.drop_block_holding(&ids) {
             continue;
         }
         blocks += 1;
-        named.mark(changed::BLOCK);
         if let Some((_, keeping)) = named.take_changes() {
             shared.session_file.put(Record::of(&named));
             drop(keeping);

@@ -353,7 +353,7 @@ fn connection_leaks(code: &str) -> Vec<(&'static str, String)> {
             found.push((what, w.to_string()));
         }
     }
-    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    let squeezed = squeeze(code);
     for (what, pattern) in [
         ("reads a connection field", ".conn."),
         ("reads a connection field", ".conn)"),
@@ -474,16 +474,21 @@ fn frozen_blocks_are_cleared_only_by_the_session() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Code without its whitespace (a pattern matches however it is wrapped).
+fn squeeze(code: &str) -> String {
+    code.chars().filter(|c| !c.is_whitespace()).collect()
+}
+
 /// Whether code sets a view's snapshot or built block to `None`.
 fn clears_a_block(code: &str) -> bool {
-    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    let squeezed = squeeze(code);
     squeezed.contains(".snapshot=None") || squeezed.contains(".built=None")
 }
 
 /// Whether code takes a lock through its poison: it names `PoisonError`, or
 /// unwraps a lock result with a closure that calls `into_inner`.
 fn opens_a_poisoned_lock(code: &str) -> bool {
-    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    let squeezed = squeeze(code);
     squeezed.contains("PoisonError")
         || squeezed.match_indices("unwrap_or_else(|").any(|(at, _)| {
             squeezed[at..]
@@ -893,7 +898,7 @@ fn the_row_sql_does_not_know_the_team() {
 /// What in `code` reaches team memory's engine around its one door, the
 /// store's wing.
 fn team_engine_reaches(code: &str) -> Vec<&'static str> {
-    let squeezed: String = code.chars().filter(|c| !c.is_whitespace()).collect();
+    let squeezed = squeeze(code);
     let names = |p: &str| {
         squeezed.match_indices(p).any(|(i, _)| {
             !squeezed[i + p.len()..]

@@ -508,7 +508,6 @@ mod tests {
             .unwrap();
     }
 
-    /// A database at `version`, by the migrations up to it.
     /// The b-trees whose pages the WAL holds, by name (the WAL's frames'
     /// page numbers, named by `dbstat`).
     fn written_in_wal(conn: &Connection, path: &Path) -> std::collections::BTreeSet<String> {
@@ -566,6 +565,7 @@ mod tests {
         assert_eq!(before.len(), now.len() + 1, "{before:?} {now:?}");
     }
 
+    /// A database at `version`, by the migrations up to it.
     fn database_at(path: &Path, version: i64) -> Connection {
         let conn = Connection::open(path).unwrap();
         conn.execute_batch(

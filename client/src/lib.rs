@@ -667,6 +667,35 @@ impl Client {
         }
     }
 
+    /// The live memories of the session's namespace (and, with
+    /// `personal`, the person's own) that cite code, to check in a checkout.
+    ///
+    /// # Errors
+    /// Transport and daemon errors.
+    pub async fn citations(&mut self, personal: bool) -> Result<memd_proto::cite::CitationList> {
+        let req = memd_proto::cite::CitationsRequest { personal, id: None };
+        match self.call(Request::Citations(req)).await? {
+            Response::Citations(l) => Ok(l),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Reports verdicts computed in a checkout (the last ones this machine
+    /// knows); returns how many the daemon recorded.
+    ///
+    /// # Errors
+    /// Transport and daemon errors (`invalid_input`).
+    pub async fn report_verdicts(
+        &mut self,
+        checked: Vec<memd_proto::cite::Checked>,
+    ) -> Result<u32> {
+        let req = memd_proto::cite::VerdictReport { checked };
+        match self.call(Request::Verdicts(req)).await? {
+            Response::VerdictsRecorded(r) => Ok(r.recorded),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Counts a confirmation of a memory.
     ///
     /// # Errors

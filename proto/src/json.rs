@@ -100,6 +100,11 @@ pub fn compact_hit(full: &Value, query: &str) -> Value {
     out.insert("when".into(), when);
     out.insert("thread".into(), full["thread"].clone());
     out.insert("namespace".into(), full["namespace"].clone());
+    // What the client found of the code the memory cites (its checkout's
+    // verdicts), when it cites any.
+    if let Some(c) = full.get("citations") {
+        out.insert("citations".into(), c.clone());
+    }
     Value::Object(out)
 }
 
@@ -218,6 +223,18 @@ pub fn error(e: &ErrorBody) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_compact_hit_keeps_the_verdicts_on_its_citations() {
+        let full = json!({"id": 3, "content": "see src/a.rs", "score": 1.0,
+            "citations": [{"place": "src/a.rs:1-2", "verdict": "changed"}]});
+        assert_eq!(
+            compact_hit(&full, "a")["citations"][0]["verdict"],
+            "changed"
+        );
+        let plain = json!({"id": 3, "content": "no code", "score": 1.0});
+        assert!(compact_hit(&plain, "a").get("citations").is_none());
+    }
 
     #[test]
     fn a_long_text_is_cut_around_the_querys_words() {

@@ -112,6 +112,11 @@ pub enum Request {
     /// Delete every memory of a thread, of a source, or of both, in the
     /// session's namespace (`memd forget --thread T`, `--source ingest`).
     ForgetWhere(ForgetWhereRequest),
+    /// The live memories that cite code, of the session's namespace (and
+    /// the person's own): a client checks them in its checkout.
+    Citations(crate::cite::CitationsRequest),
+    /// Record the verdicts a client computed on citations in its checkout.
+    Verdicts(crate::cite::VerdictReport),
 }
 
 impl Request {
@@ -158,6 +163,8 @@ impl Request {
         "purge",
         "locate",
         "forget_where",
+        "citations",
+        "verdicts",
     ];
 
     /// The request's kind: a stable snake_case name, for logs and for
@@ -204,6 +211,8 @@ impl Request {
             Request::Purge(_) => "purge",
             Request::Locate(_) => "locate",
             Request::ForgetWhere(_) => "forget_where",
+            Request::Citations(_) => "citations",
+            Request::Verdicts(_) => "verdicts",
         }
     }
 }
@@ -336,6 +345,10 @@ pub enum Response {
     Located(LocateReply),
     /// Answer to [`Request::ForgetWhere`].
     ForgottenWhere(ForgottenWhere),
+    /// Answer to [`Request::Citations`].
+    Citations(crate::cite::CitationList),
+    /// Answer to [`Request::Verdicts`].
+    VerdictsRecorded(crate::cite::VerdictsRecorded),
 }
 
 /// Run a sweep.

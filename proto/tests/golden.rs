@@ -321,7 +321,45 @@ fn requests() -> Vec<(&'static str, Request)> {
                 dry_run: true,
             }),
         ),
+        (
+            "req_citations",
+            Request::Citations(memd_proto::cite::CitationsRequest {
+                personal: true,
+                id: None,
+            }),
+        ),
+        (
+            "req_verdicts",
+            Request::Verdicts(memd_proto::cite::VerdictReport {
+                checked: vec![golden_checked()],
+            }),
+        ),
     ]
+}
+
+fn golden_cite() -> memd_proto::cite::Cite {
+    memd_proto::cite::Cite {
+        path: "src/billing/webhooks.rs".into(),
+        start: Some(40),
+        end: Some(44),
+        hash: Some("9f86d081884c7d65".into()),
+        commit: Some("0123abcd".into()),
+    }
+}
+
+fn golden_checked() -> memd_proto::cite::Checked {
+    memd_proto::cite::Checked {
+        id: 42,
+        cite: golden_cite(),
+        verdict: memd_proto::cite::Verdict::Moved,
+        now: Some(memd_proto::cite::Cite {
+            start: Some(50),
+            end: Some(54),
+            commit: None,
+            ..golden_cite()
+        }),
+        reason: None,
+    }
 }
 
 fn responses() -> Vec<(&'static str, Response)> {
@@ -788,6 +826,25 @@ fn responses() -> Vec<(&'static str, Response)> {
                 generation: 12,
             }),
         ),
+        (
+            "resp_citations",
+            Response::Citations(memd_proto::cite::CitationList {
+                memories: vec![memd_proto::cite::Cited {
+                    id: 42,
+                    namespace: "github.com/acme/api".into(),
+                    preview: "The retry limit is set in webhooks.rs".into(),
+                    cites: vec![golden_cite()],
+                    last: vec![memd_proto::cite::LastVerdict {
+                        checked: golden_checked(),
+                        at: "2026-12-07T06:00:00.000Z".into(),
+                    }],
+                }],
+            }),
+        ),
+        (
+            "resp_verdicts_recorded",
+            Response::VerdictsRecorded(memd_proto::cite::VerdictsRecorded { recorded: 1 }),
+        ),
     ]
 }
 
@@ -871,9 +928,11 @@ fn request_kind(r: &Request) -> usize {
         Request::Purge(_) => 37,
         Request::Locate(_) => 38,
         Request::ForgetWhere(_) => 39,
+        Request::Citations(_) => 40,
+        Request::Verdicts(_) => 41,
     }
 }
-const REQUEST_KINDS: usize = 40;
+const REQUEST_KINDS: usize = 42;
 
 #[test]
 fn request_kinds_are_listed_in_tag_order() {
@@ -956,9 +1015,11 @@ fn response_kind(r: &Response) -> usize {
         Response::Purged(_) => 35,
         Response::Located(_) => 37,
         Response::ForgottenWhere(_) => 38,
+        Response::Citations(_) => 39,
+        Response::VerdictsRecorded(_) => 40,
     }
 }
-const RESPONSE_KINDS: usize = 39;
+const RESPONSE_KINDS: usize = 41;
 
 #[test]
 fn golden_bytes_cover_every_message_kind() {

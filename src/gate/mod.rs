@@ -404,12 +404,17 @@ pub fn metadata(
             "metadata is nested deeper than {MAX_METADATA_DEPTH} levels"
         )));
     }
-    match value {
-        serde_json::Value::Object(map) => Ok(map),
-        _ => Err(GateError::InvalidInput(
+    let serde_json::Value::Object(map) = value else {
+        return Err(GateError::InvalidInput(
             "metadata must be a JSON object".into(),
-        )),
+        ));
+    };
+    // Code citations (`cites`) keep their shape: a path inside the
+    // repository, lines that make sense, hex hashes.
+    if let Some(cites) = map.get(memd_proto::cite::METADATA_KEY) {
+        memd_proto::cite::from_value(cites).map_err(GateError::InvalidInput)?;
     }
+    Ok(map)
 }
 
 fn expires(e: Option<&str>, now: OffsetDateTime) -> Result<Option<String>, GateError> {

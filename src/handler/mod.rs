@@ -19,6 +19,7 @@ mod capture;
 mod capture_forget;
 mod capture_status;
 mod check;
+mod citations;
 mod compacted;
 mod confirm;
 mod export;
@@ -54,6 +55,7 @@ mod team_sync;
 mod ui;
 mod update;
 mod upload;
+mod verdicts;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -270,6 +272,8 @@ pub async fn dispatch(req: Request, session: &mut Session, shared: &Shared) -> R
         Request::CaptureForget(r) => capture_forget::handle(r, session, &cx).await,
         Request::Purge(r) => purge::handle(r, session, &cx).await,
         Request::ForgetWhere(r) => forget_where::handle(r, session, &cx).await,
+        Request::Citations(r) => citations::handle(r, session, &cx).await,
+        Request::Verdicts(r) => verdicts::handle(r, session, &cx).await,
     };
     let resp = match result {
         Ok(resp) => resp,

@@ -46,6 +46,9 @@ pub struct Row {
     pub subject: Option<String>,
     /// Content.
     pub content: String,
+    /// What the block says after the content of a memory that cites code
+    /// whose last verdict is not `fresh` (`store::citations::block_mark`).
+    pub mark: Option<String>,
 }
 
 /// What happened to an offered row.
@@ -112,6 +115,10 @@ pub fn line(row: &Row) -> String {
         out.push_str(": ");
     }
     push_collapsed(&mut out, &row.content);
+    if let Some(mark) = &row.mark {
+        out.push(' ');
+        push_collapsed(&mut out, mark);
+    }
     out.push('\n');
     out
 }
@@ -245,6 +252,7 @@ mod tests {
             category: category.into(),
             subject: None,
             content: content.into(),
+            mark: None,
         }
     }
 

@@ -4,6 +4,7 @@
 use rusqlite::Connection;
 
 use super::StoreError;
+use super::citations::{self, CITED};
 use crate::session::snapshot::{Builder, PERSONAL_HEADER, Rendered, Row};
 
 /// The `WHERE` of eligible rows: `?1` namespace, `?2` agent, `?3` session,
@@ -78,7 +79,8 @@ pub fn build(
     // The ORDER BY matches the `memories_inject` index (schema v2) term for
     // term, so rows come in order straight from it, no sort.
     let sql = format!(
-        "SELECT m.id, m.category, m.subject, m.content, m.rev FROM memories m WHERE {ELIGIBLE} \
+        "SELECT m.id, m.category, m.subject, m.content, m.rev, \
+         CASE WHEN {CITED} THEN m.metadata END FROM memories m WHERE {ELIGIBLE} \
          ORDER BY m.pinned DESC, m.tier, \
          (CASE m.importance WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END), \
          m.category, m.created_at, m.id"
@@ -92,6 +94,14 @@ pub fn build(
             subject: r.get(2)?,
             content: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
             rev: r.get(4)?,
+            mark: None,
+        };
+        let row = match r.get::<_, Option<String>>(5)? {
+            Some(metadata) => Row {
+                mark: mark_of(conn, row.id, &metadata)?,
+                ..row
+            },
+            None => row,
         };
         builder.offer(&row);
         if builder.is_full() {
@@ -103,4 +113,21 @@ pub fn build(
         .prepare_cached(&format!("SELECT count(*) FROM memories m WHERE {ELIGIBLE}"))?
         .query_row(params, |r| r.get(0))?;
     Ok((builder.finish(), eligible.max(0) as u32))
+}
+
+/// The mark of a row whose metadata may cite code: its citations' last
+/// verdicts on this machine (a frozen block keeps the mark it was built
+/// with; nothing rebuilds a block because a file changed).
+fn mark_of(conn: &Connection, id: i64, metadata: &str) -> Result<Option<String>, StoreError> {
+    let Ok(cites) = memd_proto::cite::from_metadata(metadata) else {
+        return Ok(None);
+    };
+    if cites.is_empty() {
+        return Ok(None);
+    }
+    let last = citations::last(conn, &[id])?;
+    Ok(citations::block_mark(
+        &cites,
+        last.get(&id).map_or(&[][..], Vec::as_slice),
+    ))
 }

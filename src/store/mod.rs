@@ -12,6 +12,7 @@
 //! - [`access`]: batched access tracking (use counts), never an edit.
 //! - [`lifecycle`]: decay, tiers, expiry and scope-limit sweeps.
 //! - [`inject`]: the read behind a session's memory block.
+//! - [`citations`]: the memories that cite code and the last verdicts on them.
 //! - [`ops`]: the named operations handlers and jobs call — the only way
 //!   in from outside the store (no connection, transaction or closure over
 //!   one leaves it).
@@ -24,6 +25,7 @@
 pub mod access;
 pub mod capture;
 pub mod chains;
+pub mod citations;
 mod error;
 pub mod export;
 #[cfg(feature = "bench")]

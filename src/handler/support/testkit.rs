@@ -150,6 +150,20 @@ pub(crate) fn add(text: &str) -> AddRequest {
     }
 }
 
+/// An add request for a note that cites code (`path`, `path:N-M`), as a
+/// client writes the metadata (no hash: a client that pins adds it).
+pub(crate) fn cited(text: &str, cites: &[&str]) -> AddRequest {
+    let cites: Vec<serde_json::Value> = cites
+        .iter()
+        .map(|c| memd_proto::cite::Cite::parse(c).unwrap().to_json())
+        .collect();
+    AddRequest {
+        content: text.into(),
+        metadata: Some(serde_json::json!({ "cites": cites }).to_string()),
+        ..AddRequest::default()
+    }
+}
+
 /// A lexical search for `query` (the page size left to the daemon).
 pub(crate) fn search(query: &str) -> memd_proto::SearchRequest {
     memd_proto::SearchRequest {

@@ -567,6 +567,25 @@ pub async fn memory(State(app): State<App>, here: Here, Path(id): Path<String>) 
         Ok(_) => return failed(&here, &super::memories::unexpected()),
         Err(p) => return failed(&here, &p),
     };
+    // The code it cites, with what a client last found of it here.
+    let cited = match caller
+        .run(
+            &app,
+            Request::Citations(memd_proto::cite::CitationsRequest {
+                personal: false,
+                id: Some(id),
+            }),
+            None,
+        )
+        .await
+    {
+        Ok(Response::Citations(l)) => l
+            .memories
+            .first()
+            .map(|c| field("cites", &page::citations(c)))
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
     let mut chain = String::new();
     if history.chain.len() > 1 {
         chain.push_str("<p class=\"chain\">Supersession: ");
@@ -679,6 +698,7 @@ pub async fn memory(State(app): State<App>, here: Here, Path(id): Path<String>) 
                     .unwrap_or_default()
             ),
         ),
+        cited,
         field("metadata", &format!("<code>{}</code>", esc(&metadata))),
         field("uid", &format!("<code>{}</code>", esc(&m.uid))),
     ]

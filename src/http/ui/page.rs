@@ -281,9 +281,72 @@ pub fn word_diff(old: &str, new: &str) -> String {
     out
 }
 
+/// A memory's citations on its page: each place, and the last verdict a
+/// client on this machine reported with when (or that none has checked it).
+pub fn citations(c: &memd_proto::cite::Cited) -> String {
+    let mut out = String::from("<ul class=\"cites\">");
+    for cite in &c.cites {
+        let last = c.last.iter().find(|l| &l.checked.cite == cite);
+        let verdict = match last {
+            Some(l) => {
+                let v = l.checked.verdict.name();
+                let now = l
+                    .checked
+                    .now
+                    .as_ref()
+                    .map(|n| format!(" → <code>{}</code>", esc(&n.place())))
+                    .unwrap_or_default();
+                let reason = l
+                    .checked
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(" ({})", esc(r)))
+                    .unwrap_or_default();
+                format!(
+                    "<span class=\"verdict v-{v}\">{v}</span>{now}{reason}, checked {}",
+                    when(&l.at)
+                )
+            }
+            None => "<span class=\"verdict v-unchecked\">not checked on this machine</span>".into(),
+        };
+        let _ = write!(
+            out,
+            "<li><code>{}</code> {verdict}</li>",
+            esc(&cite.place())
+        );
+    }
+    out.push_str("</ul>");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn citations_show_the_last_verdict_with_when_or_none() {
+        use memd_proto::cite::{Checked, Cite, Cited, LastVerdict, Verdict};
+        let a = Cite::parse("src/a.rs:3-4").unwrap();
+        let b = Cite::parse("docs/<b>.md").unwrap();
+        let html = citations(&Cited {
+            id: 1,
+            namespace: "n".into(),
+            preview: String::new(),
+            cites: vec![a.clone(), b],
+            last: vec![LastVerdict {
+                checked: Checked {
+                    id: 1,
+                    cite: a,
+                    verdict: Verdict::Moved,
+                    now: Some(Cite::parse("src/a.rs:9-10").unwrap()),
+                    reason: None,
+                },
+                at: "2026-12-07T06:00:00.000Z".into(),
+            }],
+        });
+        assert!(html.contains("<code>src/a.rs:3-4</code> <span class=\"verdict v-moved\">moved</span> → <code>src/a.rs:9-10</code>, checked <time datetime=\"2026-12-07T06:00:00.000Z\""), "{html}");
+        assert!(html.contains("<code>docs/&lt;b&gt;.md</code> <span class=\"verdict v-unchecked\">not checked on this machine</span>"), "{html}");
+    }
 
     #[test]
     fn a_clip_never_leaves_a_secret_almost_whole() {

@@ -11,6 +11,7 @@
 //! - [`search`]: one or more searches in one read transaction.
 //! - [`add`]: an add, with its dedup, merge and supersession.
 //! - [`change`]: `update`, a task move, `confirm`.
+//! - [`citations`]: the cited memories, the verdicts clients report.
 //! - [`remove`]: `forget`, `prune`, `supersede`.
 //! - [`import`]: one chunk of an import.
 //! - [`vectors`]: what the embedding worker and `reembed` read and write.
@@ -22,6 +23,7 @@
 pub mod add;
 pub mod capture;
 pub mod change;
+pub mod citations;
 pub mod import;
 pub mod namespace;
 pub mod purge;

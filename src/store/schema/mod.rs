@@ -140,6 +140,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "an insert writes no page of the empty replace stage",
         sql: include_str!("v22.sql"),
     },
+    Migration {
+        version: 23,
+        name: "code citations: the cited memories indexed, the last verdicts kept",
+        sql: include_str!("v23.sql"),
+    },
 ];
 
 /// The schema version this binary produces.
@@ -185,6 +190,8 @@ pub const REQUIRED_OBJECTS: &[(&str, &str)] = &[
     ("trigger", "memories_ad_author"),
     ("view", "memories_fts_source"),
     ("table", "memory_team_seq"),
+    ("table", "citation_checks"),
+    ("trigger", "memories_ad_citation_checks"),
 ];
 
 /// The on-disk schema version: 0 for an empty database.

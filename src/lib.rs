@@ -12,6 +12,7 @@
 //! rustc reports what nothing calls in them. `memd-bench` reaches the
 //! store through a small façade, `facade`, with the `bench` feature.
 
+pub mod cite;
 pub mod cli;
 pub mod clock;
 pub mod commands;

@@ -18,9 +18,10 @@ use serde_json::{Value, json};
 
 use super::failures::{self, Failure};
 use crate::commands::args::Global;
-use crate::commands::{NamespaceSource, Project, client_paths, connect, paths, project};
+use crate::commands::{NamespaceSource, Project, cites, client_paths, connect, paths, project};
 use crate::config::Config;
 use crate::embed::Provider;
+use memd_client::proto::cite::Checked;
 
 /// A check's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +79,9 @@ struct Facts {
     socket: PathBuf,
     /// The daemon's status, or why it could not be asked.
     status: Result<Value, String>,
+    /// The namespace's citations checked in this checkout (not reported:
+    /// the doctor changes nothing), or why they could not be.
+    citations: Result<Vec<Checked>, String>,
 }
 
 /// Runs `memd doctor`; returns the exit code.
@@ -160,7 +164,49 @@ fn checks(g: &Global) -> Vec<Check> {
         time::OffsetDateTime::now_utc().unix_timestamp(),
     ));
     out.push(team_check(&facts));
+    out.push(match &facts.citations {
+        Ok(list) => citations_verdict(list),
+        Err(_) => check("citations", Verdict::Skip, "no daemon to ask", None),
+    });
     out
+}
+
+/// The citations check: fails when a memory of the namespace cites code
+/// that changed, moved or is gone here (or that cannot be checked).
+pub fn citations_verdict(checked: &[Checked]) -> Check {
+    let name = "citations";
+    if checked.is_empty() {
+        return check(
+            name,
+            Verdict::Skip,
+            "no memory of this namespace cites code",
+            None,
+        );
+    }
+    let stale: Vec<String> = checked
+        .iter()
+        .filter(|c| c.verdict.is_stale())
+        .map(|c| format!("#{} {} {}", c.id, c.verdict.name(), c.cite.place()))
+        .collect();
+    if stale.is_empty() {
+        return check(
+            name,
+            Verdict::Pass,
+            format!("{} citations, all fresh in this checkout", checked.len()),
+            None,
+        );
+    }
+    check(
+        name,
+        Verdict::Fail,
+        format!(
+            "{} of {} citations are stale: {}",
+            stale.len(),
+            checked.len(),
+            stale.join(", ")
+        ),
+        Some("memd check --citations (each with the command that updates or forgets it)".into()),
+    )
 }
 
 fn gather(g: &Global) -> Facts {
@@ -196,7 +242,7 @@ fn gather(g: &Global) -> Facts {
     session.namespace = Some(namespace.clone());
     session.previous_namespaces.clear();
     let socket = client_paths(g).socket;
-    let status = tokio::runtime::Builder::new_current_thread()
+    let asked = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())
@@ -205,9 +251,17 @@ fn gather(g: &Global) -> Facts {
                 let mut client = connect(&session, false).await.map_err(|e| e.message())?;
                 let mut status = client.status().await.map_err(|e| e.to_string())?;
                 status["server_version"] = json!(client.welcome().server_version);
-                Ok(status)
+                let cited = cites::check_namespace(&mut client, Some(&cwd), false)
+                    .await
+                    .map(|l| l.into_iter().flat_map(|(_, c)| c).collect())
+                    .map_err(|e| e.message());
+                Ok((status, cited))
             })
         });
+    let (status, citations) = match asked {
+        Ok((status, cited)) => (Ok(status), cited),
+        Err(e) => (Err(e.clone()), Err(e)),
+    };
     Facts {
         cwd,
         project,
@@ -216,6 +270,7 @@ fn gather(g: &Global) -> Facts {
         config,
         socket,
         status,
+        citations,
     }
 }
 
@@ -752,6 +807,25 @@ mod tests {
             team_verdict(&write, "github.com/acme/api").verdict,
             Verdict::Pass
         );
+    }
+
+    #[test]
+    fn stale_citations_fail_with_the_command_that_lists_them() {
+        use memd_client::proto::cite::{Cite, Verdict as V};
+        let at = |id, place: &str, verdict| Checked {
+            id,
+            cite: Cite::parse(place).unwrap(),
+            verdict,
+            now: None,
+            reason: None,
+        };
+        assert_eq!(citations_verdict(&[]).verdict, Verdict::Skip);
+        let fresh = [at(1, "a.rs:1", V::Fresh)];
+        assert_eq!(citations_verdict(&fresh).verdict, Verdict::Pass);
+        let c = citations_verdict(&[at(1, "a.rs:1", V::Fresh), at(2, "b.rs:3-4", V::Gone)]);
+        assert_eq!(c.verdict, Verdict::Fail);
+        assert!(c.detail.contains("#2 gone b.rs:3-4"), "{}", c.detail);
+        assert!(c.fix.unwrap().contains("memd check --citations"));
     }
 
     #[test]

@@ -286,7 +286,7 @@ fn run(g: &Global, host: Host, name: &mut Option<String>) -> Result<Option<Strin
         }
         let answer = match action {
             Action::Inject => {
-                let injected = client.inject().await?;
+                let injected = crate::commands::cites::inject(&mut client, cwd.as_deref()).await?;
                 // Codex keeps every SessionStart context it is given, the
                 // same bytes too: at a resume, a block the conversation
                 // already holds (one memd did not have to build) is not

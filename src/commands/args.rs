@@ -167,8 +167,9 @@ pub enum Command {
     Refresh,
     /// Show the daemon's status (never starts a daemon)
     Status,
-    /// Check integrity: SQLite, the search index, memd's triggers
-    Check,
+    /// Check integrity: SQLite, the search index, memd's triggers; with
+    /// --citations, the code the namespace's memories cite
+    Check(CheckArgs),
     /// Run a lifecycle sweep now (decay, tiers, expiry, scope limits)
     Sweep(SweepArgs),
     /// Export memories (JSON with every column, or Markdown)
@@ -559,6 +560,21 @@ pub struct MemoryFields {
     /// Metadata key=value (repeatable; JSON values are typed: 5, true, "5")
     #[arg(long = "meta", value_name = "K=V", value_parser = parse_kv)]
     pub meta: Vec<(String, String)>,
+    /// Code it cites: PATH, PATH:N or PATH:N-M of this git checkout
+    /// (repeatable; the lines are hashed, never stored; on update, replaces
+    /// its citations)
+    #[arg(long = "cites", value_name = "PLACE")]
+    pub cites: Vec<String>,
+}
+
+/// `check`.
+#[derive(Debug, Clone, Args, Default)]
+pub struct CheckArgs {
+    /// Check the code the namespace's memories cite against this checkout
+    /// instead: list each stale citation with the command that fixes it
+    /// (exit 1 when there is one)
+    #[arg(long)]
+    pub citations: bool,
 }
 
 /// `add`.
@@ -586,6 +602,10 @@ pub struct AddArgs {
     /// When what it tells happened: RFC 3339, or a date (2023-05-08)
     #[arg(long = "at", value_name = "TIME")]
     pub occurred_at: Option<String>,
+    /// Do not cite the files of this checkout the text names (only
+    /// --cites)
+    #[arg(long)]
+    pub no_cites: bool,
     /// Keep captured turn ID (a search hit of source capture) as a memory
     /// of its own: its text unless TEXT is given, its time, and where it
     /// came from in the metadata (`kept_from`)

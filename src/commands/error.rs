@@ -89,7 +89,7 @@ impl CommandError {
                 let mut v = report.clone();
                 v["success"] = json!(false);
                 v["code"] = json!("check_failed");
-                v["error"] = json!("the integrity check found problems");
+                v["error"] = json!("the check found problems");
                 v
             }
         }

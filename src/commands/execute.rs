@@ -16,7 +16,7 @@ use super::CommandError;
 use super::args::{self, Command, FilterArgs, MemoryFields};
 use super::output::{self, Output};
 use super::progress::Progress;
-use super::{import_md, ingest};
+use super::{cites, import_md, ingest};
 use crate::config::Paths;
 
 /// Reads content given as `-` (stdin) or `--file`.
@@ -185,7 +185,9 @@ pub async fn execute(
                     include_inactive: a.include_inactive,
                 })
                 .await?;
-            Ok(output::memory(&r.memory, Some(r.generation), None))
+            let mut out = output::memory(&r.memory, Some(r.generation), None);
+            cites::annotate_memory(&mut out, &r.memory, client).await;
+            Ok(out)
         }
         Command::List(a) => {
             let r = client
@@ -220,7 +222,7 @@ pub async fn execute(
         )),
         Command::Task(t) => task(t, client, stdin_allowed).await,
         // The session's memory block.
-        Command::Inject => Ok(output::injected(&client.inject().await?)),
+        Command::Inject => Ok(output::injected(&cites::inject(client, None).await?)),
         Command::Compacted => {
             client.compacted().await?;
             Ok(output::invalidated())
@@ -231,7 +233,8 @@ pub async fn execute(
         }
         // The daemon and its database.
         Command::Status => Ok(output::status(client.status().await?)),
-        Command::Check => output::check(client.check().await?),
+        Command::Check(a) if a.citations => cites::check_output(client).await,
+        Command::Check(_) => output::check(client.check().await?),
         Command::Sweep(a) => Ok(output::swept(&client.sweep(a.dry_run).await?)),
         Command::Reembed => reembed(client).await,
         // Named sessions and the team.
@@ -356,6 +359,7 @@ async fn add(
         ));
     }
     let content = content_from(a.text, a.file.as_deref(), stdin_allowed)?;
+    let (explicit, recognise) = (a.fields.cites.clone(), !a.no_cites);
     let mut req = AddRequest {
         thread: a.thread,
         position: a.position,
@@ -371,6 +375,7 @@ async fn add(
         }
         None => {}
     }
+    cites::pin(&mut req, &explicit, recognise && a.from.is_none())?;
     let r = client.add(req).await?;
     Ok(output::added(&r))
 }
@@ -450,7 +455,9 @@ async fn search(a: args::SearchArgs, client: &mut Client) -> Result<Output, Comm
             offset: a.offset,
         })
         .await?;
-    Ok(output::hits(&r, across(&a.filter)))
+    let mut out = output::hits(&r, across(&a.filter));
+    cites::annotate_hits(&mut out, &r.hits, client).await;
+    Ok(out)
 }
 
 /// `update`: the fields given, the new content from TEXT, stdin or a file.
@@ -482,6 +489,7 @@ async fn update(
         metadata: metadata_json(&f.meta),
         expect_rev: a.expect_rev,
     };
+    let req = cites::repin(req, &f.cites)?;
     let r = client.update(req).await?;
     if let Some(p) = r.proposal {
         return Ok(output::proposed_update(&r.memory, p));

@@ -19,12 +19,15 @@
 //!   from the global flags to a session.
 //! - [`ingest`], [`import_md`]: the local files `memd ingest` and `memd
 //!   import-md` read.
+//! - [`cites`]: code citations pinned when a memory is written, their
+//!   verdicts in this checkout for what a command shows.
 //! - [`progress`]: bars on stderr for long work, at a terminal only.
 //! - [`trust`]: the `.memd.toml` files the person trusts to name a
 //!   namespace (`memd trust`, `memd untrust`).
 //! - [`init_logging()`]: logs on stderr.
 
 pub mod args;
+pub mod cites;
 mod client;
 mod error;
 mod execute;

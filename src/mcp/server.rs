@@ -331,11 +331,9 @@ impl Session {
             Job::Command(c) => crate::commands::execute((**c).clone(), client, &self.paths, false)
                 .await
                 .map(|out| Reply::Json(out.json)),
-            Job::Inject => client
-                .inject()
+            Job::Inject => crate::commands::cites::inject(client, None)
                 .await
-                .map(|i| Reply::Block(i.block))
-                .map_err(CommandError::from),
+                .map(|i| Reply::Block(i.block)),
         };
         self.collect_pushes(client);
         result

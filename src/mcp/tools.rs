@@ -69,7 +69,8 @@ pub fn specs() -> Vec<ToolSpec> {
                     "supersedes": {"type": "integer", "description": "Id of an older memory this one replaces; the old one is kept in history but no longer shown."},
                     "expires": {"type": "string", "description": "When it stops being true: a duration such as 30m, 12h, 7d, 2w, or an RFC 3339 time."},
                     "from": {"type": "integer", "description": "Id of a captured conversation turn (a search hit whose source is capture) this memory keeps: where it came from is recorded in its metadata (kept_from)."},
-                    "personal": {"type": "boolean", "description": "The user's own, not this project's (a personal preference or habit of the user's that holds in every project): stored in the user's personal memory (@me), shown in every project's memory block from the next session on. Default false."}
+                    "personal": {"type": "boolean", "description": "The user's own, not this project's (a personal preference or habit of the user's that holds in every project): stored in the user's personal memory (@me), shown in every project's memory block from the next session on. Default false."},
+                    "cites": {"type": "array", "items": {"type": "string"}, "description": "Code this memory is about, relative to the repository root: \"path\", \"path:40\" or \"path:40-44\". memd hashes the lines and later tells you when they moved, changed or are gone. Paths of the repository named in the content are cited too."}
                 }),
                 &["content"],
             ),
@@ -269,6 +270,8 @@ struct StoreArgs {
     from: Option<i64>,
     #[serde(default)]
     personal: bool,
+    #[serde(default)]
+    cites: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -422,6 +425,7 @@ pub fn command(name: &str, args: Map<String, Value>) -> Result<Command, ToolErro
                     scope: a.scope,
                     expires: a.expires,
                     meta: meta_pairs(a.metadata),
+                    cites: a.cites,
                     ..MemoryFields::default()
                 },
                 supersedes: a.supersedes,
@@ -430,6 +434,7 @@ pub fn command(name: &str, args: Map<String, Value>) -> Result<Command, ToolErro
                 occurred_at: None,
                 from: a.from,
                 personal: a.personal,
+                no_cites: false,
             })
         }
         "memory_search" => {
@@ -587,7 +592,8 @@ mod tests {
             args(
                 json!({"content": "Deploys use ops/ship.sh", "category": "fact",
                 "subject": "deploy", "tags": ["ops"], "scope": "agent",
-                "metadata": {"port": 5432, "env": "prod"}, "supersedes": 3, "expires": "7d"}),
+                "metadata": {"port": 5432, "env": "prod"}, "supersedes": 3, "expires": "7d",
+                "cites": ["ops/ship.sh:3-9", "ops/README.md"]}),
             ),
         )
         .unwrap();
@@ -600,6 +606,8 @@ mod tests {
         assert_eq!(a.fields.scope.as_deref(), Some("agent"));
         assert_eq!(a.fields.expires.as_deref(), Some("7d"));
         assert_eq!(a.supersedes, Some(3));
+        assert_eq!(a.fields.cites, ["ops/ship.sh:3-9", "ops/README.md"]);
+        assert!(!a.no_cites, "the paths the text names are cited too");
         let mut meta = a.fields.meta.clone();
         meta.sort();
         assert_eq!(

@@ -8,6 +8,7 @@ mod common;
 mod bad_input;
 mod by_id;
 mod capture;
+mod citations;
 mod claude_code;
 mod cli;
 mod codex;

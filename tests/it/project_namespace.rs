@@ -8,56 +8,17 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::{Daemon, memd_command, tool};
+use crate::common::{Daemon, git, memd_command, memd_json, session_start, tool};
 use serde_json::Value;
-
-/// Runs git in `dir` (no user or system config).
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .env("HOME", dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "protocol.file.allow=always",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// `memd --json ARGS` run in `dir` against the daemon.
-fn memd_in(d: &Daemon, dir: &Path, args: &[&str]) -> Value {
-    let out = memd_command(d.dir.path())
-        .current_dir(dir)
-        .arg("--data-dir")
-        .arg(d.data_dir())
-        .args(["--no-autostart", "--json"])
-        .args(args)
-        .output()
-        .unwrap();
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(out.status.code(), Some(0), "memd {args:?}: {v}");
-    v
-}
 
 /// The contents of the memories a command in `dir` lists.
 fn listed(d: &Daemon, dir: &Path) -> Vec<String> {
-    crate::common::listed_contents(&memd_in(d, dir, &["list"]))
+    crate::common::listed_contents(&memd_json(d, dir, &["list"]))
 }
 
 /// The namespace `setup --project --dry-run` reports for `dir`.
 fn namespace_of(d: &Daemon, dir: &Path) -> String {
-    let v = memd_in(d, dir, &["setup", "claude-code", "--project", "--dry-run"]);
+    let v = memd_json(d, dir, &["setup", "claude-code", "--project", "--dry-run"]);
     v["namespace"].as_str().unwrap().to_string()
 }
 
@@ -110,12 +71,12 @@ fn worktrees_and_clones_of_one_repository_share_one_namespace() {
         std::fs::create_dir_all(dir).unwrap();
         assert_eq!(namespace_of(&d, dir), ns, "{}", dir.display());
     }
-    memd_in(
+    memd_json(
         &d,
         &a,
         &["add", "--category", "fact", "prices are in cents"],
     );
-    memd_in(
+    memd_json(
         &d,
         &feature,
         &["add", "--category", "fact", "refunds go through billing"],
@@ -141,17 +102,17 @@ fn worktrees_and_clones_of_one_repository_share_one_namespace() {
     // has the file), once the person trusts the file.
     std::fs::write(b.join(".memd.toml"), "namespace = \"team-shop\"\n").unwrap();
     assert_eq!(namespace_of(&d, &b), ns);
-    memd_in(&d, &b, &["trust"]);
+    memd_json(&d, &b, &["trust"]);
     assert_eq!(namespace_of(&d, &b), "team-shop");
-    memd_in(
+    memd_json(
         &d,
         &b,
         &["add", "--category", "fact", "the team shares this"],
     );
-    let v = memd_in(&d, &a, &["--namespace", "team-shop", "list"]);
+    let v = memd_json(&d, &a, &["--namespace", "team-shop", "list"]);
     assert_eq!(v["count"], 1, "{v}");
     // Flag and environment still win over the file.
-    let v = memd_in(&d, &b, &["--namespace", "mine", "list"]);
+    let v = memd_json(&d, &b, &["--namespace", "mine", "list"]);
     assert_eq!(v["count"], 0, "{v}");
 }
 
@@ -214,42 +175,6 @@ fn memd_out(d: &Daemon, dir: &Path, args: &[&str]) -> (Value, String, i32) {
         v,
         String::from_utf8_lossy(&out.stderr).into_owned(),
         out.status.code().unwrap_or(-1),
-    )
-}
-
-/// `memd hook claude-code` given a SessionStart of session `id` in `dir`:
-/// the block it answered with, and its stderr.
-fn session_start(d: &Daemon, dir: &Path, id: &str) -> (String, String) {
-    use std::io::Write;
-    let event = serde_json::json!({
-        "hook_event_name": "SessionStart", "source": "startup", "session_id": id,
-        "cwd": dir, "transcript_path": dir.join(format!("{id}.jsonl")),
-    });
-    let mut child = memd_command(d.dir.path())
-        .current_dir(dir)
-        .arg("--data-dir")
-        .arg(d.data_dir())
-        .args(["hook", "claude-code"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(event.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    (
-        v["hookSpecificOutput"]["additionalContext"]
-            .as_str()
-            .unwrap()
-            .to_string(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
 
@@ -426,7 +351,7 @@ async fn a_cloned_repositorys_memd_toml_reaches_its_namespace_only_once_trusted(
     assert_eq!(v["memory"]["namespace"], derived.as_str(), "{v}");
     let (v, _, _) = memd_out(&d, &clone, &["trust", "--list"]);
     assert_eq!(v["trusted"][0]["state"], "changed", "{v}");
-    memd_in(&d, &clone, &["trust", ".memd.toml"]);
+    memd_json(&d, &clone, &["trust", ".memd.toml"]);
     assert_eq!(namespace_of(&d, &clone), victim);
     let (v, _, _) = memd_out(&d, &clone, &["untrust"]);
     assert_eq!(v["untrusted"], true, "{v}");

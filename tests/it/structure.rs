@@ -451,6 +451,29 @@ fn poisoned_locks_are_opened_in_one_place() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// The daemon never opens a path a client names: `cite`, which reads a
+/// checkout's cited files, is called by the client's modules only (the
+/// CLI, the hooks, the MCP bridge, the commands they share).
+#[test]
+fn only_clients_read_cited_files() {
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let clients = ["cite", "commands", "cli", "mcp"];
+    let problems: Vec<String> = files
+        .iter()
+        .filter(|f| !clients.contains(&module_of(&src, f).as_str()))
+        .filter(|f| crate_imports(&split(&std::fs::read_to_string(f).unwrap()).0).contains("cite"))
+        .map(|f| {
+            format!(
+                "{}: reads cited files; only a client in the checkout does (`cite` is theirs)",
+                f.strip_prefix(root()).unwrap().display()
+            )
+        })
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// A frozen block changes in one place: the view's own methods
 /// (`src/session/`). A purge asks `View::drop_block_holding`; no code
 /// elsewhere clears a view's block by hand.

@@ -136,6 +136,47 @@ pub fn git(dir: &Path, args: &[&str]) {
     );
 }
 
+/// [`memd_in`] that must exit 0: its JSON.
+pub fn memd_json(d: &Daemon, dir: &Path, args: &[&str]) -> Value {
+    memd_json_in(d.dir.path(), dir, &d.data_dir(), args)
+}
+
+/// `memd hook claude-code` given a SessionStart of session `id` in `dir`:
+/// the block it answered with, and its stderr.
+pub fn session_start(d: &Daemon, dir: &Path, id: &str) -> (String, String) {
+    use std::io::Write;
+    let event = serde_json::json!({
+        "hook_event_name": "SessionStart", "source": "startup", "session_id": id,
+        "cwd": dir, "transcript_path": dir.join(format!("{id}.jsonl")),
+    });
+    let mut child = memd_command(d.dir.path())
+        .current_dir(dir)
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(["hook", "claude-code"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(event.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// `memd team ARGS --json` with `MEMD_TEAM_URL=url`, from a home of its
 /// own: its exit code and JSON.
 pub fn team_json(url: &str, args: &[&str]) -> (i32, Value) {

@@ -202,10 +202,16 @@ pub fn from_metadata(metadata: &str) -> Result<Vec<Cite>, String> {
     if !metadata.contains(METADATA_KEY) {
         return Ok(Vec::new());
     }
-    let value: serde_json::Value =
+    // Only the key read: the rest of the object is skipped, not built.
+    #[derive(Deserialize)]
+    struct Only {
+        #[serde(default)]
+        cites: Option<serde_json::Value>,
+    }
+    let only: Only =
         serde_json::from_str(metadata).map_err(|e| format!("metadata is not JSON: {e}"))?;
-    match value.get(METADATA_KEY) {
-        Some(cites) => from_value(cites),
+    match only.cites {
+        Some(cites) => from_value(&cites),
         None => Ok(Vec::new()),
     }
 }

@@ -128,12 +128,17 @@ pub fn verdicts<'a>(
     dir: Option<&Path>,
     memories: impl IntoIterator<Item = (i64, &'a str)>,
 ) -> HashMap<i64, Vec<Checked>> {
-    let mut checker = checkout(dir).map(Checker::new);
+    let cited: Vec<(i64, Vec<Cite>)> = memories
+        .into_iter()
+        .filter_map(|(id, metadata)| Some((id, cite::from_metadata(metadata).ok()?)))
+        .filter(|(_, cites)| !cites.is_empty())
+        .collect();
     let mut out: HashMap<i64, Vec<Checked>> = HashMap::new();
-    for (id, metadata) in memories {
-        let Ok(cites) = cite::from_metadata(metadata) else {
-            continue;
-        };
+    if cited.is_empty() {
+        return out;
+    }
+    let mut checker = checkout(dir).map(Checker::new);
+    for (id, cites) in cited {
         for c in cites {
             let checked = match checker.as_mut() {
                 Some(checker) => checker.check(id, &c),
@@ -187,9 +192,9 @@ pub async fn check_namespace(
         .collect())
 }
 
-/// The session's block, its namespace's citations checked here first (a
-/// block built now marks them by these verdicts; a frozen one stays as
-/// it is).
+/// The session's block, its namespace's citations checked first in the
+/// checkout of `dir` when there is one (a block built now marks them by
+/// these verdicts; a frozen one stays as it is).
 ///
 /// # Errors
 /// Transport and daemon errors.
@@ -197,7 +202,10 @@ pub async fn inject(
     client: &mut Client,
     dir: Option<&Path>,
 ) -> Result<memd_client::proto::Injection, CommandError> {
-    check_namespace(client, dir, true).await?;
+    // Outside a checkout there is nothing to judge (and nothing to ask).
+    if checkout(dir).is_some() {
+        check_namespace(client, dir, true).await?;
+    }
     Ok(client.inject().await?)
 }
 

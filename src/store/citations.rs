@@ -123,56 +123,73 @@ pub fn record(conn: &Connection, checked: &[Checked], at: &str) -> Result<u32, S
 /// SQLite errors.
 pub fn last(conn: &Connection, ids: &[i64]) -> Result<HashMap<i64, Vec<LastVerdict>>, StoreError> {
     let mut out: HashMap<i64, Vec<LastVerdict>> = HashMap::new();
-    if ids.is_empty() {
-        return Ok(out);
-    }
-    let mut stmt = conn.prepare_cached(
-        "SELECT m.metadata, c.cite, c.verdict, c.now_path, c.now_start, c.now_end, c.reason, \
-         c.checked_at FROM citation_checks c JOIN memories m ON m.id = c.memory_id \
-         WHERE c.memory_id = ?1",
-    )?;
+    let mut metadata = conn.prepare_cached("SELECT metadata FROM memories WHERE id = ?1")?;
     for &id in ids {
-        let rows = stmt.query_map([id], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, String>(2)?,
-                r.get::<_, Option<String>>(3)?,
-                r.get::<_, Option<u32>>(4)?,
-                r.get::<_, Option<u32>>(5)?,
-                r.get::<_, Option<String>>(6)?,
-                r.get::<_, String>(7)?,
-            ))
-        })?;
-        let mut cites: Option<Vec<Cite>> = None;
-        for row in rows {
-            let (metadata, key, verdict, now_path, now_start, now_end, reason, at) = row?;
-            let cites =
-                cites.get_or_insert_with(|| cite::from_metadata(&metadata).unwrap_or_default());
-            let (Some(cite), Some(verdict)) = (
-                cites.iter().find(|c| c.key() == key),
-                Verdict::from_name(&verdict),
-            ) else {
-                continue;
-            };
-            let now = now_path.map(|path| Cite {
-                path,
-                start: now_start,
-                end: now_end,
-                hash: cite.hash.clone(),
-                commit: None,
-            });
-            out.entry(id).or_default().push(LastVerdict {
-                checked: Checked {
-                    id,
-                    cite: cite.clone(),
-                    verdict,
-                    now,
-                    reason,
-                },
-                at,
-            });
+        let Some(m) = metadata
+            .query_row([id], |r| r.get::<_, String>(0))
+            .optional()?
+        else {
+            continue;
+        };
+        let cites = cite::from_metadata(&m).unwrap_or_default();
+        let found = checks_of(conn, id, &cites)?;
+        if !found.is_empty() {
+            out.insert(id, found);
         }
+    }
+    Ok(out)
+}
+
+/// The last verdicts recorded on `cites`, the citations memory `id` holds.
+///
+/// # Errors
+/// SQLite errors.
+pub fn checks_of(
+    conn: &Connection,
+    id: i64,
+    cites: &[Cite],
+) -> Result<Vec<LastVerdict>, StoreError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT cite, verdict, now_path, now_start, now_end, reason, checked_at \
+         FROM citation_checks WHERE memory_id = ?1",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, Option<String>>(2)?,
+            r.get::<_, Option<u32>>(3)?,
+            r.get::<_, Option<u32>>(4)?,
+            r.get::<_, Option<String>>(5)?,
+            r.get::<_, String>(6)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (key, verdict, now_path, now_start, now_end, reason, at) = row?;
+        let (Some(cite), Some(verdict)) = (
+            cites.iter().find(|c| c.key() == key),
+            Verdict::from_name(&verdict),
+        ) else {
+            continue;
+        };
+        let now = now_path.map(|path| Cite {
+            path,
+            start: now_start,
+            end: now_end,
+            hash: cite.hash.clone(),
+            commit: None,
+        });
+        out.push(LastVerdict {
+            checked: Checked {
+                id,
+                cite: cite.clone(),
+                verdict,
+                now,
+                reason,
+            },
+            at,
+        });
     }
     Ok(out)
 }

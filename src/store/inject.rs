@@ -125,9 +125,6 @@ fn mark_of(conn: &Connection, id: i64, metadata: &str) -> Result<Option<String>,
     if cites.is_empty() {
         return Ok(None);
     }
-    let last = citations::last(conn, &[id])?;
-    Ok(citations::block_mark(
-        &cites,
-        last.get(&id).map_or(&[][..], Vec::as_slice),
-    ))
+    let last = citations::checks_of(conn, id, &cites)?;
+    Ok(citations::block_mark(&cites, &last))
 }

@@ -172,6 +172,25 @@ fn a_citation_follows_its_code_as_it_is_edited_moved_renamed_and_deleted() {
     );
     let (code, v) = run(&d, &repo, &["check", "--citations"]);
     assert_eq!((code, v["citations"].as_i64()), (0, Some(1)), "{v}");
+
+    // The viewer shows the last verdict reported here, with when.
+    let (addr, login_code) = crate::viewer::open(&d, false);
+    let (cookie, base) = crate::viewer::login(&addr, &login_code);
+    let r = crate::common::http::tcp_request(
+        &addr,
+        "GET",
+        &format!("{base}m/{id}"),
+        &[("Cookie", &cookie)],
+        None,
+    );
+    let page = String::from_utf8_lossy(&r.body);
+    assert_eq!(r.status, 200, "{page}");
+    assert!(
+        page.contains(
+            "<code>src/billing/hooks.rs:40-44</code> <span class=\"verdict v-fresh\">fresh</span>, checked <time"
+        ),
+        "{page}"
+    );
 }
 
 #[test]
@@ -288,4 +307,66 @@ fn citations_outside_the_repository_are_refused_and_odd_paths_work() {
     assert_eq!(code, 2, "{v}");
     assert!(v["error"].as_str().unwrap().contains("not text"), "{v}");
     memd_json(&d, &repo, &["add", "the logo", "--cites", "logo.png"]);
+}
+
+/// An agent through `memd mcp` run in the checkout: `memory_store` with
+/// `cites`, and `memory_search`'s compact hit carrying the verdict.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agents_tools_cite_and_are_told_the_verdict() {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+    if !tool("git", "a real repository") {
+        return;
+    }
+    let d = Daemon::start();
+    let repo = d.dir.path().join("shop");
+    repository(&repo);
+    let mut cmd = crate::common::memd_command(d.dir.path());
+    cmd.current_dir(&repo)
+        .arg("--data-dir")
+        .arg(d.data_dir())
+        .args(["--no-autostart", "mcp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit());
+    let mut child = tokio::process::Command::from(cmd)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let transport = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let s = ().serve(transport).await.unwrap();
+    let call = |name: &'static str, args: Value| {
+        let params =
+            CallToolRequestParams::new(name).with_arguments(args.as_object().unwrap().clone());
+        let peer = s.peer().clone();
+        async move {
+            let r = peer.call_tool(params).await.unwrap();
+            assert_eq!(r.is_error, Some(false), "{name}: {r:?}");
+            r.structured_content.unwrap()
+        }
+    };
+    call(
+        "memory_store",
+        serde_json::json!({"content": "webhook retries stop at the limit in retry_limit",
+            "cites": ["src/billing/webhooks.rs:40-44"]}),
+    )
+    .await;
+    std::fs::write(
+        repo.join("src/billing/webhooks.rs"),
+        webhooks().replace("let limit = 5;", "let limit = 8;"),
+    )
+    .unwrap();
+    let v = call(
+        "memory_search",
+        serde_json::json!({"query": "webhook retries", "mode": "lexical"}),
+    )
+    .await;
+    let hit = &v["hits"][0];
+    assert_eq!(
+        hit["citations"],
+        serde_json::json!([{"place": "src/billing/webhooks.rs:40-44", "verdict": "changed"}]),
+        "{v}"
+    );
+    drop(s);
+    let _ = child.kill().await;
 }

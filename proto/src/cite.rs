@@ -14,6 +14,9 @@ pub const METADATA_KEY: &str = "cites";
 /// Citations one memory may hold.
 pub const MAX_PER_MEMORY: usize = 32;
 
+/// Most verdicts one report (`Request::Verdicts`) may carry.
+pub const MAX_REPORT: usize = 10_000;
+
 /// Longest path a citation may name, in bytes.
 pub const MAX_PATH: usize = 1024;
 

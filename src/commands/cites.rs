@@ -68,6 +68,29 @@ pub fn pin(req: &mut AddRequest, explicit: &[String], recognise: bool) -> Result
     Ok(())
 }
 
+/// The places a memory's metadata cites (`path:N-M`).
+pub fn places(metadata: Option<&str>) -> Vec<String> {
+    metadata
+        .and_then(|m| cite::from_metadata(m).ok())
+        .unwrap_or_default()
+        .iter()
+        .map(Cite::place)
+        .collect()
+}
+
+/// An add's output says what the memory cites: `cites` in the JSON, a
+/// line in the text (a person sees what the text was taken to name).
+pub fn tell_cited(out: &mut Output, places: &[String]) {
+    if places.is_empty() {
+        return;
+    }
+    if let Value::Object(fields) = &mut out.json {
+        fields.insert("cites".into(), json!(places));
+    }
+    out.human
+        .push_str(&format!("\ncites {}", places.join(", ")));
+}
+
 /// `update --cites`: the citations given, pinned now, replace the
 /// memory's (the metadata's `cites` key; its other keys as given).
 ///
@@ -112,10 +135,11 @@ pub async fn check<'a>(
         .filter(|c| c.reason.as_deref() != Some(NO_CHECKOUT))
         .cloned()
         .collect();
-    if !report.is_empty()
-        && let Err(e) = client.report_verdicts(report).await
-    {
-        tracing::debug!(error = %e, "verdicts not reported");
+    for part in report.chunks(cite::MAX_REPORT) {
+        if let Err(e) = client.report_verdicts(part.to_vec()).await {
+            tracing::debug!(error = %e, "verdicts not reported");
+            break;
+        }
     }
     out
 }

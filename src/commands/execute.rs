@@ -376,8 +376,11 @@ async fn add(
         None => {}
     }
     cites::pin(&mut req, &explicit, recognise && a.from.is_none())?;
+    let places = cites::places(req.metadata.as_deref());
     let r = client.add(req).await?;
-    Ok(output::added(&r))
+    let mut out = output::added(&r);
+    cites::tell_cited(&mut out, &places);
+    Ok(out)
 }
 
 /// `add --from ID`: a captured turn kept as a memory of its own — its

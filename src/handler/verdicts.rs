@@ -3,7 +3,7 @@
 //! memory the session may see (the block marks by it, the viewer shows it
 //! with when). Not an edit: no generation, no revision, no drift guard.
 
-use memd_proto::cite::{VerdictReport, VerdictsRecorded};
+use memd_proto::cite::{MAX_REPORT, VerdictReport, VerdictsRecorded};
 use memd_proto::{Filter, Response};
 use time::OffsetDateTime;
 
@@ -12,17 +12,14 @@ use crate::gate;
 use crate::session::Session;
 use crate::session::ident::Author;
 
-/// Most verdicts one report may carry.
-const MAX_VERDICTS: usize = 10_000;
-
 pub(super) async fn handle(
     req: VerdictReport,
     session: &mut Session,
     cx: &Ctx<'_>,
 ) -> Result<Response, HandlerError> {
-    if req.checked.len() > MAX_VERDICTS {
+    if req.checked.len() > MAX_REPORT {
         return Err(HandlerError::InvalidInput(format!(
-            "a report carries at most {MAX_VERDICTS} verdicts"
+            "a report carries at most {MAX_REPORT} verdicts"
         )));
     }
     for c in &req.checked {

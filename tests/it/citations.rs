@@ -212,6 +212,11 @@ fn a_new_sessions_block_marks_stale_code_and_a_frozen_block_stays() {
     );
     let id = v["id"].as_i64().unwrap();
     assert_eq!(
+        v["cites"],
+        serde_json::json!(["src/billing/webhooks.rs:42"]),
+        "{v}"
+    );
+    assert_eq!(
         verdicts(&d, &repo, id),
         one("src/billing/webhooks.rs:42", "fresh", None)
     );

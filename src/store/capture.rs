@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::StoreError;
 use super::memories;
 use crate::gate::NewMemory;
+use crate::store::kinds::captured;
 
 /// The capture state of a host's session, if it has one.
 ///
@@ -200,10 +201,12 @@ pub fn forget(conn: &Connection, host: &str, session: &str) -> Result<u64, Store
     if host.is_empty() {
         // Turns whose state is gone (a database restored without it).
         let known: Vec<String> = conn
-            .prepare_cached(
+            .prepare_cached(concat!(
                 "SELECT DISTINCT substr(turn, 1, instr(turn, ':') - 1) FROM memories \
-                 WHERE source = 'capture' AND turn LIKE '%:' || ?1 || ':%'",
-            )?
+                 WHERE ",
+                captured!(),
+                " AND turn LIKE '%:' || ?1 || ':%'"
+            ))?
             .query_map([session], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
         hosts.extend(known);
@@ -214,9 +217,11 @@ pub fn forget(conn: &Connection, host: &str, session: &str) -> Result<u64, Store
     for host in hosts {
         // `;` follows `:`: every turn of `host:session:`.
         n += conn
-            .prepare_cached(
-                "DELETE FROM memories WHERE source = 'capture' AND turn >= ?1 AND turn < ?2",
-            )?
+            .prepare_cached(concat!(
+                "DELETE FROM memories WHERE ",
+                captured!(),
+                " AND turn >= ?1 AND turn < ?2"
+            ))?
             .execute(params![
                 format!("{host}:{session}:"),
                 format!("{host}:{session};")
@@ -251,10 +256,12 @@ pub fn retire(
 ) -> Result<u64, StoreError> {
     let old = match cutoff {
         Some(cutoff) => conn
-            .prepare_cached(
+            .prepare_cached(concat!(
                 "DELETE FROM memories WHERE id IN (SELECT id FROM memories \
-                 WHERE source = 'capture' AND pinned = 0 AND created_at < ?1 LIMIT ?2)",
-            )?
+                 WHERE ",
+                captured!(),
+                " AND pinned = 0 AND created_at < ?1 LIMIT ?2)"
+            ))?
             .execute(params![cutoff, chunk])?,
         None => 0,
     };
@@ -262,20 +269,24 @@ pub fn retire(
         return Ok(old as u64);
     }
     let over: Vec<(String, i64)> = conn
-        .prepare_cached(
+        .prepare_cached(concat!(
             "SELECT namespace, sum(length(content)) FROM memories \
-             WHERE source = 'capture' AND pinned = 0 GROUP BY namespace HAVING sum(length(content)) > ?1",
-        )?
+             WHERE ",
+            captured!(),
+            " AND pinned = 0 GROUP BY namespace HAVING sum(length(content)) > ?1"
+        ))?
         .query_map([max_bytes as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<_, _>>()?;
     let mut deleted = 0u64;
     for (namespace, bytes) in over {
         let mut excess = bytes - max_bytes as i64;
         let oldest: Vec<(i64, i64)> = conn
-            .prepare_cached(
-                "SELECT id, length(content) FROM memories WHERE source = 'capture' \
-                 AND pinned = 0 AND namespace = ?1 ORDER BY created_at, id LIMIT ?2",
-            )?
+            .prepare_cached(concat!(
+                "SELECT id, length(content) FROM memories WHERE ",
+                captured!(),
+                " \
+                 AND pinned = 0 AND namespace = ?1 ORDER BY created_at, id LIMIT ?2"
+            ))?
             .query_map(params![namespace, chunk], |r| Ok((r.get(0)?, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
         for (id, len) in oldest {
@@ -324,10 +335,11 @@ pub fn summary(conn: &Connection) -> Result<serde_json::Value, StoreError> {
             ))
         })?;
     let (kept, kept_bytes): (i64, i64) = conn
-        .prepare_cached(
+        .prepare_cached(concat!(
             "SELECT count(*), coalesce(sum(length(content)), 0) FROM memories \
-             WHERE source = 'capture'",
-        )?
+             WHERE ",
+            captured!()
+        ))?
         .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(serde_json::json!({
         "sessions": sessions,
@@ -404,7 +416,7 @@ mod tests {
 
     fn count(conn: &Connection) -> i64 {
         conn.query_row(
-            "SELECT count(*) FROM memories WHERE source = 'capture'",
+            concat!("SELECT count(*) FROM memories WHERE ", captured!()),
             [],
             |r| r.get(0),
         )
@@ -482,7 +494,10 @@ mod tests {
         // Over the cap: the oldest go until the rest fits.
         let each: i64 = conn
             .query_row(
-                "SELECT max(length(content)) FROM memories WHERE source = 'capture'",
+                concat!(
+                    "SELECT max(length(content)) FROM memories WHERE ",
+                    captured!()
+                ),
                 [],
                 |r| r.get(0),
             )

@@ -6,15 +6,20 @@ use rusqlite::Connection;
 use super::StoreError;
 use super::citations::{self, CITED};
 use crate::session::snapshot::{Builder, PERSONAL_HEADER, Rendered, Row};
+use crate::store::kinds::not_history;
 
 /// The `WHERE` of eligible rows: `?1` namespace, `?2` agent, `?3` session,
 /// `?4` now. A captured or ingested turn never is, whatever its status.
-const ELIGIBLE: &str = "m.namespace = ?1 \
+const ELIGIBLE: &str = concat!(
+    "m.namespace = ?1 \
     AND (m.scope = 'project' OR (m.scope = 'agent' AND m.scope_owner = ?2) \
          OR (m.scope = 'session' AND m.scope_owner = ?3)) \
     AND m.status = 'promoted' AND m.superseded_by IS NULL \
-    AND m.source NOT IN ('capture', 'ingest') \
-    AND (m.expires_at IS NULL OR m.expires_at > ?4)";
+    AND ",
+    not_history!("m"),
+    " \
+    AND (m.expires_at IS NULL OR m.expires_at > ?4)"
+);
 
 /// Who the block is for.
 #[derive(Debug, Clone)]

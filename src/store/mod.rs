@@ -12,6 +12,8 @@
 //! - [`access`]: batched access tracking (use counts), never an edit.
 //! - [`lifecycle`]: decay, tiers, expiry and scope-limit sweeps.
 //! - [`inject`]: the read behind a session's memory block.
+//! - [`kinds`]: what kind a row is (captured, history, local, synced),
+//!   each predicate spelled once.
 //! - [`citations`]: the memories that cite code and the last verdicts on them.
 //! - [`ops`]: the named operations handlers and jobs call — the only way
 //!   in from outside the store (no connection, transaction or closure over
@@ -33,6 +35,7 @@ pub mod facade;
 pub mod health;
 pub mod import;
 pub mod inject;
+pub(crate) mod kinds;
 pub mod lifecycle;
 pub mod memories;
 pub mod meta;

@@ -9,6 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params_from_iter};
 use super::StoreError;
 use crate::embed::rules::{ModelLock, Neighbor};
 use crate::embed::vectors::{Index, Place, from_blob, to_blob};
+use crate::store::kinds::synced_row;
 
 /// A row to embed.
 #[derive(Debug, Clone, PartialEq)]
@@ -206,9 +207,10 @@ pub fn record_similar(
     // Automatic supersession never writes a shared row (every machine
     // would apply it again): the note stays, the link is not made.
     let shared: i64 = conn
-        .prepare_cached(
-            "SELECT count(*) FROM memories WHERE id IN (?1, ?2) AND team_rev IS NOT NULL",
-        )?
+        .prepare_cached(concat!(
+            "SELECT count(*) FROM memories WHERE id IN (?1, ?2) AND ",
+            synced_row!()
+        ))?
         .query_row((newer, older), |r| r.get(0))?;
     if supersede && shared == 0 {
         super::memories::supersede(conn, older, newer)?;

@@ -474,6 +474,53 @@ fn only_clients_read_cited_files() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// What kind a row is — a captured turn, history, a row this machine owns,
+/// a synced one — is spelled once, in `store/kinds.rs`; every statement
+/// uses its macro. A second spelling in a string anywhere in `src/` fails.
+#[test]
+fn row_kinds_are_spelled_once() {
+    let spellings = [
+        "source = 'capture'",
+        "source <> 'capture'",
+        "source != 'capture'",
+        "source NOT IN ('capture', 'ingest')",
+        "source IN ('capture', 'ingest')",
+        "team_rev IS NULL",
+        "team_rev IS NOT NULL",
+    ];
+    let home = root().join("src/store/kinds.rs");
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let mut problems = Vec::new();
+    for f in files.iter().filter(|f| **f != home) {
+        let (_, strings) = split(&std::fs::read_to_string(f).unwrap());
+        for s in &strings {
+            let flat = s
+                .replace("\\\n", " ")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            for p in spellings.iter().filter(|p| flat.contains(*p)) {
+                problems.push(format!(
+                    "{}: spells `{p}`; use its macro in `store::kinds`",
+                    f.strip_prefix(root()).unwrap().display()
+                ));
+            }
+        }
+    }
+    let own = split(&std::fs::read_to_string(&home).unwrap()).1.join(" ");
+    for p in spellings
+        .iter()
+        .filter(|p| !p.starts_with("source IN") && !p.starts_with("source !="))
+    {
+        assert!(
+            own.contains(*p),
+            "store/kinds.rs no longer spells `{p}`: update this test"
+        );
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
 /// A frozen block changes in one place: the view's own methods
 /// (`src/session/`). A purge asks `View::drop_block_holding`; no code
 /// elsewhere clears a view's block by hand.
@@ -728,7 +775,7 @@ fn the_memory_row_is_spelled_once() {
             }
             let whole = !block.contains("..");
             let allowed =
-                rel == Path::new("src/gate/types.rs") || rel == Path::new("src/store/memories.rs");
+                rel == Path::new("src/gate/types.rs") || rel.starts_with("src/store/memories");
             if whole && !allowed && block.lines().count() > 10 {
                 problems.push(format!(
                     "{}: a `Memory` built field by field: start from `gate::blank_row()`",
@@ -908,13 +955,18 @@ fn the_checks_see_what_they_look_for() {
 /// the other way: no import circle between them.
 #[test]
 fn the_row_sql_does_not_know_the_team() {
-    let text = std::fs::read_to_string(root().join("src/store/memories.rs")).unwrap();
-    let (code, _) = split(&text);
-    for name in ["team::", "super::team", "TeamRow"] {
-        assert!(
-            !code.contains(name),
-            "src/store/memories.rs names `{name}`: pass it plain values instead"
-        );
+    let mut files = Vec::new();
+    rust_files(&root().join("src/store/memories"), &mut files);
+    assert!(files.len() > 1, "src/store/memories/ holds the row SQL");
+    for f in &files {
+        let (code, _) = split(&std::fs::read_to_string(f).unwrap());
+        for name in ["team::", "super::team", "TeamRow"] {
+            assert!(
+                !code.contains(name),
+                "{} names `{name}`: pass it plain values instead",
+                f.strip_prefix(root()).unwrap().display()
+            );
+        }
     }
 }
 

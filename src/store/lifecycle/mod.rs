@@ -23,6 +23,7 @@ use super::capture::Retention;
 use super::search::rank::age_days;
 use super::{Store, StoreError, memories};
 use crate::session::ident::Author;
+use crate::store::kinds::{local_row, not_captured, not_history};
 use memd_proto::SweepCounts as Counts;
 use rules::{Facts, LifecycleConfig, Move};
 
@@ -333,8 +334,8 @@ impl Run<'_> {
                 .readers
                 .read(super::readers::ReadKind::Internal, move |c| {
                     Ok(c.query_row(
-                        "SELECT count(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
-                         AND team_rev IS NULL",
+                        concat!("SELECT count(*) FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
+                         AND ", local_row!()),
                         [&n],
                         |r| r.get::<_, i64>(0),
                     )? as u64)
@@ -348,10 +349,12 @@ impl Run<'_> {
             let deleted: u64 = store
                 .writer
                 .call(Author::Daemon, move |ctx| {
-                    let mut stmt = ctx.conn.prepare_cached(
+                    let mut stmt = ctx.conn.prepare_cached(concat!(
                         "SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= ?1 \
-                         AND team_rev IS NULL ORDER BY id LIMIT ?2",
-                    )?;
+                         AND ",
+                        local_row!(),
+                        " ORDER BY id LIMIT ?2"
+                    ))?;
                     let ids = stmt
                         .query_map((&n, chunk), |r| r.get::<_, i64>(0))?
                         .collect::<Result<Vec<_>, _>>()?;
@@ -381,12 +384,16 @@ impl Run<'_> {
                 .store
                 .writer
                 .call(Author::Daemon, move |ctx| {
-                    let mut stmt = ctx.conn.prepare_cached(
+                    let mut stmt = ctx.conn.prepare_cached(concat!(
                         "SELECT id, category, tier, status, pinned, access_score, updated_at, \
                          confidence, use_count FROM memories \
                          WHERE id > ?1 AND status <> 'archived' AND superseded_by IS NULL \
-                         AND team_rev IS NULL AND source NOT IN ('capture', 'ingest') ORDER BY id LIMIT ?2",
-                    )?;
+                         AND ",
+                        local_row!(),
+                        " AND ",
+                        not_history!(),
+                        " ORDER BY id LIMIT ?2"
+                    ))?;
                     let rows = stmt
                         .query_map((at, chunk), |r| {
                             let updated: String = r.get(6)?;
@@ -552,11 +559,15 @@ impl Run<'_> {
             .store
             .readers
             .read(super::readers::ReadKind::Internal, move |c| {
-                let mut stmt = c.prepare(
+                let mut stmt = c.prepare(concat!(
                     "SELECT namespace, scope, scope_owner, count(*) FROM memories \
-                     WHERE status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL \
-                     AND source NOT IN ('capture', 'ingest') GROUP BY namespace, scope, scope_owner",
-                )?;
+                     WHERE status <> 'archived' AND superseded_by IS NULL AND ",
+                    local_row!(),
+                    " \
+                     AND ",
+                    not_history!(),
+                    " GROUP BY namespace, scope, scope_owner"
+                ))?;
                 let groups = stmt
                     .query_map([], |r| {
                         Ok((
@@ -573,12 +584,15 @@ impl Run<'_> {
                     if (n as usize) <= limit {
                         continue;
                     }
-                    let mut rows = c.prepare_cached(
+                    let mut rows = c.prepare_cached(concat!(
                         "SELECT id, access_score, importance, confirmed_count, tier, pinned \
                          FROM memories WHERE namespace = ?1 AND scope = ?2 AND scope_owner IS ?3 \
-                         AND status <> 'archived' AND superseded_by IS NULL AND team_rev IS NULL \
-                         AND source NOT IN ('capture', 'ingest')",
-                    )?;
+                         AND status <> 'archived' AND superseded_by IS NULL AND ",
+                        local_row!(),
+                        " \
+                         AND ",
+                        not_history!()
+                    ))?;
                     let scored = rows
                         .query_map((&ns, &scope, &owner), |r| {
                             Ok((
@@ -605,8 +619,11 @@ impl Run<'_> {
             &over,
             self.chunk,
             self.dry_run,
-            "UPDATE memories SET status = 'archived' WHERE id = ?1 AND pinned = 0 \
-             AND team_rev IS NULL",
+            concat!(
+                "UPDATE memories SET status = 'archived' WHERE id = ?1 AND pinned = 0 \
+             AND ",
+                local_row!()
+            ),
             Vec::new(),
         )
         .await?;
@@ -684,9 +701,15 @@ pub async fn backfill_sketches(store: &Store, chunk: i64) -> Result<usize, Store
     // from the content it reads then: never a scan on the writer.
     let mut ids = select_ids(
         store,
-        "SELECT id FROM memories WHERE dedupe_key IS NULL AND source <> 'capture' UNION \
-         SELECT m.id FROM memories m WHERE m.source <> 'capture' AND NOT EXISTS \
-         (SELECT 1 FROM memory_sketch s WHERE s.memory_id = m.id)",
+        concat!(
+            "SELECT id FROM memories WHERE dedupe_key IS NULL AND ",
+            not_captured!(),
+            " UNION \
+         SELECT m.id FROM memories m WHERE ",
+            not_captured!("m"),
+            " AND NOT EXISTS \
+         (SELECT 1 FROM memory_sketch s WHERE s.memory_id = m.id)"
+        ),
         Vec::new(),
     )
     .await?;

@@ -15,6 +15,7 @@ use crate::drift::policy::{self, Decision, Facts, RowFacts, WriteKind};
 use crate::drift::refusal::{self, Refusal, RowChange, RowRefusal, ViewRefusal};
 use crate::session::ident::{Author, Who};
 use crate::session::readset::{ReadSet, RowView};
+use crate::store::kinds::captured;
 use crate::store::team::{self, engine::apply::Before};
 use crate::store::{Generations, StoreError, memories, read_generation};
 use crate::sync;
@@ -24,7 +25,8 @@ use crate::sync;
 /// keep each row's state before the job's first change of it (a row the
 /// job inserted: `created`). Temporary objects live in the connection, not
 /// in the database file; a job's rollback takes its records with it.
-const CAPTURE: &str = "
+const CAPTURE: &str = concat!(
+    "
 CREATE TEMP TABLE IF NOT EXISTS job_capture (armed INTEGER);
 CREATE TEMP TABLE IF NOT EXISTS job_rows (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -39,7 +41,9 @@ BEGIN
     INSERT OR IGNORE INTO temp.job_rows (id, created, uid, namespace, team_rev, rev,
         observation_count, confirmed_count, local)
     VALUES (OLD.id, 0, OLD.uid, OLD.namespace, OLD.team_rev, OLD.rev, OLD.observation_count,
-        OLD.confirmed_count, OLD.scope = 'session' OR OLD.source = 'capture');
+        OLD.confirmed_count, OLD.scope = 'session' OR ",
+    captured!("OLD"),
+    ");
 END;
 CREATE TEMP TRIGGER IF NOT EXISTS job_rows_bd BEFORE DELETE ON main.memories
 WHEN EXISTS (SELECT 1 FROM temp.job_capture)
@@ -47,14 +51,17 @@ BEGIN
     INSERT OR IGNORE INTO temp.job_rows (id, created, uid, namespace, team_rev, rev,
         observation_count, confirmed_count, local)
     VALUES (OLD.id, 0, OLD.uid, OLD.namespace, OLD.team_rev, OLD.rev, OLD.observation_count,
-        OLD.confirmed_count, OLD.scope = 'session' OR OLD.source = 'capture');
+        OLD.confirmed_count, OLD.scope = 'session' OR ",
+    captured!("OLD"),
+    ");
 END;
 CREATE TEMP TRIGGER IF NOT EXISTS job_rows_ai AFTER INSERT ON main.memories
 WHEN EXISTS (SELECT 1 FROM temp.job_capture)
 BEGIN
     INSERT OR IGNORE INTO temp.job_rows (id, created) VALUES (NEW.id, 1);
 END;
-";
+"
+);
 
 /// Rows named in the message of a refusal on the whole view.
 pub(super) const CHANGES_NAMED: usize = 3;

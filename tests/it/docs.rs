@@ -563,7 +563,7 @@ fn error_codes() -> BTreeSet<String> {
     let read = |p: &str| std::fs::read_to_string(root().join(p)).unwrap();
     let mut codes = BTreeSet::new();
     let wire = regex::Regex::new(r#"ErrorCode::\w+ => "([a-z_]+)""#).unwrap();
-    for c in wire.captures_iter(&read("proto/src/messages.rs")) {
+    for c in wire.captures_iter(&read("proto/src/messages/errors.rs")) {
         codes.insert(c[1].to_string());
     }
     let client = read("client/src/error.rs");

@@ -377,7 +377,7 @@ fn connection_leaks(code: &str) -> Vec<(&'static str, String)> {
 
 /// The request kinds, as `Request::kind` names them.
 fn request_kinds() -> Vec<String> {
-    let messages = std::fs::read_to_string(root().join("proto/src/messages.rs")).unwrap();
+    let messages = std::fs::read_to_string(root().join("proto/src/messages/mod.rs")).unwrap();
     let start = messages
         .find("pub fn kind(&self)")
         .expect("Request::kind in proto");
@@ -691,7 +691,7 @@ fn handlers_that_never_call_the_store_do_not_name_its_error() {
 
 /// The field names of `memd_proto::Memory`.
 fn memory_fields() -> BTreeSet<String> {
-    let messages = std::fs::read_to_string(root().join("proto/src/messages.rs")).unwrap();
+    let messages = std::fs::read_to_string(root().join("proto/src/messages/memory.rs")).unwrap();
     let (code, _) = split(&messages);
     let start = code
         .find("pub struct Memory {")

@@ -14,6 +14,7 @@ use memd_proto::AddResult;
 use super::Written;
 use crate::gate::similar::{self, Placement, Profile};
 use crate::gate::{NewMemory, View};
+use crate::store::writer::Sharing;
 use crate::store::{Guard, Store, StoreError, memories};
 use crate::sync;
 
@@ -49,8 +50,7 @@ impl Store {
     /// for the memory it supersedes, SQLite errors.
     pub async fn add(&self, guard: Guard, op: AddOp) -> Result<Written<AddResult>, StoreError> {
         let profiles = self.profiles.clone();
-        self.guarded(guard, move |ctx, drift| {
-            ctx.set_proposable();
+        self.guarded(guard, Sharing::Proposable, move |ctx, drift| {
             let AddOp {
                 new,
                 supersedes,

@@ -6,6 +6,7 @@ use memd_proto::Memory;
 
 use super::Written;
 use crate::gate::{self, Changes, View, task};
+use crate::store::writer::Sharing;
 use crate::store::{Guard, Store, StoreError, memories};
 
 impl Store {
@@ -24,8 +25,7 @@ impl Store {
         changes: Changes,
         view: View,
     ) -> Result<Written<Memory>, StoreError> {
-        self.guarded(guard, move |ctx, _| {
-            ctx.set_proposable();
+        self.guarded(guard, Sharing::Proposable, move |ctx, _| {
             let current =
                 memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
             ctx.check_row(id, expect_rev)?;
@@ -53,7 +53,7 @@ impl Store {
         expect_rev: Option<i64>,
         view: View,
     ) -> Result<Written<Memory>, StoreError> {
-        self.guarded(guard, move |ctx, _| {
+        self.guarded(guard, Sharing::Plain, move |ctx, _| {
             let current =
                 memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
             if current.category != task::CATEGORY {
@@ -94,7 +94,7 @@ impl Store {
         id: i64,
         view: View,
     ) -> Result<Written<Memory>, StoreError> {
-        self.guarded(guard, move |ctx, _| {
+        self.guarded(guard, Sharing::Plain, move |ctx, _| {
             memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
             memories::confirm(ctx.conn, id, &crate::clock::now())?;
             memories::fetch(ctx.conn, id)?.ok_or(StoreError::NotFound(id))

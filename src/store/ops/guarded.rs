@@ -7,6 +7,7 @@
 use super::Written;
 use crate::session::ident::Author;
 use crate::store::team::{self, wing::Wing};
+use crate::store::writer::Sharing;
 use crate::store::writer::WriteCtx;
 use crate::store::{Guard, Store, StoreError};
 use memd_proto::DriftNotice;
@@ -15,7 +16,8 @@ use std::collections::{HashMap, HashSet};
 impl Store {
     /// Runs a session's write under the drift guard: the rules on the
     /// whole view first (a refusal writes nothing), then `f`, which checks
-    /// each row it changes ([`WriteCtx::check_row`]).
+    /// each row it changes ([`WriteCtx::check_row`]). `sharing` says what
+    /// the operation's shared changes may become (team memory).
     ///
     /// A write that changes shared rows (team memory) goes through the team's
     /// PostgreSQL first: the job runs here inside its savepoint, what it
@@ -28,6 +30,7 @@ impl Store {
     pub(in crate::store) async fn guarded<T, F>(
         &self,
         guard: Guard,
+        sharing: Sharing,
         f: F,
     ) -> Result<Written<T>, StoreError>
     where
@@ -62,7 +65,7 @@ impl Store {
             let step = self
                 .writer
                 .call(author.clone(), move |ctx| {
-                    ctx.capture()?;
+                    ctx.begin_team(sharing)?;
                     let notice = ctx.guard(job_guard)?;
                     let value = job_f(ctx, notice)?;
                     match team_plan(ctx, &job_team)? {
@@ -748,7 +751,7 @@ mod tests {
             reads: Arc::new(Mutex::new(ReadSet::new(0, 64))),
         };
         let err = store
-            .guarded(guard, |ctx, _| {
+            .guarded(guard, Sharing::Plain, |ctx, _| {
                 ctx.conn
                     .execute("UPDATE memories SET content = 'changed by hand'", [])?;
                 Ok(())

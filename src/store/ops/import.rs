@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::Written;
 use crate::store::import::{self, Entry};
+use crate::store::writer::Sharing;
 use crate::store::{Guard, Store, StoreError};
 
 /// The counts of one chunk: inserted, skipped, replaced, linked, dangling.
@@ -23,11 +24,13 @@ impl Store {
         links: Arc<HashMap<i64, String>>,
         replace: bool,
     ) -> Result<Written<ImportCounts>, StoreError> {
-        self.guarded(guard, move |ctx, _| {
+        let sharing = if replace {
+            Sharing::Resurrecting
+        } else {
+            Sharing::Plain
+        };
+        self.guarded(guard, sharing, move |ctx, _| {
             ctx.hold_index()?;
-            if replace {
-                ctx.set_resurrect();
-            }
             import::chunk(ctx, batch.clone(), &links, replace)
         })
         .await

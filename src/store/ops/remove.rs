@@ -5,6 +5,7 @@
 use super::Written;
 use crate::gate::View;
 use crate::session::ident::Author;
+use crate::store::writer::Sharing;
 use crate::store::{Guard, Store, StoreError, chains, memories};
 
 impl Store {
@@ -19,8 +20,7 @@ impl Store {
         expect_rev: Option<i64>,
         view: View,
     ) -> Result<Written<()>, StoreError> {
-        self.guarded(guard, move |ctx, _| {
-            ctx.set_proposable();
+        self.guarded(guard, Sharing::Proposable, move |ctx, _| {
             let current =
                 memories::get_visible(ctx.conn, id, &view)?.ok_or(StoreError::NotFound(id))?;
             ctx.check_row(current.id, expect_rev)?;
@@ -45,8 +45,7 @@ impl Store {
         thread: Option<String>,
         dry_run: bool,
     ) -> Result<Written<Vec<i64>>, StoreError> {
-        self.guarded(guard, move |ctx, _| {
-            ctx.set_proposable();
+        self.guarded(guard, Sharing::Proposable, move |ctx, _| {
             let ids = memories::ids_where(ctx.conn, &view, thread.as_deref())?;
             if !dry_run {
                 for id in &ids {
@@ -77,7 +76,7 @@ impl Store {
                 "a memory cannot supersede itself".into(),
             ));
         }
-        self.guarded(guard, move |ctx, _| {
+        self.guarded(guard, Sharing::Plain, move |ctx, _| {
             let o =
                 memories::get_visible(ctx.conn, old, &view)?.ok_or(StoreError::NotFound(old))?;
             let n =
@@ -162,7 +161,7 @@ impl Store {
             ..guard
         };
         let written = self
-            .guarded(guard, move |ctx, _| {
+            .guarded(guard, Sharing::Plain, move |ctx, _| {
                 let now = crate::clock::now();
                 let ids = memories::expired_ids(ctx.conn, &now, namespace.as_deref(), true)?;
                 if !dry_run {

@@ -96,21 +96,38 @@ pub struct WriteCtx<'a> {
     wrote: Vec<i64>,
     /// The generation when the job started.
     start: u64,
-    /// The rows the job changes are recorded by the database itself
-    /// (team memory: what a write-through compares and sets; see
-    /// [`WriteCtx::capture`]).
-    capture: bool,
-    /// The job asks for its savepoint to be rolled back even though it
-    /// succeeded (a write that goes through PostgreSQL first).
-    discard: bool,
-    /// Rows the job creates bring back a tombstoned uid (team memory:
-    /// `import --replace`).
-    resurrect: bool,
-    /// Where review is required, the job's shared changes may become
-    /// proposals (an add, update or forget).
-    proposable: bool,
+    /// What the job does for team memory: set only by the guarded write
+    /// when the team is on ([`WriteCtx::begin_team`]); `None` otherwise.
+    team: Option<TeamJob>,
     /// Whether the search index's inserts of new rows wait, and for what.
     index: IndexHold,
+}
+
+/// What a session's write may make of shared rows (team memory), as the
+/// operation declares it to the guarded write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// Its shared changes are written through, or refused.
+    Plain,
+    /// Where review is required, they may become proposals (an add, an
+    /// update, a forget).
+    Proposable,
+    /// The rows it creates may bring back a uid deleted in the team's
+    /// PostgreSQL (`import --replace`).
+    Resurrecting,
+}
+
+/// A job's team memory state (see [`WriteCtx::begin_team`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TeamJob {
+    /// What the operation declared.
+    sharing: Sharing,
+    /// The rows the job changes are recorded by the database itself (what
+    /// a write-through compares and sets); off once they are read.
+    capturing: bool,
+    /// The job's savepoint is rolled back though it succeeded (a write
+    /// that goes through PostgreSQL first).
+    discard: bool,
 }
 
 /// Who holds the search index's inserts of a job's new rows (one index
@@ -143,10 +160,7 @@ impl<'a> WriteCtx<'a> {
             log,
             guard: None,
             wrote: Vec::new(),
-            capture: false,
-            discard: false,
-            resurrect: false,
-            proposable: false,
+            team: None,
             index: IndexHold::Off,
             start,
         }
@@ -353,19 +367,25 @@ impl WriteCtx<'_> {
         self.wrote.push(id);
     }
 
-    /// From now on, every row of `memories` the job inserts, updates or
-    /// deletes is recorded by the database — as it was before the job's
-    /// first change of it — whatever store function changed it (temporary
-    /// triggers of the write connection, [`CAPTURE`]): no change of a
-    /// shared row can miss its write-through.
+    /// The job is a write team memory may have to go through (the guarded
+    /// write, the team on), its shared changes as `sharing` says: from now
+    /// on, every row of `memories` it inserts, updates or deletes is
+    /// recorded by the database — as it was before the job's first change
+    /// of it — whatever store function changed it (temporary triggers of
+    /// the write connection, [`CAPTURE`]): no change of a shared row can
+    /// miss its write-through.
     ///
     /// # Errors
     /// SQLite errors.
-    pub(in crate::store) fn capture(&mut self) -> Result<(), StoreError> {
+    pub(in crate::store) fn begin_team(&mut self, sharing: Sharing) -> Result<(), StoreError> {
         self.conn.execute_batch(CAPTURE)?;
         self.conn
             .execute_batch("DELETE FROM temp.job_rows; INSERT INTO temp.job_capture VALUES (1);")?;
-        self.capture = true;
+        self.team = Some(TeamJob {
+            sharing,
+            capturing: true,
+            discard: false,
+        });
         Ok(())
     }
 
@@ -377,8 +397,9 @@ impl WriteCtx<'_> {
     pub(in crate::store) fn changes(
         &mut self,
     ) -> Result<Vec<team::engine::write::Change>, StoreError> {
-        if !self.capture {
-            return Ok(Vec::new());
+        match &mut self.team {
+            Some(t) if t.capturing => t.capturing = false,
+            _ => return Ok(Vec::new()),
         }
         let rows: Vec<(i64, Option<Before>)> = self
             .conn
@@ -407,7 +428,6 @@ impl WriteCtx<'_> {
             .collect::<Result<_, _>>()?;
         self.conn
             .execute_batch("DELETE FROM temp.job_capture; DELETE FROM temp.job_rows;")?;
-        self.capture = false;
         let mut out = Vec::with_capacity(rows.len());
         for (id, before) in rows {
             out.push(team::engine::write::Change {
@@ -419,26 +439,17 @@ impl WriteCtx<'_> {
         Ok(out)
     }
 
-    /// The rows this job creates bring back a uid deleted in the team's
-    /// PostgreSQL (`import --replace`).
-    pub(in crate::store) fn set_resurrect(&mut self) {
-        self.resurrect = true;
-    }
-
-    /// Whether they do.
+    /// Whether the rows this job creates bring back a uid deleted in the
+    /// team's PostgreSQL.
     pub(in crate::store) fn resurrects(&self) -> bool {
-        self.resurrect
+        self.team
+            .is_some_and(|t| t.sharing == Sharing::Resurrecting)
     }
 
-    /// Where review is required (team memory), this job's shared changes
-    /// become proposals instead of being refused.
-    pub(in crate::store) fn set_proposable(&mut self) {
-        self.proposable = true;
-    }
-
-    /// Whether the job's shared changes may become proposals.
+    /// Whether, where review is required, the job's shared changes become
+    /// proposals instead of being refused.
     pub(in crate::store) fn proposable(&self) -> bool {
-        self.proposable
+        self.team.is_some_and(|t| t.sharing == Sharing::Proposable)
     }
 
     /// Under `strict`: the session's namespace and seen generation (team
@@ -450,14 +461,17 @@ impl WriteCtx<'_> {
             .map(|g| (g.who.namespace.clone(), g.seen))
     }
 
-    /// Rolls the job back when it ends, though it succeeded.
+    /// Rolls the job back when it ends, though it succeeded (its change
+    /// goes through the team's PostgreSQL first). Only a team job does.
     pub(in crate::store) fn discard(&mut self) {
-        self.discard = true;
+        if let Some(t) = &mut self.team {
+            t.discard = true;
+        }
     }
 
     /// Whether the job asked to be rolled back.
     pub(super) fn discarded(&self) -> bool {
-        self.discard
+        self.team.is_some_and(|t| t.discard)
     }
 
     /// Ends the job's row bookkeeping: records this session as the author

@@ -31,7 +31,7 @@ mod ctx;
 mod external;
 mod swap;
 
-pub use ctx::{Guard, WriteCtx};
+pub use ctx::{Guard, Sharing, WriteCtx};
 
 use batch::{CallJob, Job};
 use checkpoint::{CHECKPOINT_BUSY_FRAMES, CHECKPOINT_IDLE_FRAMES, watch_wal};

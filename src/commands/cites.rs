@@ -7,11 +7,10 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use memd_client::Client;
 use memd_client::proto::cite::{self, Checked, Cite, Verdict};
 use memd_client::proto::{AddRequest, Memory};
 use serde_json::{Map, Value, json};
-
-use memd_client::Client;
 
 use super::CommandError;
 use super::output::Output;

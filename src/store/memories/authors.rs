@@ -1,8 +1,9 @@
 //! Who changed a row, and the rows changed since a generation.
 
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
+
 use super::write::change_mark;
 use crate::store::StoreError;
-use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
 /// The author memd recorded for a row's last change, if the record still
 /// names that change.

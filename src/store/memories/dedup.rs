@@ -1,13 +1,14 @@
 //! Duplicates: the dedup key, the sketch of an add's near-duplicate
 //! candidates, a thread position already held, a merge into a duplicate.
 
+use memd_proto::Memory;
+use rusqlite::{Connection, OptionalExtension};
+
 use super::sources::write_source;
 use super::tags::{add_tags, tag_edit};
 use crate::gate::NewMemory;
 use crate::store::StoreError;
 use crate::store::kinds::not_captured;
-use memd_proto::Memory;
-use rusqlite::{Connection, OptionalExtension};
 
 /// Stores the near-duplicate sketch of a row's content (see schema v4).
 ///

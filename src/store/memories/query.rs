@@ -1,13 +1,14 @@
 //! Reads through a session's [`View`]: its conditions, one row, a page,
 //! ids, counts.
 
+use memd_proto::Memory;
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
+
 use super::row::{COLUMNS, row_to_memory};
 use crate::gate::{MetaMatch, Namespaces, View};
 use crate::store::StoreError;
 use crate::store::kinds::synced_row;
-use memd_proto::Memory;
-use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
 impl View {
     /// Appends the view's conditions (each starting with ` AND `) to `sql`,

@@ -2,10 +2,11 @@
 //! (`COLUMNS`) and their mapping, the columns a writer chooses (`WRITTEN`),
 //! reads by id.
 
-use crate::store::StoreError;
 use memd_proto::Memory;
 use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row, params_from_iter};
+
+use crate::store::StoreError;
 
 /// The columns of [`Memory`], in [`row_to_memory`] order, for a `memories m`
 /// alias. Tags come as a JSON array from a correlated subquery.

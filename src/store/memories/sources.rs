@@ -1,7 +1,8 @@
 //! Where a row came from: its provenance rows (`memory_sources`).
 
-use crate::store::StoreError;
 use rusqlite::Connection;
+
+use crate::store::StoreError;
 
 /// Makes `sources` (origin first) row `id`'s sources, replacing what it
 /// held (an imported row).

@@ -1,10 +1,11 @@
 //! Rows and team memory: the synced rows, what was not pushed yet, what
 //! was edited or deleted here since.
 
+use rusqlite::Connection;
+
 use super::write::delete;
 use crate::store::StoreError;
 use crate::store::kinds::{local_row, not_captured, synced_row};
-use rusqlite::Connection;
 
 /// Rows that were written through or pulled (team memory): id, uid,
 /// namespace.

@@ -1,7 +1,8 @@
 //! A row's tags, and the tag edits of an update.
 
-use crate::store::StoreError;
 use rusqlite::Connection;
+
+use crate::store::StoreError;
 
 /// Runs `f`, which changes the tags of row `id`, as one change of the row
 /// (schema v10's `memory_tag_edit`): the row's rev moves once if any tag

@@ -1,15 +1,16 @@
 //! Writes of rows: insert (and the search index held for a bulk job),
 //! update, supersede, delete, confirm, a namespace's move.
 
+use memd_proto::Memory;
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
+
 use super::dedup::{set_sketch, store_sketch};
 use super::row::{CHOSEN, WRITTEN, written};
 use super::sources::write_source;
 use super::tags::{set_tags, tag_edit, tags_of_new_row};
 use crate::gate::{Changes, NewMemory};
 use crate::store::StoreError;
-use memd_proto::Memory;
-use rusqlite::types::Value;
-use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
 /// The insert of a new row: the [`CHOSEN`] columns of [`WRITTEN`], where
 /// a threaded memory without a position goes after the thread's last.

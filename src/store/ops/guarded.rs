@@ -4,14 +4,16 @@
 //! applied here once it committed (`Store::guarded`), and rows the team
 //! sent applied anew (`Store::apply_team_rows_anew`).
 
+use std::collections::{HashMap, HashSet};
+
+use memd_proto::DriftNotice;
+
 use super::Written;
 use crate::session::ident::Author;
 use crate::store::team::{self, wing::Wing};
 use crate::store::writer::Sharing;
 use crate::store::writer::WriteCtx;
 use crate::store::{Guard, Store, StoreError};
-use memd_proto::DriftNotice;
-use std::collections::{HashMap, HashSet};
 
 impl Store {
     /// Runs a session's write under the drift guard: the rules on the

@@ -446,7 +446,7 @@ mod tests {
             content: content.into(),
             category: "fact".into(),
             namespace: "shop".into(),
-            ..crate::gate::blank_row()
+            ..Memory::default()
         }
     }
 

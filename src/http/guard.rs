@@ -53,12 +53,6 @@ pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; 
 /// The header that marks a person's request through the viewer.
 const CLIENT: HeaderName = HeaderName::from_static("memd-client");
 
-/// Where a browser session's pages live (`/s/<key>/`, `/` on the socket):
-/// the base the pages' links are relative to. The guard puts it in a
-/// request's extensions.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Base(pub String);
-
 /// The cookie of a browser session on `port`.
 pub fn cookie_name(port: u16) -> String {
     format!("memd-ui-{port}")
@@ -240,7 +234,7 @@ pub async fn handle(app: App, router: Router, mut req: Request) -> Response {
             );
         };
         *req.uri_mut() = Uri::from(pq);
-        req.extensions_mut().insert(Base(base));
+        req.extensions_mut().insert(super::ui::page::Base(base));
         req.headers_mut()
             .insert(CLIENT, HeaderValue::from_static("viewer"));
         app.authenticated.store(true, Ordering::Relaxed);

@@ -10,7 +10,11 @@ use axum::http::StatusCode;
 use axum::http::request::Parts;
 use memd_proto::Memory;
 
-use crate::http::guard::Base;
+/// Where a browser session's pages live (`/s/<key>/`, `/` on the socket):
+/// the base the pages' links are relative to. The guard puts it in a
+/// request's extensions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Base(pub String);
 
 /// Where a page is: the base its links are relative to (`/s/<key>/` for a
 /// browser session, `/` on the socket) and its own address under it (so

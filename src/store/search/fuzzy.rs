@@ -25,16 +25,6 @@ const TERMS_PER_WORD: usize = 6;
 /// Shortest word matched fuzzily.
 const MIN_WORD: usize = 3;
 
-/// The vocabulary view on a connection (a TEMP virtual table: nothing is
-/// stored, and read-only connections may create it).
-pub(super) fn ensure_vocab(conn: &Connection) -> Result<(), StoreError> {
-    conn.execute_batch(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memd_vocab \
-         USING fts5vocab(main, 'memories_fts', 'row')",
-    )?;
-    Ok(())
-}
-
 /// Optimal-string-alignment distance (Damerau–Levenshtein with adjacent
 /// transpositions), giving up (returning `limit + 1`) as soon as the
 /// distance must exceed `limit`. Three rolling rows, no allocation for words
@@ -200,7 +190,7 @@ pub fn expand(
     let mut live = match vocab {
         Some(_) => None,
         None => {
-            ensure_vocab(conn)?;
+            super::vocab::ensure_vocab(conn)?;
             Some(conn.prepare_cached(
                 "SELECT term FROM temp.memd_vocab WHERE term >= ?1 AND term < ?2",
             )?)

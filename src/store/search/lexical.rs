@@ -89,6 +89,15 @@ pub struct Weights {
 }
 
 impl Weights {
+    /// The column weights `rank` sets (`[search] context_weight`,
+    /// `date_weight`).
+    pub fn of(rank: &super::rank::RankConfig) -> Weights {
+        Weights {
+            context: rank.context_weight,
+            date: rank.date_weight,
+        }
+    }
+
     /// The weight of each column (content, subject, context, date,
     /// namespace) as SQL arguments. Formatted with all their digits: a
     /// statement is cached per text, and the weights change only with the

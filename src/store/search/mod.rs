@@ -231,7 +231,7 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
             return Ok(Vec::new());
         };
         let words = words::query_words(q.text);
-        let weights = q.rank.weights();
+        let weights = lexical::Weights::of(q.rank);
         let fetch = fetch(q.limit.saturating_add(q.offset));
         let plain = q.syntax == QuerySyntax::Plain;
         // FTS5 ranks by memd's lexical score itself: BM25 × coverage (plain
@@ -305,7 +305,7 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
                 q.view,
                 fetch(q.limit.saturating_add(q.offset)),
                 q.vocab,
-                &q.rank.weights(),
+                &lexical::Weights::of(q.rank),
             )?,
             MatchKind::Fuzzy,
         ))

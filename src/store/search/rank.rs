@@ -143,14 +143,6 @@ impl RankConfig {
             nothing_below: per_model(&self.nothing_below, model),
         }
     }
-
-    /// The lexical index's column weights.
-    pub fn weights(&self) -> super::lexical::Weights {
-        super::lexical::Weights {
-            context: self.context_weight,
-            date: self.date_weight,
-        }
-    }
 }
 
 /// The factor a match score of a memory of `words` words is multiplied by:

@@ -15,6 +15,16 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
+/// The vocabulary view on a connection (a TEMP virtual table: nothing is
+/// stored, and read-only connections may create it).
+pub(super) fn ensure_vocab(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memd_vocab \
+         USING fts5vocab(main, 'memories_fts', 'row')",
+    )?;
+    Ok(())
+}
+
 use super::super::StoreError;
 use crate::sync;
 
@@ -81,7 +91,7 @@ impl Cache {
 /// # Errors
 /// SQLite errors.
 pub fn load(conn: &Connection) -> Result<Terms, StoreError> {
-    super::fuzzy::ensure_vocab(conn)?;
+    ensure_vocab(conn)?;
     let generation = super::super::read_generation(conn)?;
     let mut stmt = conn.prepare_cached("SELECT term FROM temp.memd_vocab")?;
     let mut terms = stmt

@@ -439,94 +439,17 @@ pub fn run(
         Scope::Project => PathBuf::new(),
     };
     let (hooks_path, server_path) = files(host, scope, &home_dir, &root);
-    let mut changes = Vec::new();
-    // Hooks, and for Claude Code the rule that lets it call memd's tools
-    // without asking, in the same settings file.
-    edit_json(&mut changes, &hooks_path, |v| {
-        let hooks = merge_hooks(v, host, &command, uninstall);
-        let rest = match host {
-            Host::ClaudeCode => {
-                merge_list_entry(v, &["permissions", "allow"], PERMISSION_RULE, uninstall)
-            }
-            // Its hooks run once the hooks system is on (uninstall leaves
-            // it on: other hooks may need it); the server in the same file.
-            Host::Gemini => {
-                let on = !uninstall && set_true(v, &["tools", "enableHooks"]);
-                merge_server(v, &program, host, uninstall) || on
-            }
-            Host::Codex => false,
-        };
-        hooks || rest
-    })?;
-    match host {
-        Host::Gemini => {}
-        Host::ClaudeCode => {
-            edit_json(&mut changes, &server_path, |v| {
-                merge_server(v, &program, host, uninstall)
-            })?;
-            if scope == Scope::Project {
-                // A project's `.mcp.json` server runs once the user approves
-                // it: approved for this user, in their own settings.
-                let user = home()?.join(".claude/settings.json");
-                edit_json(&mut changes, &user, |v| {
-                    merge_list_entry(v, &["enabledMcpjsonServers"], "memd", uninstall)
-                })?;
-            }
-        }
-        Host::Codex => {
-            let old = match std::fs::read_to_string(&server_path) {
-                Ok(t) => Some(t),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => {
-                    return Err(CommandError::Io(format!(
-                        "cannot read {}: {e}",
-                        server_path.display()
-                    )));
-                }
-            };
-            let merged = merge_codex_config(old.as_deref().unwrap_or(""), &program, uninstall)
-                .map_err(|e| {
-                    CommandError::Usage(format!(
-                        "{} is not TOML ({e}); nothing was changed",
-                        server_path.display()
-                    ))
-                })?;
-            if let Some(new) = merged {
-                changes.push(Change {
-                    path: server_path.clone(),
-                    old,
-                    new,
-                });
-            }
-        }
-    }
-    let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
-    let mut done = Vec::new();
-    for c in &changes {
-        let mut entry = json!({"file": c.path.display().to_string()});
-        if !dry_run {
-            if let Some(old) = &c.old {
-                let backup = PathBuf::from(format!("{}.memd-backup-{stamp}", c.path.display()));
-                write(&backup, old, Scope::User).map_err(|e| {
-                    CommandError::Io(format!("cannot back up {}: {e}", c.path.display()))
-                })?;
-                entry["backup"] = json!(backup.display().to_string());
-            }
-            let shared = scope == Scope::Project && c.path.starts_with(&root);
-            write(
-                &c.path,
-                &c.new,
-                if shared { Scope::Project } else { Scope::User },
-            )
-            .map_err(|e| CommandError::Io(format!("cannot write {}: {e}", c.path.display())))?;
-        }
-        if dry_run {
-            // The whole file as it would be (`--json`); the text output
-            // names the entries instead.
-            entry["new"] = json!(c.new);
-        }
-        done.push(entry);
-    }
+    let changes = edits(
+        host,
+        scope,
+        uninstall,
+        &program,
+        &command,
+        &hooks_path,
+        &server_path,
+        &home,
+    )?;
+    let done = write_changes(&changes, dry_run, scope, &root)?;
     let verb = match (uninstall, dry_run) {
         (false, false) => "installed",
         (false, true) => "would install",
@@ -555,43 +478,15 @@ pub fn run(
             .join("\n")
     };
     if !uninstall {
-        human.push_str(&format!(
-            "\nhooks: {} → {command}\nMCP server: memd → {program} {}\nnamespace: {namespace}",
-            events(host).join(", "),
-            server_args(host).join(" "),
+        human.push_str(&installed_notes(
+            host,
+            scope,
+            &command,
+            &program,
+            namespace,
+            &hooks_path,
+            found.is_none().then_some(absolute.as_str()),
         ));
-        match host {
-            Host::ClaudeCode => human.push_str(&format!(
-                "\npermission: {PERMISSION_RULE} in {} (memd's tools run without a prompt)",
-                hooks_path.display()
-            )),
-            Host::Gemini => human.push_str(
-                "\ntrust: the server's tools run without a confirmation; hooks system on",
-            ),
-            Host::Codex => human.push_str("\nfeature: [features] hooks = true"),
-        }
-        if host.format().is_some() {
-            human.push_str(
-                "\ncapture: on — the hooks store each conversation's prompts and replies (not \
-                 tool output; <private> text and secrets never) as searchable memories, kept \
-                 [capture] keep_days (90 days); off: [capture] enabled = false in memd's config",
-            );
-        }
-        if scope == Scope::Project && host == Host::ClaudeCode {
-            human.push_str("\napproval: memd in enabledMcpjsonServers of ~/.claude/settings.json");
-        }
-        if scope == Scope::Project && found.is_none() {
-            human.push_str(&format!(
-                "\nnote: no memd on PATH: the project's files name {absolute}, which other \
-                 checkouts may not have (install memd on PATH and run setup again)"
-            ));
-        }
-        if scope == Scope::Project && host == Host::ClaudeCode {
-            human.push_str(
-                "\nnote: Claude Code reads the project's settings only when started at its \
-                 root; started in a subdirectory, it gets no block (use --user then)",
-            );
-        }
     }
     let mut fields = Map::new();
     fields.insert("changed".into(), Value::Array(done));
@@ -608,6 +503,178 @@ pub fn run(
         json: success(fields),
         human,
     })
+}
+
+/// The edits of the host's files: its hooks (and, for Claude Code, the
+/// rule that lets it call memd's tools, and the MCP server; for Codex, its
+/// TOML), each file's old and new text; nothing is written.
+#[allow(clippy::too_many_arguments)]
+fn edits(
+    host: Host,
+    scope: Scope,
+    uninstall: bool,
+    program: &str,
+    command: &str,
+    hooks_path: &Path,
+    server_path: &Path,
+    home: &dyn Fn() -> Result<PathBuf, CommandError>,
+) -> Result<Vec<Change>, CommandError> {
+    let mut changes = Vec::new();
+    // Hooks, and for Claude Code the rule that lets it call memd's tools
+    // without asking, in the same settings file.
+    edit_json(&mut changes, hooks_path, |v| {
+        let hooks = merge_hooks(v, host, command, uninstall);
+        let rest = match host {
+            Host::ClaudeCode => {
+                merge_list_entry(v, &["permissions", "allow"], PERMISSION_RULE, uninstall)
+            }
+            // Its hooks run once the hooks system is on (uninstall leaves
+            // it on: other hooks may need it); the server in the same file.
+            Host::Gemini => {
+                let on = !uninstall && set_true(v, &["tools", "enableHooks"]);
+                merge_server(v, program, host, uninstall) || on
+            }
+            Host::Codex => false,
+        };
+        hooks || rest
+    })?;
+    match host {
+        Host::Gemini => {}
+        Host::ClaudeCode => {
+            edit_json(&mut changes, server_path, |v| {
+                merge_server(v, program, host, uninstall)
+            })?;
+            if scope == Scope::Project {
+                // A project's `.mcp.json` server runs once the user approves
+                // it: approved for this user, in their own settings.
+                let user = home()?.join(".claude/settings.json");
+                edit_json(&mut changes, &user, |v| {
+                    merge_list_entry(v, &["enabledMcpjsonServers"], "memd", uninstall)
+                })?;
+            }
+        }
+        Host::Codex => {
+            let old = match std::fs::read_to_string(server_path) {
+                Ok(t) => Some(t),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    return Err(CommandError::Io(format!(
+                        "cannot read {}: {e}",
+                        server_path.display()
+                    )));
+                }
+            };
+            let merged = merge_codex_config(old.as_deref().unwrap_or(""), program, uninstall)
+                .map_err(|e| {
+                    CommandError::Usage(format!(
+                        "{} is not TOML ({e}); nothing was changed",
+                        server_path.display()
+                    ))
+                })?;
+            if let Some(new) = merged {
+                changes.push(Change {
+                    path: server_path.to_path_buf(),
+                    old,
+                    new,
+                });
+            }
+        }
+    }
+    Ok(changes)
+}
+
+/// Writes each change (the old text kept beside it first), unless
+/// `dry_run`; what was (or would be) changed, as the JSON list `changed`.
+fn write_changes(
+    changes: &[Change],
+    dry_run: bool,
+    scope: Scope,
+    root: &Path,
+) -> Result<Vec<Value>, CommandError> {
+    let stamp = time::OffsetDateTime::now_utc().unix_timestamp();
+    let mut done = Vec::new();
+    for c in changes {
+        let mut entry = json!({"file": c.path.display().to_string()});
+        if !dry_run {
+            if let Some(old) = &c.old {
+                let backup = PathBuf::from(format!("{}.memd-backup-{stamp}", c.path.display()));
+                write(&backup, old, Scope::User).map_err(|e| {
+                    CommandError::Io(format!("cannot back up {}: {e}", c.path.display()))
+                })?;
+                entry["backup"] = json!(backup.display().to_string());
+            }
+            let shared = scope == Scope::Project && c.path.starts_with(root);
+            write(
+                &c.path,
+                &c.new,
+                if shared { Scope::Project } else { Scope::User },
+            )
+            .map_err(|e| CommandError::Io(format!("cannot write {}: {e}", c.path.display())))?;
+        }
+        if dry_run {
+            // The whole file as it would be (`--json`); the text output
+            // names the entries instead.
+            entry["new"] = json!(c.new);
+        }
+        done.push(entry);
+    }
+    Ok(done)
+}
+
+/// What an install tells the person besides the files: the hooks, the
+/// server, the namespace, the host's own switches, capture, and what a
+/// project's files need (`not_on_path`: the absolute path they name when
+/// memd is not on PATH).
+fn installed_notes(
+    host: Host,
+    scope: Scope,
+    command: &str,
+    program: &str,
+    namespace: &str,
+    hooks_path: &Path,
+    not_on_path: Option<&str>,
+) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "\nhooks: {} → {command}\nMCP server: memd → {program} {}\nnamespace: {namespace}",
+        events(host).join(", "),
+        server_args(host).join(" "),
+    ));
+    match host {
+        Host::ClaudeCode => out.push_str(&format!(
+            "\npermission: {PERMISSION_RULE} in {} (memd's tools run without a prompt)",
+            hooks_path.display()
+        )),
+        Host::Gemini => {
+            out.push_str("\ntrust: the server's tools run without a confirmation; hooks system on");
+        }
+        Host::Codex => out.push_str("\nfeature: [features] hooks = true"),
+    }
+    if host.format().is_some() {
+        out.push_str(
+            "\ncapture: on — the hooks store each conversation's prompts and replies (not \
+             tool output; <private> text and secrets never) as searchable memories, kept \
+             [capture] keep_days (90 days); off: [capture] enabled = false in memd's config",
+        );
+    }
+    if scope == Scope::Project && host == Host::ClaudeCode {
+        out.push_str("\napproval: memd in enabledMcpjsonServers of ~/.claude/settings.json");
+    }
+    if scope == Scope::Project
+        && let Some(absolute) = not_on_path
+    {
+        out.push_str(&format!(
+            "\nnote: no memd on PATH: the project's files name {absolute}, which other \
+             checkouts may not have (install memd on PATH and run setup again)"
+        ));
+    }
+    if scope == Scope::Project && host == Host::ClaudeCode {
+        out.push_str(
+            "\nnote: Claude Code reads the project's settings only when started at its \
+             root; started in a subdirectory, it gets no block (use --user then)",
+        );
+    }
+    out
 }
 
 #[cfg(test)]

@@ -167,30 +167,9 @@ fn select(name: &str, label: &str, current: &str, options: &[(String, String)]) 
     s
 }
 
-/// `GET /`: the newest memories, search and filters.
-pub async fn index(State(app): State<App>, here: Here, RawQuery(raw): RawQuery) -> HttpResponse {
-    let mut known: Vec<&str> = LIST_PARAMS.to_vec();
-    known.push("fragment");
-    let params = match Params::parse(raw.as_deref(), &known) {
-        Ok(p) => p,
-        Err(p) => return failed(&here, &p),
-    };
-    let query = Query {
-        q: params.one("q").ok().flatten().unwrap_or_default(),
-        offset: params.number("offset").ok().flatten().unwrap_or(0),
-        params,
-    };
-    let list = match results(&app, &query).await {
-        Ok(l) => l,
-        Err(p) => return failed(&here, &p),
-    };
-    if query.get("fragment") == "results" {
-        return html(list);
-    }
-    let status = match status(&app).await {
-        Ok(s) => s,
-        Err(p) => return failed(&here, &p),
-    };
+/// The filters' fields, each showing what `query` chose: the namespaces
+/// with their counts (from `status`), the configured categories.
+fn filters_html(query: &Query, status: &serde_json::Value, categories: &[String]) -> String {
     let namespaces: Vec<(String, String)> = status["counts"]["by_namespace"]
         .as_array()
         .map(|a| {
@@ -202,20 +181,14 @@ pub async fn index(State(app): State<App>, here: Here, RawQuery(raw): RawQuery) 
                 .collect()
         })
         .unwrap_or_default();
-    let config = app.shared.config();
-    let categories: Vec<(String, String)> = config
-        .memory
-        .categories
-        .iter()
-        .map(|c| (c.clone(), c.clone()))
-        .collect();
+    let categories: Vec<(String, String)> =
+        categories.iter().map(|c| (c.clone(), c.clone())).collect();
     let pairs = |xs: &[&str]| -> Vec<(String, String)> {
         xs.iter()
             .map(|x| ((*x).to_string(), (*x).to_string()))
             .collect()
     };
-    let total = status["counts"]["memories"].as_i64().unwrap_or(0);
-    let filters = [
+    [
         select("namespace", "Namespace", &query.get("namespace"), &namespaces),
         format!(
             "<label>Tag<input name=\"tag\" value=\"{}\" autocomplete=\"off\"></label>",
@@ -240,7 +213,35 @@ pub async fn index(State(app): State<App>, here: Here, RawQuery(raw): RawQuery) 
             &pairs(&["agent", "user", "system", "import", "external"]),
         ),
     ]
-    .concat();
+    .concat()
+}
+
+/// `GET /`: the newest memories, search and filters.
+pub async fn index(State(app): State<App>, here: Here, RawQuery(raw): RawQuery) -> HttpResponse {
+    let mut known: Vec<&str> = LIST_PARAMS.to_vec();
+    known.push("fragment");
+    let params = match Params::parse(raw.as_deref(), &known) {
+        Ok(p) => p,
+        Err(p) => return failed(&here, &p),
+    };
+    let query = Query {
+        q: params.one("q").ok().flatten().unwrap_or_default(),
+        offset: params.number("offset").ok().flatten().unwrap_or(0),
+        params,
+    };
+    let list = match results(&app, &query).await {
+        Ok(l) => l,
+        Err(p) => return failed(&here, &p),
+    };
+    if query.get("fragment") == "results" {
+        return html(list);
+    }
+    let status = match status(&app).await {
+        Ok(s) => s,
+        Err(p) => return failed(&here, &p),
+    };
+    let total = status["counts"]["memories"].as_i64().unwrap_or(0);
+    let filters = filters_html(&query, &status, &app.shared.config().memory.categories);
     let body = format!(
         "<h1 class=\"sr-only\">Memories</h1>\
          <form class=\"search\" id=\"search\" method=\"get\" action=\"./\" role=\"search\">\
@@ -273,4 +274,42 @@ pub async fn index(State(app): State<App>, here: Here, RawQuery(raw): RawQuery) 
         },
     );
     html(frame(&here, "Memories", Tab::Memories, &body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_filters_show_what_the_query_chose_escaped() {
+        let params = Params::parse(Some("namespace=shop&tag=%3Cb%3E&tier=2"), LIST_PARAMS).unwrap();
+        let query = Query {
+            params,
+            q: String::new(),
+            offset: 0,
+        };
+        let status = serde_json::json!({"counts": {"by_namespace": [
+            {"namespace": "shop", "memories": 3},
+            {"namespace": "ops", "memories": 1},
+        ]}});
+        let html = filters_html(&query, &status, &["fact".to_string()]);
+        assert!(
+            html.contains("<option value=\"shop\" selected>shop (3)</option>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<option value=\"ops\">ops (1)</option>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<option value=\"2\" selected>2</option>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<option value=\"fact\">fact</option>"),
+            "{html}"
+        );
+        assert!(html.contains("value=\"&lt;b&gt;\""), "{html}");
+        assert!(!html.contains("<b>"), "{html}");
+    }
 }

@@ -23,6 +23,7 @@ pub(super) fn opt(v: Option<&str>) -> String {
 
 /// A version of a memory, for the history: what a revision kept, or the
 /// row as it is now.
+#[derive(Clone, Default)]
 struct Version {
     rev: i64,
     content: String,
@@ -68,17 +69,9 @@ fn author(a: Option<&memd_proto::ChangedBy>) -> String {
     format!("<span class=\"who\">by {}</span>", parts.join(", "))
 }
 
-fn history_html(
-    current: &Memory,
-    revisions: &[memd_proto::Revision],
-    authors: &[memd_proto::VersionAuthor],
-) -> String {
-    let by = |rev: i64| {
-        authors
-            .iter()
-            .find(|a| a.memory_id == current.id && a.rev == rev)
-            .map(|a| &a.changed_by)
-    };
+/// Every version of `current` the history keeps, oldest first, the
+/// current row last.
+fn versions_of(current: &Memory, revisions: &[memd_proto::Revision]) -> Vec<Version> {
     let mut versions: Vec<Version> = revisions
         .iter()
         .filter(|r| r.memory_id == current.id)
@@ -113,6 +106,83 @@ fn history_html(
         op: "current".into(),
     });
     versions.sort_by_key(|v| v.rev);
+    versions
+}
+
+/// What changed from version `p` to `v`: a word diff of the text and a
+/// list of the fields that differ.
+fn changes_html(p: &Version, v: &Version) -> String {
+    let mut changes = Vec::new();
+    if p.content != v.content {
+        changes.push(format!(
+            "<p class=\"diff\">{}</p>",
+            super::page::word_diff(&p.content, &v.content)
+        ));
+    }
+    let mut fields = Vec::new();
+    let mut cmp = |name: &str, a: String, b: String| {
+        if a != b {
+            fields.push(format!(
+                "<li><span class=\"fname\">{}</span> <del>{}</del> → <ins>{}</ins></li>",
+                esc(name),
+                esc(&a),
+                esc(&b)
+            ));
+        }
+    };
+    cmp(
+        "subject",
+        p.subject.clone().unwrap_or_default(),
+        v.subject.clone().unwrap_or_default(),
+    );
+    cmp("category", p.category.clone(), v.category.clone());
+    cmp(
+        "tier",
+        p.tier.map(|t| t.to_string()).unwrap_or_default(),
+        v.tier.map(|t| t.to_string()).unwrap_or_default(),
+    );
+    cmp(
+        "status",
+        p.status.clone().unwrap_or_default(),
+        v.status.clone().unwrap_or_default(),
+    );
+    cmp(
+        "metadata",
+        p.metadata.clone().unwrap_or_default(),
+        v.metadata.clone().unwrap_or_default(),
+    );
+    if let (Some(a), Some(b)) = (&p.tags, &v.tags) {
+        cmp("tags", a.join(", "), b.join(", "));
+    }
+    cmp(
+        "superseded by",
+        p.superseded_by.map(|i| format!("#{i}")).unwrap_or_default(),
+        v.superseded_by.map(|i| format!("#{i}")).unwrap_or_default(),
+    );
+    if !fields.is_empty() {
+        changes.push(format!(
+            "<ul class=\"fields-changed\">{}</ul>",
+            fields.concat()
+        ));
+    }
+    if changes.is_empty() {
+        changes.push("<p class=\"hint\">No change of what the history keeps (a pin, an importance or an expiry).</p>".into());
+    }
+    changes.concat()
+}
+
+fn history_html(
+    current: &Memory,
+    revisions: &[memd_proto::Revision],
+    authors: &[memd_proto::VersionAuthor],
+) -> String {
+    let by = |rev: i64| {
+        authors
+            .iter()
+            .find(|a| a.memory_id == current.id && a.rev == rev)
+            .map(|a| &a.changed_by)
+    };
+    let versions = versions_of(current, revisions);
     let mut out = String::from("<ol class=\"versions\" reversed>");
     for (k, v) in versions.iter().enumerate().rev() {
         let label = if v.op == "current" {
@@ -134,68 +204,10 @@ fn history_html(
                 esc(&current.source),
                 esc(&v.content)
             );
-            out.push_str("</li>");
-            continue;
+        } else {
+            let _ = write!(out, " · {}</p>", author(by(v.rev)));
+            out.push_str(&changes_html(&versions[k - 1], v));
         }
-        let _ = write!(out, " · {}</p>", author(by(v.rev)));
-        let p = &versions[k - 1];
-        let mut changes = Vec::new();
-        if p.content != v.content {
-            changes.push(format!(
-                "<p class=\"diff\">{}</p>",
-                super::page::word_diff(&p.content, &v.content)
-            ));
-        }
-        let mut fields = Vec::new();
-        let mut cmp = |name: &str, a: String, b: String| {
-            if a != b {
-                fields.push(format!(
-                    "<li><span class=\"fname\">{}</span> <del>{}</del> → <ins>{}</ins></li>",
-                    esc(name),
-                    esc(&a),
-                    esc(&b)
-                ));
-            }
-        };
-        cmp(
-            "subject",
-            p.subject.clone().unwrap_or_default(),
-            v.subject.clone().unwrap_or_default(),
-        );
-        cmp("category", p.category.clone(), v.category.clone());
-        cmp(
-            "tier",
-            p.tier.map(|t| t.to_string()).unwrap_or_default(),
-            v.tier.map(|t| t.to_string()).unwrap_or_default(),
-        );
-        cmp(
-            "status",
-            p.status.clone().unwrap_or_default(),
-            v.status.clone().unwrap_or_default(),
-        );
-        cmp(
-            "metadata",
-            p.metadata.clone().unwrap_or_default(),
-            v.metadata.clone().unwrap_or_default(),
-        );
-        if let (Some(a), Some(b)) = (&p.tags, &v.tags) {
-            cmp("tags", a.join(", "), b.join(", "));
-        }
-        cmp(
-            "superseded by",
-            p.superseded_by.map(|i| format!("#{i}")).unwrap_or_default(),
-            v.superseded_by.map(|i| format!("#{i}")).unwrap_or_default(),
-        );
-        if !fields.is_empty() {
-            changes.push(format!(
-                "<ul class=\"fields-changed\">{}</ul>",
-                fields.concat()
-            ));
-        }
-        if changes.is_empty() {
-            changes.push("<p class=\"hint\">No change of what the history keeps (a pin, an importance or an expiry).</p>".into());
-        }
-        out.push_str(&changes.concat());
         out.push_str("</li>");
     }
     out.push_str("</ol>");
@@ -481,5 +493,45 @@ mod tests {
             "",
             "a chain of one is not shown"
         );
+    }
+
+    #[test]
+    fn a_version_shows_what_changed_and_only_that() {
+        let before = Version {
+            rev: 1,
+            content: "the cache runs on 6379".into(),
+            category: "fact".into(),
+            tier: Some(1),
+            ..Version::default()
+        };
+        let after = Version {
+            rev: 2,
+            content: "the cache runs on 6380".into(),
+            tier: Some(2),
+            ..before.clone()
+        };
+        let html = changes_html(&before, &after);
+        assert!(html.contains("<del>1</del> → <ins>2</ins>"), "{html}");
+        assert!(html.contains("class=\"diff\""), "{html}");
+        assert!(
+            !html.contains("category"),
+            "an unchanged field is not listed: {html}"
+        );
+        let same = changes_html(&before, &before);
+        assert!(
+            same.contains("No change of what the history keeps"),
+            "{same}"
+        );
+    }
+
+    #[test]
+    fn the_history_lists_the_current_row_after_its_revisions() {
+        let m = memory(7, "now");
+        let versions = versions_of(&m, &[]);
+        assert_eq!(versions.len(), 1);
+        assert_eq!(versions[0].op, "current");
+        let html = history_html(&m, &[], &[]);
+        assert!(html.contains("rev 2 · now"), "{html}");
+        assert!(html.contains("created by ?"), "{html}");
     }
 }

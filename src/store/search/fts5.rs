@@ -300,32 +300,16 @@ unsafe fn prepared<'a>(
         } else {
             0
         };
+        let words = idf.iter().filter(|i| i.is_some()).count();
         // Captured turns' frequencies follow when every phrase has both.
-        let captured = if n == 3 + columns + 2 * phrases && turns > 0 {
-            let turns = turns as f64;
+        let (kept, captured) = if n == 3 + columns + 2 * phrases && turns > 0 {
             let cdf: Vec<Option<f64>> = (0..phrases)
                 .map(|p| real_arg(args, n, 3 + columns + phrases + p).filter(|d| *d >= 0.0))
                 .collect();
-            // Per query word: its kept rows, its captured turns.
-            let (kept_df, captured_df): (Vec<Option<f64>>, Vec<Option<f64>>) = df
-                .iter()
-                .zip(&cdf)
-                .map(|(d, c)| {
-                    let c = c.unwrap_or(0.0);
-                    (d.map(|d| (d - c).max(0.0)), d.map(|_| c))
-                })
-                .unzip();
-            Some((
-                Kind::of(rows as f64 - turns, &kept_df, &idf),
-                Kind::of(turns, &captured_df, &idf),
-            ))
+            let (kept, turns) = by_kind(rows as f64, turns as f64, &df, &cdf, &idf);
+            (kept, Some(turns))
         } else {
-            None
-        };
-        let words = idf.iter().filter(|i| i.is_some()).count();
-        let (kept, captured) = match captured {
-            Some((kept, turns)) => (kept, Some(turns)),
-            None => (Kind { idf, scale: 1.0 }, None),
+            (Kind { idf, scale: 1.0 }, None)
         };
         let prepared = Box::new(Prepared {
             long_words: real_arg(args, n, 0).unwrap_or(0.0),
@@ -348,6 +332,31 @@ unsafe fn prepared<'a>(
         ok(set(fts, raw.cast::<c_void>(), Some(drop_prepared)))?;
         Ok(&*raw)
     }
+}
+
+/// The query words' IDFs among each kind of row: kept rows (`rows −
+/// turns` of them) and captured turns. `df` is each phrase's count among
+/// all rows, `cdf` among captured turns, `idf` its IDF among all rows.
+fn by_kind(
+    rows: f64,
+    turns: f64,
+    df: &[Option<f64>],
+    cdf: &[Option<f64>],
+    idf: &[Option<f64>],
+) -> (Kind, Kind) {
+    // Per query word: its kept rows, its captured turns.
+    let (kept_df, captured_df): (Vec<Option<f64>>, Vec<Option<f64>>) = df
+        .iter()
+        .zip(cdf)
+        .map(|(d, c)| {
+            let c = c.unwrap_or(0.0);
+            (d.map(|d| (d - c).max(0.0)), d.map(|_| c))
+        })
+        .unzip();
+    (
+        Kind::of(rows - turns, &kept_df, idf),
+        Kind::of(turns, &captured_df, idf),
+    )
 }
 
 /// BM25's IDF as FTS5 computes it: `ln((N − n + 0.5) / (n + 0.5))`, at
@@ -579,6 +588,24 @@ fn count(conn: &Connection, fts_query: &str) -> Result<i64, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_word_common_among_turns_weighs_less_there_than_among_notes() {
+        // 100 rows, 60 of them captured turns; "deploy" in 10 rows, 9 of
+        // them turns; a second phrase is no query word.
+        let df = [Some(10.0), None];
+        let cdf = [Some(9.0), None];
+        let idf: Vec<Option<f64>> = df.iter().map(|d| d.map(|d| idf_of(100.0, d))).collect();
+        let (kept, turns) = by_kind(100.0, 60.0, &df, &cdf, &idf);
+        assert_eq!(kept.idf[0], Some(idf_of(40.0, 1.0)));
+        assert_eq!(turns.idf[0], Some(idf_of(60.0, 9.0)));
+        assert_eq!((kept.idf[1], turns.idf[1]), (None, None));
+        assert!(kept.idf[0] > turns.idf[0]);
+        // Each kind is put back on the scale of all rows.
+        let scaled = |k: &Kind| k.idf[0].unwrap() * k.scale;
+        assert!((scaled(&kept) - idf[0].unwrap()).abs() < 1e-9);
+        assert!((scaled(&turns) - idf[0].unwrap()).abs() < 1e-9);
+    }
 
     /// A database with memd's schema and `memd_rank`.
     fn db() -> (tempfile::TempDir, Connection) {

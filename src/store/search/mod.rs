@@ -27,6 +27,7 @@ pub mod semantic;
 pub mod vocab;
 pub mod words;
 
+use std::cell::Cell;
 use std::collections::HashSet;
 
 use memd_proto::{Hit, MatchKind, QuerySyntax, SearchMode};
@@ -216,119 +217,139 @@ fn above_floor(s: &semantic::Semantic<'_>, best: Option<f64>, scored: &mut Vec<S
     scored.retain(|hit| hit.relevance.is_none_or(|r| r >= floor));
 }
 
+/// The lexical ranking's candidates: FTS5 ranks by memd's lexical score
+/// itself, BM25 × coverage (plain syntax: the share of the query's words
+/// in the content) × the length rule ([`fts5`]); with plain syntax each
+/// phrase is a query word, whose document frequency memd may know.
+fn lexical_rows(conn: &Connection, q: &Query<'_>) -> Result<Vec<Candidate>, StoreError> {
+    let fts = match q.syntax {
+        QuerySyntax::Plain => plain_query(q.text),
+        QuerySyntax::Fts => Some(q.text.to_string()),
+    };
+    let Some(fts) = fts else {
+        return Ok(Vec::new());
+    };
+    let words = words::query_words(q.text);
+    let weights = lexical::Weights::of(q.rank);
+    let fetch = fetch(q.limit.saturating_add(q.offset));
+    let plain = q.syntax == QuerySyntax::Plain;
+    let scoring = lexical::Scoring {
+        weights,
+        long_words: q.rank.long_words,
+        long_exponent: q.rank.long_exponent,
+        coverage: if plain { COVERAGE_WEIGHT } else { 0.0 },
+        frequencies: match q.frequencies {
+            Some((known, generation)) if plain => known.of(conn, generation, &words)?,
+            _ => fts5::Counts::default(),
+        },
+    };
+    let mut rows = lexical::candidates(conn, &fts, q.view, fetch, &scoring)?;
+    if plain {
+        with_feedback(conn, q, &words, &mut rows, &weights)?;
+    }
+    Ok(rows)
+}
+
+fn lexical_ranked(conn: &Connection, q: &Query<'_>) -> Result<Vec<Scored>, StoreError> {
+    Ok(ranked(q, lexical_rows(conn, q)?, MatchKind::Lexical))
+}
+
+/// The semantic ranking's candidates and the spread of their cosines;
+/// `best` records the ranking's best cosine.
+fn semantic_rows(
+    conn: &Connection,
+    q: &Query<'_>,
+    best: &Cell<Option<f64>>,
+) -> Result<(Vec<Candidate>, crate::embed::vectors::Spread), StoreError> {
+    let s = q.semantic.as_ref().ok_or_else(|| {
+        StoreError::NotConfigured(format!(
+            "{} search needs an embedder, and none is ready; use --mode lexical or fuzzy",
+            q.mode.as_str()
+        ))
+    })?;
+    let found = semantic::candidates(conn, q.view, s, fetch(q.limit.saturating_add(q.offset)))?;
+    best.set(Some(
+        found
+            .0
+            .iter()
+            .map(|c| c.raw)
+            .fold(f64::NEG_INFINITY, f64::max),
+    ));
+    Ok(found)
+}
+
+/// The lexical and semantic rankings fused, trusting the semantic one as
+/// far as its best cosine stands out.
+fn hybrid(
+    conn: &Connection,
+    q: &Query<'_>,
+    best_semantic: &Cell<Option<f64>>,
+) -> Result<Vec<Scored>, StoreError> {
+    let lex = lexical_rows(conn, q)?;
+    let (sem, spread) = semantic_rows(conn, q, best_semantic)?;
+    let best = sem.iter().map(|c| c.raw).fold(f64::NEG_INFINITY, f64::max);
+    let confidence = if best.is_finite() {
+        fusion::confidence(&q.rank.hybrid, spread.z(best))
+    } else {
+        1.0
+    };
+    let s = q.semantic.as_ref();
+    let probe = s.map(|s| crate::embed::vectors::Probe::new(s.vector));
+    // A lexical hit outside the semantic top still has a cosine.
+    let cosine = |id: i64| match (s, &probe) {
+        (Some(s), Some(p)) => semantic::cosine(s, p, id),
+        _ => None,
+    };
+    let fused = fusion::fuse(&q.rank.hybrid, lex, sem, cosine, confidence);
+    Ok(ranked_kinds(q, fused))
+}
+
+fn fuzzy_ranked(conn: &Connection, q: &Query<'_>) -> Result<Vec<Scored>, StoreError> {
+    Ok(ranked(
+        q,
+        fuzzy::candidates(
+            conn,
+            q.text,
+            q.view,
+            fetch(q.limit.saturating_add(q.offset)),
+            q.vocab,
+            &lexical::Weights::of(q.rank),
+        )?,
+        MatchKind::Fuzzy,
+    ))
+}
+
 /// Runs a search.
 ///
 /// # Errors
 /// [`StoreError::InvalidInput`] for an invalid FTS query or a mode that
 /// needs what is not configured; SQLite errors.
 pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
-    let lexical_rows = || -> Result<Vec<Candidate>, StoreError> {
-        let fts = match q.syntax {
-            QuerySyntax::Plain => plain_query(q.text),
-            QuerySyntax::Fts => Some(q.text.to_string()),
-        };
-        let Some(fts) = fts else {
-            return Ok(Vec::new());
-        };
-        let words = words::query_words(q.text);
-        let weights = lexical::Weights::of(q.rank);
-        let fetch = fetch(q.limit.saturating_add(q.offset));
-        let plain = q.syntax == QuerySyntax::Plain;
-        // FTS5 ranks by memd's lexical score itself: BM25 × coverage (plain
-        // syntax: the share of the query's words in the content) × the
-        // length rule ([`fts5`]); with plain syntax each phrase is a query
-        // word, whose document frequency memd may know.
-        let scoring = lexical::Scoring {
-            weights,
-            long_words: q.rank.long_words,
-            long_exponent: q.rank.long_exponent,
-            coverage: if plain { COVERAGE_WEIGHT } else { 0.0 },
-            frequencies: match q.frequencies {
-                Some((known, generation)) if plain => known.of(conn, generation, &words)?,
-                _ => fts5::Counts::default(),
-            },
-        };
-        let mut rows = lexical::candidates(conn, &fts, q.view, fetch, &scoring)?;
-        if plain {
-            with_feedback(conn, q, &words, &mut rows, &weights)?;
-        }
-        Ok(rows)
-    };
-    let lexical = || -> Result<Vec<Scored>, StoreError> {
-        Ok(ranked(q, lexical_rows()?, MatchKind::Lexical))
-    };
     // The best cosine of the semantic ranking, when one was made.
-    let best_semantic = std::cell::Cell::new(None::<f64>);
-    let semantic_rows =
-        || -> Result<(Vec<Candidate>, crate::embed::vectors::Spread), StoreError> {
-            let s = q.semantic.as_ref().ok_or_else(|| {
-                StoreError::NotConfigured(format!(
-                    "{} search needs an embedder, and none is ready; use --mode lexical or fuzzy",
-                    q.mode.as_str()
-                ))
-            })?;
-            let found =
-                semantic::candidates(conn, q.view, s, fetch(q.limit.saturating_add(q.offset)))?;
-            let best = found
-                .0
-                .iter()
-                .map(|c| c.raw)
-                .fold(f64::NEG_INFINITY, f64::max);
-            best_semantic.set(Some(best));
-            Ok(found)
-        };
-    let hybrid = || -> Result<Vec<Scored>, StoreError> {
-        let lex = lexical_rows()?;
-        let (sem, spread) = semantic_rows()?;
-        let best = sem.iter().map(|c| c.raw).fold(f64::NEG_INFINITY, f64::max);
-        let confidence = if best.is_finite() {
-            fusion::confidence(&q.rank.hybrid, spread.z(best))
-        } else {
-            1.0
-        };
-        let s = q.semantic.as_ref();
-        let probe = s.map(|s| crate::embed::vectors::Probe::new(s.vector));
-        // A lexical hit outside the semantic top still has a cosine.
-        let cosine = |id: i64| match (s, &probe) {
-            (Some(s), Some(p)) => semantic::cosine(s, p, id),
-            _ => None,
-        };
-        let fused = fusion::fuse(&q.rank.hybrid, lex, sem, cosine, confidence);
-        Ok(ranked_kinds(q, fused))
-    };
-    let fuzzy = || -> Result<Vec<Scored>, StoreError> {
-        Ok(ranked(
-            q,
-            fuzzy::candidates(
-                conn,
-                q.text,
-                q.view,
-                fetch(q.limit.saturating_add(q.offset)),
-                q.vocab,
-                &lexical::Weights::of(q.rank),
-            )?,
-            MatchKind::Fuzzy,
-        ))
-    };
+    let best_semantic = Cell::new(None::<f64>);
     let mut scored = match q.mode {
-        SearchMode::Lexical => lexical()?,
-        SearchMode::Semantic => ranked(q, semantic_rows()?.0, MatchKind::Semantic),
-        SearchMode::Hybrid => hybrid()?,
-        SearchMode::Auto if q.semantic.is_some() => hybrid()?,
+        SearchMode::Lexical => lexical_ranked(conn, q)?,
+        SearchMode::Semantic => ranked(
+            q,
+            semantic_rows(conn, q, &best_semantic)?.0,
+            MatchKind::Semantic,
+        ),
+        SearchMode::Hybrid => hybrid(conn, q, &best_semantic)?,
+        SearchMode::Auto if q.semantic.is_some() => hybrid(conn, q, &best_semantic)?,
         SearchMode::Fuzzy => {
             if q.syntax == QuerySyntax::Fts {
                 return Err(StoreError::InvalidInput(
                     "fuzzy search takes plain text, not FTS syntax".into(),
                 ));
             }
-            fuzzy()?
+            fuzzy_ranked(conn, q)?
         }
         SearchMode::Auto => {
-            let mut scored = lexical()?;
+            let mut scored = lexical_ranked(conn, q)?;
             if scored.len() < q.rank.fuzzy_below && q.syntax == QuerySyntax::Plain {
                 let seen: HashSet<i64> = scored.iter().map(|s| s.candidate.id).collect();
                 scored.extend(
-                    fuzzy()?
+                    fuzzy_ranked(conn, q)?
                         .into_iter()
                         .filter(|s| !seen.contains(&s.candidate.id)),
                 );

@@ -180,24 +180,7 @@ impl Thread {
                 run_cached(&self.conn, "RELEASE job");
             }
         }
-        let indexed = if held {
-            memories::index_held(&self.conn)
-        } else {
-            Ok(())
-        };
-        let committed = indexed
-            .and_then(|()| read_generation(&self.conn))
-            .and_then(|g| {
-                self.persist_generations(g)?;
-                // Before the commit: no session can see a generation the mark
-                // does not cover.
-                self.highwater.record(g);
-                let committing = Instant::now();
-                add_us(&self.stats.writer_work_us, started, committing);
-                self.conn.execute_batch("COMMIT")?;
-                add_us(&self.stats.writer_commit_us, committing, Instant::now());
-                Ok(g)
-            });
+        let committed = self.commit(started, held);
         match committed {
             Ok(g) => {
                 self.generations.own_last.store(g, Ordering::Release);
@@ -220,6 +203,24 @@ impl Thread {
                 }
             }
         }
+    }
+
+    /// Ends the batch's transaction: the held rows indexed, the generation
+    /// persisted and marked, then `COMMIT`. Returns the generation committed.
+    fn commit(&mut self, started: Instant, held: bool) -> Result<u64, StoreError> {
+        if held {
+            memories::index_held(&self.conn)?;
+        }
+        let g = read_generation(&self.conn)?;
+        self.persist_generations(g)?;
+        // Before the commit: no session can see a generation the mark does
+        // not cover.
+        self.highwater.record(g);
+        let committing = Instant::now();
+        add_us(&self.stats.writer_work_us, started, committing);
+        self.conn.execute_batch("COMMIT")?;
+        add_us(&self.stats.writer_commit_us, committing, Instant::now());
+        Ok(g)
     }
 
     /// Opens the batch's transaction and runs the external-change check.

@@ -225,31 +225,7 @@ fn refused(role: &str, e: &tokio_postgres::Error) -> TeamError {
 /// [`TeamError::SchemaTooNew`], or the failed statement.
 pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
     let fail = |e: tokio_postgres::Error| super::super::conn::pg::classify(&e);
-    let who = client
-        .query_one(
-            "SELECT session_user::text, r.rolsuper, r.rolsuper OR r.rolbypassrls, \
-                    r.rolcreaterole, current_database()::text, \
-                    d.datdba = r.oid OR has_database_privilege(session_user, \
-                        current_database(), 'CREATE WITH GRANT OPTION') \
-             FROM pg_roles r, pg_database d \
-             WHERE r.rolname = session_user AND d.datname = current_database()",
-            &[],
-        )
-        .await
-        .map_err(fail)?;
-    let runner = Runner {
-        role: who.get(0),
-        superuser: who.get(1),
-        unbound: who.get(2),
-        createrole: who.get(3),
-        database: who.get(4),
-        owns_database: who.get(5),
-        owner: String::new(),
-    };
-    let runner = Runner {
-        owner: owner_of(client, &runner.database).await?,
-        ..runner
-    };
+    let runner = runner(client).await?;
     let foreign = if runner.superuser {
         Vec::new()
     } else {
@@ -289,6 +265,64 @@ pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
         preflight(&tx, &runner, from, &foreign).await?;
         hold_owner(&tx, &runner).await?
     };
+    migrate(&tx, &runner, from).await?;
+    if granted {
+        tx.batch_execute(&format!(
+            "REVOKE {} FROM {}",
+            runner.owner,
+            quote_ident(&runner.role)
+        ))
+        .await
+        .map_err(|e| refused(&runner.role, &e))?;
+    }
+    tx.commit().await.map_err(fail)?;
+    Ok(Initialised {
+        from,
+        to: latest(),
+        role: runner.role,
+        unbound: runner.unbound,
+    })
+}
+
+/// The role running `init`: what it may do, and the owner role its
+/// database's schema is handed to.
+async fn runner(client: &Client) -> Result<Runner, TeamError> {
+    let fail = |e: tokio_postgres::Error| super::super::conn::pg::classify(&e);
+    let who = client
+        .query_one(
+            "SELECT session_user::text, r.rolsuper, r.rolsuper OR r.rolbypassrls, \
+                    r.rolcreaterole, current_database()::text, \
+                    d.datdba = r.oid OR has_database_privilege(session_user, \
+                        current_database(), 'CREATE WITH GRANT OPTION') \
+             FROM pg_roles r, pg_database d \
+             WHERE r.rolname = session_user AND d.datname = current_database()",
+            &[],
+        )
+        .await
+        .map_err(fail)?;
+    let runner = Runner {
+        role: who.get(0),
+        superuser: who.get(1),
+        unbound: who.get(2),
+        createrole: who.get(3),
+        database: who.get(4),
+        owns_database: who.get(5),
+        owner: String::new(),
+    };
+    let runner = Runner {
+        owner: owner_of(client, &runner.database).await?,
+        ..runner
+    };
+    Ok(runner)
+}
+
+/// Creates the schema and its version table if missing, and applies each
+/// migration after `from`, in `tx`.
+async fn migrate(
+    tx: &tokio_postgres::Transaction<'_>,
+    runner: &Runner,
+    from: i32,
+) -> Result<(), TeamError> {
     tx.batch_execute(
         "CREATE SCHEMA IF NOT EXISTS memd;
          CREATE TABLE IF NOT EXISTS memd.migrations (
@@ -315,22 +349,7 @@ pub async fn init(client: &mut Client) -> Result<Initialised, TeamError> {
                 other => other,
             })?;
     }
-    if granted {
-        tx.batch_execute(&format!(
-            "REVOKE {} FROM {}",
-            runner.owner,
-            quote_ident(&runner.role)
-        ))
-        .await
-        .map_err(|e| refused(&runner.role, &e))?;
-    }
-    tx.commit().await.map_err(fail)?;
-    Ok(Initialised {
-        from,
-        to: latest(),
-        role: runner.role,
-        unbound: runner.unbound,
-    })
+    Ok(())
 }
 
 /// What a role that is not a superuser needs before anything is written:

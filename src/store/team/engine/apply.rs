@@ -7,10 +7,14 @@
 //! triggers: a row takes PostgreSQL's, and only when PostgreSQL's rev is
 //! newer than the `team_rev` it holds.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use std::sync::LazyLock;
+
+use rusqlite::types::Value;
+use rusqlite::{Connection, OptionalExtension, params, params_from_iter};
 
 use super::row::{RemoteAuthor, TeamRow};
-use crate::store::{StoreError, memories};
+use crate::store::StoreError;
+use crate::store::memories::{self, WRITTEN};
 
 /// What a row was before a job changed it: the base of the write-through's
 /// compare-and-set, and of its count deltas.
@@ -216,40 +220,7 @@ pub fn apply_keeping(
         .prepare_cached("SELECT content IS NOT ?2 FROM memories WHERE id = ?1")?
         .query_row(params![id, row.content], |r| r.get(0))?;
     memories::tag_edit(conn, id, true, |conn| {
-        conn.prepare_cached(
-            "UPDATE memories SET namespace = ?2, scope = ?3, scope_owner = ?4, content = ?5, \
-             subject = ?6, category = ?7, tier = ?8, importance = ?9, confidence = ?10, \
-             pinned = ?11, status = ?12, metadata = ?13, \
-             superseded_by = coalesce(?14, CASE WHEN ?15 IS NULL THEN NULL ELSE superseded_by END), \
-             superseded_at = ?16, observation_count = ?17, confirmed_count = ?18, \
-             last_confirmed_at = ?19, expires_at = ?20, thread = ?21, thread_pos = ?22, \
-             occurred_at = ?23 WHERE id = ?1",
-        )?
-        .execute(params![
-            id,
-            row.namespace,
-            row.scope,
-            row.scope_owner,
-            row.content,
-            row.subject,
-            row.category,
-            row.tier,
-            row.importance,
-            row.confidence,
-            i64::from(row.pinned),
-            row.status,
-            row.metadata,
-            superseded_by,
-            row.superseded_by_uid,
-            row.superseded_at,
-            row.observation_count,
-            row.confirmed_count,
-            row.last_confirmed_at,
-            row.expires_at,
-            row.thread,
-            row.thread_pos,
-            row.occurred_at,
-        ])?;
+        update(conn, id, row, superseded_by)?;
         memories::set_tags(conn, id, &row.tags)
     })?;
     finish(conn, id, row)?;
@@ -259,47 +230,96 @@ pub fn apply_keeping(
     Ok(Outcome::Updated(id))
 }
 
+/// The columns of [`WRITTEN`] that are this machine's own: a team row
+/// does not carry them (a captured turn's id, how it was used here).
+const NOT_SHARED: [&str; 4] = ["turn", "use_count", "last_used_at", "access_score"];
+
+/// Of the shared columns, those an update leaves: fixed when the row was
+/// made (who, where from, when), or set by [`finish`] after the triggers
+/// have moved them.
+const NOT_UPDATED: [&str; 7] = [
+    "uid",
+    "source",
+    "created_by",
+    "created_at",
+    "dedupe_key",
+    "updated_at",
+    "rev",
+];
+
+/// The shared columns of [`WRITTEN`] with their index.
+fn shared() -> impl Iterator<Item = (usize, &'static str)> {
+    WRITTEN
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, c)| !NOT_SHARED.contains(c))
+}
+
+/// The insert of a team row: every shared column, its supersession by id
+/// and `team_rev` (PostgreSQL's rev, the row's own too).
+static INSERT: LazyLock<String> = LazyLock::new(|| {
+    let columns: Vec<&str> = shared().map(|(_, c)| c).collect();
+    let n = columns.len();
+    let marks: Vec<String> = (1..=n + 2).map(|i| format!("?{i}")).collect();
+    format!(
+        "INSERT INTO memories ({}, superseded_by, team_rev) VALUES ({})",
+        columns.join(", "),
+        marks.join(", ")
+    )
+});
+
+/// The update of a local row to a team row's version: the shared columns
+/// an update sets (`?1` the id), and its supersession (`?n`: by id, when
+/// it is here; `?n+1`: the uid, when there is one).
+static UPDATE: LazyLock<String> = LazyLock::new(|| {
+    let set: Vec<String> = shared()
+        .filter(|(_, c)| !NOT_UPDATED.contains(c))
+        .enumerate()
+        .map(|(k, (_, c))| format!("{c} = ?{}", k + 2))
+        .collect();
+    let n = set.len() + 2;
+    format!(
+        "UPDATE memories SET {}, superseded_by = coalesce(?{n}, CASE WHEN ?{} IS NULL \
+         THEN NULL ELSE superseded_by END) WHERE id = ?1",
+        set.join(", "),
+        n + 1
+    )
+});
+
+fn update(
+    conn: &Connection,
+    id: i64,
+    row: &TeamRow,
+    superseded_by: Option<i64>,
+) -> Result<(), StoreError> {
+    let values = memories::written(row);
+    let mut args: Vec<Value> = vec![Value::Integer(id)];
+    args.extend(
+        shared()
+            .filter(|(_, c)| !NOT_UPDATED.contains(c))
+            .map(|(i, _)| values[i].clone()),
+    );
+    args.push(superseded_by.map_or(Value::Null, Value::Integer));
+    args.push(
+        row.superseded_by_uid
+            .clone()
+            .map_or(Value::Null, Value::Text),
+    );
+    conn.prepare_cached(&UPDATE)?
+        .execute(params_from_iter(args))?;
+    Ok(())
+}
+
 fn insert(conn: &Connection, row: &TeamRow, superseded_by: Option<i64>) -> Result<i64, StoreError> {
     // PostgreSQL's rev and time go in with the row: no trigger moves them
     // on an insert.
-    conn.prepare_cached(
-        "INSERT INTO memories (uid, namespace, scope, scope_owner, content, subject, category, \
-         tier, importance, confidence, pinned, status, metadata, superseded_by, superseded_at, \
-         dedupe_key, observation_count, confirmed_count, last_confirmed_at, source, created_by, \
-         expires_at, created_at, updated_at, thread, thread_pos, occurred_at, rev, team_rev) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, \
-         ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?28)",
-    )?
-    .execute(params![
-        row.uid,
-        row.namespace,
-        row.scope,
-        row.scope_owner,
-        row.content,
-        row.subject,
-        row.category,
-        row.tier,
-        row.importance,
-        row.confidence,
-        i64::from(row.pinned),
-        row.status,
-        row.metadata,
-        superseded_by,
-        row.superseded_at,
-        row.dedupe_key,
-        row.observation_count,
-        row.confirmed_count,
-        row.last_confirmed_at,
-        row.source,
-        row.created_by,
-        row.expires_at,
-        row.created_at,
-        row.updated_at,
-        row.thread,
-        row.thread_pos,
-        row.occurred_at,
-        row.rev,
-    ])?;
+    let values = memories::written(row);
+    let mut args: Vec<Value> = shared().map(|(i, _)| values[i].clone()).collect();
+    args.push(superseded_by.map_or(Value::Null, Value::Integer));
+    args.push(Value::Integer(row.rev));
+    conn.prepare_cached(&INSERT)?
+        .execute(params_from_iter(args))?;
     let id = conn.last_insert_rowid();
     memories::tags_of_new_row(conn, id, &row.tags)?;
     memories::set_sketch(conn, id, &row.content)?;
@@ -433,4 +453,87 @@ pub fn seq_at(conn: &Connection, g: u64) -> Result<i64, StoreError> {
     Ok(conn
         .prepare_cached("SELECT coalesce(max(seq), 0) FROM memory_team_seq WHERE generation <= ?1")?
         .query_row([g as i64], |r| r.get(0))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(conn: &Connection, content: &str) -> i64 {
+        conn.execute(
+            "INSERT INTO memories (namespace, content, subject, category, tier, importance, \
+             metadata, thread, thread_pos, expires_at, created_by) VALUES ('shop', ?1, 'cache', \
+             'fact', 2, 'high', '{\"k\":1}', 't1', 4, '2030-01-01T00:00:00Z', 'agent-a')",
+            [content],
+        )
+        .unwrap();
+        conn.last_insert_rowid()
+    }
+
+    #[test]
+    fn the_team_sql_names_each_shared_column_once() {
+        for c in WRITTEN {
+            let set = format!("{c} = ?");
+            assert_eq!(
+                INSERT.matches(&format!(" {c},")).count()
+                    + INSERT.matches(&format!("({c},")).count(),
+                usize::from(!NOT_SHARED.contains(&c)),
+                "{c} in {}",
+                *INSERT
+            );
+            assert_eq!(
+                UPDATE.matches(&set).count(),
+                usize::from(!NOT_SHARED.contains(&c) && !NOT_UPDATED.contains(&c)),
+                "{c} in {}",
+                *UPDATE
+            );
+        }
+    }
+
+    #[test]
+    fn a_team_row_arrives_whole_and_its_next_version_goes_over_it() {
+        let (_a, here) = crate::store::test_db();
+        let (_b, there) = crate::store::test_db();
+        let id = add(&there, "the cache runs on 6379");
+        let mut row = after(&there, id).unwrap().unwrap();
+        row.tags = vec!["ops".into()];
+        row.rev = 5;
+        let Outcome::Inserted(local) = apply(&here, &row, false).unwrap() else {
+            panic!("not inserted");
+        };
+        assert_eq!(after(&here, local).unwrap().unwrap(), row);
+        let team_rev: i64 = here
+            .query_row(
+                "SELECT team_rev FROM memories WHERE id = ?1",
+                [local],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(team_rev, 5);
+
+        let mut next = row.clone();
+        next.content = "the cache runs on 6380".into();
+        next.tier = 3;
+        next.thread_pos = Some(7);
+        next.source = "user".into();
+        next.rev = 6;
+        next.updated_at = "2031-01-01T00:00:00.000Z".into();
+        assert_eq!(apply(&here, &next, false).unwrap(), Outcome::Updated(local));
+        let got = after(&here, local).unwrap().unwrap();
+        assert_eq!(got.content, next.content);
+        assert_eq!((got.tier, got.thread_pos), (3, Some(7)));
+        assert_eq!(
+            (got.rev, got.updated_at.as_str()),
+            (6, next.updated_at.as_str())
+        );
+        assert_eq!(
+            got.source, row.source,
+            "the row's source is fixed when it is made"
+        );
+        // An older version changes nothing.
+        assert_eq!(
+            apply(&here, &row, false).unwrap(),
+            Outcome::Unchanged(Some(local))
+        );
+    }
 }

@@ -14,10 +14,6 @@ impl View {
     /// Appends the view's conditions (each starting with ` AND `) to `sql`,
     /// with their parameters, for a `memories m` alias.
     pub fn push_conditions(&self, sql: &mut String, params: &mut Vec<Value>) {
-        let p = |v: Value, params: &mut Vec<Value>| {
-            params.push(v);
-            format!("?{}", params.len())
-        };
         match &self.namespaces {
             Namespaces::All => {}
             Namespaces::Only(list) => {
@@ -45,17 +41,15 @@ impl View {
                  OR (m.scope = 'session' AND m.scope_owner = {session}))"
             ));
         }
-        if let Some(scope) = &self.scope {
-            let mark = p(Value::Text(scope.clone()), params);
-            sql.push_str(&format!(" AND m.scope = {mark}"));
-        }
-        if let Some(category) = &self.category {
-            let mark = p(Value::Text(category.clone()), params);
-            sql.push_str(&format!(" AND m.category = {mark}"));
-        }
-        if let Some(agent) = &self.created_by {
-            let mark = p(Value::Text(agent.clone()), params);
-            sql.push_str(&format!(" AND m.created_by = {mark}"));
+        for (column, value) in [
+            ("m.scope", &self.scope),
+            ("m.category", &self.category),
+            ("m.created_by", &self.created_by),
+        ] {
+            if let Some(value) = value {
+                let mark = p(Value::Text(value.clone()), params);
+                sql.push_str(&format!(" AND {column} = {mark}"));
+            }
         }
         if let Some(tier) = self.tier {
             let mark = p(Value::Integer(tier), params);
@@ -74,28 +68,63 @@ impl View {
             let mark = p(Value::Text(subject.clone()), params);
             sql.push_str(&format!(" AND m.subject = {mark}"));
         }
-        if !self.tags.is_empty() {
-            let marks: Vec<String> = self
-                .tags
-                .iter()
-                .map(|t| p(Value::Text(t.clone()), params))
-                .collect();
-            // An IN subquery the planner can drive from the tag index,
-            // instead of a count per row of the namespace.
-            if self.tags_any {
-                sql.push_str(&format!(
-                    " AND m.id IN (SELECT memory_id FROM memory_tags WHERE tag IN ({}))",
-                    marks.join(", ")
-                ));
-            } else {
-                sql.push_str(&format!(
-                    " AND m.id IN (SELECT memory_id FROM memory_tags WHERE tag IN ({}) \
-                     GROUP BY memory_id HAVING count(*) = {})",
-                    marks.join(", "),
-                    self.tags.len()
-                ));
+        self.push_tags(sql, params);
+        self.push_meta(sql, params);
+        for (column, op, bound) in [
+            ("m.created_at", ">=", &self.since),
+            ("m.created_at", "<", &self.until),
+            ("m.updated_at", ">=", &self.updated_since),
+            ("m.updated_at", "<", &self.updated_until),
+        ] {
+            if let Some(bound) = bound {
+                let mark = p(Value::Text(bound.clone()), params);
+                sql.push_str(&format!(" AND {column} {op} {mark}"));
             }
         }
+        if !self.include_superseded {
+            sql.push_str(" AND m.superseded_by IS NULL");
+        }
+        if let Some(status) = &self.status {
+            let mark = p(Value::Text(status.clone()), params);
+            sql.push_str(&format!(" AND m.status = {mark}"));
+        } else if !self.include_archived {
+            sql.push_str(" AND m.status <> 'archived'");
+        }
+        let now = p(Value::Text(self.now.clone()), params);
+        sql.push_str(&format!(
+            " AND (m.expires_at IS NULL OR m.expires_at > {now})"
+        ));
+    }
+
+    /// The tag filter: every tag of the list, or any with `tags_any`.
+    fn push_tags(&self, sql: &mut String, params: &mut Vec<Value>) {
+        if self.tags.is_empty() {
+            return;
+        }
+        let marks: Vec<String> = self
+            .tags
+            .iter()
+            .map(|t| p(Value::Text(t.clone()), params))
+            .collect();
+        // An IN subquery the planner can drive from the tag index, instead
+        // of a count per row of the namespace.
+        if self.tags_any {
+            sql.push_str(&format!(
+                " AND m.id IN (SELECT memory_id FROM memory_tags WHERE tag IN ({}))",
+                marks.join(", ")
+            ));
+        } else {
+            sql.push_str(&format!(
+                " AND m.id IN (SELECT memory_id FROM memory_tags WHERE tag IN ({}) \
+                 GROUP BY memory_id HAVING count(*) = {})",
+                marks.join(", "),
+                self.tags.len()
+            ));
+        }
+    }
+
+    /// The metadata filters: each key holding its value.
+    fn push_meta(&self, sql: &mut String, params: &mut Vec<Value>) {
         for MetaMatch { key, value } in &self.meta {
             let key = p(Value::Text(key.clone()), params);
             let cond = match value {
@@ -126,36 +155,13 @@ impl View {
                  json_each(m.metadata) j WHERE j.key = {key} AND {cond}) ELSE 0 END"
             ));
         }
-        if let Some(since) = &self.since {
-            let mark = p(Value::Text(since.clone()), params);
-            sql.push_str(&format!(" AND m.created_at >= {mark}"));
-        }
-        if let Some(until) = &self.until {
-            let mark = p(Value::Text(until.clone()), params);
-            sql.push_str(&format!(" AND m.created_at < {mark}"));
-        }
-        if let Some(since) = &self.updated_since {
-            let mark = p(Value::Text(since.clone()), params);
-            sql.push_str(&format!(" AND m.updated_at >= {mark}"));
-        }
-        if let Some(until) = &self.updated_until {
-            let mark = p(Value::Text(until.clone()), params);
-            sql.push_str(&format!(" AND m.updated_at < {mark}"));
-        }
-        if !self.include_superseded {
-            sql.push_str(" AND m.superseded_by IS NULL");
-        }
-        if let Some(status) = &self.status {
-            let mark = p(Value::Text(status.clone()), params);
-            sql.push_str(&format!(" AND m.status = {mark}"));
-        } else if !self.include_archived {
-            sql.push_str(" AND m.status <> 'archived'");
-        }
-        let now = p(Value::Text(self.now.clone()), params);
-        sql.push_str(&format!(
-            " AND (m.expires_at IS NULL OR m.expires_at > {now})"
-        ));
     }
+}
+
+/// A `?n` placeholder for `v`, pushed onto `params`.
+fn p(v: Value, params: &mut Vec<Value>) -> String {
+    params.push(v);
+    format!("?{}", params.len())
 }
 
 /// Reads one row if the view may see it.

@@ -615,38 +615,7 @@ impl Config {
         if let Err(message) = self.http.address() {
             return Err(("http.listen", message));
         }
-        if self.memory.categories.is_empty() {
-            return Err((
-                "memory.categories",
-                "memory.categories must not be empty".into(),
-            ));
-        }
-        if !self
-            .memory
-            .categories
-            .iter()
-            .any(|c| c == &self.memory.default_category)
-        {
-            return Err((
-                "memory.default_category",
-                format!(
-                    "memory.default_category `{}` is not in memory.categories",
-                    self.memory.default_category
-                ),
-            ));
-        }
-        if let Some(c) = self
-            .memory
-            .promote_on_write
-            .iter()
-            .flatten()
-            .find(|c| !self.memory.categories.contains(c))
-        {
-            return Err((
-                "memory.promote_on_write",
-                format!("memory.promote_on_write names `{c}`, which is not in memory.categories"),
-            ));
-        }
+        check_memory(&self.memory)?;
         let t = self.gate.near_duplicate_threshold;
         if t.is_nan() || t <= 0.0 {
             return Err((
@@ -690,35 +659,13 @@ impl Config {
                 ),
             ));
         }
-        for (key, value) in [
-            ("search.context_weight", self.search.context_weight),
-            ("search.date_weight", self.search.date_weight),
-            ("search.feedback_weight", self.search.feedback_weight),
-            ("search.long_exponent", self.search.long_exponent),
-            (
-                "search.hybrid.semantic_from",
-                self.search.hybrid.semantic_from,
-            ),
-            (
-                "search.hybrid.semantic_full",
-                self.search.hybrid.semantic_full,
-            ),
-            ("search.hybrid.thread_near", self.search.hybrid.thread_near),
-            ("search.hybrid.thread_far", self.search.hybrid.thread_far),
-        ] {
-            if !value.is_finite() || !(0.0..=100.0).contains(&value) {
-                return Err((key, format!("{key} must be between 0 and 100")));
-            }
-        }
-        for (key, value) in [
-            ("search.feedback_docs", self.search.feedback_docs),
-            ("search.feedback_terms", self.search.feedback_terms),
-        ] {
-            if value > 50 {
-                return Err((key, format!("{key} must be at most 50")));
-            }
-        }
+        check_search(&self.search)?;
         self.embed.validate()?;
+        self.check_limits()
+    }
+
+    /// The capture and connection limits.
+    fn check_limits(&self) -> Result<(), (&'static str, String)> {
         if self.capture.chunk_bytes < 4096 {
             return Err((
                 "capture.chunk_bytes",
@@ -751,6 +698,70 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// The categories, and every category the memory settings name among them.
+fn check_memory(memory: &MemoryConfig) -> Result<(), (&'static str, String)> {
+    if memory.categories.is_empty() {
+        return Err((
+            "memory.categories",
+            "memory.categories must not be empty".into(),
+        ));
+    }
+    if !memory
+        .categories
+        .iter()
+        .any(|c| c == &memory.default_category)
+    {
+        return Err((
+            "memory.default_category",
+            format!(
+                "memory.default_category `{}` is not in memory.categories",
+                memory.default_category
+            ),
+        ));
+    }
+    if let Some(c) = memory
+        .promote_on_write
+        .iter()
+        .flatten()
+        .find(|c| !memory.categories.contains(c))
+    {
+        return Err((
+            "memory.promote_on_write",
+            format!("memory.promote_on_write names `{c}`, which is not in memory.categories"),
+        ));
+    }
+    Ok(())
+}
+
+/// The ranking's weights (0 to 100) and its feedback sizes (at most 50).
+fn check_search(
+    search: &crate::store::search::rank::RankConfig,
+) -> Result<(), (&'static str, String)> {
+    for (key, value) in [
+        ("search.context_weight", search.context_weight),
+        ("search.date_weight", search.date_weight),
+        ("search.feedback_weight", search.feedback_weight),
+        ("search.long_exponent", search.long_exponent),
+        ("search.hybrid.semantic_from", search.hybrid.semantic_from),
+        ("search.hybrid.semantic_full", search.hybrid.semantic_full),
+        ("search.hybrid.thread_near", search.hybrid.thread_near),
+        ("search.hybrid.thread_far", search.hybrid.thread_far),
+    ] {
+        if !value.is_finite() || !(0.0..=100.0).contains(&value) {
+            return Err((key, format!("{key} must be between 0 and 100")));
+        }
+    }
+    for (key, value) in [
+        ("search.feedback_docs", search.feedback_docs),
+        ("search.feedback_terms", search.feedback_terms),
+    ] {
+        if value > 50 {
+            return Err((key, format!("{key} must be at most 50")));
+        }
+    }
+    Ok(())
 }
 
 fn flatten_into(

@@ -45,19 +45,7 @@ impl Store {
         let author = Author::Session(guard.who.clone());
         let team = self.wing.clone();
         if !team.is_on() {
-            return self
-                .writer
-                .call(author, move |ctx| {
-                    let notice = ctx.guard(guard)?;
-                    let value = f(ctx, notice)?;
-                    Ok(Written {
-                        value,
-                        rows: ctx.written_revs()?,
-                        generation: ctx.generation()?,
-                        proposals: Vec::new(),
-                    })
-                })
-                .await;
+            return self.unshared(author, guard, f).await;
         }
         let f = std::sync::Arc::new(f);
         let mut moved_once = false;
@@ -98,14 +86,7 @@ impl Store {
                     team.sync_now().await;
                     continue;
                 }
-                Step::NotSynced => {
-                    return Err(StoreError::TeamUnavailable(format!(
-                        "this machine has not pulled the team's memories yet, and connecting \
-                         now failed: {}",
-                        team.last_error()
-                            .unwrap_or_else(|| "the catch-up did not finish in time".into())
-                    )));
-                }
+                Step::NotSynced => return Err(not_synced(&team)),
                 Step::Deferred(value, plan) => (value, plan),
             };
             match team.write_through(&plan).await {
@@ -139,51 +120,88 @@ impl Store {
                         );
                     }
                 }
-                Err(team::engine::write::Refusal::Moved(_)) => {
-                    return Err(StoreError::Conflict {
-                        message: "the memory kept changing in the team's PostgreSQL while this \
+                Err(refusal) => return Err(self.refused(refusal, &plan, &guard, &team)),
+            }
+        }
+    }
+
+    /// [`Store::guarded`] without team memory: the job in one write.
+    async fn unshared<T, F>(
+        &self,
+        author: Author,
+        guard: Guard,
+        f: F,
+    ) -> Result<Written<T>, StoreError>
+    where
+        F: Fn(&mut WriteCtx<'_>, Option<DriftNotice>) -> Result<T, StoreError>
+            + Send
+            + Sync
+            + 'static,
+        T: Remap + Send + 'static,
+    {
+        self.writer
+            .call(author, move |ctx| {
+                let notice = ctx.guard(guard)?;
+                let value = f(ctx, notice)?;
+                Ok(Written {
+                    value,
+                    rows: ctx.written_revs()?,
+                    generation: ctx.generation()?,
+                    proposals: Vec::new(),
+                })
+            })
+            .await
+    }
+
+    /// The error a session is given for a write-through PostgreSQL refused
+    /// (a row that moved again after this machine took PostgreSQL's copy
+    /// included).
+    fn refused(
+        &self,
+        refusal: team::engine::write::Refusal,
+        plan: &team::engine::write::Plan,
+        guard: &Guard,
+        team: &Wing,
+    ) -> StoreError {
+        match refusal {
+            team::engine::write::Refusal::Moved(_) => StoreError::Conflict {
+                message: "the memory kept changing in the team's PostgreSQL while this \
                                   write was decided; read it again and retry"
-                            .into(),
-                        current_rev: None,
-                    });
+                    .into(),
+                current_rev: None,
+            },
+            team::engine::write::Refusal::Unavailable(e) => {
+                StoreError::TeamUnavailable(e.to_string())
+            }
+            team::engine::write::Refusal::Unknown(e) => {
+                // Whatever PostgreSQL did, the pull brings it here.
+                team.wake();
+                StoreError::TeamOutcomeUnknown {
+                    operation_id: plan.op_id.clone(),
+                    message: e.to_string(),
                 }
-                Err(team::engine::write::Refusal::Unavailable(e)) => {
-                    return Err(StoreError::TeamUnavailable(e.to_string()));
-                }
-                Err(team::engine::write::Refusal::Unknown(e)) => {
-                    // Whatever PostgreSQL did, the pull brings it here.
-                    team.wake();
-                    return Err(StoreError::TeamOutcomeUnknown {
-                        operation_id: plan.op_id,
-                        message: e.to_string(),
-                    });
-                }
-                Err(team::engine::write::Refusal::Invalid(m)) => {
-                    return Err(StoreError::InvalidInput(format!(
-                        "the team's PostgreSQL refused the write: {m}"
-                    )));
-                }
-                Err(team::engine::write::Refusal::Forbidden(m)) => {
-                    return Err(StoreError::Forbidden(m));
-                }
-                Err(team::engine::write::Refusal::Strict(seq)) => {
-                    tracing::debug!(
-                        team_seq = seq,
-                        "strict: another session committed in the namespace after this view"
-                    );
-                    let actual = self.generations.current();
-                    return Err(StoreError::Drift(Box::new(
-                        crate::drift::refusal::Refusal::View(crate::drift::refusal::ViewRefusal {
-                            rule: memd_proto::DriftRule::Strict,
-                            observed: guard.seen,
-                            actual,
-                            cause: actual,
-                            backup: None,
-                            changes: Vec::new(),
-                            more: false,
-                        }),
-                    )));
-                }
+            }
+            team::engine::write::Refusal::Invalid(m) => {
+                StoreError::InvalidInput(format!("the team's PostgreSQL refused the write: {m}"))
+            }
+            team::engine::write::Refusal::Forbidden(m) => StoreError::Forbidden(m),
+            team::engine::write::Refusal::Strict(seq) => {
+                tracing::debug!(
+                    team_seq = seq,
+                    "strict: another session committed in the namespace after this view"
+                );
+                let actual = self.generations.current();
+                StoreError::Drift(Box::new(crate::drift::refusal::Refusal::View(
+                    crate::drift::refusal::ViewRefusal {
+                        rule: memd_proto::DriftRule::Strict,
+                        observed: guard.seen,
+                        actual,
+                        cause: actual,
+                        backup: None,
+                        changes: Vec::new(),
+                        more: false,
+                    },
+                )))
             }
         }
     }
@@ -521,6 +539,17 @@ fn team_plan(ctx: &mut WriteCtx<'_>, team: &Wing) -> Result<Route, StoreError> {
 
 /// The team branch of the guarded write, without a server: a team that
 /// shares namespace `team` and refuses every write-through.
+/// The error for a shared write before this machine has pulled the team's
+/// memories, when connecting now failed too.
+fn not_synced(team: &Wing) -> StoreError {
+    StoreError::TeamUnavailable(format!(
+        "this machine has not pulled the team's memories yet, and connecting \
+         now failed: {}",
+        team.last_error()
+            .unwrap_or_else(|| "the catch-up did not finish in time".into())
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::Ordering;

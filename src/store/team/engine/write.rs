@@ -455,34 +455,32 @@ impl From<tokio_postgres::Error> for TxError {
     }
 }
 
-/// One attempt of `plan`'s transaction. `backend` gets the server process
-/// that runs it (learned inside the transaction: through a pooler in
-/// transaction mode, each transaction may run on another one).
-async fn transaction(
-    client: &mut tokio_postgres::Client,
+/// The server process running the transaction, which records `author`
+/// as the transaction's author.
+async fn backend_of(
+    tx: &tokio_postgres::Transaction<'_>,
+    author: &str,
+) -> Result<Backend, TxError> {
+    let me = tx
+        .query_one(
+            "SELECT set_config('memd.author', $1, true), pg_backend_pid(), \
+             (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid())",
+            &[&author],
+        )
+        .await?;
+    Ok(Backend {
+        pid: me.get(1),
+        started: me.get::<_, Option<String>>(2).unwrap_or_default(),
+    })
+}
+
+/// Takes the transaction's number, and says who runs it (the current
+/// role), the namespaces of `plan` it may not write and those where it
+/// may only propose.
+async fn rights(
+    tx: &tokio_postgres::Transaction<'_>,
     plan: &Plan,
-    (author, machine): (&str, &str),
-    commit_sent: &std::sync::atomic::AtomicBool,
-    backend: &mut Option<Backend>,
-) -> Result<Step, TxError> {
-    // Every row read here is dropped before the COMMIT: a row holds its
-    // statement, which is closed when the row goes, and through a pooler
-    // in transaction mode a close after the COMMIT would leave the
-    // statement on a server connection another client gets next.
-    let tx = client.transaction().await?;
-    *backend = Some({
-        let me = tx
-            .query_one(
-                "SELECT set_config('memd.author', $1, true), pg_backend_pid(), \
-                 (SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid())",
-                &[&author],
-            )
-            .await?;
-        Backend {
-            pid: me.get(1),
-            started: me.get::<_, Option<String>>(2).unwrap_or_default(),
-        }
-    });
+) -> Result<(String, Vec<String>, Vec<String>), TxError> {
     // The transaction's number first: memd's writers queue on it before
     // they lock any row, so two of them never lock rows in each other's way.
     // In the same statement, the namespaces this role may not write:
@@ -500,18 +498,57 @@ async fn transaction(
     namespaces.sort_unstable();
     namespaces.dedup();
     // And the namespaces where it may only propose (review).
-    let (role, denied, reviewed): (String, Vec<String>, Vec<String>) = {
-        let first = tx
-            .query_one(
-                "SELECT memd.take_seq(), current_user::text, ARRAY(SELECT n FROM \
-                 unnest($1::text[]) n WHERE NOT n LIKE ANY (memd.patterns(current_user, \
-                 'write'))), ARRAY(SELECT n FROM unnest($1::text[]) n \
-                 WHERE memd.proposes(session_user, n))",
-                &[&namespaces],
-            )
-            .await?;
-        (first.get(1), first.get(2), first.get(3))
+    let first = tx
+        .query_one(
+            "SELECT memd.take_seq(), current_user::text, ARRAY(SELECT n FROM \
+             unnest($1::text[]) n WHERE NOT n LIKE ANY (memd.patterns(current_user, \
+             'write'))), ARRAY(SELECT n FROM unnest($1::text[]) n \
+             WHERE memd.proposes(session_user, n))",
+            &[&namespaces],
+        )
+        .await?;
+    Ok((first.get(1), first.get(2), first.get(3)))
+}
+
+/// With the strict rule, the newest change another session made in the
+/// plan's namespace after the session's view (`None`: none).
+async fn newer_in_strict(
+    tx: &tokio_postgres::Transaction<'_>,
+    plan: &Plan,
+    machine: &str,
+) -> Result<Option<i64>, TxError> {
+    let Some((namespace, since)) = &plan.strict else {
+        return Ok(None);
     };
+    Ok(tx
+        .query_one(
+            "SELECT max(changed_seq) FROM memd.memories WHERE namespace = $1 \
+             AND changed_seq > $2 AND NOT (changed_kind = 'session' \
+             AND changed_machine IS NOT DISTINCT FROM $3 \
+             AND changed_session IS NOT DISTINCT FROM $4)",
+            &[namespace, since, &machine, &plan.session],
+        )
+        .await?
+        .get(0))
+}
+
+/// One attempt of `plan`'s transaction. `backend` gets the server process
+/// that runs it (learned inside the transaction: through a pooler in
+/// transaction mode, each transaction may run on another one).
+async fn transaction(
+    client: &mut tokio_postgres::Client,
+    plan: &Plan,
+    (author, machine): (&str, &str),
+    commit_sent: &std::sync::atomic::AtomicBool,
+    backend: &mut Option<Backend>,
+) -> Result<Step, TxError> {
+    // Every row read here is dropped before the COMMIT: a row holds its
+    // statement, which is closed when the row goes, and through a pooler
+    // in transaction mode a close after the COMMIT would leave the
+    // statement on a server connection another client gets next.
+    let tx = client.transaction().await?;
+    *backend = Some(backend_of(&tx, author).await?);
+    let (role, denied, reviewed) = rights(&tx, plan).await?;
     if !denied.is_empty() {
         tx.rollback().await?;
         return Ok(Step::Forbidden(format!(
@@ -520,21 +557,9 @@ async fn transaction(
             denied.join(", ")
         )));
     }
-    if let Some((namespace, since)) = &plan.strict {
-        let newer: Option<i64> = tx
-            .query_one(
-                "SELECT max(changed_seq) FROM memd.memories WHERE namespace = $1 \
-                 AND changed_seq > $2 AND NOT (changed_kind = 'session' \
-                 AND changed_machine IS NOT DISTINCT FROM $3 \
-                 AND changed_session IS NOT DISTINCT FROM $4)",
-                &[namespace, since, &machine, &plan.session],
-            )
-            .await?
-            .get(0);
-        if let Some(seq) = newer {
-            tx.rollback().await?;
-            return Ok(Step::Strict(seq));
-        }
+    if let Some(seq) = newer_in_strict(&tx, plan, machine).await? {
+        tx.rollback().await?;
+        return Ok(Step::Strict(seq));
     }
     let mut moved = Vec::new();
     let mut out = Vec::with_capacity(plan.changes.len());
@@ -571,81 +596,11 @@ async fn transaction(
                 continue;
             }
         }
-        let Some(before) = &change.before else {
-            // A row the job created; its uid may be PostgreSQL's already (an
-            // import of a row this machine has not pulled, or deleted).
-            let Some(after) = &change.after else { continue };
-            let held = tx.query_opt(&select, &[&after.uid]).await?;
-            let row = match held {
-                None => insert(&tx, after).await?,
-                Some(r) => {
-                    let held = TeamRow::from_pg(&r)?;
-                    if held.deleted && plan.resurrect {
-                        let base = Before {
-                            uid: held.uid.clone(),
-                            namespace: held.namespace.clone(),
-                            team_rev: Some(held.rev),
-                            rev: held.rev,
-                            observation_count: held.observation_count,
-                            confirmed_count: held.confirmed_count,
-                            local: false,
-                        };
-                        update(&tx, &base, after).await?
-                    } else {
-                        held
-                    }
-                }
-            };
-            out.push((Some(change.id), row));
-            continue;
-        };
-        let current = tx.query_opt(&select, &[&before.uid]).await?;
-        let current = match current {
-            Some(r) => TeamRow::from_pg(&r)?,
-            None => {
-                // Never in PostgreSQL (a local row never pushed): the
-                // caller checked the namespace; treat it as created.
-                if let Some(after) = &change.after {
-                    let row = insert(&tx, after).await?;
-                    out.push((Some(change.id), row));
-                }
-                continue;
-            }
-        };
-        let counts_only = change.after.as_ref().is_some_and(|a| a.rev == before.rev);
-        if !counts_only && (Some(current.rev) != before.team_rev || current.deleted) {
-            moved.push(current);
-            continue;
+        match write_change(&tx, plan, change, &select).await? {
+            Changed::Row(row) => out.push((Some(change.id), *row)),
+            Changed::Moved(row) => moved.push(*row),
+            Changed::Nothing => {}
         }
-        let row = match &change.after {
-            None => {
-                let sql = format!(
-                    "UPDATE memd.memories SET deleted = true WHERE uid = $1 RETURNING {COLUMNS}"
-                );
-                TeamRow::from_pg(&tx.query_one(&sql, &[&before.uid]).await?)?
-            }
-            Some(after) if counts_only => {
-                let sql = format!(
-                    "UPDATE memd.memories SET observation_count = observation_count + $2, \
-                     confirmed_count = confirmed_count + $3, \
-                     last_confirmed_at = coalesce($4, last_confirmed_at) \
-                     WHERE uid = $1 RETURNING {COLUMNS}"
-                );
-                let d_obs =
-                    i32::try_from(after.observation_count - before.observation_count).unwrap_or(0);
-                let d_conf =
-                    i32::try_from(after.confirmed_count - before.confirmed_count).unwrap_or(0);
-                TeamRow::from_pg(
-                    &tx.query_one(
-                        &sql,
-                        &[&before.uid, &d_obs, &d_conf, &after.last_confirmed_at],
-                    )
-                    .await?,
-                )?
-            }
-            Some(after) => update(&tx, before, after).await?,
-        };
-        out.push((Some(change.id), row));
     }
     if !moved.is_empty() {
         tx.rollback().await?;
@@ -668,6 +623,103 @@ async fn transaction(
         rows: out,
         proposals,
     }))
+}
+
+/// What one change did in PostgreSQL.
+enum Changed {
+    /// The row as PostgreSQL now holds it.
+    Row(Box<TeamRow>),
+    /// The row moved in PostgreSQL after this machine's copy: nothing of
+    /// the transaction may commit.
+    Moved(Box<TeamRow>),
+    /// Nothing to write (a row never pushed, now deleted).
+    Nothing,
+}
+
+/// Writes one change of `plan` that is not held for review: a created
+/// row inserted (or a deleted one brought back when the plan may), an
+/// existing one updated, deleted or its counts added, each under a
+/// compare-and-set on the rev this machine held. `select` locks a row by
+/// uid.
+async fn write_change(
+    tx: &tokio_postgres::Transaction<'_>,
+    plan: &Plan,
+    change: &Change,
+    select: &str,
+) -> Result<Changed, TxError> {
+    let Some(before) = &change.before else {
+        // A row the job created; its uid may be PostgreSQL's already (an
+        // import of a row this machine has not pulled, or deleted).
+        let Some(after) = &change.after else {
+            return Ok(Changed::Nothing);
+        };
+        let held = tx.query_opt(select, &[&after.uid]).await?;
+        let row = match held {
+            None => insert(tx, after).await?,
+            Some(r) => {
+                let held = TeamRow::from_pg(&r)?;
+                if held.deleted && plan.resurrect {
+                    let base = Before {
+                        uid: held.uid.clone(),
+                        namespace: held.namespace.clone(),
+                        team_rev: Some(held.rev),
+                        rev: held.rev,
+                        observation_count: held.observation_count,
+                        confirmed_count: held.confirmed_count,
+                        local: false,
+                    };
+                    update(tx, &base, after).await?
+                } else {
+                    held
+                }
+            }
+        };
+        return Ok(Changed::Row(Box::new(row)));
+    };
+    let current = tx.query_opt(select, &[&before.uid]).await?;
+    let current = match current {
+        Some(r) => TeamRow::from_pg(&r)?,
+        None => {
+            // Never in PostgreSQL (a local row never pushed): the
+            // caller checked the namespace; treat it as created.
+            return Ok(match &change.after {
+                Some(after) => Changed::Row(Box::new(insert(tx, after).await?)),
+                None => Changed::Nothing,
+            });
+        }
+    };
+    let counts_only = change.after.as_ref().is_some_and(|a| a.rev == before.rev);
+    if !counts_only && (Some(current.rev) != before.team_rev || current.deleted) {
+        return Ok(Changed::Moved(Box::new(current)));
+    }
+    let row = match &change.after {
+        None => {
+            let sql = format!(
+                "UPDATE memd.memories SET deleted = true WHERE uid = $1 RETURNING {COLUMNS}"
+            );
+            TeamRow::from_pg(&tx.query_one(&sql, &[&before.uid]).await?)?
+        }
+        Some(after) if counts_only => {
+            let sql = format!(
+                "UPDATE memd.memories SET observation_count = observation_count + $2, \
+                 confirmed_count = confirmed_count + $3, \
+                 last_confirmed_at = coalesce($4, last_confirmed_at) \
+                 WHERE uid = $1 RETURNING {COLUMNS}"
+            );
+            let d_obs =
+                i32::try_from(after.observation_count - before.observation_count).unwrap_or(0);
+            let d_conf = i32::try_from(after.confirmed_count - before.confirmed_count).unwrap_or(0);
+            TeamRow::from_pg(
+                &tx.query_one(
+                    &sql,
+                    &[&before.uid, &d_obs, &d_conf, &after.last_confirmed_at],
+                )
+                .await?,
+            )?
+        }
+        Some(after) => update(tx, before, after).await?,
+    };
+    Ok(Changed::Row(Box::new(row)))
 }
 
 enum Proposed {

@@ -208,6 +208,56 @@ impl From<&str> for Failed {
     }
 }
 
+/// The host's answer to an event: the session's block at its start
+/// (none for a resumed Codex session whose block is unchanged), nothing
+/// otherwise.
+async fn answer(
+    client: &mut memd_client::Client,
+    action: Action,
+    host: Host,
+    resumed: bool,
+    cwd: Option<&std::path::Path>,
+    g: &Global,
+) -> Result<Option<String>, CommandError> {
+    match action {
+        Action::Inject => {
+            let injected = crate::commands::cites::inject(client, cwd).await?;
+            // Codex keeps every SessionStart context it is given, the
+            // same bytes too: at a resume, a block the conversation
+            // already holds (one memd did not have to build) is not
+            // given again. Claude Code drops a repeated one itself.
+            if host == Host::Codex && resumed && injected.stats.cached {
+                Ok(None)
+            } else {
+                Ok(Some(
+                    json!({
+                        "hookSpecificOutput": {
+                            "hookEventName": "SessionStart",
+                            "additionalContext": within_limit(&injected.block),
+                        }
+                    })
+                    .to_string(),
+                ))
+            }
+        }
+        Action::Compacted => {
+            client.compacted().await?;
+            Ok(None)
+        }
+        Action::End => {
+            // Ending a session that no longer exists is not an error.
+            match client
+                .session_end(g.session.as_deref().unwrap_or_default())
+                .await
+            {
+                Ok(_) | Err(memd_client::Error::InvalidInput(_)) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        }
+        Action::Nothing => Ok(None),
+    }
+}
+
 fn run(g: &Global, host: Host, name: &mut Option<String>) -> Result<Option<String>, Failed> {
     let mut input = String::new();
     std::io::stdin()
@@ -284,43 +334,7 @@ fn run(g: &Global, host: Host, name: &mut Option<String>) -> Result<Option<Strin
                     }
                 });
         }
-        let answer = match action {
-            Action::Inject => {
-                let injected = crate::commands::cites::inject(&mut client, cwd.as_deref()).await?;
-                // Codex keeps every SessionStart context it is given, the
-                // same bytes too: at a resume, a block the conversation
-                // already holds (one memd did not have to build) is not
-                // given again. Claude Code drops a repeated one itself.
-                if host == Host::Codex && resumed && injected.stats.cached {
-                    Ok::<_, CommandError>(None)
-                } else {
-                    Ok(Some(
-                        json!({
-                            "hookSpecificOutput": {
-                                "hookEventName": "SessionStart",
-                                "additionalContext": within_limit(&injected.block),
-                            }
-                        })
-                        .to_string(),
-                    ))
-                }
-            }
-            Action::Compacted => {
-                client.compacted().await?;
-                Ok(None)
-            }
-            Action::End => {
-                // Ending a session that no longer exists is not an error.
-                match client
-                    .session_end(g.session.as_deref().unwrap_or_default())
-                    .await
-                {
-                    Ok(_) | Err(memd_client::Error::InvalidInput(_)) => Ok(None),
-                    Err(e) => Err(e.into()),
-                }
-            }
-            Action::Nothing => Ok(None),
-        }?;
+        let answer = answer(&mut client, action, host, resumed, cwd.as_deref(), &g).await?;
         // The host's answer stands; a capture that failed is said after.
         if let Err(why) = captured {
             eprintln!("memd hook: capture: {why}");

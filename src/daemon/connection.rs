@@ -490,16 +490,10 @@ async fn report_read_error(e: ReadError, out: &mut Out) {
     }
 }
 
-/// Reads the preamble and `Hello` and opens the session; returns it with the
-/// `Hello`'s frame id and the `Welcome` to answer once the session is
-/// counted. `None` ends the connection (the reason was logged and, when
-/// possible, sent).
-async fn handshake(
-    reader: &mut FrameReader,
-    out: &mut Out,
-    shared: &Shared,
-    limit: Duration,
-) -> Option<(Session, u64, Welcome)> {
+/// Reads the client's preamble and sends the daemon's; `None` (logged,
+/// and when possible sent) when the client is not a memd client of this
+/// protocol version, or too slow.
+async fn preambles(reader: &mut FrameReader, out: &mut Out, limit: Duration) -> Option<()> {
     let preamble = match timeout(limit, reader.preamble()).await {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => {
@@ -536,6 +530,16 @@ async fn handshake(
         tracing::warn!(error = %e, "client speaks another protocol version; closing");
         return None;
     }
+    Some(())
+}
+
+/// Reads the connection's first request, which must be `Hello`; returns
+/// its frame id with it.
+async fn hello(
+    reader: &mut FrameReader,
+    out: &mut Out,
+    limit: Duration,
+) -> Option<(u64, memd_proto::Hello)> {
     let first = match timeout(limit, reader.next()).await {
         Ok(Ok(body)) => body,
         Ok(Err(e)) => {
@@ -547,11 +551,11 @@ async fn handshake(
             return None;
         }
     };
-    let (id, hello) = match memd_proto::decode_request(&first) {
+    match memd_proto::decode_request(&first) {
         Ok(Frame {
             id,
             body: Request::Hello(h),
-        }) => (id, h),
+        }) => Some((id, h)),
         Ok(Frame { id, .. }) => {
             out.error(
                 id,
@@ -559,16 +563,30 @@ async fn handshake(
                 "the first request of a connection must be Hello",
             )
             .await;
-            return None;
+            None
         }
         Err(e) => {
             let id = memd_proto::peek_id(&first).unwrap_or(memd_proto::PUSH_ID);
             let (code, what) = classify(&e);
             tracing::warn!(error = %e, "{what} in the handshake; closing");
             out.error(id, code, format!("{what}: {e}")).await;
-            return None;
+            None
         }
-    };
+    }
+}
+
+/// Reads the preamble and `Hello` and opens the session; returns it with the
+/// `Hello`'s frame id and the `Welcome` to answer once the session is
+/// counted. `None` ends the connection (the reason was logged and, when
+/// possible, sent).
+async fn handshake(
+    reader: &mut FrameReader,
+    out: &mut Out,
+    shared: &Shared,
+    limit: Duration,
+) -> Option<(Session, u64, Welcome)> {
+    preambles(reader, out, limit).await?;
+    let (id, hello) = hello(reader, out, limit).await?;
     if hello.protocol != PROTOCOL_VERSION {
         out.error(
             id,

@@ -83,6 +83,52 @@ fn own_private_text(path: &Path) -> Option<String> {
     Some(text)
 }
 
+/// Writes the viewer's token (a new one unless a private one is there)
+/// and binds the listener: on `configured`, or a free loopback port.
+/// `None` when either failed (said through [`fail`]).
+async fn listen(
+    shared: &Arc<Shared>,
+    path: &Path,
+    configured: Option<SocketAddr>,
+) -> Option<(TcpListener, SocketAddr)> {
+    match token(path, false) {
+        Ok(t) => shared.web.set_token(&t),
+        Err(e) => {
+            fail(
+                shared,
+                format!("cannot write the viewer's token {}: {e}", path.display()),
+            );
+            return None;
+        }
+    }
+    let address = configured.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
+    let listener = match TcpListener::bind(address).await {
+        Ok(l) => l,
+        Err(e) => {
+            fail(shared, format!("cannot listen on {address}: {e}"));
+            return None;
+        }
+    };
+    let Ok(local) = listener.local_addr() else {
+        fail(shared, "the listener has no address".into());
+        return None;
+    };
+    Some((listener, local))
+}
+
+/// A new token for the viewer: old links and cookies no longer open it.
+fn rotate(web: &crate::state::web::Web, path: &Path) {
+    match token(path, true) {
+        Ok(t) => {
+            web.set_token(&t);
+            tracing::info!(
+                "the viewer's token was rotated: old links and cookies no longer open it"
+            );
+        }
+        Err(e) => tracing::error!(error = %e, "cannot rotate the viewer's token"),
+    }
+}
+
 /// Runs the listener's life: waits until it is asked for, binds, serves,
 /// rotates the token when asked, until the daemon stops.
 pub async fn run(shared: Arc<Shared>) {
@@ -100,26 +146,7 @@ pub async fn run(shared: Arc<Shared>) {
     }
     let path = shared.paths.ui_token();
     let mut rotations = 0;
-    match token(&path, false) {
-        Ok(t) => web.set_token(&t),
-        Err(e) => {
-            fail(
-                &shared,
-                format!("cannot write the viewer's token {}: {e}", path.display()),
-            );
-            return;
-        }
-    }
-    let address = configured.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], 0)));
-    let listener = match TcpListener::bind(address).await {
-        Ok(l) => l,
-        Err(e) => {
-            fail(&shared, format!("cannot listen on {address}: {e}"));
-            return;
-        }
-    };
-    let Ok(local) = listener.local_addr() else {
-        fail(&shared, "the listener has no address".into());
+    let Some((listener, local)) = listen(&shared, &path, configured).await else {
         return;
     };
     tracing::info!(address = %local, "the viewer listens (loopback only; a token opens it)");
@@ -150,13 +177,7 @@ pub async fn run(shared: Arc<Shared>) {
                 }
                 let wanted = ask.borrow_and_update().rotations;
                 if wanted != rotations {
-                    match token(&path, true) {
-                        Ok(t) => {
-                            web.set_token(&t);
-                            tracing::info!("the viewer's token was rotated: old links and cookies no longer open it");
-                        }
-                        Err(e) => tracing::error!(error = %e, "cannot rotate the viewer's token"),
-                    }
+                    rotate(web, &path);
                     rotations = wanted;
                     web.bound.send_modify(|b| b.rotations = rotations);
                 }

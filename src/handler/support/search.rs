@@ -40,27 +40,18 @@ fn check_size(req: &SearchRequest) -> Result<(), HandlerError> {
     Ok(())
 }
 
-/// Runs searches in one read transaction; semantic ones get their query
-/// vectors from one embedding call first.
-pub(crate) async fn run(
-    reqs: Vec<SearchRequest>,
-    session: &mut Session,
-    cx: &Ctx<'_>,
-) -> Result<Vec<SearchResult>, HandlerError> {
-    let now = OffsetDateTime::now_utc();
-    let mut views = Vec::with_capacity(reqs.len());
-    for req in &reqs {
-        if req.query.trim().is_empty() {
-            return Err(HandlerError::InvalidInput("the query is empty".into()));
-        }
-        check_size(req)?;
-        views.push(gate::view(&req.filter, &session.who, now)?);
-    }
-    let embed = cx.embed();
+/// Which searches get a query vector (semantic and hybrid always, an
+/// error without a ready embedder; auto when one is ready), and those
+/// vectors in order, from one embedding call. When every search is auto
+/// and the embedder fails, none gets one.
+async fn query_vectors(
+    reqs: &[SearchRequest],
+    embed: &crate::embed::EmbedService,
+) -> Result<(Vec<bool>, Vec<Vec<f32>>), HandlerError> {
     // Which searches need a vector: semantic and hybrid always (an error
     // without a ready embedder), auto when one is ready.
     let mut wants = Vec::with_capacity(reqs.len());
-    for req in &reqs {
+    for req in reqs {
         wants.push(match req.mode {
             SearchMode::Semantic | SearchMode::Hybrid => {
                 embed.ready()?;
@@ -76,7 +67,7 @@ pub(crate) async fn run(
         .filter(|(_, w)| **w)
         .map(|(r, _)| r.query.clone())
         .collect();
-    let mut vectors = if texts.is_empty() {
+    let vectors = if texts.is_empty() {
         Vec::new()
     } else {
         let embedder = embed.ready()?;
@@ -105,8 +96,29 @@ pub(crate) async fn run(
                 );
             }
         }
+    };
+    Ok((wants, vectors))
+}
+
+/// Runs searches in one read transaction; semantic ones get their query
+/// vectors from one embedding call first.
+pub(crate) async fn run(
+    reqs: Vec<SearchRequest>,
+    session: &mut Session,
+    cx: &Ctx<'_>,
+) -> Result<Vec<SearchResult>, HandlerError> {
+    let now = OffsetDateTime::now_utc();
+    let mut views = Vec::with_capacity(reqs.len());
+    for req in &reqs {
+        if req.query.trim().is_empty() {
+            return Err(HandlerError::InvalidInput("the query is empty".into()));
+        }
+        check_size(req)?;
+        views.push(gate::view(&req.filter, &session.who, now)?);
     }
-    .into_iter();
+    let embed = cx.embed();
+    let (wants, vectors) = query_vectors(&reqs, embed).await?;
+    let mut vectors = vectors.into_iter();
     let jobs: Vec<SearchJob> = reqs
         .into_iter()
         .zip(wants)

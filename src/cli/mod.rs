@@ -125,33 +125,7 @@ pub fn run(cli: args::Cli) -> i32 {
         Command::Hook(args::HookCommand::ClaudeCode) => hook::run_hook(&g, hook::Host::ClaudeCode),
         Command::Hook(args::HookCommand::Codex) => hook::run_hook(&g, hook::Host::Codex),
         Command::Hook(args::HookCommand::Gemini) => hook::run_hook(&g, hook::Host::Gemini),
-        Command::Setup(s) => {
-            let (host, a) = match s {
-                args::SetupCommand::ClaudeCode(a) => (hook::Host::ClaudeCode, a),
-                args::SetupCommand::Codex(a) => (hook::Host::Codex, a),
-                args::SetupCommand::Gemini(a) => (hook::Host::Gemini, a),
-            };
-            let scope = if a.project {
-                setup::Scope::Project
-            } else {
-                setup::Scope::User
-            };
-            let namespace = match scope {
-                setup::Scope::Project => {
-                    let mut g = g.clone();
-                    crate::commands::resolve_namespace(&mut g, true);
-                    g.namespace.unwrap_or_else(|| "default".into())
-                }
-                setup::Scope::User => g
-                    .namespace
-                    .clone()
-                    .unwrap_or_else(|| "each project's own (from its repository)".into()),
-            };
-            emit(
-                g.json,
-                setup::run(host, scope, a.dry_run, a.uninstall, &namespace),
-            )
-        }
+        Command::Setup(s) => setup_command(&g, s),
         Command::Config(args::ConfigCommand::Show) => emit(g.json, settings::show(&g)),
         Command::Trust(a) => emit(g.json, crate::commands::trust::trust_command(&a)),
         Command::Untrust(a) => emit(g.json, crate::commands::trust::untrust_command(&a)),
@@ -167,60 +141,94 @@ pub fn run(cli: args::Cli) -> i32 {
         Command::Help(a) => emit(g.json, help::help(help::command(), &a.topic)),
         Command::Completions(a) => emit(g.json, Ok(help::completions(a.shell))),
         Command::Man(a) => emit(g.json, help::man(&a.command, a.dir.as_deref())),
-        command => {
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => return emit(g.json, Err(CommandError::Io(e.to_string()))),
-            };
-            // Long work shows a bar on a terminal, never under --json.
-            crate::commands::progress::enable(!g.json);
-            let result = runtime.block_on(async {
-                let autostart = !matches!(
-                    command,
-                    Command::Status | Command::Stop | Command::Team(args::TeamCommand::Status)
-                );
-                // A transcript's turns are a kind of their own (source
-                // `ingest`), told by the way the connection came.
-                let mut g = g.clone();
-                if matches!(command, Command::Ingest(_)) {
-                    g.via = Some("ingest");
-                }
-                let mut client = connect(&g, autostart).await?;
-                if !named_namespace
-                    && let Some(id) = by_id(&command)
-                    && let Some(there) = elsewhere(&mut client, id).await
-                {
-                    // A person's by-id command acts on the memory wherever
-                    // it lives, in a session of that namespace (as HTTP).
-                    let mut g = g.clone();
-                    g.namespace = Some(there);
-                    g.previous_namespaces.clear();
-                    drop(client);
-                    client = connect(&g, autostart).await?;
-                }
-                let id = by_id(&command);
-                let done = execute(command, &mut client, &client_paths(&g), true).await;
-                match (done, id) {
-                    // Named a namespace that does not hold it: say which does.
-                    (Err(CommandError::Client(memd_client::Error::NotFound(_))), Some(id))
-                        if named_namespace
-                            && let Some(there) = elsewhere(&mut client, id).await =>
-                    {
-                        Err(CommandError::NotFound(format!(
-                            "memory {id} is not in namespace {}: it is in namespace {there} \
-                             (run without --namespace, or with --namespace {there})",
-                            g.namespace.as_deref().unwrap_or("default")
-                        )))
-                    }
-                    (done, _) => done,
-                }
-            });
-            emit(g.json, result)
-        }
+        command => session_command(&g, command, named_namespace),
     }
+}
+
+/// `memd setup HOST`: the host's hooks and MCP server installed (or
+/// removed), for the user or this project.
+fn setup_command(g: &Global, s: args::SetupCommand) -> i32 {
+    let (host, a) = match s {
+        args::SetupCommand::ClaudeCode(a) => (hook::Host::ClaudeCode, a),
+        args::SetupCommand::Codex(a) => (hook::Host::Codex, a),
+        args::SetupCommand::Gemini(a) => (hook::Host::Gemini, a),
+    };
+    let scope = if a.project {
+        setup::Scope::Project
+    } else {
+        setup::Scope::User
+    };
+    let namespace = match scope {
+        setup::Scope::Project => {
+            let mut g = g.clone();
+            crate::commands::resolve_namespace(&mut g, true);
+            g.namespace.unwrap_or_else(|| "default".into())
+        }
+        setup::Scope::User => g
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "each project's own (from its repository)".into()),
+    };
+    emit(
+        g.json,
+        setup::run(host, scope, a.dry_run, a.uninstall, &namespace),
+    )
+}
+
+/// A command served by the daemon: connects (starting it unless the
+/// command only asks about it), moves a person's by-id command to the
+/// namespace that holds the memory, and runs it.
+fn session_command(g: &Global, command: Command, named_namespace: bool) -> i32 {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return emit(g.json, Err(CommandError::Io(e.to_string()))),
+    };
+    // Long work shows a bar on a terminal, never under --json.
+    crate::commands::progress::enable(!g.json);
+    let result = runtime.block_on(async {
+        let autostart = !matches!(
+            command,
+            Command::Status | Command::Stop | Command::Team(args::TeamCommand::Status)
+        );
+        // A transcript's turns are a kind of their own (source
+        // `ingest`), told by the way the connection came.
+        let mut g = g.clone();
+        if matches!(command, Command::Ingest(_)) {
+            g.via = Some("ingest");
+        }
+        let mut client = connect(&g, autostart).await?;
+        if !named_namespace
+            && let Some(id) = by_id(&command)
+            && let Some(there) = elsewhere(&mut client, id).await
+        {
+            // A person's by-id command acts on the memory wherever
+            // it lives, in a session of that namespace (as HTTP).
+            let mut g = g.clone();
+            g.namespace = Some(there);
+            g.previous_namespaces.clear();
+            drop(client);
+            client = connect(&g, autostart).await?;
+        }
+        let id = by_id(&command);
+        let done = execute(command, &mut client, &client_paths(&g), true).await;
+        match (done, id) {
+            // Named a namespace that does not hold it: say which does.
+            (Err(CommandError::Client(memd_client::Error::NotFound(_))), Some(id))
+                if named_namespace && let Some(there) = elsewhere(&mut client, id).await =>
+            {
+                Err(CommandError::NotFound(format!(
+                    "memory {id} is not in namespace {}: it is in namespace {there} \
+                     (run without --namespace, or with --namespace {there})",
+                    g.namespace.as_deref().unwrap_or("default")
+                )))
+            }
+            (done, _) => done,
+        }
+    });
+    emit(g.json, result)
 }
 
 /// The memory a by-id command of a person acts on: `get`, `update`,

@@ -178,37 +178,11 @@ pub async fn execute(
     match command {
         // Memories.
         Command::Add(a) => add(a, client, stdin_allowed).await,
-        Command::Get(a) => {
-            let r = client
-                .get_with(GetRequest {
-                    id: a.id,
-                    include_inactive: a.include_inactive,
-                })
-                .await?;
-            let mut out = output::memory(&r.memory, Some(r.generation), None);
-            cites::annotate_memory(&mut out, &r.memory, client).await;
-            Ok(out)
-        }
-        Command::List(a) => {
-            let r = client
-                .list(ListRequest {
-                    filter: list_filter(&a.filter),
-                    limit: a.filter.limit,
-                    offset: a.offset,
-                })
-                .await?;
-            Ok(output::list(&r, across(&a.filter)))
-        }
+        Command::Get(a) => get(&a, client).await,
+        Command::List(a) => list(&a, client).await,
         Command::Search(a) => search(a, client).await,
         Command::Update(a) => update(a, client, stdin_allowed).await,
-        Command::Forget(a) => match a.id {
-            Some(id) => Ok(output::forgotten(&client.forget(id, a.expect_rev).await?)),
-            None => Ok(output::forgotten_where(
-                &client
-                    .forget_where(a.thread.as_deref(), a.source.as_deref(), a.dry_run)
-                    .await?,
-            )),
-        },
+        Command::Forget(a) => forget(&a, client).await,
         Command::Purge(a) => purge(client, &a, stdin_allowed).await,
         Command::Supersede(a) => Ok(output::superseded(&client.supersede(a.old, a.new).await?)),
         Command::History(a) => Ok(output::history(&client.history(a.id).await?)),
@@ -244,19 +218,7 @@ pub async fn execute(
         Command::Session(args::SessionCommand::End { name }) => {
             Ok(output::session_ended(&client.session_end(&name).await?))
         }
-        Command::Capture(args::CaptureCommand::Status { session }) => {
-            let (host, id) = capture_session(session.as_deref());
-            Ok(output::capture_states(
-                &client.capture_status(host, id).await?,
-            ))
-        }
-        Command::Capture(args::CaptureCommand::Forget { session }) => {
-            let (host, id) = capture_session(Some(&session));
-            let turns = client
-                .capture_forget(host.as_deref().unwrap_or_default(), &id.unwrap_or_default())
-                .await?;
-            Ok(output::capture_forgotten(&session, turns))
-        }
+        Command::Capture(c) => capture(c, client).await,
         Command::Team(args::TeamCommand::Status) => Ok(output::team_status(client.status().await?)),
         Command::Team(args::TeamCommand::Push { namespace }) => {
             let _waiting = Progress::waiting(&format!("pushing {namespace}"));
@@ -264,49 +226,14 @@ pub async fn execute(
         }
         // Files read or written here, streamed through the socket.
         Command::Export(a) => export(a, client).await,
-        Command::Import(a) => {
-            let file = open(&a.file)?;
-            let progress = Progress::bytes(
-                file.metadata().map_or(0, |m| m.len()),
-                &format!("uploading {}", a.file.display()),
-            );
-            let report = client
-                .import(progress.reader(file, "importing"), a.replace)
-                .await?;
-            progress.finish();
-            Ok(output::imported(&report))
-        }
+        Command::Import(a) => import(&a, client).await,
         Command::Ingest(a) => ingest_file(a, client, stdin_allowed).await,
         Command::ImportMd(a) => import_markdown(a, client).await,
         Command::Backup(a) => backup(a, client).await,
-        Command::Restore(a) => {
-            let file = open(&a.file)?;
-            let progress = Progress::bytes(
-                file.metadata().map_or(0, |m| m.len()),
-                &format!("uploading {}", a.file.display()),
-            );
-            let report = client.restore(progress.reader(file, "restoring")).await?;
-            progress.finish();
-            Ok(output::restored(&report))
-        }
+        Command::Restore(a) => restore(&a, client).await,
         Command::Stop => stop(client, paths).await,
         Command::Socket => Ok(output::socket(&paths.socket)),
-        Command::Ui(a) => {
-            let r = client.ui(a.new_token).await?;
-            let url = format!("http://{}/login?code={}", r.address, r.code);
-            let opened = if a.no_open {
-                None
-            } else {
-                Some(open_browser(&url, &paths.data_dir))
-            };
-            Ok(output::ui(
-                &url,
-                &r.address,
-                r.expires_secs,
-                opened,
-                a.new_token,
-            ))
-        }
+        Command::Ui(a) => ui(&a, client, paths).await,
         // Commands that open no session run elsewhere.
         Command::Shell
         | Command::Daemon
@@ -336,6 +263,107 @@ pub async fn execute(
                 .into(),
         )),
     }
+}
+
+/// `memd forget ID`, or every memory of a thread or source.
+async fn forget(a: &args::ForgetArgs, client: &mut Client) -> Result<Output, CommandError> {
+    match a.id {
+        Some(id) => Ok(output::forgotten(&client.forget(id, a.expect_rev).await?)),
+        None => Ok(output::forgotten_where(
+            &client
+                .forget_where(a.thread.as_deref(), a.source.as_deref(), a.dry_run)
+                .await?,
+        )),
+    }
+}
+
+/// `memd get`: the memory, its citations checked here.
+async fn get(a: &args::GetArgs, client: &mut Client) -> Result<Output, CommandError> {
+    let r = client
+        .get_with(GetRequest {
+            id: a.id,
+            include_inactive: a.include_inactive,
+        })
+        .await?;
+    let mut out = output::memory(&r.memory, Some(r.generation), None);
+    cites::annotate_memory(&mut out, &r.memory, client).await;
+    Ok(out)
+}
+
+/// `memd list`.
+async fn list(a: &args::ListArgs, client: &mut Client) -> Result<Output, CommandError> {
+    let r = client
+        .list(ListRequest {
+            filter: list_filter(&a.filter),
+            limit: a.filter.limit,
+            offset: a.offset,
+        })
+        .await?;
+    Ok(output::list(&r, across(&a.filter)))
+}
+
+/// `memd capture status|forget`.
+async fn capture(c: args::CaptureCommand, client: &mut Client) -> Result<Output, CommandError> {
+    match c {
+        args::CaptureCommand::Status { session } => {
+            let (host, id) = capture_session(session.as_deref());
+            Ok(output::capture_states(
+                &client.capture_status(host, id).await?,
+            ))
+        }
+        args::CaptureCommand::Forget { session } => {
+            let (host, id) = capture_session(Some(&session));
+            let turns = client
+                .capture_forget(host.as_deref().unwrap_or_default(), &id.unwrap_or_default())
+                .await?;
+            Ok(output::capture_forgotten(&session, turns))
+        }
+    }
+}
+
+/// `memd import FILE`: uploaded with a progress bar.
+async fn import(a: &args::ImportArgs, client: &mut Client) -> Result<Output, CommandError> {
+    let file = open(&a.file)?;
+    let progress = Progress::bytes(
+        file.metadata().map_or(0, |m| m.len()),
+        &format!("uploading {}", a.file.display()),
+    );
+    let report = client
+        .import(progress.reader(file, "importing"), a.replace)
+        .await?;
+    progress.finish();
+    Ok(output::imported(&report))
+}
+
+/// `memd restore FILE`: uploaded with a progress bar.
+async fn restore(a: &args::RestoreArgs, client: &mut Client) -> Result<Output, CommandError> {
+    let file = open(&a.file)?;
+    let progress = Progress::bytes(
+        file.metadata().map_or(0, |m| m.len()),
+        &format!("uploading {}", a.file.display()),
+    );
+    let report = client.restore(progress.reader(file, "restoring")).await?;
+    progress.finish();
+    Ok(output::restored(&report))
+}
+
+/// `memd ui`: the viewer's address with a one-time code, opened in a
+/// browser unless asked not to.
+async fn ui(a: &args::UiArgs, client: &mut Client, paths: &Paths) -> Result<Output, CommandError> {
+    let r = client.ui(a.new_token).await?;
+    let url = format!("http://{}/login?code={}", r.address, r.code);
+    let opened = if a.no_open {
+        None
+    } else {
+        Some(open_browser(&url, &paths.data_dir))
+    };
+    Ok(output::ui(
+        &url,
+        &r.address,
+        r.expires_secs,
+        opened,
+        a.new_token,
+    ))
 }
 
 /// A local file to send.

@@ -83,6 +83,17 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The file's code with comments blanked, and its string literals' text.
 fn split(src: &str) -> (String, Vec<String>) {
+    split_with(src, false)
+}
+
+/// As [`split`]; with `keep_lines`, a blanked comment or string keeps its
+/// line breaks (the code's lines are the file's).
+fn split_with(src: &str, keep_lines: bool) -> (String, Vec<String>) {
+    let breaks = |code: &mut String, text: &str| {
+        if keep_lines {
+            code.extend(std::iter::repeat_n('\n', text.matches('\n').count()));
+        }
+    };
     let b = src.as_bytes();
     let mut code = String::with_capacity(src.len());
     let mut strings = Vec::new();
@@ -94,6 +105,7 @@ fn split(src: &str) -> (String, Vec<String>) {
             i = end;
         } else if rest.starts_with("/*") {
             let end = rest.find("*/").map_or(b.len(), |n| i + n + 2);
+            breaks(&mut code, &src[i..end]);
             i = end;
         } else if rest.starts_with("r#\"") || rest.starts_with("r\"") || rest.starts_with("br\"") {
             let start = rest.find('"').unwrap();
@@ -105,6 +117,7 @@ fn split(src: &str) -> (String, Vec<String>) {
                 .map_or(b.len(), |n| body_start + n);
             strings.push(src[body_start..end].to_string());
             code.push_str("\"\"");
+            breaks(&mut code, &src[body_start..end]);
             i = (end + close.len()).min(b.len());
         } else if b[i] == b'"' {
             let mut j = i + 1;
@@ -113,6 +126,7 @@ fn split(src: &str) -> (String, Vec<String>) {
             }
             strings.push(src[i + 1..j.min(b.len())].to_string());
             code.push_str("\"\"");
+            breaks(&mut code, &src[i + 1..j.min(b.len())]);
             i = j + 1;
         } else if b[i] == b'\'' {
             // A char literal ('"', '\'', '{') or a lifetime ('a).
@@ -656,6 +670,58 @@ fn functions(code: &str) -> Vec<(&str, &str)> {
         out.push((&code[start..open], &code[open..end]));
     }
     out
+}
+
+/// Functions of `src/` that are tables, one entry per tool or command, and
+/// may be longer: the MCP tools' specs and their commands, the CLI's
+/// dispatch of a session's commands.
+const TABLES: &[(&str, &str)] = &[
+    ("mcp/tools.rs", "specs"),
+    ("mcp/tools.rs", "command"),
+    ("commands/execute.rs", "execute"),
+];
+
+/// A function a newcomer can hold in their head: none of `src/` (its
+/// tests left out) is over 100 lines from `fn` to its closing brace, but
+/// the [`TABLES`].
+#[test]
+fn functions_are_at_most_100_lines_but_the_tables() {
+    let src = root().join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut long = Vec::new();
+    let mut tables = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let (code, _) = split_with(&text, true);
+        let code = code
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        for (head, body) in functions(code) {
+            let lines = head.matches('\n').count() + body.matches('\n').count() + 1;
+            let name = head[3..]
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or_default();
+            if TABLES.contains(&(rel.as_str(), name)) {
+                tables += 1;
+            } else if lines > 100 {
+                long.push(format!("{rel}: fn {name}, {lines} lines"));
+            }
+        }
+    }
+    assert_eq!(tables, TABLES.len(), "each table is where TABLES says");
+    assert!(
+        long.is_empty(),
+        "split these (or, for a table, list it in TABLES):\n{}",
+        long.join("\n")
+    );
 }
 
 /// A handler fails with `HandlerError`; only one that calls the store

@@ -1,4 +1,4 @@
-//! The daemon's team tasks (team memory, ARCHITECTURE.md "Team memory"):
+//! The daemon's team tasks (team memory, src/store/team/README.md):
 //! the pull that follows the team's PostgreSQL, the periodic cleanup (both
 //! through the store's wing, `store::team::wing`), and the finishing of
 //! purges the pull applied.

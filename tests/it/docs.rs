@@ -51,6 +51,7 @@ fn linked_pages() -> Vec<PathBuf> {
         "CONTRIBUTING.md",
         "CHANGELOG.md",
         "ARCHITECTURE.md",
+        "src/store/team/README.md",
         "bench/RESULTS.md",
     ] {
         pages.push(root().join(p));

@@ -1,12 +1,45 @@
 //! `purge`: erase memories and every trace of their text this database
-//! keeps — the row, every revision, the full-text index entries (the
-//! neighbours' context re-indexed by the delete trigger, then the index
-//! optimised so no deleted term stays in an older segment), vectors,
-//! sketches, tags, authors, near-duplicate links — in one transaction under
-//! `secure_delete`, logged in `memory_purges` (uid, namespace, when, by
-//! whom; never the text). [`Store::scrub`] then rewrites the file without
-//! free space and empties the WAL. Frozen blocks, drift backups and the
-//! sessions file are the daemon's (`handler::purge`).
+//! keeps, logged in `memory_purges` (uid, namespace, when, by whom; never
+//! the text); [`Store::scrub`] then rewrites the file without free space
+//! and empties the WAL. Frozen blocks, drift backups and the sessions file
+//! are the daemon's (`state::purge`). docs/security.md states what a purge
+//! promises.
+//!
+//! `memd purge` (`handler::purge`, this module): the store erases, in one
+//! writer job under `secure_delete`, each memory's row (the delete triggers
+//! drop its tags, FTS row, vectors, sketch, authors and re-index the thread
+//! neighbours' context), every `memory_revisions` row of its uid (the delete
+//! revision included), near-duplicate links, logs it in `memory_purges`, and
+//! runs FTS5 `optimize` (a deleted term otherwise stays in older segments).
+//! Each step is one statement over a temp table of the uids (`temp.purging`),
+//! never a statement per memory: in one large transaction every statement pays
+//! for the transaction's size, which made a per-memory loop quadratic.
+//!
+//! Then `state::purge::finish` drops frozen blocks holding a purged id (named
+//! sessions' views at once and their record in `sessions.db`; connected
+//! sessions' through `Shared::purge_told`, and, as a net under a lagging
+//! channel, at their next inject through `Shared::purged`; each of these places
+//! asks `View::drop_block_holding`, the rule's one home, through
+//! `Session::drop_block_holding` or `Named::drop_block_holding`, which mark a
+//! named session for its record), rewrites drift backups without those uids
+//! (`Backups::rewrite_without`, a new file renamed over each), and scrubs both
+//! files: `Writer::scrub` (a `Msg` of the writer thread: `VACUUM`, then
+//! `wal_checkpoint(TRUNCATE)` retried while a reader holds the WAL) and
+//! `SessionFile::scrub`.
+//!
+//! A memory of a shared namespace is erased in PostgreSQL first (`Team::purge`,
+//! one transaction of `memd.purge(uid, machine)`: a `SECURITY DEFINER` function
+//! that checks `admin` for `session_user`, deletes the row — the tombstone
+//! trigger lets only the owner's delete of the uid named in `memd.purging`
+//! through — and its revisions, and records the uid in `memd.purges` under the
+//! transaction's number); PostgreSQL refusing or unreachable erases nothing.
+//! The pull erases the uids purged in each page's range (`apply_purges`,
+//! `Store::erase_pulled`), sends them on `Store::purge_events`, and
+//! `jobs::team::purges` finishes them like a local purge
+//! (`state::purge::finish`, shared with the handler: blocks, backups, scrub,
+//! and `Shared::purge_told`, which each connection turns into a dropped block
+//! and an `Event::Purged`). The history check takes a purged last row as held;
+//! a resync erases purged uids instead of backing them up.
 
 use memd_proto::PurgeTarget;
 use rusqlite::{Connection, OptionalExtension};

@@ -1,5 +1,5 @@
-//! Team memory: shared namespaces on PostgreSQL (ARCHITECTURE.md "Team
-//! memory"). Every machine keeps its daemon and its `memory.db`; the
+//! Team memory: shared namespaces on PostgreSQL (how it is built:
+//! `README.md` in this folder). Every machine keeps its daemon and its `memory.db`; the
 //! namespaces `[team] namespaces` matches have PostgreSQL as their system of
 //! record. A write to one is decided in PostgreSQL (a compare-and-set on
 //! the rev each row had here), then applied here; a pull applies everyone

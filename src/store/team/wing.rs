@@ -1,4 +1,4 @@
-//! The one door to team memory (ARCHITECTURE.md "Team memory"): what the
+//! The one door to team memory (src/store/team/README.md): what the
 //! daemon asks of it — is this row shared, has this machine caught up,
 //! write this plan through, purge, rename, the review queue, `status` —
 //! and the daemon's two team tasks (the pull, the cleanup). Nothing

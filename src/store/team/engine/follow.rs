@@ -1,4 +1,4 @@
-//! Following the team's PostgreSQL (ARCHITECTURE.md "Team memory"): one
+//! Following the team's PostgreSQL (src/store/team/README.md): one
 //! connection that `LISTEN`s for commits and, on a notification or every
 //! few seconds, applies every later commit of the shared namespaces in
 //! commit order. Before it follows, it checks that PostgreSQL still holds

@@ -907,10 +907,6 @@ fn counted_lines(text: &str) -> Vec<(usize, String)> {
 /// Runs of this many counted lines, or more, may not stand twice.
 const REPEATED_RUN: usize = 11;
 
-/// Places that repeat a run of their own, known and kept: the team code's
-/// (`store/team/`) is not held to this rule yet.
-const KNOWN_REPEATS: &[&str] = &["src/store/team/"];
-
 /// No run of more than ten lines of Rust in `src/` stands twice to the
 /// letter. A deliberate copy does not belong in Rust: the fixed migrations
 /// are SQL files.
@@ -924,9 +920,6 @@ fn no_run_of_code_stands_twice() {
     let mut problems = Vec::new();
     for f in &files {
         let rel = f.strip_prefix(root()).unwrap().display().to_string();
-        if KNOWN_REPEATS.iter().any(|k| rel.starts_with(k)) {
-            continue;
-        }
         let lines = counted_lines(&std::fs::read_to_string(f).unwrap());
         let mut last_reported = 0;
         for (i, window) in lines.windows(REPEATED_RUN).enumerate() {

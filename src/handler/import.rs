@@ -62,14 +62,8 @@ pub(super) async fn handle(
                 }
             }
         }
-        // Shared (team memory) and local entries are written apart: one
-        // write goes through PostgreSQL, the other does not.
-        let team = cx.store().wing();
-        let (shared, local): (Vec<_>, Vec<_>) = batch.into_iter().partition(|e| {
-            let (ns, scope) = e.place();
-            !e.captured() && team.shares(ns, scope)
-        });
-        for part in [local, shared] {
+        // Shared (team memory) and local entries are written apart.
+        for part in cx.store().import_writes(batch) {
             if part.is_empty() {
                 continue;
             }

@@ -141,13 +141,9 @@ pub(crate) async fn run(
             now,
             rank: cx.config().search.clone(),
             index: embed.index_handle(),
-            vocab: store.vocab.current(),
             floor,
         })
         .await?;
-    if read.value.stale_vocab {
-        store.vocab.want();
-    }
     let generation = read.generation;
     let results = read.value.results;
     let counts = session.counts_uses();

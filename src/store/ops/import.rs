@@ -12,6 +12,17 @@ use crate::store::{Guard, Store, StoreError};
 pub type ImportCounts = [u64; 5];
 
 impl Store {
+    /// An import chunk's entries in the writes they go in: the local ones,
+    /// then those of shared namespaces (team memory), whose write goes
+    /// through PostgreSQL. A captured turn is never shared.
+    pub fn import_writes(&self, entries: Vec<Entry>) -> [Vec<Entry>; 2] {
+        let (shared, local): (Vec<_>, Vec<_>) = entries.into_iter().partition(|e| {
+            let (ns, scope) = e.place();
+            !e.captured() && self.wing.shares(ns, scope)
+        });
+        [local, shared]
+    }
+
     /// Writes one chunk of checked entries; with `replace`, rows whose uid
     /// exists are replaced (each checked by the row rule).
     ///

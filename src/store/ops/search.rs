@@ -10,7 +10,6 @@ use crate::embed::vectors::Index;
 use crate::gate::View;
 use crate::store::readers::{Read, ReadKind};
 use crate::store::search::rank::RankConfig;
-use crate::store::search::vocab::Terms;
 use crate::store::search::{self, semantic::Semantic};
 use crate::store::{Store, StoreError, read_generation};
 
@@ -38,8 +37,6 @@ pub struct Searches {
     pub rank: RankConfig,
     /// Every current vector.
     pub index: Arc<RwLock<Index>>,
-    /// The cached vocabulary; used when it is at the read's generation.
-    pub vocab: Option<Arc<Terms>>,
     /// The least relevance of a hit of a search with a query vector (the
     /// embedding model's floor).
     pub floor: crate::store::search::rank::Floor,
@@ -50,13 +47,12 @@ pub struct Searches {
 pub struct Found {
     /// Each search's hits, and the mode it ran in.
     pub results: Vec<(Vec<Hit>, SearchMode)>,
-    /// A fuzzy leg could not use the cached vocabulary (it is not at this
-    /// read's generation): the caller asks for a rebuild.
-    pub stale_vocab: bool,
 }
 
 impl Store {
-    /// Runs the searches in one read transaction.
+    /// Runs the searches in one read transaction. Fuzzy matching reads
+    /// the store's cached vocabulary when it is at the read's generation;
+    /// when it is not, the search reads the table and asks for a rebuild.
     ///
     /// # Errors
     /// `InvalidInput` for an invalid FTS query; SQLite errors.
@@ -66,9 +62,9 @@ impl Store {
             now,
             rank,
             index,
-            vocab,
             floor,
         } = s;
+        let vocab = self.vocab.current();
         // Fuzzy matching may read the vocabulary: from the cache when it is
         // at this read's generation.
         let may_fuzzy = jobs.iter().any(|j| {
@@ -76,7 +72,8 @@ impl Store {
                 || (j.req.mode == SearchMode::Auto && j.vector.is_none())
         });
         let frequencies = self.frequencies.clone();
-        self.readers
+        let read = self
+            .readers
             .read(ReadKind::Client, move |conn| {
                 let generation = read_generation(conn)?;
                 let vocab = match &vocab {
@@ -114,11 +111,78 @@ impl Store {
                     )?;
                     results.push((hits, mode));
                 }
-                Ok(Found {
-                    results,
-                    stale_vocab: may_fuzzy && vocab.is_none(),
-                })
+                Ok((Found { results }, may_fuzzy && vocab.is_none()))
             })
+            .await?;
+        let (found, stale_vocab) = read.value;
+        if stale_vocab {
+            self.vocab.want();
+        }
+        Ok(Read {
+            value: found,
+            generation: read.generation,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::store::team::wing::Wing;
+
+    fn fuzzy(query: &str) -> Searches {
+        let req = SearchRequest {
+            query: query.into(),
+            filter: memd_proto::Filter::default(),
+            limit: 5,
+            mode: SearchMode::Fuzzy,
+            syntax: memd_proto::QuerySyntax::Plain,
+            explain: false,
+            offset: 0,
+        };
+        Searches {
+            jobs: vec![SearchJob {
+                req,
+                vector: None,
+                view: View::namespace("default", "a", "s"),
+                limit: 5,
+            }],
+            now: OffsetDateTime::now_utc(),
+            rank: RankConfig::default(),
+            index: Arc::new(RwLock::new(Index::new(4))),
+            floor: search::rank::Floor::default(),
+        }
+    }
+
+    /// Whether a search asked for the vocabulary since the last look.
+    async fn asked(store: &Store) -> bool {
+        tokio::time::timeout(Duration::from_millis(50), store.vocab.wanted.notified())
             .await
+            .is_ok()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_fuzzy_search_asks_for_the_vocabulary_only_when_the_cache_is_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(
+            &dir.path().join("memory.db"),
+            &crate::store::StorageConfig::default(),
+            Duration::from_secs(3600),
+            Wing::None,
+        )
+        .unwrap();
+        store.search(fuzzy("deploy")).await.unwrap();
+        assert!(
+            asked(&store).await,
+            "no vocabulary cached: a rebuild is asked"
+        );
+        store.vocab.set(store.vocabulary().await.unwrap());
+        store.search(fuzzy("deploy")).await.unwrap();
+        assert!(
+            !asked(&store).await,
+            "the cache is at the read's generation"
+        );
     }
 }

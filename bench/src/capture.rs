@@ -211,14 +211,14 @@ pub fn run(args: CaptureArgs) -> anyhow::Result<()> {
             "capture_secs": capture_secs,
             "turns_per_sec": args.growth_turns as f64 / capture_secs,
         },
-        "machine": crate::perf::machine_facts(),
+        "machine": crate::stats::machine_facts(),
     });
     if args.json {
         println!("{report}");
     } else {
         println!(
             "capture through `memd hook claude-code`; {}",
-            crate::perf::machine_facts()
+            crate::stats::machine_facts()
         );
         println!(
             "Stop after one new turn of a {}-turn session, {} runs: p50 {:.2} ms, p95 {:.2} ms; \

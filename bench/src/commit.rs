@@ -116,7 +116,7 @@ async fn run_async(args: CommitArgs) -> anyhow::Result<()> {
     let vocab = corpus::vocabulary(20_000);
     let items = corpus::memories(args.memories.max(1), &vocab, 42);
     let report = client
-        .import(&perf::export_doc(&items, 0)[..], false)
+        .import(&crate::corpus::export_doc(&items, 0)[..], false)
         .await?;
     anyhow::ensure!(report.inserted == items.len() as u64, "import: {report:?}");
     let memd = if args.shell > 0 {
@@ -125,7 +125,7 @@ async fn run_async(args: CommitArgs) -> anyhow::Result<()> {
         None
     };
     let fsync = fsync_us(&daemon.data_dir(), 200)?;
-    let machine_before = perf::machine_facts();
+    let machine_before = crate::stats::machine_facts();
 
     let mut runs: Vec<Vec<Level>> = Vec::new();
     let mut shells: Vec<(f64, Writer)> = Vec::new();
@@ -154,7 +154,7 @@ async fn run_async(args: CommitArgs) -> anyhow::Result<()> {
             shells.push((rate, counters(&mut client).await?.since(before)));
         }
     }
-    let machine_after = perf::machine_facts();
+    let machine_after = crate::stats::machine_facts();
     let rows: Vec<Value> = args
         .sessions
         .iter()

@@ -144,3 +144,22 @@ pub fn queries(n: usize, vocab: &[String], seed: u64) -> Vec<String> {
         })
         .collect()
 }
+
+/// The export document of `items[from..to]` (what `memd import` reads).
+pub fn export_doc(items: &[Item], from: usize) -> Vec<u8> {
+    let entries: Vec<serde_json::Value> = items
+        .iter()
+        .enumerate()
+        .map(|(i, it)| {
+            serde_json::json!({
+                "uid": format!("{:032x}", from + i),
+                "content": it.content,
+                "category": it.category,
+                "tags": it.tags,
+                "namespace": "default",
+                "source": "agent",
+            })
+        })
+        .collect();
+    serde_json::to_vec(&serde_json::json!({"entries": entries})).unwrap_or_default()
+}

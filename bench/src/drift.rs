@@ -158,14 +158,14 @@ async fn run_async(args: DriftArgs) -> anyhow::Result<()> {
                 "detection_ms": {"n": detect.n, "p50": detect.p50_us / 1e3, "p95": detect.p95_us / 1e3, "p99": detect.p99_us / 1e3},
                 "detection_held_connection_ms": {"n": held.n, "p50": held.p50_us / 1e3, "p95": held.p95_us / 1e3, "p99": held.p99_us / 1e3},
                 "add_us_by_policy": adds.iter().map(|(p, s)| json!({"policy": p, "p50_us": s.p50_us, "p99_us": s.p99_us})).collect::<Vec<_>>(),
-                "machine": crate::perf::machine_facts(),
+                "machine": crate::stats::machine_facts(),
             })
         );
     } else {
         println!(
             "memd drift: {} trials; {}",
             detect.n,
-            crate::perf::machine_facts()
+            crate::stats::machine_facts()
         );
         println!();
         println!(

@@ -911,7 +911,7 @@ fn report(
         set.questions.len(),
         report["memories"],
         mode.as_str(),
-        crate::perf::machine_facts()
+        crate::stats::machine_facts()
     );
     if let Some(v) = variant {
         println!("variant: {v}");
@@ -1484,7 +1484,7 @@ async fn loco(
         mode.as_str(),
         settings.len(),
         kind,
-        crate::perf::machine_facts()
+        crate::stats::machine_facts()
     );
     for r in &set_reports {
         print_set(r);

@@ -96,7 +96,7 @@ pub fn run(args: HookArgs) -> anyhow::Result<()> {
         "block_chars": chars,
         "hook_ms": {"p50": h.p50_us / 1e3, "p95": h.p95_us / 1e3, "p99": h.p99_us / 1e3},
         "bare_start_ms": {"p50": b.p50_us / 1e3, "p95": b.p95_us / 1e3},
-        "machine": crate::perf::machine_facts(),
+        "machine": crate::stats::machine_facts(),
     });
     if args.json {
         println!("{report}");
@@ -104,7 +104,7 @@ pub fn run(args: HookArgs) -> anyhow::Result<()> {
         println!(
             "memd hook claude-code (SessionStart, {chars}-char block, the same bytes each run), {} runs; {}",
             args.runs,
-            crate::perf::machine_facts()
+            crate::stats::machine_facts()
         );
         println!(
             "hook: p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms; `memd --version` (process start): p50 {:.2} ms, p95 {:.2} ms",

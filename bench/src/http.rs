@@ -13,8 +13,8 @@ use memd_client::{Client, ConnectOptions};
 use serde_json::{Value, json};
 
 use crate::corpus;
+use crate::corpus::export_doc;
 use crate::daemon::BenchDaemon;
-use crate::perf::export_doc;
 use crate::stats::{Summary, summarize};
 
 /// Flags of `http`.
@@ -151,7 +151,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<()> {
     }
     if args.json {
         let out = json!({
-            "machine": crate::perf::machine_facts(),
+            "machine": crate::stats::machine_facts(),
             "rows": rows.iter().map(|r| json!({
                 "op": r.op,
                 "memories": r.memories,
@@ -172,7 +172,7 @@ pub fn run(args: HttpArgs) -> anyhow::Result<()> {
         println!("{out}");
         return Ok(());
     }
-    println!("{}", crate::perf::machine_facts());
+    println!("{}", crate::stats::machine_facts());
     println!(
         "{:<10} {:>9} {:>12} {:>12} {:>12} {:>12} {:>8}",
         "op", "memories", "binary p50", "http p50", "binary p99", "http p99", "ratio"

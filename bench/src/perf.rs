@@ -161,25 +161,6 @@ fn timed_sync(n: usize, mut f: impl FnMut(usize) -> anyhow::Result<()>) -> anyho
     Ok(summarize(&mut samples, wall.elapsed()))
 }
 
-/// The export document of `items[from..to]` (what `memd import` reads).
-pub(crate) fn export_doc(items: &[Item], from: usize) -> Vec<u8> {
-    let entries: Vec<Value> = items
-        .iter()
-        .enumerate()
-        .map(|(i, it)| {
-            json!({
-                "uid": format!("{:032x}", from + i),
-                "content": it.content,
-                "category": it.category,
-                "tags": it.tags,
-                "namespace": "default",
-                "source": "agent",
-            })
-        })
-        .collect();
-    serde_json::to_vec(&json!({"entries": entries})).unwrap_or_default()
-}
-
 /// The in-process floor: memd's schema and store code on a plain
 /// connection, `synchronous = FULL`, WAL.
 struct Floor {
@@ -402,7 +383,7 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
     let mut load_time = Duration::ZERO;
     for scale in &scales {
         let part = &items[loaded..*scale];
-        let doc = export_doc(part, loaded);
+        let doc = corpus::export_doc(part, loaded);
         let t = Instant::now();
         let report = client.import(&doc[..], false).await?;
         load_time += t.elapsed();
@@ -720,7 +701,7 @@ async fn run_async(args: PerfArgs) -> anyhow::Result<()> {
         }
     }
 
-    let machine = machine_facts();
+    let machine = crate::stats::machine_facts();
     let report = json!({
         "memories": total,
         "results": rows.iter().map(Row::json).collect::<Vec<_>>(),
@@ -829,7 +810,7 @@ fn socket_round_trip(dir: &Path, n: usize) -> anyhow::Result<Summary> {
 pub fn report(rows: impl serde::Serialize, json: bool, table: fn(&serde_json::Value)) {
     let report = serde_json::json!({
         "date": memd::clock::now(),
-        "machine": machine_facts(),
+        "machine": crate::stats::machine_facts(),
         "rows": rows,
     });
     if json {
@@ -837,23 +818,4 @@ pub fn report(rows: impl serde::Serialize, json: bool, table: fn(&serde_json::Va
     } else {
         table(&report);
     }
-}
-
-/// Cores and load average, recorded with every run.
-pub fn machine_facts() -> String {
-    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next().map(str::to_string))
-        .unwrap_or_else(|| "?".into());
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| "?".into());
-    format!("{cores} cores ({cpu}), load {load}")
 }

@@ -13,8 +13,8 @@ use memd_client::{Client, ConnectOptions};
 use serde_json::json;
 
 use crate::corpus;
+use crate::corpus::export_doc;
 use crate::daemon::BenchDaemon;
-use crate::perf::export_doc;
 use crate::stats::summarize;
 
 const CONFIG: &str = "[lifecycle]\ninterval_hours = 0\n\

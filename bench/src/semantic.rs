@@ -173,7 +173,7 @@ async fn run_async(args: SemanticArgs) -> anyhow::Result<()> {
         "query_embed": ms(&query_embed),
         "int8_top10_overlap": int8_overlap,
         "scales": scales,
-        "machine": crate::perf::machine_facts(),
+        "machine": crate::stats::machine_facts(),
     });
     if args.json {
         println!("{report}");
@@ -258,7 +258,7 @@ pub(crate) async fn scale(
     let mut d = BenchDaemon::start(Some(&format!("{CONFIG}[embed]\nprovider = \"none\"\n")))?;
     let mut c = connect(&d).await?;
     let report = c
-        .import(&crate::perf::export_doc(items, 0)[..], false)
+        .import(&crate::corpus::export_doc(items, 0)[..], false)
         .await?;
     anyhow::ensure!(report.inserted == n as u64, "{report:?}");
     drop(c);

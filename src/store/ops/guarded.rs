@@ -15,6 +15,18 @@ use crate::store::writer::Sharing;
 use crate::store::writer::WriteCtx;
 use crate::store::{Guard, Store, StoreError};
 
+/// A session's write: it runs on the writer thread, told what the drift
+/// guard noticed, and checks each row it changes.
+pub(in crate::store) trait SessionJob<T>:
+    Fn(&mut WriteCtx<'_>, Option<DriftNotice>) -> Result<T, StoreError> + Send + Sync + 'static
+{
+}
+
+impl<T, F> SessionJob<T> for F where
+    F: Fn(&mut WriteCtx<'_>, Option<DriftNotice>) -> Result<T, StoreError> + Send + Sync + 'static
+{
+}
+
 impl Store {
     /// Runs a session's write under the drift guard: the rules on the
     /// whole view first (a refusal writes nothing), then `f`, which checks
@@ -36,10 +48,7 @@ impl Store {
         f: F,
     ) -> Result<Written<T>, StoreError>
     where
-        F: Fn(&mut WriteCtx<'_>, Option<DriftNotice>) -> Result<T, StoreError>
-            + Send
-            + Sync
-            + 'static,
+        F: SessionJob<T>,
         T: Remap + Send + 'static,
     {
         let author = Author::Session(guard.who.clone());
@@ -133,10 +142,7 @@ impl Store {
         f: F,
     ) -> Result<Written<T>, StoreError>
     where
-        F: Fn(&mut WriteCtx<'_>, Option<DriftNotice>) -> Result<T, StoreError>
-            + Send
-            + Sync
-            + 'static,
+        F: SessionJob<T>,
         T: Remap + Send + 'static,
     {
         self.writer

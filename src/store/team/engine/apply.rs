@@ -142,6 +142,40 @@ pub fn apply(conn: &Connection, row: &TeamRow, force: bool) -> Result<Outcome, S
     apply_keeping(conn, row, force, &mut Vec::new())
 }
 
+/// Whether PostgreSQL's version `incoming` of a row replaces a local
+/// version another tool made here: the row's rev moved past the
+/// `team_rev` it held, and PostgreSQL's is newer (or `force`, a resync).
+fn replaces(team_rev: Option<i64>, rev: i64, incoming: i64, force: bool) -> bool {
+    team_rev.is_some_and(|t| rev != t && (force || incoming > t))
+}
+
+/// The local versions another tool made here that applying PostgreSQL's
+/// `rows` (uid, rev) would replace, as [`apply_keeping`] would put them in
+/// `lost`: read first, so they can be kept before the apply.
+///
+/// # Errors
+/// SQLite errors.
+pub fn to_be_replaced(
+    conn: &Connection,
+    rows: &[(String, i64)],
+    force: bool,
+) -> Result<Vec<memd_proto::Memory>, StoreError> {
+    let mut out = Vec::new();
+    for (uid, incoming) in rows {
+        let local: Option<(i64, Option<i64>, i64)> = conn
+            .prepare_cached("SELECT id, team_rev, rev FROM memories WHERE uid = ?1")?
+            .query_row([uid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?;
+        if let Some((id, team_rev, rev)) = local
+            && replaces(team_rev, rev, *incoming, force)
+            && let Some(m) = memories::fetch(conn, id)?
+        {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
 /// As [`apply`]; a local version another tool made here (its rev past the
 /// `team_rev` it held) that PostgreSQL's row replaces goes into `lost`
 /// (for a drift backup).
@@ -170,9 +204,8 @@ pub fn apply_keeping(
             ))
         })
         .optional()?;
-    if let Some((id, Some(team_rev), .., rev)) = local
-        && rev != team_rev
-        && (force || row.rev > team_rev)
+    if let Some((id, team_rev, .., rev)) = local
+        && replaces(team_rev, rev, row.rev, force)
         && let Some(m) = memories::fetch(conn, id)?
     {
         lost.push(m);
@@ -535,5 +568,46 @@ mod tests {
             apply(&here, &row, false).unwrap(),
             Outcome::Unchanged(Some(local))
         );
+    }
+
+    #[test]
+    fn another_tools_edit_is_named_before_a_newer_team_version_replaces_it() {
+        let (_a, here) = crate::store::test_db();
+        let (_b, there) = crate::store::test_db();
+        let id = add(&there, "the cache runs on 6379");
+        let mut row = after(&there, id).unwrap().unwrap();
+        row.rev = 5;
+        let Outcome::Inserted(local) = apply(&here, &row, false).unwrap() else {
+            panic!("not inserted");
+        };
+        let theirs = [(row.uid.clone(), 7)];
+        assert!(
+            to_be_replaced(&here, &theirs, false).unwrap().is_empty(),
+            "no edit here"
+        );
+        here.execute(
+            "UPDATE memories SET content = 'the shell says 6380' WHERE id = ?1",
+            [local],
+        )
+        .unwrap();
+        let named = to_be_replaced(&here, &theirs, false).unwrap();
+        assert_eq!(named.len(), 1);
+        assert_eq!(named[0].content, "the shell says 6380");
+        let same = [(row.uid.clone(), 5)];
+        assert!(
+            to_be_replaced(&here, &same, false).unwrap().is_empty(),
+            "not newer"
+        );
+        assert_eq!(
+            to_be_replaced(&here, &same, true).unwrap().len(),
+            1,
+            "a resync"
+        );
+        // The apply loses exactly what was named.
+        let mut next = row.clone();
+        next.rev = 7;
+        let mut lost = Vec::new();
+        apply_keeping(&here, &next, false, &mut lost).unwrap();
+        assert_eq!(lost, named);
     }
 }

@@ -257,8 +257,9 @@ async fn push_local_edits(
                 );
             }
             Err(Refusal::Moved(rows)) => {
+                let kept = keep_replaced(store, backups, &rows, true).await?;
                 let lost = store.apply_team_rows_anew(rows, true).await?;
-                keep_lost(store, backups, lost).await;
+                keep_lost(store, backups, unkept(lost, &kept)).await;
                 // What was not written is looked at again next time.
                 return Ok(());
             }
@@ -276,6 +277,69 @@ async fn push_local_edits(
         store.set_team_mark(mark).await?;
     }
     Ok(())
+}
+
+/// Keeps rows the team's PostgreSQL no longer holds in a drift backup,
+/// before they are dropped here; a backup that cannot be written stops the
+/// resync (it is tried again), so nothing is dropped unkept.
+async fn keep_unknown(
+    store: &Store,
+    backups: &Backups,
+    from: u64,
+    rows: Vec<memd_proto::Memory>,
+) -> Result<(), Failure> {
+    let n = rows.len();
+    let path = backups
+        .of_rows(from, store.generations.current(), rows)
+        .await
+        .map_err(|e| {
+            tracing::error!(error = %e, "cannot write the drift backup of the rows PostgreSQL lost; they stay here");
+            StoreError::from(e)
+        })?;
+    tracing::warn!(
+        path = %path.display(),
+        rows = n,
+        "team memory: rows the team's PostgreSQL no longer holds are removed here; they are in this drift backup"
+    );
+    Ok(())
+}
+
+/// Keeps in a drift backup, before PostgreSQL's `rows` are applied, the
+/// local versions another tool made here that they will replace: no moment
+/// holds such a version nowhere. A backup that cannot be written stops the
+/// pull (it is tried again) before anything is replaced. Returns what was
+/// kept, by id and rev.
+async fn keep_replaced(
+    store: &Store,
+    backups: &Backups,
+    rows: &[super::row::TeamRow],
+    force: bool,
+) -> Result<HashSet<(i64, i64)>, Failure> {
+    let incoming = rows.iter().map(|r| (r.uid.clone(), r.rev)).collect();
+    let doomed = store.team_rows_to_be_replaced(incoming, force).await?;
+    let kept = doomed.iter().map(|m| (m.id, m.rev)).collect();
+    if !doomed.is_empty() {
+        let g = store.generations.current();
+        let n = doomed.len();
+        let path = backups.of_rows(g, g, doomed).await.map_err(|e| {
+            tracing::error!(error = %e, "cannot write the drift backup of local edits; PostgreSQL's rows wait");
+            StoreError::from(e)
+        })?;
+        tracing::warn!(
+            path = %path.display(),
+            rows = n,
+            "team memory: another tool changed shared rows here that changed in PostgreSQL too; PostgreSQL's version stands, the local one is in this drift backup"
+        );
+    }
+    Ok(kept)
+}
+
+/// What an apply replaced beyond what [`keep_replaced`] kept before it (a
+/// row another tool changed in between).
+fn unkept(lost: Vec<memd_proto::Memory>, kept: &HashSet<(i64, i64)>) -> Vec<memd_proto::Memory> {
+    lost.into_iter()
+        .filter(|m| !kept.contains(&(m.id, m.rev)))
+        .collect()
 }
 
 /// Keeps local versions that PostgreSQL's rows replaced in a drift backup.
@@ -404,6 +468,7 @@ async fn pull_all(
             mark.last = Some((last.uid.clone(), last.rev, last.changed_seq));
         }
         let head = page.head;
+        let kept = keep_replaced(store, backups, &page.rows, false).await?;
         let apply = store.apply_team_rows(std::mem::take(&mut page.rows), mark.clone(), false);
         let (applied, next) = if full {
             let (applied, next) = tokio::join!(apply, fetch(mark.applied, mark.patterns.clone()));
@@ -411,7 +476,7 @@ async fn pull_all(
         } else {
             (apply.await?, None)
         };
-        keep_lost(store, backups, applied.lost).await;
+        keep_lost(store, backups, unkept(applied.lost, &kept)).await;
         apply_purges(store, team, link, from, mark.applied).await?;
         from = mark.applied;
         team.note_pull(mark.applied, head);
@@ -498,32 +563,33 @@ async fn resync(
         readable: old.readable.clone(),
     };
     for chunk in rows.chunks(PAGE as usize) {
+        let kept = keep_replaced(store, backups, chunk, true).await?;
         let applied = store
             .apply_team_rows(chunk.to_vec(), mark.clone(), true)
             .await?;
-        keep_lost(store, backups, applied.lost).await;
+        keep_lost(store, backups, unkept(applied.lost, &kept)).await;
     }
     if rows.is_empty() {
         store
             .apply_team_rows(Vec::new(), mark.clone(), true)
             .await?;
     }
+    // The rows PostgreSQL lost go into a drift backup before they are
+    // dropped here: no moment holds them nowhere. A row that changed in
+    // between is kept again as it was dropped.
+    let doomed = store.rows_unknown_to_team(team, known.clone()).await?;
+    let from = old.applied.max(0) as u64;
+    let kept: HashSet<(i64, i64)> = doomed.iter().map(|m| (m.id, m.rev)).collect();
+    if !doomed.is_empty() {
+        keep_unknown(store, backups, from, doomed).await?;
+    }
     let gone = store.drop_rows_unknown_to_team(team, known).await?;
-    if !gone.is_empty() {
-        let generation = store.generations.current();
-        match backups
-            .of_rows(old.applied.max(0) as u64, generation, gone.clone())
-            .await
-        {
-            Ok(path) => tracing::warn!(
-                path = %path.display(),
-                rows = gone.len(),
-                "team memory: rows the team's PostgreSQL no longer holds were removed here; they are in this drift backup"
-            ),
-            Err(e) => {
-                tracing::error!(error = %e, "cannot write the drift backup of the rows PostgreSQL lost");
-            }
-        }
+    let changed: Vec<memd_proto::Memory> = gone
+        .into_iter()
+        .filter(|m| !kept.contains(&(m.id, m.rev)))
+        .collect();
+    if !changed.is_empty() {
+        keep_unknown(store, backups, from, changed).await?;
     }
     team.note_pull(head, head);
     Ok(())

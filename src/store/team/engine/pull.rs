@@ -321,10 +321,50 @@ impl Store {
             .await
     }
 
+    /// The local versions another tool made here that applying
+    /// PostgreSQL's `rows` (uid, rev) would replace (see
+    /// [`apply::to_be_replaced`]).
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn team_rows_to_be_replaced(
+        &self,
+        rows: Vec<(String, i64)>,
+        force: bool,
+    ) -> Result<Vec<memd_proto::Memory>, StoreError> {
+        let read = self
+            .readers
+            .read(ReadKind::Internal, move |conn| {
+                apply::to_be_replaced(conn, &rows, force)
+            })
+            .await?;
+        Ok(read.value)
+    }
+
     /// After a resync: the local shared rows PostgreSQL does not hold
     /// (`known` holds every uid it does), which were once written through
-    /// or pulled: returned (for a drift backup) and deleted here. Rows
-    /// never pushed stay.
+    /// or pulled — what [`Store::drop_rows_unknown_to_team`] would drop now.
+    /// Rows never pushed are not among them.
+    ///
+    /// # Errors
+    /// SQLite errors.
+    pub async fn rows_unknown_to_team(
+        &self,
+        team: &Team,
+        known: HashSet<String>,
+    ) -> Result<Vec<memd_proto::Memory>, StoreError> {
+        let config = team.config().clone();
+        let read = self
+            .readers
+            .read(ReadKind::Internal, move |conn| {
+                unknown_to_team(conn, &config, &known)
+            })
+            .await?;
+        Ok(read.value)
+    }
+
+    /// Deletes the rows [`Store::rows_unknown_to_team`] names, as they are
+    /// now, and returns them.
     ///
     /// # Errors
     /// SQLite errors.
@@ -336,20 +376,32 @@ impl Store {
         let config = team.config().clone();
         self.writer
             .call(Author::Team, move |ctx| {
-                let mut gone = Vec::new();
-                for (id, uid, namespace) in memories::synced_rows(ctx.conn)? {
-                    if config.shares(&namespace)
-                        && !known.contains(&uid)
-                        && let Some(m) = memories::fetch(ctx.conn, id)?
-                    {
-                        memories::delete(ctx.conn, id)?;
-                        gone.push(m);
-                    }
+                let gone = unknown_to_team(ctx.conn, &config, &known)?;
+                for m in &gone {
+                    memories::delete(ctx.conn, m.id)?;
                 }
                 Ok(gone)
             })
             .await
     }
+}
+
+/// The synced rows of shared namespaces whose uid is not in `known`.
+fn unknown_to_team(
+    conn: &rusqlite::Connection,
+    config: &super::super::conn::config::TeamConfig,
+    known: &HashSet<String>,
+) -> Result<Vec<memd_proto::Memory>, StoreError> {
+    let mut out = Vec::new();
+    for (id, uid, namespace) in memories::synced_rows(conn)? {
+        if config.shares(&namespace)
+            && !known.contains(&uid)
+            && let Some(m) = memories::fetch(conn, id)?
+        {
+            out.push(m);
+        }
+    }
+    Ok(out)
 }
 
 impl Store {

@@ -121,13 +121,7 @@ impl Store {
                     // This machine's copy was behind: take PostgreSQL's rows
                     // and decide again.
                     moved_once = true;
-                    let lost = self.apply_team_rows_anew(rows, false).await?;
-                    if !lost.is_empty() {
-                        tracing::warn!(
-                            rows = lost.len(),
-                            "team memory: local edits of other tools were replaced by PostgreSQL's rows"
-                        );
-                    }
+                    self.take_moved(rows, &team).await?;
                 }
                 Err(refusal) => return Err(self.refused(refusal, &plan, &guard, &team)),
             }
@@ -157,6 +151,40 @@ impl Store {
                 })
             })
             .await
+    }
+
+    /// Takes PostgreSQL's rows that moved past this machine's copy, so the
+    /// job is decided again on them. A version another tool made here is
+    /// never replaced by a session's write: the pull replaces it after
+    /// keeping it in a drift backup, and the write is refused until then.
+    async fn take_moved(
+        &self,
+        rows: Vec<team::engine::row::TeamRow>,
+        team: &Wing,
+    ) -> Result<(), StoreError> {
+        let incoming = rows.iter().map(|r| (r.uid.clone(), r.rev)).collect();
+        if !self
+            .team_rows_to_be_replaced(incoming, false)
+            .await?
+            .is_empty()
+        {
+            team.wake();
+            return Err(StoreError::Conflict {
+                message: "the memory changed in the team's PostgreSQL and, here, by another \
+                          tool: the pull keeps this machine's version in a drift backup and \
+                          takes PostgreSQL's; read it again and retry"
+                    .into(),
+                current_rev: None,
+            });
+        }
+        let lost = self.apply_team_rows_anew(rows, false).await?;
+        if !lost.is_empty() {
+            tracing::warn!(
+                rows = lost.len(),
+                "team memory: another tool changed rows here while this write was decided; PostgreSQL's rows replaced them"
+            );
+        }
+        Ok(())
     }
 
     /// The error a session is given for a write-through PostgreSQL refused
@@ -866,5 +894,56 @@ mod tests {
         );
         assert_eq!(rows(&store).await, 0);
         assert_eq!(forbidden.calls.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_moved_row_another_tool_edited_here_is_left_to_the_pull() {
+        // A team row as PostgreSQL holds it, at rev 5.
+        let (_db, there) = crate::store::test_db();
+        there
+            .execute(
+                "INSERT INTO memories (namespace, content, category) \
+                 VALUES ('team', 'the cache runs on 6379', 'fact')",
+                [],
+            )
+            .unwrap();
+        let mut row = team::engine::apply::after(&there, there.last_insert_rowid())
+            .unwrap()
+            .unwrap();
+        row.rev = 5;
+        let dir = tempfile::tempdir().unwrap();
+        let failing = Failing::new("team", unavailable);
+        let store = store(&dir, Wing::Failing(failing.clone()));
+        let wing = Wing::Failing(failing.clone());
+        store
+            .apply_team_rows_anew(vec![row.clone()], false)
+            .await
+            .unwrap();
+        let mut newer = row.clone();
+        newer.rev = 6;
+        newer.content = "the cache runs on 6380".into();
+        // Not edited here: PostgreSQL's row is taken.
+        store.take_moved(vec![newer.clone()], &wing).await.unwrap();
+        assert_eq!(failing.woken.load(Ordering::Relaxed), 0);
+        // Another tool edits it here; PostgreSQL moves on again.
+        let shell = rusqlite::Connection::open(dir.path().join("memory.db")).unwrap();
+        shell
+            .execute(
+                "UPDATE memories SET content = 'the shell says 6381' WHERE uid = ?1",
+                [&row.uid],
+            )
+            .unwrap();
+        drop(shell);
+        let mut newest = newer.clone();
+        newest.rev = 7;
+        let err = store.take_moved(vec![newest], &wing).await.unwrap_err();
+        assert!(matches!(err, StoreError::Conflict { .. }), "{err:?}");
+        assert_eq!(
+            failing.woken.load(Ordering::Relaxed),
+            1,
+            "the pull is woken"
+        );
+        let (all, _) = store.all_rows().await.unwrap();
+        assert_eq!(all[0].content, "the shell says 6381", "left for the pull");
     }
 }

@@ -289,6 +289,17 @@ fn shared() -> impl Iterator<Item = (usize, &'static str)> {
         .filter(|(_, c)| !NOT_SHARED.contains(c))
 }
 
+/// The shared columns an update sets, with their index in [`WRITTEN`].
+fn updated() -> impl Iterator<Item = (usize, &'static str)> {
+    shared().filter(|(_, c)| !NOT_UPDATED.contains(c))
+}
+
+/// `row`'s values of `columns` (as [`shared`] and [`updated`] give them).
+fn values_of(row: &TeamRow, columns: impl Iterator<Item = (usize, &'static str)>) -> Vec<Value> {
+    let mut all = memories::written(row).map(Some);
+    columns.filter_map(|(i, _)| all[i].take()).collect()
+}
+
 /// The insert of a team row: every shared column, its supersession by id
 /// and `team_rev` (PostgreSQL's rev, the row's own too).
 static INSERT: LazyLock<String> = LazyLock::new(|| {
@@ -306,8 +317,7 @@ static INSERT: LazyLock<String> = LazyLock::new(|| {
 /// an update sets (`?1` the id), and its supersession (`?n`: by id, when
 /// it is here; `?n+1`: the uid, when there is one).
 static UPDATE: LazyLock<String> = LazyLock::new(|| {
-    let set: Vec<String> = shared()
-        .filter(|(_, c)| !NOT_UPDATED.contains(c))
+    let set: Vec<String> = updated()
         .enumerate()
         .map(|(k, (_, c))| format!("{c} = ?{}", k + 2))
         .collect();
@@ -326,13 +336,8 @@ fn update(
     row: &TeamRow,
     superseded_by: Option<i64>,
 ) -> Result<(), StoreError> {
-    let values = memories::written(row);
-    let mut args: Vec<Value> = vec![Value::Integer(id)];
-    args.extend(
-        shared()
-            .filter(|(_, c)| !NOT_UPDATED.contains(c))
-            .map(|(i, _)| values[i].clone()),
-    );
+    let mut args = vec![Value::Integer(id)];
+    args.extend(values_of(row, updated()));
     args.push(superseded_by.map_or(Value::Null, Value::Integer));
     args.push(
         row.superseded_by_uid
@@ -347,8 +352,7 @@ fn update(
 fn insert(conn: &Connection, row: &TeamRow, superseded_by: Option<i64>) -> Result<i64, StoreError> {
     // PostgreSQL's rev and time go in with the row: no trigger moves them
     // on an insert.
-    let values = memories::written(row);
-    let mut args: Vec<Value> = shared().map(|(i, _)| values[i].clone()).collect();
+    let mut args = values_of(row, shared());
     args.push(superseded_by.map_or(Value::Null, Value::Integer));
     args.push(Value::Integer(row.rev));
     conn.prepare_cached(&INSERT)?

@@ -259,7 +259,7 @@ async fn push_local_edits(
             Err(Refusal::Moved(rows)) => {
                 let kept = keep_replaced(store, backups, &rows, true).await?;
                 let lost = store.apply_team_rows_anew(rows, true).await?;
-                keep_lost(store, backups, unkept(lost, &kept)).await;
+                keep_lost(store, backups, lost, &kept).await;
                 // What was not written is looked at again next time.
                 return Ok(());
             }
@@ -279,36 +279,50 @@ async fn push_local_edits(
     Ok(())
 }
 
-/// Keeps rows the team's PostgreSQL no longer holds in a drift backup,
-/// before they are dropped here; a backup that cannot be written stops the
-/// resync (it is tried again), so nothing is dropped unkept.
-async fn keep_unknown(
+/// What a drift backup of the pull holds, as its log line says.
+const REPLACED: &str = "team memory: another tool changed shared rows here that changed in \
+     PostgreSQL too; PostgreSQL's version stands, the local one is in this drift backup";
+const UNKNOWN: &str = "team memory: rows the team's PostgreSQL no longer holds are removed \
+     here; they are in this drift backup";
+
+/// Writes `rows` (none: nothing) into a drift backup from generation
+/// `from`, and says so with `what`.
+async fn keep(
     store: &Store,
     backups: &Backups,
     from: u64,
     rows: Vec<memd_proto::Memory>,
-) -> Result<(), Failure> {
+    what: &'static str,
+) -> std::io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
     let n = rows.len();
     let path = backups
         .of_rows(from, store.generations.current(), rows)
-        .await
-        .map_err(|e| {
-            tracing::error!(error = %e, "cannot write the drift backup of the rows PostgreSQL lost; they stay here");
-            StoreError::from(e)
-        })?;
-    tracing::warn!(
-        path = %path.display(),
-        rows = n,
-        "team memory: rows the team's PostgreSQL no longer holds are removed here; they are in this drift backup"
-    );
+        .await?;
+    tracing::warn!(path = %path.display(), rows = n, "{what}");
     Ok(())
+}
+
+/// Rows by id and rev: what a backup kept.
+fn kept(rows: &[memd_proto::Memory]) -> HashSet<(i64, i64)> {
+    rows.iter().map(|m| (m.id, m.rev)).collect()
+}
+
+/// Rows beyond those a backup `kept` (a row another tool changed between
+/// the backup and the change).
+fn unkept(rows: Vec<memd_proto::Memory>, kept: &HashSet<(i64, i64)>) -> Vec<memd_proto::Memory> {
+    rows.into_iter()
+        .filter(|m| !kept.contains(&(m.id, m.rev)))
+        .collect()
 }
 
 /// Keeps in a drift backup, before PostgreSQL's `rows` are applied, the
 /// local versions another tool made here that they will replace: no moment
 /// holds such a version nowhere. A backup that cannot be written stops the
 /// pull (it is tried again) before anything is replaced. Returns what was
-/// kept, by id and rev.
+/// kept.
 async fn keep_replaced(
     store: &Store,
     backups: &Backups,
@@ -317,45 +331,25 @@ async fn keep_replaced(
 ) -> Result<HashSet<(i64, i64)>, Failure> {
     let incoming = rows.iter().map(|r| (r.uid.clone(), r.rev)).collect();
     let doomed = store.team_rows_to_be_replaced(incoming, force).await?;
-    let kept = doomed.iter().map(|m| (m.id, m.rev)).collect();
-    if !doomed.is_empty() {
-        let g = store.generations.current();
-        let n = doomed.len();
-        let path = backups.of_rows(g, g, doomed).await.map_err(|e| {
-            tracing::error!(error = %e, "cannot write the drift backup of local edits; PostgreSQL's rows wait");
-            StoreError::from(e)
-        })?;
-        tracing::warn!(
-            path = %path.display(),
-            rows = n,
-            "team memory: another tool changed shared rows here that changed in PostgreSQL too; PostgreSQL's version stands, the local one is in this drift backup"
-        );
-    }
-    Ok(kept)
-}
-
-/// What an apply replaced beyond what [`keep_replaced`] kept before it (a
-/// row another tool changed in between).
-fn unkept(lost: Vec<memd_proto::Memory>, kept: &HashSet<(i64, i64)>) -> Vec<memd_proto::Memory> {
-    lost.into_iter()
-        .filter(|m| !kept.contains(&(m.id, m.rev)))
-        .collect()
-}
-
-/// Keeps local versions that PostgreSQL's rows replaced in a drift backup.
-async fn keep_lost(store: &Store, backups: &Backups, lost: Vec<memd_proto::Memory>) {
-    if lost.is_empty() {
-        return;
-    }
+    let done = kept(&doomed);
     let g = store.generations.current();
-    let rows = lost.len();
-    match backups.of_rows(g, g, lost).await {
-        Ok(path) => tracing::warn!(
-            path = %path.display(),
-            rows,
-            "team memory: another tool changed shared rows here that changed in PostgreSQL too; PostgreSQL's version stands, the local one is in this drift backup"
-        ),
-        Err(e) => tracing::error!(error = %e, "cannot write the drift backup of local edits"),
+    keep(store, backups, g, doomed, REPLACED)
+        .await
+        .map_err(StoreError::from)?;
+    Ok(done)
+}
+
+/// Keeps what an apply replaced beyond what [`keep_replaced`] kept before
+/// it; the apply committed, so a backup that fails now is only said.
+async fn keep_lost(
+    store: &Store,
+    backups: &Backups,
+    lost: Vec<memd_proto::Memory>,
+    before: &HashSet<(i64, i64)>,
+) {
+    let g = store.generations.current();
+    if let Err(e) = keep(store, backups, g, unkept(lost, before), REPLACED).await {
+        tracing::error!(error = %e, "cannot write the drift backup of local edits");
     }
 }
 
@@ -476,7 +470,7 @@ async fn pull_all(
         } else {
             (apply.await?, None)
         };
-        keep_lost(store, backups, unkept(applied.lost, &kept)).await;
+        keep_lost(store, backups, applied.lost, &kept).await;
         apply_purges(store, team, link, from, mark.applied).await?;
         from = mark.applied;
         team.note_pull(mark.applied, head);
@@ -567,7 +561,7 @@ async fn resync(
         let applied = store
             .apply_team_rows(chunk.to_vec(), mark.clone(), true)
             .await?;
-        keep_lost(store, backups, unkept(applied.lost, &kept)).await;
+        keep_lost(store, backups, applied.lost, &kept).await;
     }
     if rows.is_empty() {
         store
@@ -579,18 +573,14 @@ async fn resync(
     // between is kept again as it was dropped.
     let doomed = store.rows_unknown_to_team(team, known.clone()).await?;
     let from = old.applied.max(0) as u64;
-    let kept: HashSet<(i64, i64)> = doomed.iter().map(|m| (m.id, m.rev)).collect();
-    if !doomed.is_empty() {
-        keep_unknown(store, backups, from, doomed).await?;
-    }
+    let before = kept(&doomed);
+    keep(store, backups, from, doomed, UNKNOWN)
+        .await
+        .map_err(StoreError::from)?;
     let gone = store.drop_rows_unknown_to_team(team, known).await?;
-    let changed: Vec<memd_proto::Memory> = gone
-        .into_iter()
-        .filter(|m| !kept.contains(&(m.id, m.rev)))
-        .collect();
-    if !changed.is_empty() {
-        keep_unknown(store, backups, from, changed).await?;
-    }
+    keep(store, backups, from, unkept(gone, &before), UNKNOWN)
+        .await
+        .map_err(StoreError::from)?;
     team.note_pull(head, head);
     Ok(())
 }

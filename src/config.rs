@@ -753,6 +753,12 @@ fn check_search(
             return Err((key, format!("{key} must be between 0 and 100")));
         }
     }
+    if !(0.0..=1.0).contains(&search.related_words) {
+        return Err((
+            "search.related_words",
+            "search.related_words must be between 0 and 1".into(),
+        ));
+    }
     for (key, value) in [
         ("search.feedback_docs", search.feedback_docs),
         ("search.feedback_terms", search.feedback_terms),
@@ -923,5 +929,20 @@ mod tests {
             Config::parse(Path::new("c"), "").unwrap(),
             Config::default()
         );
+    }
+
+    #[test]
+    fn related_words_is_a_share() {
+        let parse =
+            |v: &str| Config::parse(Path::new("c"), &format!("[search]\nrelated_words = {v}\n"));
+        assert_eq!(parse("0.6").unwrap().search.related_words, 0.6);
+        assert_eq!(parse("0").unwrap().search.related_words, 0.0);
+        for bad in ["1.5", "-0.1", "nan"] {
+            let err = parse(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("search.related_words must be between 0 and 1"),
+                "{bad}: {err}"
+            );
+        }
     }
 }

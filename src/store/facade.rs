@@ -24,7 +24,7 @@ pub mod search {
     pub use crate::store::search::fusion::Fusion;
     pub use crate::store::search::rank::RankConfig;
     pub use crate::store::search::vocab::load as load_vocab;
-    pub use crate::store::search::words::query_words;
+    pub use crate::store::search::words::{query_words, share_held, significant_words};
     pub use crate::store::search::{Query, run};
 }
 

@@ -64,6 +64,9 @@ const ELSEWHERE: [&str; 4] = [
 
 #[test]
 fn no_hit_below_the_local_models_floor_in_any_mode_with_a_vector() {
+    // (Only a memory holding half of a query's words may be below it; the
+    // project's memories hold no word of these queries but "deploy
+    // script", whose memory the model relates anyway.)
     let Some((d, ids)) = with_model("") else {
         return;
     };
@@ -209,6 +212,46 @@ fn by_default_a_search_about_nothing_here_returns_nothing() {
     // Lexical search is a keyword lookup: no relevance, no gate.
     let (v, _) = d.json(&["search", "Tuesday", "--mode", "lexical"]);
     assert_eq!(v["hits"][0]["id"], ids[4], "{v}");
+}
+
+/// Where the model relates nothing (floors it never reaches), a memory
+/// holding half of the query's words is still found — and only then.
+#[test]
+fn a_memory_holding_the_querys_words_is_related_by_them() {
+    let unreachable = "[search.floor]\n\"local:all-MiniLM-L6-v2\" = 0.99\n\
+                       [search.nothing_below]\n\"local:all-MiniLM-L6-v2\" = 0.99\n";
+    let Some((d, ids)) = with_model(unreachable) else {
+        return;
+    };
+    for mode in ["auto", "hybrid", "semantic"] {
+        let (v, _) = d.json(&["search", "where is the deploy script?", "--mode", mode]);
+        let found: Vec<&Value> = v["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| &h["id"])
+            .collect();
+        assert_eq!(found, [&Value::from(ids[0])], "{mode}: {v}");
+        assert!(v["hits"][0]["relevance"].as_f64().unwrap() < 0.99, "{v}");
+    }
+    let (v, _) = d.json(&["search", "Clippy, cargo"]);
+    assert_eq!(v["hits"][0]["id"], ids[5], "{v}");
+    // Fewer than half of the words, or stopwords only, relate nothing.
+    for q in [
+        "deploy kubernetes helm",
+        "kubernetes helm chart",
+        "where is the",
+    ] {
+        let (v, _) = d.json(&["search", q]);
+        assert_eq!(v["count"], 0, "{q}: {v}");
+    }
+    // With the rule off, the model's floors alone decide.
+    let off = format!("{unreachable}[search]\nrelated_words = 0\n");
+    let Some((d, _)) = with_model(&off) else {
+        return;
+    };
+    let (v, _) = d.json(&["search", "where is the deploy script?"]);
+    assert_eq!(v["count"], 0, "{v}");
 }
 
 #[test]

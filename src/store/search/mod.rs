@@ -150,6 +150,7 @@ fn fetch(limit: u32) -> u32 {
 }
 
 /// A ranked candidate.
+#[derive(Clone)]
 struct Scored {
     candidate: Candidate,
     parts: rank::Parts,
@@ -197,24 +198,37 @@ fn ranked_kinds(q: &Query<'_>, rows: Vec<(Candidate, MatchKind)>) -> Vec<Scored>
 }
 
 /// Gives each hit its relevance (the cosine of its vector, neighbours mixed
-/// in as semantic search mixes them) and drops those below the floor: in a
-/// search with a query vector, a hit the model cannot relate to the query
-/// is not returned, however well it ranks among the rest. When the best
-/// match of the namespaces searched (`best`, the semantic ranking's first;
-/// `None` when the search made none) is below `nothing_below`, the model
-/// relates nothing there to the query: no hit with a vector is returned.
-/// A row without a vector yet (being embedded) keeps its place: there is
-/// nothing to judge.
-fn above_floor(s: &semantic::Semantic<'_>, best: Option<f64>, scored: &mut Vec<Scored>) {
+/// in as semantic search mixes them) and drops those the query relates to
+/// neither by meaning nor by words. A hit below the floor is dropped, however
+/// well it ranks among the rest, unless it holds `related_words` of the
+/// query's `words`. When the best match of the namespaces searched (`best`,
+/// the semantic ranking's first; `None` when the search made none) is below
+/// `nothing_below`, the model relates nothing there to the query: no hit
+/// with a vector is returned, unless one of the first `shown` hits of the
+/// ranking (those the search would return) holds `related_words` of the
+/// query's words. A row without a vector yet (being
+/// embedded) keeps its place: there is nothing to judge.
+fn above_floor(
+    s: &semantic::Semantic<'_>,
+    best: Option<f64>,
+    words: &[String],
+    shown: usize,
+    scored: &mut Vec<Scored>,
+) {
     let probe = crate::embed::vectors::Probe::new(s.vector);
     for hit in scored.iter_mut() {
         hit.relevance = semantic::cosine(s, &probe, hit.candidate.id);
     }
-    let floor = match best {
-        Some(b) if b < s.floor.nothing_below => f64::INFINITY,
-        _ => s.floor.hit,
-    };
-    scored.retain(|hit| hit.relevance.is_none_or(|r| r >= floor));
+    let least = s.floor.related_words;
+    let related =
+        |hit: &Scored| least > 0.0 && words::share_held(words, &hit.candidate.content) >= least;
+    let nothing =
+        best.is_some_and(|b| b < s.floor.nothing_below) && !scored.iter().take(shown).any(related);
+    scored.retain(|hit| match hit.relevance {
+        None => true,
+        Some(_) if nothing => false,
+        Some(r) => r >= s.floor.hit || related(hit),
+    });
 }
 
 /// The lexical ranking's candidates: FTS5 ranks by memd's lexical score
@@ -358,7 +372,13 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
         }
     };
     if let Some(s) = &q.semantic {
-        above_floor(s, best_semantic.get(), &mut scored);
+        above_floor(
+            s,
+            best_semantic.get(),
+            &words::significant_words(q.text),
+            q.offset.saturating_add(q.limit) as usize,
+            &mut scored,
+        );
     }
     scored.drain(..(q.offset as usize).min(scored.len()));
     scored.truncate(q.limit as usize);
@@ -382,6 +402,111 @@ pub fn run(conn: &Connection, q: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A hit at `cosine` from the query `[1, 0, …]` holding `content`, in
+    /// `index` (`None`: not embedded yet).
+    fn hit(
+        index: &mut crate::embed::vectors::Index,
+        id: i64,
+        cosine: Option<f32>,
+        content: &str,
+    ) -> Scored {
+        if let Some(c) = cosine {
+            let mut v = vec![0.0f32; 8];
+            v[0] = c;
+            v[1] = (1.0 - c * c).sqrt();
+            index.upsert(id, "default", &v, None);
+        }
+        Scored {
+            candidate: Candidate {
+                id,
+                raw: 1.0,
+                content: content.into(),
+                subject: None,
+                category: "fact".into(),
+                pinned: false,
+                updated_at: String::new(),
+            },
+            parts: rank::Parts {
+                raw: 1.0,
+                relevance: 1.0,
+                decay: 1.0,
+                pin: 0.0,
+                score: 1.0,
+            },
+            age: 0.0,
+            kind: MatchKind::Semantic,
+            relevance: None,
+        }
+    }
+
+    /// The floor drops a hit the model cannot relate to the query unless it
+    /// holds the query's words; a namespace whose best match is below
+    /// `nothing_below` gives nothing unless a candidate holds them; a row
+    /// without a vector keeps its place.
+    #[test]
+    fn what_neither_the_model_nor_the_words_relate_is_not_returned() {
+        let mut index = crate::embed::vectors::Index::new(8);
+        let scored = vec![
+            hit(
+                &mut index,
+                1,
+                Some(0.5),
+                "The release train leaves on Tuesday.",
+            ),
+            hit(
+                &mut index,
+                2,
+                Some(0.05),
+                "Deploys: ops/deploy.sh is the script.",
+            ),
+            hit(&mut index, 3, Some(0.05), "The CI machine has 2 cores."),
+            hit(&mut index, 4, None, "Being embedded."),
+        ];
+        let index = std::sync::RwLock::new(index);
+        let query = {
+            let mut v = vec![0.0f32; 8];
+            v[0] = 1.0;
+            v
+        };
+        let floor = |related_words| rank::Floor {
+            hit: 0.11,
+            nothing_below: 0.36,
+            related_words,
+        };
+        let kept_of = |best: f64, text: &str, related_words: f64, shown: usize| -> Vec<i64> {
+            let s = semantic::Semantic {
+                vector: &query,
+                index: &index,
+                mix: Default::default(),
+                floor: floor(related_words),
+            };
+            let mut hits = scored.clone();
+            above_floor(
+                &s,
+                Some(best),
+                &words::significant_words(text),
+                shown,
+                &mut hits,
+            );
+            hits.iter().map(|h| h.candidate.id).collect()
+        };
+        let kept = |best, text, related_words| kept_of(best, text, related_words, 4);
+        let deploy = "where is the deploy script?";
+        assert_eq!(kept(0.5, deploy, 0.5), vec![1, 2, 4]);
+        assert_eq!(kept(0.5, deploy, 0.0), vec![1, 4], "the words rule off");
+        assert_eq!(kept(0.2, deploy, 0.5), vec![1, 2, 4], "words relate");
+        assert_eq!(kept(0.2, "kubernetes helm chart", 0.5), vec![4]);
+        assert_eq!(kept(0.2, deploy, 0.0), vec![4]);
+        // Half the words is enough, fewer is not.
+        assert_eq!(kept(0.2, "deploy kubernetes", 0.5), vec![1, 2, 4]);
+        assert_eq!(kept(0.2, "deploy kubernetes helm", 0.5), vec![4]);
+        // Only the hits the search would return are looked at.
+        assert_eq!(kept_of(0.2, deploy, 0.5, 1), vec![4]);
+        assert_eq!(kept_of(0.2, deploy, 0.5, 2), vec![1, 2, 4]);
+        // Stopwords relate nothing.
+        assert_eq!(kept(0.2, "where is the", 0.5), vec![4]);
+    }
 
     /// A memory far longer than `long_words` that holds the question's
     /// words many times gives way to a short one that says them once.

@@ -60,6 +60,12 @@ pub struct RankConfig {
     /// ([`RankConfig::floors_for`]): below it the model relates nothing
     /// there to the query.
     pub nothing_below: HashMap<String, f64>,
+    /// A memory holding at least this share of a query's words (as
+    /// lexical search counts them: stopwords dropped, a word's forms
+    /// alike) is related to the query by its words, whatever the model
+    /// says: it passes the floor, and a search that finds one is not
+    /// held to `nothing_below` (0: off).
+    pub related_words: f64,
 }
 
 impl Default for RankConfig {
@@ -84,6 +90,7 @@ impl Default for RankConfig {
                 format!("local:{}", crate::embed::DEFAULT_MODEL),
                 LOCAL_MODEL_NOTHING_BELOW,
             )]),
+            related_words: RELATED_WORDS,
         }
     }
 }
@@ -95,7 +102,11 @@ pub const LOCAL_MODEL_FLOOR: f64 = 0.11;
 
 /// The local model's `nothing_below`, chosen as its floor was (`memd-bench
 /// floor --dump`, bench/RESULTS.md "Relevance floor").
-pub const LOCAL_MODEL_NOTHING_BELOW: f64 = 0.32;
+pub const LOCAL_MODEL_NOTHING_BELOW: f64 = 0.36;
+
+/// The share of a query's words that relates a memory to it without the
+/// model, chosen with `nothing_below` (bench/RESULTS.md "Relevance floor").
+pub const RELATED_WORDS: f64 = 0.5;
 
 /// A search's relevance rules for its embedding model.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -103,8 +114,12 @@ pub struct Floor {
     /// The least relevance of a hit returned.
     pub hit: f64,
     /// The least relevance of the best match of the namespaces searched:
-    /// below it, no hit with a vector is returned.
+    /// below it, no hit with a vector is returned unless one is related by
+    /// its words.
     pub nothing_below: f64,
+    /// The share of the query's words that relates a memory to it
+    /// ([`RankConfig::related_words`]; 0: off).
+    pub related_words: f64,
 }
 
 /// The floors memd knows: the local model's.
@@ -141,6 +156,7 @@ impl RankConfig {
         Floor {
             hit: per_model(&self.floor, model),
             nothing_below: per_model(&self.nothing_below, model),
+            related_words: self.related_words,
         }
     }
 }
@@ -258,7 +274,8 @@ mod tests {
             c.floors_for(&local),
             Floor {
                 hit: 0.2,
-                nothing_below: LOCAL_MODEL_NOTHING_BELOW
+                nothing_below: LOCAL_MODEL_NOTHING_BELOW,
+                related_words: RELATED_WORDS,
             }
         );
         assert_eq!(

@@ -185,6 +185,30 @@ pub fn query_words(text: &str) -> Vec<String> {
     kept
 }
 
+/// The words of a query that can relate a text to it: its query words
+/// without stopwords, none for a query of stopwords only (a text holding
+/// "what is it" is not about anything the query asks).
+pub fn significant_words(text: &str) -> Vec<String> {
+    let mut words = query_words(text);
+    words.retain(|w| !is_stopword(w));
+    words
+}
+
+/// The share of a query's `words` ([`significant_words`]) that `text` holds, a
+/// word counting when the text has it in any form [`same_word`] accepts;
+/// 0 for no words.
+pub fn share_held(words: &[String], text: &str) -> f64 {
+    if words.is_empty() {
+        return 0.0;
+    }
+    let held: std::collections::HashSet<String> = tokens(text).into_iter().collect();
+    let found = words
+        .iter()
+        .filter(|w| held.contains(*w) || held.iter().any(|t| same_word(w, t)))
+        .count();
+    found as f64 / words.len() as f64
+}
+
 /// A word as an FTS5 phrase: quoted, a quote inside doubled, so no
 /// character of it is ever an operator.
 pub fn phrase(word: &str) -> String {
@@ -239,6 +263,19 @@ pub fn check_match_syntax(query: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_share_of_the_query_words_a_text_holds() {
+        let words = significant_words("Where is the deploy script for staging?");
+        assert_eq!(words, ["deploy", "script", "staging"]);
+        assert!(significant_words("what is it?").is_empty());
+        assert_eq!(
+            share_held(&words, "Deploys run ops/deploy.sh, a SCRIPT."),
+            2.0 / 3.0
+        );
+        assert_eq!(share_held(&words, "The CI machine has 2 cores."), 0.0);
+        assert_eq!(share_held(&[], "anything"), 0.0);
+    }
 
     #[test]
     fn stopwords_are_sorted_for_binary_search() {

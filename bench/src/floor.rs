@@ -1,29 +1,38 @@
-//! `floor`: the relevance floor of the embedding model, chosen by
+//! `floor`: the relevance rules of the embedding model — the floor of a
+//! hit, `nothing_below` and `related_words` — chosen by
 //! leave-one-conversation-out.
 //!
 //! Every conversation of every `--data` set is loaded into its own
-//! namespace of one daemon (as `eval` loads them) with no floor
-//! (`[search.floor]` empty), and asked three kinds of searches:
+//! namespace of one daemon (as `eval` loads them) with no rules
+//! (`[search.floor]` and `[search.nothing_below]` empty), and asked three
+//! kinds of searches:
 //!
 //! - in-store: each question in its own conversation's namespace, in the
-//!   default mode, 10 hits, each hit's turn id and relevance kept;
+//!   default mode, 10 hits, each hit's turn id, relevance and share of the
+//!   question's words kept;
 //! - out-of-store: each question in a namespace of another data set (the
-//!   conversations of that set in turn), in semantic mode, 50 hits: the
-//!   highest relevance there is, which decides whether a floor returns
-//!   anything at all (every hit of any mode has a cosine at most that);
-//! - nonsense: `--nonsense` made-up strings in every namespace, the same
-//!   way.
+//!   conversations of that set in turn);
+//! - nonsense: `--nonsense` made-up strings in every namespace.
 //!
-//! For each conversation, the floor is the highest of a grid (0 to 0.8 by
-//! 0.01) whose loss of R@10 on the in-store questions of every *other*
-//! conversation (the mean over each set's conversations, the sets weighted
-//! equally) stays within `--budget`; it is then scored on the conversation
-//! left out: its R@10 loss, the share of its questions that return nothing
-//! in the other set's namespace, the share of nonsense strings that return
-//! nothing in its namespace. The loss is counted without the hits a floor
-//! lets in below the tenth (an upper bound of the real loss). The floor
-//! chosen on every conversation is then set on the daemon and measured
-//! for real. A question's answer is never read (`eval::Question`).
+//! Of every question and string, in each namespace it is asked in, what
+//! the rules read: the best relevance there (a semantic search), and the
+//! largest share of its words one of the default mode's 10 hits holds.
+//!
+//! For each conversation, rules are chosen on every *other* one: first the
+//! floor, the highest of a grid (0 to 0.8 by 0.01) whose loss of R@10 on
+//! the in-store questions (the mean over each set's conversations, the sets
+//! weighted equally) stays within `--budget`; then over it `nothing_below`
+//! (0.2 to 0.6 by 0.01) and `related_words` (0 — off — or a share from a
+//! third to three quarters): of the pairs with which no set loses more than
+//! the budget, the one under which the worse set gets nothing for most
+//! out-of-store questions (ties: most nonsense strings). They are scored on
+//! the conversation left out: its R@10 loss, the share of its questions
+//! that return nothing in the other set's namespace, the share of nonsense
+//! strings that return nothing in its namespace. The loss is counted
+//! without the hits a rule lets in below the tenth (an upper bound of the
+//! real loss). The rules chosen on every conversation are then set on the
+//! daemon and measured for real. A question's answer is never read
+//! (`eval::Question`).
 //!
 //! It also counts the bytes of each in-store search's `memory_search`
 //! result as `memd mcp` returns it (the JSON as text content and as
@@ -35,6 +44,8 @@ use std::path::PathBuf;
 use anyhow::bail;
 use memd_client::SearchMode;
 use serde_json::{Value, json};
+
+use memd::facade::search::{share_held, significant_words};
 
 use crate::corpus::Rng;
 use crate::eval::{self, DataSet, EVAL_CONFIG, Question, Score, r3, request};
@@ -55,11 +66,8 @@ pub struct FloorArgs {
     /// Most R@10 a floor may lose on the conversations it is chosen on
     #[arg(long, default_value_t = 0.005)]
     pub budget: f64,
-    /// The model's `[search.nothing_below]` in the real run (the shipped
-    /// one, chosen from `--dump` by leaving one conversation out)
-    #[arg(long, default_value_t = 0.32)]
-    pub nothing_below: f64,
-    /// The model's id in `[search.floor]` for the real run
+    /// The model's id in `[search.floor]` and `[search.nothing_below]` for
+    /// the real run
     #[arg(long, default_value = "local:all-MiniLM-L6-v2")]
     pub model: String,
     /// Print JSON instead of tables
@@ -81,9 +89,50 @@ fn best(hits: &[memd_client::Hit]) -> Option<f64> {
         .reduce(f64::max)
 }
 
-/// Whether a floor `f` leaves nothing of a search whose best hit is `top`.
-fn nothing(top: Option<f64>, f: f64) -> bool {
-    top.is_none_or(|t| t < f)
+/// What a namespace tells the rules about a query: the best cosine of its
+/// semantic ranking, and the largest share of the query's words one of
+/// the hits a 10-hit search would return holds.
+#[derive(Debug, Clone, Copy)]
+struct Evidence {
+    best: Option<f64>,
+    words: f64,
+}
+
+/// The daemon's relevance rules (`[search.floor]`, `[search.nothing_below]`,
+/// `[search] related_words`), as `store::search` applies them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Rule {
+    hit: f64,
+    nothing_below: f64,
+    related_words: f64,
+}
+
+impl Rule {
+    /// A hit floor alone.
+    fn floor(hit: f64) -> Rule {
+        Rule {
+            hit,
+            nothing_below: 0.0,
+            related_words: 0.0,
+        }
+    }
+
+    /// Whether a memory holding `share` of the query's words is related
+    /// to it by its words.
+    fn related(&self, share: f64) -> bool {
+        self.related_words > 0.0 && share >= self.related_words
+    }
+
+    /// Whether the search returns nothing: no cosine reaches the floor or
+    /// `nothing_below`, and no candidate is related by its words.
+    fn nothing(&self, e: &Evidence) -> bool {
+        e.best.is_none_or(|b| b < self.hit.max(self.nothing_below)) && !self.related(e.words)
+    }
+
+    fn json(&self) -> Value {
+        json!({"floor": self.hit, "nothing_below": self.nothing_below,
+            "related_words": self.related_words})
+    }
 }
 
 /// One in-store question.
@@ -91,18 +140,27 @@ struct InStore {
     set: usize,
     conv: String,
     evidence: Vec<String>,
-    hits: Vec<(String, Option<f64>)>,
-    /// The best relevance in the other set's namespace.
-    away: Option<f64>,
+    /// The default mode's hits without rules: turn id, relevance, share
+    /// of the query's words held.
+    hits: Vec<(String, Option<f64>, f64)>,
+    /// Its own namespace.
+    here: Evidence,
+    /// The other set's namespace it is asked in.
+    away: Evidence,
 }
 
 impl InStore {
-    fn r10(&self, f: f64) -> f64 {
+    /// R@10 under `rule` (without the hits it would let in below the
+    /// tenth: an upper bound of what it costs).
+    fn r10(&self, rule: &Rule) -> f64 {
+        if rule.nothing(&self.here) {
+            return 0.0;
+        }
         let kept: Vec<String> = self
             .hits
             .iter()
-            .filter(|(_, r)| r.is_none_or(|r| r >= f))
-            .map(|(id, _)| id.clone())
+            .filter(|(_, r, share)| r.is_none_or(|r| r >= rule.hit) || rule.related(*share))
+            .map(|(id, _, _)| id.clone())
             .collect();
         Score::of(&self.evidence, &kept).r10
     }
@@ -180,6 +238,27 @@ async fn cosines(c: &mut memd_client::Client, query: &str) -> anyhow::Result<Val
     Ok(json!({"n": all.len(), "mean": mean, "sd": sd, "top": top}))
 }
 
+/// A lexical search of the namespace: its 10 best hits' content and raw
+/// score (BM25 with memd's coverage and length rule), to study rules that
+/// weigh the query's words against the namespace's.
+async fn lexical(c: &mut memd_client::Client, query: &str) -> anyhow::Result<Value> {
+    let mut asked = request(query, SearchMode::Lexical, 10);
+    asked.explain = true;
+    let hits = c.search(asked).await?.hits;
+    Ok(Value::Array(
+        hits.iter()
+            .map(|h| {
+                let raw = h
+                    .explain
+                    .as_deref()
+                    .and_then(|e| serde_json::from_str::<Value>(e).ok())
+                    .map_or(Value::Null, |e| e["raw"].clone());
+                json!([h.memory.content, raw])
+            })
+            .collect(),
+    ))
+}
+
 /// `--dump`: each in-store question (its default-mode hits and the
 /// namespace's cosines), each question asked in another set's namespace,
 /// each nonsense string in each namespace, one JSON line each.
@@ -205,30 +284,36 @@ async fn dump(
                 .map(|h| json!([eval::turn_of(h), h.relevance]))
                 .collect();
             let own = cosines(&mut home, &q.question).await?;
+            let own_lexical = lexical(&mut home, &q.question).await?;
             let away_ns = others[n % others.len()];
-            let away = cosines(&mut setup.connect(away_ns).await?, &q.question).await?;
+            let mut far = setup.connect(away_ns).await?;
+            let away = cosines(&mut far, &q.question).await?;
+            let away_lexical = lexical(&mut far, &q.question).await?;
             writeln!(
                 out,
                 "{}",
                 json!({"kind": "in", "set": si, "conv": q.conv,
-                "evidence": q.evidence(), "hits": hits, "own": own})
+                "evidence": q.evidence(), "question": q.question, "hits": hits,
+                "own": own, "lexical": own_lexical})
             )?;
             writeln!(
                 out,
                 "{}",
                 json!({"kind": "away", "set": si, "conv": q.conv,
-                "ns": away_ns, "own": away})
+                "ns": away_ns, "question": q.question, "own": away,
+                "lexical": away_lexical})
             )?;
         }
         for conv in &convs[si] {
             let mut c = setup.connect(conv).await?;
             for (i, s) in junk.iter().enumerate() {
                 let own = cosines(&mut c, s).await?;
+                let lexical = lexical(&mut c, s).await?;
                 writeln!(
                     out,
                     "{}",
                     json!({"kind": "junk", "set": si, "conv": conv,
-                    "junk": i, "own": own})
+                    "junk": i, "question": s, "own": own, "lexical": lexical})
                 )?;
             }
         }
@@ -288,8 +373,27 @@ struct Asked {
     /// Per set: bytes of `memory_search` results with full hits, with
     /// compact hits, and the hits they held.
     bytes: Vec<(usize, usize, usize)>,
-    /// Per conversation, the best relevance of each nonsense string.
-    nonsense: BTreeMap<String, Vec<Option<f64>>>,
+    /// Per conversation, what its namespace tells of each nonsense string.
+    nonsense: BTreeMap<String, Vec<Evidence>>,
+}
+
+/// A namespace's [`Evidence`] about `query`: the best relevance of a
+/// semantic search, and the largest share of the query's words one of the
+/// default mode's 10 hits holds (the hits the search would return).
+async fn evidence(c: &mut memd_client::Client, query: &str) -> anyhow::Result<Evidence> {
+    let words = significant_words(query);
+    let semantic = c
+        .search(request(query, SearchMode::Semantic, 1))
+        .await?
+        .hits;
+    let shown = c.search(request(query, SearchMode::Auto, 10)).await?.hits;
+    Ok(Evidence {
+        best: best(&semantic),
+        words: shown
+            .iter()
+            .map(|h| share_held(&words, &h.memory.content))
+            .fold(0.0, f64::max),
+    })
 }
 
 async fn ask(
@@ -312,34 +416,35 @@ async fn ask(
             bytes[si].0 += full;
             bytes[si].1 += compact;
             bytes[si].2 += found.hits.len();
-            let hits = found.hits;
+            let words = significant_words(&q.question);
+            let here = evidence(&mut home, &q.question).await?;
             let away_ns = others[questions.len() % others.len()];
-            let mut away = setup.connect(away_ns).await?;
-            let far = away
-                .search(request(&q.question, SearchMode::Semantic, 50))
-                .await?;
+            let away = evidence(&mut setup.connect(away_ns).await?, &q.question).await?;
             questions.push(InStore {
                 set: si,
                 conv: q.conv.clone(),
                 evidence: q.evidence().to_vec(),
-                hits: hits
+                hits: found
+                    .hits
                     .iter()
-                    .filter_map(|h| Some((eval::turn_of(h)?, h.relevance)))
+                    .filter_map(|h| {
+                        let share = share_held(&words, &h.memory.content);
+                        Some((eval::turn_of(h)?, h.relevance, share))
+                    })
                     .collect(),
-                away: best(&far.hits),
+                here,
+                away,
             });
         }
     }
     let mut nonsense = BTreeMap::new();
     for conv in convs.iter().flatten() {
         let mut c = setup.connect(conv).await?;
-        let mut tops = Vec::with_capacity(junk.len());
+        let mut told = Vec::with_capacity(junk.len());
         for s in junk {
-            tops.push(best(
-                &c.search(request(s, SearchMode::Semantic, 50)).await?.hits,
-            ));
+            told.push(evidence(&mut c, s).await?);
         }
-        nonsense.insert(conv.clone(), tops);
+        nonsense.insert(conv.clone(), told);
     }
     Ok(Asked {
         questions,
@@ -348,62 +453,148 @@ async fn ask(
     })
 }
 
-/// The floors tried.
+/// The hit floors tried.
 fn grid() -> Vec<f64> {
     (0..=80).map(|i| f64::from(i) / 100.0).collect()
 }
 
-/// The mean R@10 lost at floor `f` over each set's conversations but
-/// `skip`, the sets weighted equally.
-fn loss(a: &Asked, sets: usize, f: f64, skip: Option<&str>) -> f64 {
-    let per_set: Vec<f64> = (0..sets)
-        .filter_map(|s| {
-            let mut by_conv: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
-            for q in a
-                .questions
+/// The `nothing_below` and `related_words` pairs tried over a hit floor
+/// (`related_words` 0: the words rule off).
+fn rules(hit: f64) -> Vec<Rule> {
+    let mut out = Vec::new();
+    for related_words in [0.0, 0.34, 0.4, 0.5, 0.6, 0.67, 0.75] {
+        for i in 20..=60 {
+            out.push(Rule {
+                hit,
+                nothing_below: f64::from(i) / 100.0,
+                related_words,
+            });
+        }
+    }
+    out
+}
+
+/// Per conversation under one rule: R@10 lost, and the shares of its
+/// questions asked elsewhere and of nonsense strings that get nothing.
+type Figures = BTreeMap<String, (usize, [f64; 3])>;
+
+fn figures(a: &Asked, rule: &Rule) -> Figures {
+    let mut per: BTreeMap<String, (usize, Vec<[f64; 2]>)> = BTreeMap::new();
+    for q in &a.questions {
+        let e = per.entry(q.conv.clone()).or_insert((q.set, Vec::new()));
+        e.1.push([
+            q.r10(&Rule::floor(0.0)) - q.r10(rule),
+            f64::from(u8::from(rule.nothing(&q.away))),
+        ]);
+    }
+    per.into_iter()
+        .map(|(conv, (set, v))| {
+            let junk: Vec<f64> = a.nonsense[&conv]
                 .iter()
-                .filter(|q| q.set == s && Some(q.conv.as_str()) != skip)
-            {
-                by_conv
-                    .entry(&q.conv)
-                    .or_default()
-                    .push(q.r10(0.0) - q.r10(f));
-            }
-            let means: Vec<f64> = by_conv.values().map(|v| eval::mean(v)).collect();
-            (!means.is_empty()).then(|| eval::mean(&means))
+                .map(|e| f64::from(u8::from(rule.nothing(e))))
+                .collect();
+            let col = |i: usize| eval::mean(&v.iter().map(|x| x[i]).collect::<Vec<_>>());
+            (conv, (set, [col(0), col(1), eval::mean(&junk)]))
         })
-        .collect();
-    eval::mean(&per_set)
+        .collect()
 }
 
-/// The highest floor of the grid within the budget, chosen without `skip`.
-fn choose(a: &Asked, sets: usize, budget: f64, skip: Option<&str>) -> f64 {
-    grid()
-        .into_iter()
-        .filter(|&f| loss(a, sets, f, skip) <= budget)
-        .fold(0.0, f64::max)
+/// Each set's means over its conversations but `skip`.
+fn set_means(f: &Figures, sets: usize, skip: Option<&str>) -> Vec<[f64; 3]> {
+    (0..sets)
+        .map(|s| {
+            let v: Vec<&[f64; 3]> = f
+                .iter()
+                .filter(|(c, (set, _))| *set == s && Some(c.as_str()) != skip)
+                .map(|(_, (_, x))| x)
+                .collect();
+            [0, 1, 2].map(|i| eval::mean(&v.iter().map(|x| x[i]).collect::<Vec<_>>()))
+        })
+        .collect()
 }
 
-/// Per held-out conversation: the floor chosen without it and its figures.
-fn held_out(a: &Asked, sets: &[DataSet], budget: f64) -> Vec<Value> {
+/// Every rule's figures, computed once.
+struct Table {
+    floors: Vec<(f64, Figures)>,
+    rules: Vec<(Rule, Figures)>,
+}
+
+impl Table {
+    fn of(a: &Asked) -> Table {
+        let floors: Vec<(f64, Figures)> = grid()
+            .into_iter()
+            .map(|f| (f, figures(a, &Rule::floor(f))))
+            .collect();
+        let rules = grid()
+            .into_iter()
+            .flat_map(rules)
+            .map(|r| {
+                let f = figures(a, &r);
+                (r, f)
+            })
+            .collect();
+        Table { floors, rules }
+    }
+
+    /// The highest hit floor whose mean loss over the sets stays within
+    /// the budget, chosen without `skip`; then the rule over it whose worse
+    /// set gets nothing for most out-of-store questions (and then most
+    /// nonsense strings) while no set loses more than the budget.
+    fn choose(&self, sets: usize, budget: f64, skip: Option<&str>) -> Rule {
+        let hit = self
+            .floors
+            .iter()
+            .filter(|(_, f)| {
+                let m = set_means(f, sets, skip);
+                eval::mean(&m.iter().map(|x| x[0]).collect::<Vec<_>>()) <= budget
+            })
+            .map(|(h, _)| *h)
+            .fold(0.0, f64::max);
+        let worst = |m: &[[f64; 3]], i: usize| m.iter().map(|x| x[i]).fold(f64::INFINITY, f64::min);
+        let mut chosen = (f64::NEG_INFINITY, Rule::floor(hit));
+        for (r, f) in self.rules.iter().filter(|(r, _)| r.hit == hit) {
+            let m = set_means(f, sets, skip);
+            if m.iter().any(|x| x[0] > budget) {
+                continue;
+            }
+            let score = worst(&m, 1) + 0.1 * worst(&m, 2);
+            if score > chosen.0 + 1e-12 {
+                chosen = (score, *r);
+            }
+        }
+        chosen.1
+    }
+
+    fn figures(&self, rule: &Rule) -> &Figures {
+        &self
+            .rules
+            .iter()
+            .find(|(r, _)| r == rule)
+            .unwrap_or_else(|| unreachable!("every rule chosen is in the table"))
+            .1
+    }
+}
+
+/// Per held-out conversation: the rule chosen without it and its figures.
+fn held_out(a: &Asked, table: &Table, sets: &[DataSet], budget: f64) -> Vec<Value> {
     let mut rows = Vec::new();
     for (si, convs) in conversations(sets).iter().enumerate() {
         for conv in convs {
-            let f = choose(a, sets.len(), budget, Some(conv));
-            let qs: Vec<&InStore> = a.questions.iter().filter(|q| &q.conv == conv).collect();
-            let share = |xs: &mut dyn Iterator<Item = bool>| {
-                let v: Vec<f64> = xs.map(|b| if b { 1.0 } else { 0.0 }).collect();
-                eval::mean(&v)
+            let rule = table.choose(sets.len(), budget, Some(conv));
+            let figures = if rule.nothing_below == 0.0 && rule.related_words == 0.0 {
+                figures(a, &rule)
+            } else {
+                table.figures(&rule).clone()
             };
-            rows.push(json!({
-                "set": sets[si].name,
-                "conv": conv,
-                "floor": f,
-                "questions": qs.len(),
-                "r10_loss": r3(eval::mean(&qs.iter().map(|q| q.r10(0.0) - q.r10(f)).collect::<Vec<_>>())),
-                "out_of_store_nothing": r3(share(&mut qs.iter().map(|q| nothing(q.away, f)))),
-                "nonsense_nothing": r3(share(&mut a.nonsense[conv].iter().map(|t| nothing(*t, f)))),
-            }));
+            let (_, [loss, away, junk]) = figures[conv];
+            let mut row = rule.json();
+            row["set"] = json!(sets[si].name);
+            row["conv"] = json!(conv);
+            row["questions"] = json!(a.questions.iter().filter(|q| &q.conv == conv).count());
+            row["r10_loss"] = json!(r3(loss));
+            row["out_of_store_nothing"] = json!(r3(away));
+            row["nonsense_nothing"] = json!(r3(junk));
+            rows.push(row);
         }
     }
     rows
@@ -424,6 +615,8 @@ fn summary(rows: &[Value], sets: &[DataSet]) -> Vec<Value> {
             json!({
                 "set": s.name,
                 "floor": of("floor"),
+                "nothing_below": of("nothing_below"),
+                "related_words": of("related_words"),
                 "r10_loss": of("r10_loss"),
                 "out_of_store_nothing": of("out_of_store_nothing"),
                 "nonsense_nothing": of("nonsense_nothing"),
@@ -505,14 +698,17 @@ async fn run_async(args: FloorArgs) -> anyhow::Result<()> {
         return dump(&setup, &sets, &args, &junk, path).await;
     }
     let asked = ask(&setup, &sets, &args, &junk).await?;
-    let rows = held_out(&asked, &sets, args.budget);
-    let chosen = choose(&asked, sets.len(), args.budget, None);
+    let table = Table::of(&asked);
+    let rows = held_out(&asked, &table, &sets, args.budget);
+    let chosen = table.choose(sets.len(), args.budget, None);
     let unfloored = measured(&setup, &sets, &args, &junk).await?;
     setup
         .reconfigure(&format!(
-            "{EVAL_CONFIG}[search.floor]\n\"{m}\" = {chosen}\n\
+            "{EVAL_CONFIG}[search]\nrelated_words = {}\n[search.floor]\n\"{m}\" = {}\n\
              [search.nothing_below]\n\"{m}\" = {}\n",
-            args.nothing_below,
+            chosen.related_words,
+            chosen.hit,
+            chosen.nothing_below,
             m = args.model
         ))
         .await?;
@@ -523,8 +719,7 @@ async fn run_async(args: FloorArgs) -> anyhow::Result<()> {
         "per_conv": args.per_conv,
         "held_out": rows,
         "held_out_means": summary(&rows, &sets),
-        "chosen_on_all": chosen,
-        "nothing_below": args.nothing_below,
+        "chosen_on_all": chosen.json(),
         "memory_search_bytes_per_hit": sets.iter().zip(&asked.bytes).map(|(s, (full, compact, hits))| json!({
             "set": s.name,
             "hits": hits,
@@ -544,36 +739,34 @@ async fn run_async(args: FloorArgs) -> anyhow::Result<()> {
 
 fn print(r: &Value) {
     println!(
-        "| set | held-out conversation | floor | R@10 lost | out-of-store: nothing | nonsense: nothing |"
+        "| set | held-out conversation | floor | nothing below | related words | R@10 lost | out-of-store: nothing | nonsense: nothing |"
     );
-    println!("|---|---|---|---|---|---|");
-    for row in r["held_out"].as_array().into_iter().flatten() {
+    println!("|---|---|---|---|---|---|---|---|");
+    let rows = r["held_out"].as_array().into_iter().flatten();
+    let means = r["held_out_means"].as_array().into_iter().flatten();
+    for (row, mean) in rows.map(|x| (x, false)).chain(means.map(|x| (x, true))) {
         println!(
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             row["set"].as_str().unwrap_or(""),
-            row["conv"].as_str().unwrap_or(""),
+            if mean {
+                "**mean**"
+            } else {
+                row["conv"].as_str().unwrap_or("")
+            },
             row["floor"],
-            row["r10_loss"],
-            row["out_of_store_nothing"],
-            row["nonsense_nothing"]
-        );
-    }
-    for row in r["held_out_means"].as_array().into_iter().flatten() {
-        println!(
-            "| {} | **mean** | {} | {} | {} | {} |",
-            row["set"].as_str().unwrap_or(""),
-            row["floor"],
+            row["nothing_below"],
+            row["related_words"],
             row["r10_loss"],
             row["out_of_store_nothing"],
             row["nonsense_nothing"]
         );
     }
     println!(
-        "\nfloor chosen on every conversation: {}",
+        "\nrules chosen on every conversation: {}",
         r["chosen_on_all"]
     );
-    println!("daemon without a floor: {}", r["daemon_without_floor"]);
-    println!("daemon at that floor:   {}", r["daemon_at_chosen"]);
+    println!("daemon without rules: {}", r["daemon_without_floor"]);
+    println!("daemon at those rules: {}", r["daemon_at_chosen"]);
     println!(
         "memory_search bytes per hit: {}",
         r["memory_search_bytes_per_hit"]

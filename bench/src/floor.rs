@@ -381,12 +381,21 @@ struct Asked {
 /// semantic search, and the largest share of the query's words one of the
 /// default mode's 10 hits holds (the hits the search would return).
 async fn evidence(c: &mut memd_client::Client, query: &str) -> anyhow::Result<Evidence> {
+    let shown = c.search(request(query, SearchMode::Auto, 10)).await?.hits;
+    seen(c, query, &shown).await
+}
+
+/// [`Evidence`] with the default mode's hits already asked for.
+async fn seen(
+    c: &mut memd_client::Client,
+    query: &str,
+    shown: &[memd_client::Hit],
+) -> anyhow::Result<Evidence> {
     let words = significant_words(query);
     let semantic = c
         .search(request(query, SearchMode::Semantic, 1))
         .await?
         .hits;
-    let shown = c.search(request(query, SearchMode::Auto, 10)).await?.hits;
     Ok(Evidence {
         best: best(&semantic),
         words: shown
@@ -417,7 +426,7 @@ async fn ask(
             bytes[si].1 += compact;
             bytes[si].2 += found.hits.len();
             let words = significant_words(&q.question);
-            let here = evidence(&mut home, &q.question).await?;
+            let here = seen(&mut home, &q.question, &found.hits).await?;
             let away_ns = others[questions.len() % others.len()];
             let away = evidence(&mut setup.connect(away_ns).await?, &q.question).await?;
             questions.push(InStore {
@@ -513,27 +522,30 @@ fn set_means(f: &Figures, sets: usize, skip: Option<&str>) -> Vec<[f64; 3]> {
         .collect()
 }
 
-/// Every rule's figures, computed once.
-struct Table {
-    floors: Vec<(f64, Figures)>,
-    rules: Vec<(Rule, Figures)>,
+/// Each rule's figures, computed when first asked for (only the rules over
+/// the floors chosen are).
+struct Table<'a> {
+    asked: &'a Asked,
+    known: std::cell::RefCell<BTreeMap<[u32; 3], Figures>>,
 }
 
-impl Table {
-    fn of(a: &Asked) -> Table {
-        let floors: Vec<(f64, Figures)> = grid()
-            .into_iter()
-            .map(|f| (f, figures(a, &Rule::floor(f))))
-            .collect();
-        let rules = grid()
-            .into_iter()
-            .flat_map(rules)
-            .map(|r| {
-                let f = figures(a, &r);
-                (r, f)
-            })
-            .collect();
-        Table { floors, rules }
+impl<'a> Table<'a> {
+    fn of(asked: &'a Asked) -> Table<'a> {
+        Table {
+            asked,
+            known: Default::default(),
+        }
+    }
+
+    /// The figures of `rule` (its values are hundredths).
+    fn figures(&self, rule: &Rule) -> Figures {
+        let key =
+            [rule.hit, rule.nothing_below, rule.related_words].map(|x| (x * 100.0).round() as u32);
+        self.known
+            .borrow_mut()
+            .entry(key)
+            .or_insert_with(|| figures(self.asked, rule))
+            .clone()
     }
 
     /// The highest hit floor whose mean loss over the sets stays within
@@ -541,37 +553,26 @@ impl Table {
     /// set gets nothing for most out-of-store questions (and then most
     /// nonsense strings) while no set loses more than the budget.
     fn choose(&self, sets: usize, budget: f64, skip: Option<&str>) -> Rule {
-        let hit = self
-            .floors
-            .iter()
-            .filter(|(_, f)| {
-                let m = set_means(f, sets, skip);
+        let hit = grid()
+            .into_iter()
+            .filter(|&h| {
+                let m = set_means(&self.figures(&Rule::floor(h)), sets, skip);
                 eval::mean(&m.iter().map(|x| x[0]).collect::<Vec<_>>()) <= budget
             })
-            .map(|(h, _)| *h)
             .fold(0.0, f64::max);
         let worst = |m: &[[f64; 3]], i: usize| m.iter().map(|x| x[i]).fold(f64::INFINITY, f64::min);
         let mut chosen = (f64::NEG_INFINITY, Rule::floor(hit));
-        for (r, f) in self.rules.iter().filter(|(r, _)| r.hit == hit) {
-            let m = set_means(f, sets, skip);
+        for r in rules(hit) {
+            let m = set_means(&self.figures(&r), sets, skip);
             if m.iter().any(|x| x[0] > budget) {
                 continue;
             }
             let score = worst(&m, 1) + 0.1 * worst(&m, 2);
             if score > chosen.0 + 1e-12 {
-                chosen = (score, *r);
+                chosen = (score, r);
             }
         }
         chosen.1
-    }
-
-    fn figures(&self, rule: &Rule) -> &Figures {
-        &self
-            .rules
-            .iter()
-            .find(|(r, _)| r == rule)
-            .unwrap_or_else(|| unreachable!("every rule chosen is in the table"))
-            .1
     }
 }
 
@@ -581,12 +582,7 @@ fn held_out(a: &Asked, table: &Table, sets: &[DataSet], budget: f64) -> Vec<Valu
     for (si, convs) in conversations(sets).iter().enumerate() {
         for conv in convs {
             let rule = table.choose(sets.len(), budget, Some(conv));
-            let figures = if rule.nothing_below == 0.0 && rule.related_words == 0.0 {
-                figures(a, &rule)
-            } else {
-                table.figures(&rule).clone()
-            };
-            let (_, [loss, away, junk]) = figures[conv];
+            let (_, [loss, away, junk]) = table.figures(&rule)[conv];
             let mut row = rule.json();
             row["set"] = json!(sets[si].name);
             row["conv"] = json!(conv);
